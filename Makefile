@@ -1,0 +1,23 @@
+# The two commands a fresh machine needs (README): `make setup` installs, `make test` runs the tests.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup test demo clean
+setup:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# the CPU build of torch from this machine's disk; on a GPU host use its own torch instead
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	# the pinned FA4 sources, for the patcher's tests only (no CUDA dependencies pulled in)
+	$(BIN)/pip install -q --no-deps flash-attn-4==4.0.0b36
+
+test:
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+demo:
+	$(BIN)/softbench latency --backend sim --seq 256 --rounds 3 --windows 2 --calls 5 --warmup 2
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""One module per CLI command; each defines `command` and keeps its heavy imports inside."""

@@ -1,0 +1,69 @@
+"""Backends build a zero-argument forward for (variant, shape, inputs). They run inside a worker process."""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import torch
+
+from softbench.errors import UnsupportedError
+from softbench.kernels import operators_for_sim
+from softbench.kernels.capability import Device, detect_device
+from softbench.kernels.inputs import Inputs
+from softbench.registry import Registry
+from softbench.shapes import Shape
+
+
+class Backend(Protocol):
+    name: str
+    device: Device
+
+    def load(self, variant: str) -> dict: ...
+
+    def build(self, shape: Shape, inputs: Inputs) -> Callable[[], torch.Tensor]: ...
+
+
+class SimBackend:
+    """The pure-torch semantic simulation (softbench.kernels.sim), on CUDA when present, else on the CPU."""
+
+    name = "sim"
+
+    def __init__(self, rescale_threshold: float = 0.0, tile: int = 128, device: str | None = None):
+        self.rescale_threshold = rescale_threshold
+        self.tile = tile
+        self.device = detect_device(prefer_cuda=device != "cpu")
+        self.weight_fn = None
+        self.variant = None
+
+    def load(self, variant: str) -> dict:
+        self.variant = variant
+        self.weight_fn = operators_for_sim.get(variant)
+        return {"backend": "sim", "variant": variant, "rescale_threshold": self.rescale_threshold, "tile": self.tile}
+
+    def build(self, shape: Shape, inputs: Inputs):
+        from softbench.kernels.sim import sim_attention
+
+        def forward():
+            return sim_attention(inputs.q, inputs.k, inputs.v, shape.causal, self.weight_fn, tile=self.tile,
+                                 rescale_threshold=self.rescale_threshold, descale=inputs.descale)
+
+        return forward
+
+
+def _fa4_backend(**kw):
+    from softbench.kernels.fa4 import FA4Backend
+
+    return FA4Backend(**kw)
+
+
+BACKENDS: Registry[Callable[..., Backend]] = Registry("backend")
+BACKENDS.register("sim", SimBackend)
+BACKENDS.register("fa4", _fa4_backend)
+
+
+def make_backend(name: str, **options) -> Backend:
+    factory = BACKENDS.get(name)
+    try:
+        return factory(**options)
+    except TypeError as e:
+        raise UnsupportedError(f"backend {name} does not take options {sorted(options)}: {e}") from None

@@ -1,0 +1,56 @@
+"""What a device and backend can do, answered with a reason instead of an assert.
+
+FA4 on sm_90 (Hopper) has BF16/FP16 only; FP8 and FA4's exp2 polynomial emulation exist only in its sm_100
+path. Head dims: sm_90 8..256 (multiple of 8), sm_100 8..128, (192, 128) or 256."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from softbench.shapes import Shape
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str  # "cuda" or "cpu"
+    name: str
+    arch: int | None  # e.g. 90, 100; None on the CPU
+
+    @property
+    def arch_label(self) -> str:
+        return f"sm_{self.arch}" if self.arch is not None else "cpu"
+
+
+def detect_device(prefer_cuda: bool = True) -> Device:
+    import torch  # heavy import, deferred
+
+    if prefer_cuda and torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return Device("cuda", torch.cuda.get_device_name(), major * 10 + minor)
+    return Device("cpu", "cpu", None)
+
+
+def fa4_unsupported_reason(shape: Shape, device: Device) -> str | None:
+    """None when FA4 can run `shape` on `device`, else a sentence that says why not and what to do."""
+    if device.kind != "cuda":
+        return "FA4 needs a CUDA GPU and none is visible here; use --backend sim (pure torch, runs on the CPU)"
+    family = (device.arch or 0) // 10
+    if family not in (9, 10, 11):
+        return f"FA4's forward is measured here on sm_90 and sm_100 only; this GPU is {device.arch_label}"
+    if shape.dtype == "fp8" and family == 9:
+        return ("FP8 through FA4 exists only in its sm_100 path; this GPU is sm_90 (Hopper). "
+                "Use --dtype bf16/fp16, or --backend sim for the FP8 semantics")
+    d = shape.head_dim
+    if family == 9 and not (8 <= d <= 256 and d % 8 == 0):
+        return f"FA4 on sm_90 takes head dims 8..256 in multiples of 8, not {d}"
+    if family in (10, 11) and not ((8 <= d <= 128 and d % 8 == 0) or d == 256):
+        return f"FA4 on sm_100 takes head dims 8..128 (multiples of 8) or 256, not {d}"
+    return None
+
+
+def fa4_emulation_reason(device: Device) -> str | None:
+    """FA4's exp2 polynomial emulation (ex2_emu_*) exists only in the sm_100 forward."""
+    if device.arch is None or device.arch // 10 not in (10, 11):
+        return (f"FA4 has no exp2 emulation on {device.arch_label}: its ex2_emu_freq/start_frg/res settings "
+                "exist only in the sm_100 forward")
+    return None

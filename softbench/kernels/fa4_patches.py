@@ -1,0 +1,163 @@
+"""The FA4 source patches: stock (a verbatim private copy), Rowmax-H15 (A1) and the no-exponential control.
+
+Anchors are exact texts of flash-attn-4 4.0.0b36. sm_90 (and sm_80) compute the exponential in
+`Softmax.online_softmax` (two exp2 calls); sm_100 in `SoftmaxSm100.scale_subtract_rowmax` followed by
+`apply_exp2_convert`, called from `flash_fwd_sm100.py`. For sm_100 the patch adds separate methods with doubled
+exponential-path constants (2*scale_log2, 2*max_offset) and switches the call sites to them, so the shared
+constants (rescale, row sum, log-sum-exp, FP8 range check) stay as they are (paper B.1). MLA kernels are not
+patched."""
+
+from __future__ import annotations
+
+from softbench.kernels.patch import Edit, NewFile, Patch
+from softbench.registry import Registry
+
+# The element-wise operator as inline PTX. t = 2x arrives already doubled.
+#   max.f32  c, t, -252.0          clamp: keeps the exponent field >= 1 (0fC37C0000 = -252.0)
+#   add.rn.f32 y, c, 12583166.0    2^23 + 2^22 + 254 (0f4B4000FE): rounds t to n (RNE) and adds the bias 2*127
+#   shl.b32  w, bits(y), 22        n's bit 0 -> leading mantissa bit, the rest -> exponent field
+H15_MODULE = '''"""softbench: Rowmax-H15 element operator (added by the softbench rowmax-h15 patch)."""
+from cutlass import Float32
+from cutlass.cutlass_dsl import T, dsl_user_op
+from cutlass._mlir.dialects import llvm
+
+
+@dsl_user_op
+def h15_from_doubled(t: Float32, *, loc=None, ip=None) -> Float32:
+    return Float32(
+        llvm.inline_asm(
+            T.f32(),
+            [Float32(t).ir_value(loc=loc, ip=ip)],
+            "{\\n\\t"
+            ".reg .f32 sbc, sby;\\n\\t"
+            ".reg .b32 sbb, sbw;\\n\\t"
+            "max.f32 sbc, $1, 0fC37C0000;\\n\\t"
+            "add.rn.f32 sby, sbc, 0f4B4000FE;\\n\\t"
+            "mov.b32 sbb, sby;\\n\\t"
+            "shl.b32 sbw, sbb, 22;\\n\\t"
+            "mov.b32 $0, sbw;\\n\\t"
+            "}\\n",
+            "=f,f",
+            has_side_effects=False,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )
+    )
+'''
+
+_IMPORT_ANCHOR = "import flash_attn.cute.utils as utils\n"
+_IMPORT_REPL = _IMPORT_ANCHOR + "import flash_attn.cute.softbench_h15 as softbench_h15\n"
+
+# sm_80/sm_90: both exp2 sites of Softmax.online_softmax (first block and later blocks)
+_SM90_EXP2 = (
+    "                acc_S_row_exp = cute.math.exp2(\n"
+    "                    acc_S_row * scale_log2 - row_max_cur_scaled, fastmath=True\n"
+    "                )\n"
+)
+_SM90_H15 = (
+    "                # softbench rowmax-h15: t = 2x with doubled constants (exact), then clamp/add/shift\n"
+    "                acc_S_mn[r, None].store(acc_S_row * (scale_log2 * 2.0) - row_max_cur_scaled * 2.0)\n"
+    "                for sb_c in cutlass.range_constexpr(cute.size(acc_S_mn, mode=[1])):\n"
+    "                    acc_S_mn[r, sb_c] = softbench_h15.h15_from_doubled(acc_S_mn[r, sb_c])\n"
+    "                acc_S_row_exp = acc_S_mn[r, None].load()\n"
+)
+_SM90_NOEXP = (
+    "                # softbench noexp control: exponential removed (wrong results on purpose)\n"
+    "                acc_S_row_exp = acc_S_row * scale_log2 - row_max_cur_scaled\n"
+)
+
+# sm_100: new methods beside the stock ones
+_SM100_METHOD_ANCHOR = "    @cute.jit\n    def scale_apply_exp2_convert(\n"
+_SM100_H15_METHODS = '''    @cute.jit
+    def scale_subtract_rowmax_h15(
+        self,
+        acc_S_row: cute.Tensor,
+        row_max: Float32,
+    ):
+        # softbench rowmax-h15: the exponential path's own doubled constants (2*scale_log2, 2*max_offset);
+        # doubling is exact, so each element is exactly twice the stock exp2 input
+        assert cute.size(acc_S_row.shape) % 2 == 0, "acc_S_row must have an even number of elements"
+        scale_log2_x2 = self.scale_log2 * 2.0
+        bias_x2 = (Float32(self.max_offset) - row_max * self.scale_log2) * 2.0
+        for i in cutlass.range(0, cute.size(acc_S_row.shape), 2, unroll_full=True):
+            acc_S_row[i], acc_S_row[i + 1] = cute.arch.fma_packed_f32x2(
+                (acc_S_row[i], acc_S_row[i + 1]),
+                (scale_log2_x2, scale_log2_x2),
+                (bias_x2, bias_x2),
+            )
+
+    @cute.jit
+    def apply_h15_convert(
+        self,
+        acc_S_row: cute.Tensor,
+        acc_S_row_converted: cute.Tensor,
+        ex2_emu_freq: cutlass.Constexpr[int] = 0,
+        ex2_emu_res: cutlass.Constexpr[int] = 4,
+        ex2_emu_start_frg: cutlass.Constexpr[int] = 0,
+    ):
+        # softbench rowmax-h15 on every element; FA4's emulation settings have no meaning here
+        frg_tile = 32
+        frg_cnt = cute.size(acc_S_row) // frg_tile
+        assert cute.size(acc_S_row) % frg_tile == 0
+        acc_S_row_frg = cute.logical_divide(acc_S_row, cute.make_layout(frg_tile))
+        acc_S_row_converted_frg = cute.logical_divide(
+            acc_S_row_converted, cute.make_layout(frg_tile)
+        )
+        for j in cutlass.range_constexpr(frg_cnt):
+            for k in cutlass.range_constexpr(cute.size(acc_S_row_frg, mode=[0])):
+                acc_S_row_frg[k, j] = softbench_h15.h15_from_doubled(acc_S_row_frg[k, j])
+            acc_S_row_converted_frg[None, j].store(
+                acc_S_row_frg[None, j].load().to(acc_S_row_converted.element_type)
+            )
+
+'''
+_SM100_NOEXP_METHODS = '''    @cute.jit
+    def apply_noexp_convert(
+        self,
+        acc_S_row: cute.Tensor,
+        acc_S_row_converted: cute.Tensor,
+        ex2_emu_freq: cutlass.Constexpr[int] = 0,
+        ex2_emu_res: cutlass.Constexpr[int] = 4,
+        ex2_emu_start_frg: cutlass.Constexpr[int] = 0,
+    ):
+        # softbench noexp control: convert the exponent itself (wrong results on purpose)
+        acc_S_row_converted.store(acc_S_row.load().to(acc_S_row_converted.element_type))
+
+'''
+_SM100_SUB_CALL = "        softmax.scale_subtract_rowmax(tSrS_t2r, row_max)\n"
+_SM100_EXP_CALL = "        softmax.apply_exp2_convert(\n            tSrS_t2r,\n            tSrP_r2t,\n"
+
+
+def _sm100_call(method: str) -> str:
+    return f"        softmax.{method}(\n            tSrS_t2r,\n            tSrP_r2t,\n"
+
+
+STOCK = Patch("stock", "1", "verbatim private copy of the installed FA4 (A0)")
+
+ROWMAX_H15 = Patch(
+    "rowmax-h15", "1", "Rowmax-H15 in the exponential path (sm_90 online_softmax; sm_100 apply_exp2_convert path)",
+    edits=(
+        Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
+        Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, _SM90_H15, count=2),
+        Edit("sm100-softmax-methods", "cute/softmax.py", _SM100_METHOD_ANCHOR, _SM100_H15_METHODS + _SM100_METHOD_ANCHOR),
+        Edit("sm100-scale-subtract-call", "cute/flash_fwd_sm100.py", _SM100_SUB_CALL,
+             "        softmax.scale_subtract_rowmax_h15(tSrS_t2r, row_max)\n"),
+        Edit("sm100-exp2-convert-call", "cute/flash_fwd_sm100.py", _SM100_EXP_CALL, _sm100_call("apply_h15_convert")),
+    ),
+    new_files=(NewFile("cute/softbench_h15.py", H15_MODULE),),
+)
+
+NOEXP = Patch(
+    "noexp", "1", "exponential removed in the same places (timing ceiling; wrong results on purpose)",
+    edits=(
+        Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, _SM90_NOEXP, count=2),
+        Edit("sm100-softmax-methods", "cute/softmax.py", _SM100_METHOD_ANCHOR, _SM100_NOEXP_METHODS + _SM100_METHOD_ANCHOR),
+        Edit("sm100-exp2-convert-call", "cute/flash_fwd_sm100.py", _SM100_EXP_CALL, _sm100_call("apply_noexp_convert")),
+    ),
+)
+
+# which patch builds each variant of the FA4 backend
+FA4_PATCHES: Registry[Patch] = Registry("FA4 patch")
+FA4_PATCHES.register("A0", STOCK)
+FA4_PATCHES.register("A1", ROWMAX_H15)
+FA4_PATCHES.register("noexp", NOEXP)

@@ -1,0 +1,107 @@
+"""A pure-torch reference of the fused kernel's semantics; runs on the CPU and on a GPU.
+
+Online softmax over key tiles (default 128, like FA4's n-block): per tile, the running row maximum, the rescale
+rule with threshold tau (0: always rescale, FA4 sm_90 and FP8 sm_100; 8.0: FA4 sm_100 at 16-bit), the exponential
+map applied to x = s*scale_log2 - m*scale_log2 + max_offset (max_offset 8 for FP8, as FA4 spends the E4M3 range on
+the probability tail), the row sum and the P.V product from the same weights, P rounded to the input dtype
+before P.V. The rescale factor itself is always the exact exp2, as in the patched kernel.
+
+Layout as FA4: q (batch, seq_q, heads, dim), k/v (batch, seq_k, kv_heads, dim)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+LOG2_E = math.log2(math.e)
+
+
+def _p_dtype(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype in (torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2) else torch.float32
+
+
+def sim_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    weight_fn: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    softmax_scale: float | None = None,
+    tile: int = 128,
+    rescale_threshold: float = 0.0,
+    max_offset: float | None = None,
+    descale: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    if h % hk:
+        raise ValueError(f"heads {h} not a multiple of kv heads {hk}")
+    is_fp8 = q.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    if max_offset is None:
+        max_offset = 8.0 if is_fp8 else 0.0
+    p_dtype = _p_dtype(v.dtype)
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+    scale_log2 = scale * LOG2_E * descale[0] * descale[1]
+    # (b, h, s, d) in fp32; GQA: each kv head serves heads/kv_heads query heads
+    qf = q.float().transpose(1, 2)
+    kf = k.float().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vf = v.float().transpose(1, 2).repeat_interleave(h // hk, dim=1) * descale[2]
+    row_max = torch.full((b, h, sq, 1), -math.inf, device=q.device)
+    row_sum = torch.zeros((b, h, sq, 1), device=q.device)
+    acc = torch.zeros((b, h, sq, vf.shape[-1]), device=q.device)
+    q_idx = torch.arange(sq, device=q.device).view(sq, 1) + (sk - sq)  # bottom-right aligned, as FA4
+    for j0 in range(0, sk, tile):
+        j1 = min(j0 + tile, sk)
+        s = qf @ kf[:, :, j0:j1].transpose(-1, -2)
+        if causal:
+            k_idx = torch.arange(j0, j1, device=q.device).view(1, -1)
+            s = s.masked_fill(k_idx > q_idx, -math.inf)
+        m_tile = s.amax(dim=-1, keepdim=True)
+        m_new = torch.maximum(row_max, m_tile)
+        m_safe = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)
+        if j0 == 0:
+            alpha = torch.zeros_like(m_new)
+            m_use = m_safe
+            row_max = m_new
+        else:
+            scale_exp = (row_max - m_safe) * scale_log2
+            alpha = torch.exp2(scale_exp)
+            if rescale_threshold > 0.0:
+                keep = scale_exp >= -rescale_threshold  # the row max grew by less than tau: skip the rescale
+                m_use = torch.where(keep, row_max, m_safe)
+                alpha = torch.where(keep, torch.ones_like(alpha), alpha)
+                row_max = torch.where(keep, row_max, m_new)
+            else:
+                m_use = m_safe
+                row_max = m_new
+        x = s * scale_log2 - m_use * scale_log2 + max_offset
+        w = weight_fn(x)
+        # fully masked rows (possible only before the first unmasked key) contribute nothing
+        w = torch.where(torch.isneginf(s), torch.where(torch.isneginf(m_new), torch.zeros_like(w), w), w)
+        p = w.to(p_dtype).float()
+        row_sum = row_sum * alpha + w.sum(dim=-1, keepdim=True)
+        acc = acc * alpha + p @ vf[:, :, j0:j1]
+    out = acc / row_sum
+    out = torch.nan_to_num(out, nan=0.0) if causal and sk < sq else out
+    target = out_dtype or (torch.bfloat16 if is_fp8 else q.dtype)
+    return out.transpose(1, 2).to(target)
+
+
+def probabilities_via_one_hot(run: Callable[[torch.Tensor], torch.Tensor], seq_k: int, v_like: torch.Tensor,
+                              block: int) -> torch.Tensor:
+    """Read a kernel's probabilities back through one-hot value matrices: with V = columns j0..j0+dv of the
+    identity, O[:, :, :, c] = P[:, :, :, j0 + c]. `run(v)` must return O for that V. Returns P as float32,
+    shape (b, seq_q, h, seq_k)."""
+    b, _, hk, dv = v_like.shape
+    cols = []
+    for j0 in range(0, seq_k, block):
+        width = min(block, seq_k - j0, dv)
+        v = torch.zeros_like(v_like)
+        idx = torch.arange(width, device=v.device)
+        v[:, j0 + idx, :, idx] = 1
+        cols.append(run(v)[..., :width].float())
+    return torch.cat(cols, dim=-1)

@@ -1,0 +1,29 @@
+"""The named kernel variants. One registry holds every variant's metadata; each backend says which it builds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from softbench.registry import Registry
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    role: str  # "baseline", "candidate" or "control"
+    operator: str  # the exponential map in softbench.operators terms
+    description: str
+    correct: bool = True  # False: results are wrong on purpose (timing controls)
+
+
+VARIANTS: Registry[Variant] = Registry("kernel variant")
+for _v in (
+    Variant("A0", "baseline", "exp2", "stock kernel, exact exponential (hardware ex2 and, on sm_100, FA4's own emulation mix)"),
+    Variant("A1", "candidate", "rowmax-h15", "Rowmax-H15 in the exponential path only (one clamp, one FP32 add, one shift)"),
+    Variant("noexp", "control", "identity", "exponential removed: a timing ceiling, results wrong on purpose", correct=False),
+):
+    VARIANTS.register(_v.name, _v)
+
+
+def get_variant(name: str) -> Variant:
+    return VARIANTS.get(name)

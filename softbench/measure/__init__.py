@@ -1,0 +1,1 @@
+"""Measurement engines: they run kernels and write records; printing is elsewhere."""

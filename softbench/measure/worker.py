@@ -1,0 +1,180 @@
+"""The per-process timing loop. One worker process serves one kernel variant for a whole command: the parent
+sends it JSON requests on stdin (load, prepare, round, loop, exit) and reads JSON replies on the protocol pipe.
+Keeping the worker alive across rounds keeps the alternation of variants without paying FA4's import (about
+9 s) and compile every round.
+
+Everything the libraries print goes to stderr; stdout carries only the protocol."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Callable
+
+from softbench.errors import SoftbenchError
+
+
+class Timer:
+    """Times back-to-back calls: CUDA events around the window on a GPU, the monotonic clock on the CPU."""
+
+    def __init__(self, device_kind: str):
+        self.cuda = device_kind == "cuda"
+        if self.cuda:
+            import torch
+
+            self.torch = torch
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def window_ms(self, fn: Callable[[], object], calls: int) -> float:
+        if self.cuda:
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            self.torch.cuda.synchronize()
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end))
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter_ns() - t0) / 1e6
+
+
+class WorkerState:
+    def __init__(self):
+        self.backend = None
+        self.variant = None
+        self.shape = None
+        self.inputs = None
+        self.forward = None
+        self.timer = None
+        self.nvml = None
+
+    # --- requests ------------------------------------------------------------------------------------
+    def load(self, req: dict) -> dict:
+        from softbench.kernels.backends import make_backend
+        from softbench.nvml import Nvml
+
+        self.backend = make_backend(req["backend"], **req.get("options", {}))
+        self.variant = req["variant"]
+        t0 = time.monotonic()
+        info = self.backend.load(self.variant)
+        info["load_s"] = round(time.monotonic() - t0, 3)
+        info["pid"] = os.getpid()
+        info["device"] = {"kind": self.backend.device.kind, "name": self.backend.device.name,
+                          "arch": self.backend.device.arch}
+        self.timer = Timer(self.backend.device.kind)
+        self.nvml = Nvml.try_open() if self.backend.device.kind == "cuda" else None
+        return info
+
+    def prepare(self, req: dict) -> dict:
+        import torch
+
+        from softbench.kernels.inputs import make_inputs
+        from softbench.kernels.refs import check_rows, reference_rows, relative_error
+        from softbench.shapes import Shape
+
+        self.shape = Shape(**req["shape"])
+        device = "cuda" if self.backend.device.kind == "cuda" else "cpu"
+        self.forward = None
+        self.inputs = make_inputs(self.shape, req.get("seed", 0), device)
+        self.forward = self.backend.build(self.shape, self.inputs)
+        t0 = time.monotonic()
+        with torch.inference_mode():
+            out = self.forward()  # first call compiles
+            self.timer.sync()
+            compile_s = time.monotonic() - t0
+            rows = check_rows(self.shape.seq, req.get("check_rows", 64))
+            ref = reference_rows(self.inputs.q, self.inputs.k, self.inputs.v, self.shape.causal, rows,
+                                 descale=self.inputs.descale)
+            got = out[:, rows.to(out.device)]
+            finite = bool(torch.isfinite(out).all())
+            return {
+                "compile_s": round(compile_s, 3),
+                "rel_error_vs_fp32": relative_error(got, ref),
+                "activation_mean": float(out.float().mean()),
+                "finite": finite,
+                "check_rows": int(rows.numel()),
+                "out_dtype": str(out.dtype).replace("torch.", ""),
+            }
+
+    def round(self, req: dict, emit: Callable[[dict], None]) -> dict:
+        import torch
+
+        if self.forward is None:
+            raise SoftbenchError("round requested before prepare")
+        calls, windows = int(req["calls"]), int(req["windows"])
+        with torch.inference_mode():
+            for _ in range(int(req["warmup"])):
+                self.forward()
+            self.timer.sync()
+            for w in range(windows):
+                ms = self.timer.window_ms(self.forward, calls)
+                reading = self.nvml.read().to_dict() if self.nvml else {}
+                emit({"window": {"window": w, "calls": calls, "window_ms": ms, "ms_per_call": ms / calls,
+                                 **{f"gpu_{k}": v for k, v in reading.items() if k != "time_s"}}})
+        return {"windows": windows}
+
+    def loop(self, req: dict) -> dict:
+        """Sustained loop for energy: chunks of `chunk` calls each followed by a synchronize, for `seconds`."""
+        import torch
+
+        chunk, seconds = int(req.get("chunk", 50)), float(req["seconds"])
+        with torch.inference_mode():
+            for _ in range(int(req.get("warmup", 30))):
+                self.forward()
+            self.timer.sync()
+            emit_t0 = time.monotonic()
+            forwards = 0
+            while time.monotonic() - emit_t0 < seconds:
+                for _ in range(chunk):
+                    self.forward()
+                self.timer.sync()
+                forwards += chunk
+            loop_s = time.monotonic() - emit_t0
+        return {"forwards": forwards, "loop_s": loop_s, "t_start": emit_t0, "t_end": emit_t0 + loop_s}
+
+
+def main() -> int:
+    # keep the protocol pipe for ourselves; whatever FA4, CuTe DSL or torch print goes to stderr
+    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    state = WorkerState()
+
+    def send(obj: dict) -> None:
+        proto.write(json.dumps(obj, default=str) + "\n")
+        proto.flush()
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        op = req.get("op")
+        try:
+            if op == "exit":
+                send({"ok": True})
+                return 0
+            if op == "round":
+                send({"ok": True, **state.round(req, send)})
+            elif op in ("load", "prepare", "loop"):
+                send({"ok": True, "result": getattr(state, op)(req)})
+            else:
+                send({"ok": False, "error": f"unknown op {op!r}", "type": "UsageError"})
+        except SoftbenchError as e:
+            send({"ok": False, "error": str(e), "hint": e.hint, "type": type(e).__name__})
+        except Exception as e:  # reported to the parent with the traceback; the parent decides
+            traceback.print_exc()
+            send({"ok": False, "error": f"{type(e).__name__}: {e}", "type": "MeasurementError"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Rowmax-H15 and its reference definition, in torch.
+
+`rowmax_h15(x)` maps base-2 exponents x (measured from the running row maximum, so usually x <= 0) to
+weights with the kernel's own bit construction: t = max(2x, -252); y = t + (2^23 + 2^22 + 254) in FP32 with
+round-to-nearest-even; the result's bits are bits(y) << 22. For n = rne(2x) this is (1 + (n mod 2)/2) * 2^floor(n/2)
+(paper Eq. 5). The clamp at t = -252 keeps the exponent field >= 1 (-254 would wrap it), so the smallest weight is
+2^-126 and masked -inf scores give 2^-126, as in the kernel. The construction is valid for 2x < 256 (n <= 255);
+larger inputs overflow the exponent field, as they would in the kernel.
+
+`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding, ldexp), for tests."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+CLAMP_DOUBLED = -252.0  # clamp on t = 2x
+MAGIC = 12582912.0  # 0x4B400000 = 2^23 + 2^22: its ulp is 1, so adding it rounds t to an integer (RNE)
+MAGIC_FOLDED = MAGIC + 254.0  # + 254 = 2 * 127: the exponent bias of 1.0 folded into the shifted field
+SHIFT = 22
+MAX_X = 127.5  # largest x whose weight the construction represents (n = 255 -> 1.5 * 2^127)
+
+
+def _shl_u32(bits: torch.Tensor, shift: int) -> torch.Tensor:
+    """Left shift of 32-bit patterns modulo 2^32 (torch has no uint32 shift on every backend): in int64."""
+    wide = (bits.to(torch.int64) & 0xFFFFFFFF) << shift
+    wide = wide & 0xFFFFFFFF
+    wide = torch.where(wide >= 2**31, wide - 2**32, wide)
+    return wide.to(torch.int32)
+
+
+def rowmax_h15(x: torch.Tensor) -> torch.Tensor:
+    """Rowmax-H15 weights for base-2 exponents `x` (any float dtype; computed in FP32 like the kernel)."""
+    t = x.to(torch.float32) * 2.0
+    # fmax, not clamp: like PTX max.f32 it returns the non-NaN operand, as the kernel does
+    t = torch.fmax(t, torch.tensor(CLAMP_DOUBLED, dtype=torch.float32, device=t.device))
+    y = t + torch.tensor(MAGIC_FOLDED, dtype=torch.float32, device=t.device)
+    return _shl_u32(y.view(torch.int32), SHIFT).view(torch.float32)
+
+
+def rowmax_h15_from_doubled(t: torch.Tensor) -> torch.Tensor:
+    """Same as rowmax_h15 for t = 2x already computed (the kernel's doubled-constant path)."""
+    return rowmax_h15(t.to(torch.float32) * 0.5)
+
+
+def _rne_half_steps(x2: torch.Tensor) -> torch.Tensor:
+    """Round-to-nearest-even of float64 values, written out (floor, fraction, tie rule) so that the reference
+    does not share torch.round with anything it checks."""
+    f = torch.floor(x2)
+    frac = x2 - f
+    up = (frac > 0.5) | ((frac == 0.5) & (torch.remainder(f, 2.0) == 1.0))
+    return f + up.to(x2.dtype)
+
+
+def rowmax_h15_reference(x: torch.Tensor) -> torch.Tensor:
+    """Paper Eq. 5 computed arithmetically in float64: n = rne(2x), w = (1 + (n mod 2)/2) * 2^floor(n/2),
+    with the kernel's clamp x >= -126 (NaN treated as the clamp, as the kernel's max does).
+    Defined for x <= 127.5; returns float32 (every result is exactly representable)."""
+    xd = x.to(torch.float64)
+    xd = torch.where(torch.isnan(xd), torch.full_like(xd, CLAMP_DOUBLED / 2), xd)
+    xd = torch.clamp(xd, min=CLAMP_DOUBLED / 2)
+    n = _rne_half_steps(2.0 * xd)
+    k = torch.floor(n / 2.0)
+    odd = n - 2.0 * k  # non-negative residue, 0 or 1
+    w = (1.0 + 0.5 * odd) * torch.pow(torch.tensor(2.0, dtype=torch.float64), k)
+    return w.to(torch.float32)
+
+
+def half_octave_error_bounds() -> tuple[float, float]:
+    """Closed envelope of log2(w_hat / 2^x) for Rowmax-H15 (paper B.1): [-1/4, log2(1.5) - 1/4]."""
+    return (-0.25, math.log2(1.5) - 0.25)
+
+
+def exact_exp2(x: torch.Tensor) -> torch.Tensor:
+    return torch.exp2(x.to(torch.float32))
+
+
+def no_exp(x: torch.Tensor) -> torch.Tensor:
+    """The timing control with the exponential removed: the exponent itself is used as the weight.
+    Results are wrong on purpose; it bounds what any exp2 replacement can gain."""
+    return x.to(torch.float32)

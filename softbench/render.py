@@ -1,0 +1,61 @@
+"""Printers: functions from recorded results to text. They read results and never measure."""
+
+from __future__ import annotations
+
+
+def _fmt(v, spec: str = ".4f", none: str = "-") -> str:
+    if v is None:
+        return none
+    try:
+        return format(v, spec)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def latency_rows(summary: dict) -> list[list[str]]:
+    """Rows per kernel label: median ms, TFLOP/s, windows, SM clock median, throttled windows."""
+    rows = []
+    for label, ms in summary.get("median_ms", {}).items():
+        rows.append([
+            label, _fmt(ms, ".4f"), _fmt(summary["tflops"].get(label), ".1f"),
+            str(summary["n_windows"].get(label, 0)), _fmt(summary["sm_clock_mhz_median"].get(label), ".0f"),
+            str(summary["throttled_windows"].get(label, 0)),
+        ])
+    return rows
+
+
+def latency_headline(summary: dict) -> str:
+    s = summary.get("speedup_pct")
+    if s is None:
+        return "speed-up: not available (one of the kernels has no windows)"
+    per_round = ", ".join(f"{x:+.2f}%" for x in summary["per_round_speedup_pct"])
+    lo, hi = summary.get("bootstrap_ci95_pct", [None, None])
+    return (f"speed-up of {summary['variant']} over {summary['baseline']}: {s:+.2f}% (pooled medians); "
+            f"per round {per_round}; per-round sd {_fmt(summary['per_round_sd_pp'], '.2f')} pp; "
+            f"window bootstrap 95% [{_fmt(lo, '+.2f')}, {_fmt(hi, '+.2f')}]%")
+
+
+def latency_markdown(summary: dict, title: str) -> str:
+    lines = [f"# {title}", ""]
+    if not summary.get("complete"):
+        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    shape = summary.get("shape", {})
+    lines += [
+        f"- backend: `{summary.get('backend')}`; shape: `{summary.get('shape_tag')}` "
+        f"(batch {shape.get('batch')}, heads {shape.get('heads')}/{shape.get('kv_heads')}, head dim {shape.get('head_dim')})",
+        f"- protocol: {summary.get('protocol')}",
+        f"- order per round: {', '.join(''.join(o) for o in summary.get('order', []))}",
+        "", latency_headline(summary), "",
+        "| kernel | median ms/call | TFLOP/s | windows | SM clock MHz (median) | throttled windows |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in latency_rows(summary)]
+    smoke = summary.get("smoke") or {}
+    if smoke:
+        lines += ["", "| kernel | rel. error vs FP32 (checked rows) | activation mean | compile s |", "| --- | --- | --- | --- |"]
+        for label, s in smoke.items():
+            lines.append(f"| {label} | {_fmt(s.get('rel_error_vs_fp32'), '.3e')} | {_fmt(s.get('activation_mean'), '.6f')} | "
+                         f"{_fmt(s.get('compile_s'), '.2f')} |")
+    lines += ["", "Speed-up = 100 (median A0 / median A1 - 1) over pooled windows; the per-round sd is a spread, "
+              "not a confidence interval.", ""]
+    return "\n".join(lines)
