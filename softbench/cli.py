@@ -17,6 +17,9 @@ COMMANDS = {
     "latency": "latency",
     "env": "env",
 }
+# commands being built in parallel register here: name -> module under softbench.commands
+COMMANDS.update({
+})
 
 
 class LazyGroup(click.Group):
