@@ -51,7 +51,10 @@ class WorkerProcess:
             self._crashed()
 
     def _crashed(self):
-        code = self.proc.poll()
+        try:
+            code = self.proc.wait(timeout=10)  # the pipe closes just before the process is reaped
+        except subprocess.TimeoutExpired:
+            code = None
         raise MeasurementError(f"worker {self.label} ({self.variant}) exited (code {code}); its log ends:\n"
                                f"{self.log_tail()}")
 

@@ -1,0 +1,155 @@
+"""The latency command: round order, summary arithmetic, sessions end to end, partial sessions, clear errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from softbench.errors import UsageError
+from softbench.measure.latency_summary import summarize_latency
+from softbench.protocol import LatencyProtocol, latency_protocol_from_mapping
+from softbench.shapes import Shape, parse_seq
+
+from conftest import ROOT
+
+TINY = ["--backend", "sim", "--seq", "256", "--heads", "2", "--rounds", "3", "--windows", "2", "--calls", "5",
+        "--warmup", "2"]
+
+
+def test_round_order_alternates():
+    p = LatencyProtocol(rounds=4)
+    assert p.round_order("A0", "A1") == [("A0", "A1"), ("A1", "A0"), ("A0", "A1"), ("A1", "A0")]
+    assert LatencyProtocol(rounds=2, order="fixed").round_order("A0", "A1") == [("A0", "A1")] * 2
+
+
+def test_protocol_validation():
+    with pytest.raises(UsageError, match="rounds"):
+        LatencyProtocol(rounds=0)
+    with pytest.raises(UsageError, match="unknown protocol keys"):
+        latency_protocol_from_mapping({"protocol": {"rounds": 3, "windowz": 7}})
+    assert latency_protocol_from_mapping({"rounds": 5}).rounds == 5
+
+
+def test_shapes():
+    assert parse_seq("16K") == 16384 and parse_seq("8192") == 8192
+    with pytest.raises(UsageError):
+        parse_seq("lots")
+    with pytest.raises(UsageError, match="multiple of kv-heads"):
+        Shape(heads=16, kv_heads=5)
+    s = Shape(dtype="fp8", seq=8192, causal=True)
+    assert s.flops == 4 * 16 * 8192 * 8192 * 128 / 2
+    assert s.tag() == "fp8-8K-causal-b1h16d128"
+
+
+def _w(label, rnd, ms, clock=None):
+    return {"label": label, "round": rnd, "ms_per_call": ms, "gpu_sm_clock_mhz": clock}
+
+
+def test_summary_hand_computed():
+    windows = [
+        _w("A0", 0, 1.0), _w("A0", 0, 1.2), _w("A1", 0, 0.8), _w("A1", 0, 1.0),   # round 0: 1.1 / 0.9
+        _w("A1", 1, 1.0), _w("A1", 1, 1.0), _w("A0", 1, 1.1), _w("A0", 1, 1.1),   # round 1: 1.1 / 1.0
+    ]
+    s = summarize_latency(windows, "A0", "A1", flops=1e12)
+    assert s["median_ms"] == {"A0": pytest.approx(1.1), "A1": pytest.approx(1.0)}
+    assert s["speedup_pct"] == pytest.approx(10.0)
+    r0, r1 = 100 * (1.1 / 0.9 - 1), 100 * (1.1 / 1.0 - 1)
+    assert s["per_round_speedup_pct"] == [pytest.approx(r0), pytest.approx(r1)]
+    assert s["per_round_sd_pp"] == pytest.approx(abs(r0 - r1) / 2)
+    assert s["tflops"]["A1"] == pytest.approx(1e12 / 1e-3 / 1e12)
+    assert s["rounds_complete"] == 2
+
+
+def test_summary_with_one_kernel_missing():
+    s = summarize_latency([_w("A0", 0, 1.0)], "A0", "A1", flops=1.0)
+    assert s["speedup_pct"] is None and s["rounds_complete"] == 0
+
+
+@pytest.mark.slow
+def test_latency_end_to_end_sim(tmp_path, cli):
+    r = cli("latency", *TINY, "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (session,) = list(tmp_path.iterdir())
+    names = {p.name for p in session.iterdir()}
+    assert {"env.json", "protocol.yaml", "windows.jsonl", "summary.json", "summary.md", "smoke.json",
+            "status.json"} <= names
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["complete"] is True
+    assert summary["order"] == [["A0", "A1"], ["A1", "A0"], ["A0", "A1"]]
+    assert len(summary["per_round_speedup_pct"]) == 3
+    windows = [json.loads(l) for l in (session / "windows.jsonl").read_text().splitlines()]
+    assert len(windows) == 3 * 2 * 2
+    assert {w["pid"] for w in windows if w["label"] == "A0"}.isdisjoint({w["pid"] for w in windows if w["label"] == "A1"})
+    # the round order on disk is the order that ran
+    firsts = [next(w["label"] for w in windows if w["round"] == r) for r in range(3)]
+    assert firsts == ["A0", "A1", "A0"]
+    # smoke check: exact A0 is close to FP32; A1 differs by the half-octave lattice but stays sane
+    assert summary["smoke"]["A0"]["rel_error_vs_fp32"] < 1e-2
+    assert 1e-3 < summary["smoke"]["A1"]["rel_error_vs_fp32"] < 0.3
+    assert "speed-up of A1 over A0" in r.stdout
+
+
+@pytest.mark.slow
+def test_aa_null_uses_two_processes(tmp_path, cli):
+    r = cli("latency", *TINY, "--variant", "A0", "--rounds", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
+    assert set(summary["median_ms"]) == {"A0", "A0'"}
+    assert summary["smoke"]["A0"]["activation_mean"] == summary["smoke"]["A0'"]["activation_mean"]
+
+
+@pytest.mark.slow
+def test_crashed_worker_leaves_a_partial_session(tmp_path, cli):
+    r = cli("latency", *TINY, "--out", str(tmp_path), env={"SOFTBENCH_FAULT_AFTER_WINDOWS": "3"})
+    assert r.returncode == 5, r.stderr
+    assert "exited (code 17)" in r.stderr
+    session = next(tmp_path.iterdir())
+    status = json.loads((session / "status.json").read_text())
+    assert status["complete"] is False and status["state"] == "partial"
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["complete"] is False and "MeasurementError" in summary["incomplete_reason"]
+    kept = (session / "windows.jsonl").read_text().splitlines()
+    assert len(kept) >= 3  # every finished window is kept
+    assert "PARTIAL SESSION" in (session / "summary.md").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_a_partial_session(tmp_path):
+    args = [sys.executable, "-m", "softbench", "latency", *TINY, "--rounds", "40", "--out", str(tmp_path)]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        found = list(tmp_path.glob("*/windows.jsonl"))
+        if found and len(found[0].read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    session = next(tmp_path.iterdir())
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["complete"] is False and summary["incomplete_reason"] == "interrupted by the user"
+    assert len((session / "windows.jsonl").read_text().splitlines()) >= 4
+
+
+def test_fa4_without_gpu_points_to_sim(tmp_path, cli):
+    r = cli("latency", "--backend", "fa4", "--seq", "256", "--out", str(tmp_path))
+    assert r.returncode == 3
+    assert "--backend sim" in r.stderr
+    assert not any(tmp_path.iterdir()), "a refused run writes no session"
+
+
+def test_bad_inputs_are_clear(tmp_path, cli):
+    r = cli("latency", *TINY, "--kv-heads", "3", "--out", str(tmp_path))
+    assert r.returncode == 2 and "multiple of kv-heads" in r.stderr
+    r = cli("latency", *TINY, "--variant", "A2", "--out", str(tmp_path))
+    assert r.returncode == 2 and "did you mean" in r.stderr
+    bad = tmp_path / "p.yaml"
+    bad.write_text("protocol: [1, 2\n")
+    r = cli("latency", *TINY, "--protocol", str(bad), "--out", str(tmp_path))
+    assert r.returncode == 2 and "not valid YAML" in r.stderr
