@@ -21,6 +21,8 @@ import yaml
 from softbench.errors import UsageError
 
 STATUS_FILE = "status.json"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:
@@ -46,6 +48,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be read by others
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

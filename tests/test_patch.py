@@ -47,7 +47,7 @@ def test_apply_edits_refuses_broken_python_and_clobbering():
 
 
 @needs_fa4
-@pytest.mark.parametrize("patch", [P.STOCK, P.ROWMAX_H15, P.NOEXP], ids=lambda p: p.name)
+@pytest.mark.parametrize("patch", [P.FA4_PATCHES.get(n) for n in P.FA4_PATCHES], ids=lambda p: p.name)
 def test_patches_apply_to_the_pinned_sources(tmp_path, patch):
     pkg, version = installed_fa4()
     assert version == "4.0.0b36"

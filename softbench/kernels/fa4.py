@@ -38,6 +38,10 @@ class FA4Backend:
         if "flash_attn" in sys.modules:
             raise PatchError("flash_attn is already imported in this process; each variant needs its own process")
         patch = FA4_PATCHES.get(variant)
+        family = (self.device.arch or 0) // 10
+        if patch.arch_families is not None and family not in patch.arch_families:
+            raise UnsupportedError(f"variant {variant} changes only the sm_{patch.arch_families[-1]}0 kernel; on "
+                                   f"{self.device.arch_label} it would silently be the stock kernel")
         tree = build_patched_tree(patch, cache_root=Path(self.patch_cache) if self.patch_cache else None)
         sys.path.insert(0, str(tree.root))
         import flash_attn.cute as fa  # noqa: E402  (import from the private tree, on purpose)

@@ -156,8 +156,41 @@ NOEXP = Patch(
     ),
 )
 
+
+def _sm90_fraction_h15(every: int) -> str:
+    """Rowmax-H15 on one element in `every` (the last of each group of columns a thread holds), the hardware
+    exponential on the others: balances the ALU/FMA pipes against MUFU instead of moving all work to them."""
+    return (
+        f"                # softbench h15 on 1 of {every} elements, hardware exp2 on the rest (scores still raw here)\n"
+        "                for sb_c in cutlass.range_constexpr(cute.size(acc_S_mn, mode=[1])):\n"
+        f"                    if cutlass.const_expr(sb_c % {every} == {every} - 1):\n"
+        "                        acc_S_mn[r, sb_c] = softbench_h15.h15_from_doubled(\n"
+        "                            acc_S_mn[r, sb_c] * (scale_log2 * 2.0) - row_max_cur_scaled * 2.0\n"
+        "                        )\n"
+        "                    else:\n"
+        "                        acc_S_mn[r, sb_c] = cute.math.exp2(\n"
+        "                            acc_S_mn[r, sb_c] * scale_log2 - row_max_cur_scaled, fastmath=True\n"
+        "                        )\n"
+        "                acc_S_row_exp = acc_S_mn[r, None].load()\n"
+    )
+
+
+def fraction_patch(every: int) -> Patch:
+    return Patch(
+        f"h15-1of{every}", "1", f"sm_90 only: Rowmax-H15 on 1 of {every} elements, hardware exp2 on the rest",
+        edits=(
+            Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
+            Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, _sm90_fraction_h15(every), count=2),
+        ),
+        new_files=(NewFile("cute/softbench_h15.py", H15_MODULE),),
+        arch_families=(8, 9),
+    )
+
+
 # which patch builds each variant of the FA4 backend
 FA4_PATCHES: Registry[Patch] = Registry("FA4 patch")
 FA4_PATCHES.register("A0", STOCK)
 FA4_PATCHES.register("A1", ROWMAX_H15)
 FA4_PATCHES.register("noexp", NOEXP)
+FA4_PATCHES.register("h15-1of2", fraction_patch(2))
+FA4_PATCHES.register("h15-1of4", fraction_patch(4))

@@ -49,6 +49,9 @@ class Patch:
     edits: tuple[Edit, ...] = ()
     new_files: tuple[NewFile, ...] = ()
     fa4_version: str = FA4_PINNED
+    # architecture families (9 = sm_90, 10 = sm_100) whose kernels the edits change; None = every family FA4 has.
+    # A variant run elsewhere would silently be the stock kernel, so the backend refuses it.
+    arch_families: tuple[int, ...] | None = None
 
 
 @dataclass

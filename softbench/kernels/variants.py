@@ -20,6 +20,8 @@ VARIANTS: Registry[Variant] = Registry("kernel variant")
 for _v in (
     Variant("A0", "baseline", "exp2", "stock kernel, exact exponential (hardware ex2 and, on sm_100, FA4's own emulation mix)"),
     Variant("A1", "candidate", "rowmax-h15", "Rowmax-H15 in the exponential path only (one clamp, one FP32 add, one shift)"),
+    Variant("h15-1of2", "candidate", "mixed", "sm_90: Rowmax-H15 on every second element, hardware exp2 on the rest"),
+    Variant("h15-1of4", "candidate", "mixed", "sm_90: Rowmax-H15 on one element in four, hardware exp2 on the rest"),
     Variant("noexp", "control", "identity", "exponential removed: a timing ceiling, results wrong on purpose", correct=False),
 ):
     VARIANTS.register(_v.name, _v)
