@@ -1,0 +1,214 @@
+"""Scoring sealed predictions against sessions built in tmp_path with known outcomes, and against the real
+latency sessions in sessions/ (read only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from softbench.cli import main
+from softbench.errors import SealError
+from softbench.evaluate import evaluate, holds, load_sessions
+from softbench.seal import normalize, seal_file
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL_SESSIONS = ROOT / "sessions"
+PAPER = ROOT / "protocols" / "predictions-paper.yaml"
+
+PREDICTIONS = {
+    "predictions": [
+        {"id": "fp8", "statement": "FP8 causal gains 10-15%", "quantity": "speedup_pct", "comparator": "between",
+         "threshold": [10, 15], "evidence": "latency",
+         "scope": {"command": "latency", "backend": "fa4", "dtype": "fp8", "causal": True, "head_dim": 128,
+                   "baseline": "A0", "variant": "A1"}},
+        {"id": "bf16", "statement": "BF16 causal gains below 3%", "quantity": "speedup_pct", "comparator": "<",
+         "threshold": 3, "evidence": "latency",
+         "scope": {"command": "latency", "backend": "fa4", "dtype": "bf16", "causal": True, "baseline": "A0",
+                   "variant": "A1"}},
+        {"id": "mufu", "statement": "MUFU idle", "quantity": "ncu.A1.mufu_pipe_pct", "comparator": "<=",
+         "threshold": 5, "evidence": "ncu", "scope": {"command": "audit"}},
+        {"id": "regs", "statement": "no more registers", "quantity": "registers.A1", "comparator": "<=",
+         "threshold": {"quantity": "registers.A0"}, "evidence": "ncu", "scope": {"command": "audit"}},
+        {"id": "stage", "statement": "softmax stage 35-50% shorter", "quantity": "softmax_stage_us.A1",
+         "relative_to": "softmax_stage_us.A0", "comparator": "between", "threshold": [-50, -35],
+         "evidence": "ncu", "scope": {"command": "audit"}},
+        {"id": "energy", "statement": "less energy per forward", "quantity": "energy_per_forward_j.A1",
+         "comparator": "<", "threshold": {"quantity": "energy_per_forward_j.A0"}, "evidence": "energy",
+         "scope": {"command": "energy"}},
+    ]
+}
+
+
+def make_session(root: Path, name: str, command: str, summary: dict | None, protocol: dict | None = None,
+                 complete: bool = True) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "status.json").write_text(json.dumps({"command": command, "complete": complete,
+                                               "state": "complete" if complete else "partial"}))
+    if summary is not None:
+        (d / "summary.json").write_text(json.dumps({"command": command, "complete": complete, **summary}))
+    if protocol is not None:
+        (d / "protocol.yaml").write_text(yaml.safe_dump(protocol))
+    return d
+
+
+def latency(root: Path, name: str, dtype: str, speedup, seq: int = 8192, causal: bool = True, backend: str = "fa4",
+            variant: str = "A1", complete: bool = True) -> Path:
+    shape = {"dtype": dtype, "seq": seq, "causal": causal, "batch": 1, "heads": 16, "kv_heads": 16, "head_dim": 128}
+    label = variant if variant != "A0" else "A0'"  # the A/A null labels its second kernel A0'
+    summary = {"backend": backend, "baseline": "A0", "variant": label, "shape": shape, "speedup_pct": speedup,
+               "per_round_speedup_pct": [] if speedup is None else [speedup - 0.5, speedup + 0.5],
+               "per_round_sd_pp": None if speedup is None else 0.5, "median_ms": {"A0": 1.0, label: 0.9}}
+    protocol = {"command": "latency", "backend": backend, "baseline": "A0", "variant": variant, "shape": shape}
+    return make_session(root, name, "latency", summary, protocol, complete)
+
+
+def verdicts(records, include_partial=False):
+    ev = evaluate(normalize(PREDICTIONS), records, include_partial=include_partial)
+    return {v.id: v for v in ev.predictions}, ev
+
+
+def test_comparators():
+    assert holds(12.0, "between", [10, 15]) and holds(10.0, "between", [10, 15]) and holds(15.0, "between", [10, 15])
+    assert not holds(15.01, "between", [10, 15]) and holds(15.01, "outside", [10, 15])
+    assert not holds(3.0, "<", [3]) and holds(3.0, "<=", [3]) and holds(3.1, ">", [3]) and not holds(3.0, ">", [3])
+
+
+def test_met_failed_and_all_sessions_must_hold(tmp_path):
+    latency(tmp_path, "s-fp8-8k", "fp8", 12.4)
+    latency(tmp_path, "s-fp8-16k", "fp8", 12.5, seq=16384)
+    latency(tmp_path, "s-bf16-4k", "bf16", 2.0, seq=4096)
+    latency(tmp_path, "s-bf16-8k", "bf16", 5.4)
+    v, ev = verdicts(load_sessions([tmp_path]))
+    assert v["fp8"].verdict == "met"
+    assert {(e.session, e.value) for e in v["fp8"].evidence} == {("s-fp8-8k", 12.4), ("s-fp8-16k", 12.5)}
+    assert "all 2" in v["fp8"].reason
+    assert v["bf16"].verdict == "failed"
+    assert {e.session: e.outcome for e in v["bf16"].evidence} == {"s-bf16-4k": "met", "s-bf16-8k": "failed"}
+    assert "1 of 2" in v["bf16"].reason
+    assert ev.counts() == {"met": 1, "failed": 1, "unverified": 4}
+
+
+def test_scope_mismatches_are_ignored(tmp_path):
+    latency(tmp_path, "fp8-sim", "fp8", 99.0, backend="sim")          # wrong backend
+    latency(tmp_path, "fp8-noncausal", "fp8", 25.8, causal=False)      # wrong mask
+    latency(tmp_path, "fp8-null", "fp8", 0.5, variant="A0")            # A/A null: variant A0, label A0'
+    latency(tmp_path, "fp8-noexp", "fp8", 30.0, variant="noexp")       # ceiling control
+    latency(tmp_path, "fp8-ok", "fp8", 11.0)
+    v, _ = verdicts(load_sessions([tmp_path]))
+    assert [e.session for e in v["fp8"].evidence] == ["fp8-ok"]
+    assert v["fp8"].verdict == "met"
+
+
+def test_bool_scope_does_not_match_numbers(tmp_path):
+    d = latency(tmp_path, "causal-as-int", "fp8", 12.0)
+    for name in ("summary.json",):
+        s = json.loads((d / name).read_text())
+        s["shape"]["causal"] = 1
+        (d / name).write_text(json.dumps(s))
+    p = yaml.safe_load((d / "protocol.yaml").read_text())
+    p["shape"]["causal"] = 1
+    (d / "protocol.yaml").write_text(yaml.safe_dump(p))
+    v, _ = verdicts(load_sessions([tmp_path]))
+    assert v["fp8"].verdict == "unverified" and "causal=1" in v["fp8"].reason
+
+
+def test_unverified_when_no_session_supplies_the_evidence(tmp_path):
+    latency(tmp_path, "fp8", "fp8", 12.0)
+    make_session(tmp_path, "audit-refused", "audit", {"ncu_error": "ERR_NVGPUCTRPERM"})
+    v, ev = verdicts(load_sessions([tmp_path]))
+    for pid in ("mufu", "regs", "stage"):
+        assert v[pid].verdict == "unverified"
+        assert "ncu" in v[pid].reason
+    assert v["energy"].verdict == "unverified" and "energy" in v["energy"].reason
+    assert {(d.prediction, d.session, d.kind) for d in ev.deviations} >= {
+        ("mufu", "audit-refused", "evidence-missing"), ("regs", "audit-refused", "evidence-missing")}
+
+
+def test_counter_predictions_with_references_and_relative_change(tmp_path):
+    make_session(tmp_path, "audit", "audit", {
+        "ncu": {"A0": {"mufu_pipe_pct": 40.3}, "A1": {"mufu_pipe_pct": 1.2}},
+        "registers": {"A0": 168, "A1": 170},
+        "softmax_stage_us": {"A0": 100.0, "A1": 60.0},
+    })
+    v, _ = verdicts(load_sessions([tmp_path]))
+    assert v["mufu"].verdict == "met" and v["mufu"].evidence[0].value == pytest.approx(1.2)
+    assert v["regs"].verdict == "failed"
+    assert v["regs"].evidence[0].bounds == [168.0] and v["regs"].evidence[0].value == 170.0
+    assert v["stage"].verdict == "met" and v["stage"].evidence[0].value == pytest.approx(-40.0)
+
+
+def test_quantity_missing_is_a_deviation(tmp_path):
+    latency(tmp_path, "fp8-no-speedup", "fp8", None)
+    make_session(tmp_path, "audit-no-regs", "audit", {"ncu": {"A1": {"mufu_pipe_pct": "n/a"}},
+                                                      "registers": {"A1": 168}})
+    v, ev = verdicts(load_sessions([tmp_path]))
+    assert v["fp8"].verdict == "unverified" and "none holds the quantity" in v["fp8"].reason
+    kinds = {(d.prediction, d.kind): d.detail for d in ev.deviations}
+    assert "speedup_pct missing" in kinds[("fp8", "quantity-missing")]
+    assert "not a finite number" in kinds[("mufu", "quantity-missing")]
+    assert "threshold quantity registers.A0 missing" in kinds[("regs", "quantity-missing")]
+
+
+def test_partial_sessions_only_with_the_flag_and_labelled(tmp_path):
+    latency(tmp_path, "fp8-partial", "fp8", 12.0, complete=False)
+    records = load_sessions([tmp_path])
+    v, ev = verdicts(records)
+    assert v["fp8"].verdict == "unverified" and "partial" in v["fp8"].reason
+    assert [d.kind for d in ev.deviations if d.prediction == "fp8"] == ["partial-skipped"]
+    v, ev = verdicts(records, include_partial=True)
+    assert v["fp8"].verdict == "met" and v["fp8"].evidence[0].partial
+    assert "partial" in v["fp8"].reason
+    assert [d.kind for d in ev.deviations if d.prediction == "fp8"] == ["partial-used"]
+
+
+def test_cli_verifies_first_and_writes_json(tmp_path, capsys):
+    src = tmp_path / "p.yaml"
+    src.write_text(yaml.safe_dump(PREDICTIONS))
+    r = seal_file(src, directory=tmp_path / "sealed")
+    sess = tmp_path / "sessions"
+    latency(sess, "fp8", "fp8", 16.0)
+    out = tmp_path / "ev.json"
+    assert main(["evaluate", str(r.yaml_path), "--sessions", str(sess), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["sha256"] == r.sha256
+    by_id = {p["id"]: p for p in doc["predictions"]}
+    assert by_id["fp8"]["verdict"] == "failed" and by_id["fp8"]["evidence"][0]["session"] == "fp8"
+    assert doc["counts"]["failed"] == 1
+    # a tampered seal stops the evaluation before anything is scored or written
+    r.yaml_path.write_bytes(r.yaml_path.read_bytes().replace(b"15.0", b"17.0"))
+    out2 = tmp_path / "ev2.json"
+    assert main(["evaluate", str(r.yaml_path), "--sessions", str(sess), "--json", str(out2)]) == SealError.exit_code
+    assert not out2.exists()
+
+
+@pytest.mark.skipif(not any(REAL_SESSIONS.glob("*-latency-*/summary.json")), reason="no recorded latency sessions")
+def test_paper_predictions_on_the_recorded_sessions():
+    records = load_sessions([REAL_SESSIONS])
+    content = normalize(yaml.safe_load(PAPER.read_text()))
+    v = {x.id: x for x in evaluate(content, records).predictions}
+    # which sessions are in P5's scope, worked out here from the sessions' own protocol files
+    expected = {}
+    for r in records:
+        p = r.protocol
+        if (r.command == "latency" and r.complete and p.get("backend") == "fa4" and p.get("baseline") == "A0"
+                and p.get("variant") == "A1" and p["shape"]["dtype"] == "bf16" and p["shape"]["causal"] is True
+                and p["shape"]["head_dim"] == 128):
+            expected[r.name] = r.summary["speedup_pct"]
+    assert expected, "the recorded sessions should include BF16 causal A0-vs-A1 runs"
+    assert {e.session: e.value for e in v["P5"].evidence} == expected
+    assert v["P5"].verdict == ("met" if all(x < 3 for x in expected.values()) else "failed")
+    for pid in ("P1", "P2", "P3", "P6"):  # no audit session recorded yet
+        assert v[pid].verdict == "unverified"
+
+
+def test_a_damaged_session_is_reported_and_the_others_still_count(tmp_path):
+    latency(tmp_path, "fp8-ok", "fp8", 12.0)
+    broken = make_session(tmp_path, "fp8-broken", "latency", None)
+    (broken / "summary.json").write_text("{\"speedup_pct\": ")
+    v, ev = verdicts(load_sessions([tmp_path]))
+    assert v["fp8"].verdict == "met" and [e.session for e in v["fp8"].evidence] == ["fp8-ok"]
+    assert [(d.session, d.kind) for d in ev.deviations if d.prediction == "*"] == [("fp8-broken", "session-unreadable")]

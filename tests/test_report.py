@@ -1,0 +1,162 @@
+"""Reports: PNGs and report.md for synthetic latency, energy and fidelity sessions and for the recorded
+latency sessions in sessions/ (read, never modified)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image
+
+from softbench.cli import main
+from softbench.report import build_report
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL_SESSIONS = ROOT / "sessions"
+
+
+def make_session(root: Path, name: str, command: str, summary: dict | None, complete: bool = True,
+                 protocol: dict | None = None, records: dict[str, list[dict]] | None = None) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "status.json").write_text(json.dumps({"command": command, "complete": complete}))
+    if summary is not None:
+        (d / "summary.json").write_text(json.dumps({"command": command, "complete": complete, **summary}))
+    if protocol is not None:
+        (d / "protocol.yaml").write_text(yaml.safe_dump(protocol))
+    for fname, rows in (records or {}).items():
+        (d / fname).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def latency_session(root: Path, dtype: str, seq: int, causal: bool, speedup: float, complete: bool = True) -> Path:
+    shape = {"dtype": dtype, "seq": seq, "causal": causal, "batch": 1, "heads": 16, "kv_heads": 16, "head_dim": 128}
+    windows = []
+    for r in range(3):
+        for label, ms in (("A0", 1.0), ("A1", 1.0 / (1 + speedup / 100))):
+            for w in range(4):
+                windows.append({"round": r, "label": label, "ms_per_call": ms * (1 + 0.01 * w),
+                                "gpu_sm_clock_mhz": 1700 + 10 * w,
+                                "utc": f"2026-01-01T00:00:{10 * r + 5 * (label == 'A1') + w:02d}.000+00:00"})
+    mask = "causal" if causal else "noncausal"
+    return make_session(
+        root, f"2026T-latency-{dtype}-{seq}-{mask}", "latency",
+        {"backend": "sim", "baseline": "A0", "variant": "A1", "shape": shape, "speedup_pct": speedup,
+         "per_round_speedup_pct": [speedup - 1, speedup, speedup + 1], "per_round_sd_pp": math.sqrt(2 / 3),
+         "median_ms": {"A0": 1.0, "A1": 1.0 / (1 + speedup / 100)}},
+        complete=complete, protocol={"baseline": "A0", "variant": "A1", "backend": "sim", "shape": shape},
+        records={"windows.jsonl": windows})
+
+
+def assert_png(path: Path) -> None:
+    assert path.exists() and path.stat().st_size > 2000, path
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] > 100 and im.size[1] > 100
+
+
+def test_latency_report(tmp_path):
+    src = tmp_path / "sessions"
+    for dtype in ("bf16", "fp8"):
+        for causal in (True, False):
+            for seq in (4096, 8192):
+                latency_session(src, dtype, seq, causal, speedup=seq / 1024 + (5 if dtype == "fp8" else 0))
+    latency_session(src, "bf16", 16384, True, 7.0, complete=False)
+    out = tmp_path / "report"
+    rep = build_report([src], out)
+    names = {p.name for p in rep.figures}
+    assert {"latency-speedup-vs-seq.png", "latency-speedup-bars.png"} <= names
+    assert sum(n.startswith("latency-windows-") for n in names) == 9
+    for p in rep.figures:
+        assert_png(p)
+    md = rep.markdown_path.read_text()
+    assert "(partial)" in md and "2026T-latency-fp8-8192-noncausal" in md and "+13.00" in md
+    assert not list(out.glob(".*tmp")), "temporary files left behind"
+
+
+def test_energy_and_fidelity_reports(tmp_path):
+    src = tmp_path / "sessions"
+    # the energy engine's layout: samples per loop (time from the loop's start; idle samples before it) and
+    # per-loop records in summary.json with the energy per forward by method
+    order = ["A0", "A1", "A1", "A0"]
+    samples = [{"loop": i, "variant": v, "phase": "loop", "time_s": 0.1 * t, "power_w": 300 + 50 * (v == "A1") + t,
+                "sm_clock_mhz": 1800 - t} for i, v in enumerate(order) for t in range(20)]
+    samples += [{"loop": i, "variant": v, "phase": "idle", "time_s": -30.0, "power_w": 80.0} for i, v in enumerate(order)]
+    loops = [{"loop": i, "variant": v, "forwards": 1000, "mean_power_w": 310.0 + i, "time_per_forward_ms": 0.5,
+              "energy_per_forward_mj": {"sampled": 155.0 + i, "counter": 154.0 + i}} for i, v in enumerate(order)]
+    make_session(src, "e1-energy", "energy", {"loops": loops, "variants": {}}, records={"samples.jsonl": samples})
+    make_session(src, "f1-fidelity", "fidelity", {"conditions": [
+        {"name": "rowmax-h15", "dnll": 0.002, "ci_low": 0.001, "ci_high": 0.003},
+        {"name": "a0-vs-a0", "dnll": 0.0, "ci_low": -0.0005, "ci_high": 0.0004},
+    ]}, complete=False)
+    make_session(src, "g1-gates", "gates", {"passed": True})
+    rep = build_report([src], tmp_path / "out")
+    names = sorted(p.name for p in rep.figures)
+    assert names == ["energy-power-e1-energy.png", "fidelity-intervals-f1-fidelity.png"]
+    for p in rep.figures:
+        assert_png(p)
+    tables = {t.title: t for t in rep.tables}
+    energy_rows = tables["energy sessions"].rows
+    assert [r[1] for r in energy_rows] == ["0 A0", "1 A1", "2 A1", "3 A0"]
+    assert energy_rows[2][2].startswith("energy_per_forward_mj.counter 156, energy_per_forward_mj.sampled 157")
+    fid = {r[1]: r for r in tables["fidelity sessions"].rows}
+    assert fid["rowmax-h15"][5] == "yes" and fid["a0-vs-a0"][5] == "no"
+    assert fid["rowmax-h15"][0].endswith("(partial)")
+    assert [u[0] for u in rep.unknown] == ["g1-gates"]
+    md = rep.markdown_path.read_text()
+    assert "g1-gates" in md and "sessions not drawn" in md
+
+
+def test_sessions_without_drawable_records_are_listed_not_fatal(tmp_path):
+    src = tmp_path / "sessions"
+    make_session(src, "e-empty", "energy", None, complete=False)
+    make_session(src, "f-empty", "fidelity", {"conditions": {}})
+    rep = build_report([src], tmp_path / "out")
+    assert rep.figures == []
+    assert {u[0] for u in rep.unknown} == {"e-empty (partial)", "f-empty"}
+
+
+def _tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.mark.skipif(not any(REAL_SESSIONS.glob("*-latency-*/windows.jsonl")), reason="no recorded latency sessions")
+def test_report_on_recorded_sessions(tmp_path, capsys):
+    before = _tree_digest(REAL_SESSIONS)
+    latency_dirs = sorted(p.parent.name for p in REAL_SESSIONS.glob("*/windows.jsonl"))
+    out = tmp_path / "report"
+    assert main(["report", str(REAL_SESSIONS), "--out", str(out)]) == 0
+    pngs = sorted(out.glob("*.png"))
+    for p in pngs:
+        assert_png(p)
+    assert {p.name for p in pngs} >= {"latency-speedup-vs-seq.png", "latency-speedup-bars.png"}
+    assert len([p for p in pngs if p.name.startswith("latency-windows-")]) == len(latency_dirs)
+    md = (out / "report.md").read_text()
+    assert all(name in md for name in latency_dirs)
+    assert _tree_digest(REAL_SESSIONS) == before, "the report must not modify the sessions"
+
+
+def test_damaged_sessions_are_listed_and_the_rest_is_drawn(tmp_path):
+    src = tmp_path / "sessions"
+    good = latency_session(src, "bf16", 8192, True, 3.0)
+    bad_windows = latency_session(src, "fp8", 8192, True, 9.0)
+    lines = (bad_windows / "windows.jsonl").read_text().splitlines()
+    lines[3] = "{not json"
+    (bad_windows / "windows.jsonl").write_text("\n".join(lines) + "\n")
+    bad_summary = make_session(src, "broken-latency", "latency", None)
+    (bad_summary / "summary.json").write_text("{")
+    rep = build_report([src], tmp_path / "out")
+    assert (tmp_path / "out" / f"latency-windows-{good.name}.png") in rep.figures
+    why: dict[str, str] = {}
+    for name, reason in rep.unknown:
+        why[name] = why.get(name, "") + reason + "; "
+    assert "line 4" in why[bad_windows.name]
+    assert "summary.json unreadable" in why["broken-latency"]

@@ -1,0 +1,238 @@
+"""Sealing predictions: canonical form, refusal to replace a seal, and verification that catches any change."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from softbench.cli import main
+from softbench.errors import SealError, UsageError
+from softbench.seal import SealRecord, canonical_bytes, normalize, seal_file, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "protocols" / "predictions-paper.yaml"
+
+# One predictions file written two ways: the second reorders keys and predictions, adds comments, folds the
+# statement over lines, uses flow style, an alias (`thresholds`, `ge`), 8K for 8192 and ints for floats.
+FIRST = """\
+title: demo predictions
+predictions:
+  - id: P1
+    statement: FP8 causal gets 10 to 15 percent faster.
+    quantity: speedup_pct
+    comparator: between
+    threshold: [10.0, 15.0]
+    scope:
+      command: latency
+      dtype: fp8
+      causal: true
+      seq: 8192
+    evidence: latency
+  - id: P2
+    statement: registers do not grow
+    quantity: registers.A1
+    comparator: "<="
+    threshold: {quantity: registers.A0}
+    scope: {command: audit}
+    evidence: [ncu]
+  - id: P10
+    statement: MUFU nearly idle
+    quantity: ncu.A1.mufu_pipe_pct
+    comparator: ">="
+    threshold: 0.5
+    scope: {command: audit, head_dim: 128}
+    evidence: ncu
+"""
+
+SECOND = """\
+# comments are not part of the seal
+predictions:
+- evidence: ncu   # trailing comment
+  comparator: ge
+  threshold: 0.5
+  quantity: ncu.A1.mufu_pipe_pct
+  scope: {head_dim: 128.0, command: audit}
+  statement: "MUFU   nearly idle"
+  id: P10
+- id: P1
+  scope: {seq: 8K, causal: yes, dtype: fp8, command: latency}
+  statement: >
+    FP8 causal gets 10 to 15
+    percent faster.
+  quantity: speedup_pct
+  evidence: [latency, latency]
+  thresholds:
+    - 10
+    - 15
+  comparator: BETWEEN
+
+- {id: P2, statement: registers do not grow, quantity: registers.A1, comparator: le,
+   threshold: {quantity: registers.A0}, scope: {command: audit}, evidence: ncu}
+title:    demo   predictions
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_canonical_form_is_stable_under_key_order_comments_and_whitespace():
+    a = canonical_bytes(normalize(yaml.safe_load(FIRST)))
+    b = canonical_bytes(normalize(yaml.safe_load(SECOND)))
+    assert a == b
+    # predictions come out in natural id order whatever the input order
+    assert [p["id"] for p in yaml.safe_load(a)["predictions"]] == ["P1", "P2", "P10"]
+
+
+def test_change_of_meaning_changes_the_canonical_form():
+    base = canonical_bytes(normalize(yaml.safe_load(FIRST)))
+    for old, new in [("[10.0, 15.0]", "[10.0, 15.5]"), ("dtype: fp8", "dtype: bf16"), ("causal: true", "causal: false"),
+                     ('comparator: "<="', 'comparator: "<"'), ("registers.A0}", "registers.A0x}")]:
+        assert old in FIRST
+        changed = canonical_bytes(normalize(yaml.safe_load(FIRST.replace(old, new))))
+        assert changed != base, (old, new)
+
+
+def test_seal_writes_canonical_yaml_and_parseable_sha256(tmp_path):
+    src = write(tmp_path, "demo.yaml", FIRST)
+    r = seal_file(src, directory=tmp_path / "sealed")
+    assert r.created and r.yaml_path == tmp_path / "sealed" / "demo.yaml"
+    data = r.yaml_path.read_bytes()
+    assert data == canonical_bytes(normalize(yaml.safe_load(FIRST)))
+    rec = SealRecord.parse(r.seal_path.read_text(), "x")
+    assert rec.sha256 == hashlib.sha256(data).hexdigest() == r.sha256
+    assert rec.filename == "demo.yaml"
+    assert rec.meta["format"].startswith("softbench-seal/")
+    assert rec.meta["sealed_utc"].endswith("+00:00")
+    assert "git_commit" in rec.meta
+    assert set(rec.predictions) == {"P1", "P2", "P10"}
+    assert verify(r.yaml_path).content["predictions"][0]["id"] == "P1"
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="no sha256sum on this machine")
+def test_seal_file_is_read_by_sha256sum(tmp_path):
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    done = subprocess.run(["sha256sum", "-c", "--strict", r.seal_path.name], cwd=r.seal_path.parent,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_one_changed_byte_anywhere_is_caught(tmp_path):
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    original = r.yaml_path.read_bytes()
+    step = max(1, len(original) // 40)
+    for pos in range(0, len(original), step):
+        b = bytearray(original)
+        b[pos] = ord("7") if b[pos] != ord("7") else ord("8")
+        r.yaml_path.write_bytes(bytes(b))
+        with pytest.raises(SealError):
+            verify(r.yaml_path)
+    r.yaml_path.write_bytes(original)
+    verify(r.yaml_path)  # restored: verifies again
+
+
+def test_mismatch_names_the_changed_prediction_and_shows_a_diff(tmp_path):
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    text = r.yaml_path.read_text()
+    assert "- 15.0\n" in text
+    r.yaml_path.write_text(text.replace("- 15.0\n", "- 16.0\n"))
+    with pytest.raises(SealError) as e:
+        verify(r.yaml_path)
+    msg = str(e.value)
+    assert "prediction P1: changed" in msg
+    assert "prediction P2: changed" not in msg
+    # a non-canonical edit (extra spaces) is shown as a unified diff against the canonical rendering
+    r.yaml_path.write_text(text.replace("- 15.0\n", "-   15.0\n"))
+    with pytest.raises(SealError) as e:
+        verify(r.yaml_path)
+    assert "+  -   15.0" in str(e.value) and "@@" in str(e.value)
+
+
+def test_edited_seal_hash_or_handmade_pair_is_refused(tmp_path):
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    seal_text = r.seal_path.read_text()
+    r.seal_path.write_text(("0" * 64) + seal_text[64:])
+    with pytest.raises(SealError, match="does not match its seal"):
+        verify(r.yaml_path)
+    # a pair made by hand: the hash fits the bytes, but the bytes are not what seal writes
+    handmade = FIRST.encode()
+    r.yaml_path.write_bytes(handmade)
+    r.seal_path.write_text(f"{hashlib.sha256(handmade).hexdigest()}  demo.yaml\n")
+    with pytest.raises(SealError, match="not in canonical form"):
+        verify(r.yaml_path)
+
+
+def test_resealing_identical_content_is_a_no_op_and_different_content_is_refused(tmp_path):
+    sealed = tmp_path / "sealed"
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
+    before = (r.yaml_path.read_bytes(), r.seal_path.read_bytes())
+    again = seal_file(write(tmp_path, "other.yaml", SECOND), name="demo", directory=sealed)
+    assert not again.created and again.sha256 == r.sha256
+    assert (r.yaml_path.read_bytes(), r.seal_path.read_bytes()) == before
+    changed = write(tmp_path, "demo2.yaml", FIRST.replace("threshold: 0.5", "threshold: 0.25"))
+    with pytest.raises(SealError, match="already holds different sealed content") as e:
+        seal_file(changed, name="demo", directory=sealed)
+    assert "-    threshold: 0.5" in str(e.value) or "threshold: 0.5" in str(e.value)
+    assert (r.yaml_path.read_bytes(), r.seal_path.read_bytes()) == before
+    # an incomplete seal (partner file gone) is refused rather than quietly completed
+    r.seal_path.unlink()
+    with pytest.raises(SealError, match="without its partner"):
+        seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
+
+
+@pytest.mark.parametrize("old,new,pid,field", [
+    ('comparator: "<="', "comparator: ~=", "P2", "comparator"),
+    ("threshold: [10.0, 15.0]", "threshold: 10.0", "P1", "threshold"),
+    ("threshold: 0.5", "threshold: [0.1, 0.5]", "P10", "threshold"),
+    ("dtype: fp8", "dtype: fp4", "P1", "scope.dtype"),
+    ("causal: true", "causal: maybe", "P1", "scope.causal"),
+    ("quantity: registers.A1", "quantity: registers..A1", "P2", "quantity"),
+    ("    evidence: [ncu]\n", "", "P2", "evidence"),
+    ("threshold: 0.5", "threshold: .nan", "P10", "threshold"),
+    ("threshold: 0.5", "threshold: true", "P10", "threshold"),
+    ("    evidence: ncu\n", "    evidence: ncu\n    treshold: 3\n", "P10", "treshold"),
+])
+def test_validation_errors_name_the_prediction_and_field(old, new, pid, field):
+    assert old in FIRST
+    with pytest.raises(UsageError) as e:
+        normalize(yaml.safe_load(FIRST.replace(old, new)))
+    assert f"prediction {pid!r}" in str(e.value) and f"field {field!r}" in str(e.value), str(e.value)
+
+
+def test_duplicate_ids_and_empty_files_are_refused():
+    with pytest.raises(UsageError, match="'P1'.*used more than once"):
+        normalize(yaml.safe_load(FIRST.replace("id: P2", "id: P1")))
+    with pytest.raises(UsageError, match="non-empty list"):
+        normalize({"predictions": []})
+    with pytest.raises(UsageError, match="unknown top-level field"):
+        normalize({"predictions": [], "extra": 1})
+
+
+def test_paper_predictions_file_validates_and_seals(tmp_path):
+    content = normalize(yaml.safe_load(PAPER.read_text()))
+    preds = {p["id"]: p for p in content["predictions"]}
+    assert len(preds) == 6
+    assert preds["P4"]["scope"]["dtype"] == "fp8" and preds["P5"]["scope"]["dtype"] == "bf16"
+    assert all(preds[k]["evidence"] == ["ncu"] for k in ("P1", "P2", "P3", "P6"))
+    r = seal_file(PAPER, name="paper", directory=tmp_path)
+    assert verify(r.yaml_path).record.sha256 == r.sha256
+
+
+def test_cli_seal_and_verify_exit_codes(tmp_path, capsys):
+    src = write(tmp_path, "demo.yaml", FIRST)
+    sealed = tmp_path / "sealed"
+    assert main(["seal", str(src), "--name", "d", "--dir", str(sealed)]) == 0
+    assert main(["seal", str(src), "--name", "d", "--dir", str(sealed)]) == 0
+    assert "identical content" in capsys.readouterr().out
+    assert main(["verify", str(sealed / "d.yaml")]) == 0
+    p = sealed / "d.yaml"
+    p.write_bytes(p.read_bytes().replace(b"P10", b"P11", 1))
+    assert main(["verify", str(p)]) == SealError.exit_code != 0
+    assert main(["seal", str(tmp_path / "missing.yaml")]) == UsageError.exit_code
