@@ -1,0 +1,44 @@
+"""Stand-in for Nsight Compute in tests (hand-made).
+
+Profiling (`... --export R --log-file L ... <python> -m <driver> REQ RES`): runs the target, writes ncu-like
+lines to L and a report R that names the variant. `--import R --csv ...`: prints ncu-<variant>.csv from this
+folder. FAKE_NCU_MODE=perm answers like a machine without counter permission; FAKE_NCU_MODE=badmetric refuses
+sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+args = sys.argv[1:]
+if "--version" in args:
+    print("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (fake for tests)")
+    sys.exit(0)
+if "--import" in args:
+    report = Path(args[args.index("--import") + 1])
+    variant = json.loads(report.read_text())["variant"]
+    sys.stdout.write((HERE / f"ncu-{variant}.csv").read_text())
+    sys.exit(0)
+opt = lambda name: args[args.index(name) + 1]
+target = args[args.index(sys.executable):] if sys.executable in args else args[-5:]
+log, report, metrics = Path(opt("--log-file")), Path(opt("--export")), opt("--metrics").split(",")
+if not report.name.endswith(".ncu-rep"):  # as ncu does
+    report = report.with_name(report.name + ".ncu-rep")
+mode = os.environ.get("FAKE_NCU_MODE", "")
+with open(log, "w") as f:
+    f.write("==PROF== Connected to process 4242\n")
+    if mode == "badmetric" and "sm__issue_active.avg.pct_of_peak_sustained_active" in metrics:
+        f.write("==ERROR== Failed to find metric sm__issue_active.avg.pct_of_peak_sustained_active\n")
+        sys.exit(1)
+code = subprocess.run(target).returncode
+with open(log, "a") as f:
+    if mode == "perm":
+        f.write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+                "Counters on the target device 0.\n==WARNING== No kernels were profiled.\n")
+        sys.exit(1)
+    f.write("==PROF== Profiling \"kernel_cutlass_kernel_flash_attn...\" - 0: 0%....50%....100% - 9 passes\n"
+            "==PROF== Disconnected from process 4242\n")
+req = json.loads(Path(target[-2]).read_text())
+report.write_text(json.dumps({"variant": req["variant"], "metrics": metrics}))
+sys.exit(code)

@@ -1,0 +1,324 @@
+"""The audit: SASS parsing and counting, resource usage, ncu CSV parsing, the engine end to end with stand-in
+tools (tests/data/audit, hand-made), and its error paths. No GPU needed."""
+
+import gzip
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from softbench.commands.audit import audit_markdown, audit_tables
+from softbench.errors import MeasurementError
+from softbench.evaluate import resolve
+from softbench.measure import ncu, sass
+from softbench.measure.audit import AuditOptions, driver_env, run_audit
+from softbench.session import read_jsonl
+from softbench.shapes import Shape
+
+DATA = Path(__file__).parent / "data" / "audit"
+KERNEL_RX = "FlashAttentionForwardSm"
+ATT = ("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_object_at__"
+       "tensorptrbf16gmemalign16_0")
+
+
+def _kernel(variant):
+    fn, _ = sass.pick_kernel(sass.parse_sass((DATA / f"{variant}.sass").read_text()), KERNEL_RX)
+    return fn
+
+
+# --- SASS ------------------------------------------------------------------------------------------------
+
+def test_parse_cuobjdump_dump_finds_functions_and_skips_encoding_lines():
+    fns = sass.parse_sass((DATA / "A0.sass").read_text())
+    assert [f.name for f in fns] == ["kernel_cutlass_kernel_quackfill_tensorptrf32_0", ATT]
+    assert [len(f) for f in fns] == [6, 31]
+    assert fns[1].instructions[0].opcode == "LDC" and fns[1].instructions[1].address == 0x10
+
+
+def test_family_counts_hand_counted():
+    # A0's toy kernel, counted by hand from the fixture: 4 element exponentials + 1 row rescale, ...
+    got = {k: v for k, v in sass.count_families(_kernel("A0")).items() if v}
+    assert got == {"MUFU_EX2": 5, "FFMA": 4, "FMUL": 3, "FADD": 4, "FMNMX": 4, "CONVERT": 2, "MMA": 1, "STS": 1,
+                   "SHFL": 1, "SYNC": 1, "BRANCH": 3, "OTHER": 2, "total": 31}
+    a1 = sass.count_families(_kernel("A1"))
+    assert (a1["MUFU_EX2"], a1["FMNMX"], a1["FADD"], a1["SHIFT"], a1["total"]) == (1, 8, 8, 4, 39)
+    assert sass.count_opcodes(_kernel("A1"))["IMAD.SHL.U32"] == 2
+
+
+def test_instruction_operands_and_registers():
+    i = sass.parse_instruction("@!P0 FFMA.FTZ R3, R2.reuse, c[0x0][0x380], -R4", 0x40)
+    assert (i.predicate, i.base, i.modifiers) == ("@!P0", "FFMA", ("FTZ",))
+    assert i.dest_registers() == {3} and i.source_registers() == {2, 4}
+    st = sass.parse_instruction("STG.E.64 desc[UR4][R4.64], R6.64")
+    assert st.dest_registers() == set() and st.source_registers() == {4, 5, 6, 7}
+    assert sass.family_of(sass.parse_instruction("IMAD.MOV.U32 R1, RZ, RZ, R2")) == "MOV"
+    assert sass.family_of(sass.parse_instruction("IMAD.SHL.U32 R5, R5, 0x400000, RZ")) == "SHIFT"
+    assert sass.family_of(sass.parse_instruction("MUFU.RCP R3, R2")) == "MUFU_OTHER"
+    assert sass.family_of(sass.parse_instruction("STL.64 [R1+0x8], R4")) == "STL"
+    assert sass.family_of(sass.parse_instruction("UIADD3 UR4, UR4, 0x1, URZ")) == "UNIFORM"
+
+
+def test_nvdisasm_layout_is_read_too():
+    text = """
+\t.section\t.text.my_kernel,"ax",@progbits
+.text.my_kernel:
+.L_x_0:
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/              @!PT MUFU.EX2 R2, R3 ;
+        /*0020*/                   EXIT ;
+"""
+    (fn,) = sass.parse_sass(text)
+    assert fn.name == "my_kernel" and [i.opcode for i in fn.instructions] == ["MOV", "MUFU.EX2", "EXIT"]
+    assert fn.instructions[1].predicate == "@!PT"
+
+
+def test_pick_kernel_falls_back_to_the_largest_function():
+    fns = sass.parse_sass((DATA / "A0.sass").read_text())
+    fn, how = sass.pick_kernel(fns, "NoSuchKernel")
+    assert fn.name == ATT and "no function matches" in how
+    assert sass.pick_kernel([], KERNEL_RX)[0] is None
+
+
+def test_per_element_with_noexp_reference():
+    fams = {v: sass.count_families(_kernel(v)) for v in ("A0", "A1", "noexp")}
+    pe = sass.per_element_costs(fams)
+    # 4 element exponentials in A0's code; A0 adds 1 MUFU per element over noexp, A1 adds FMNMX + FADD + shift
+    assert pe["reference"] == "noexp" and pe["elements_static"] == 4
+    assert pe["per_element"] == {"A0": 1.0, "A1": 3.0, "noexp": 0.0}
+    assert pe["by_family"]["A1"] == {"FMNMX": 1.0, "FADD": 1.0, "SHIFT": 1.0}
+    assert pe["by_family"]["A0"] == {"MUFU_EX2": 1.0}
+
+
+def test_per_element_without_noexp_is_flagged():
+    fams = {v: sass.count_families(_kernel(v)) for v in ("A0", "A1")}
+    pe = sass.per_element_costs(fams)
+    assert pe["reference"] == "A0" and pe["per_element"] == {"A0": 1.0, "A1": 3.0}
+    assert any("assumed" in n for n in pe["notes"])
+    same = sass.per_element_costs({"A0": fams["A0"], "A0b": dict(fams["A0"])})
+    assert same["per_element"]["A0b"] is None and same["notes"]
+    assert sass.per_element_costs({"A1": fams["A1"]})["per_element"] == {}
+
+
+def test_dependency_depth():
+    a0, a1, ne = (sass.dependency_depth(_kernel(v)) for v in ("A0", "A1", "noexp"))
+    assert (a0["resolved"], a0["unresolved"], a0["median"]) == (4, 1, 1.0)  # the rescale MUFU has no FFMA
+    assert (a1["resolved"], a1["median"], a1["max"]) == (4, 3.0, 3)
+    assert "IMAD.SHL.U32 <- FADD <- FMNMX <- FFMA.FTZ" in a1["chains"]
+    assert ne["resolved"] == 0 and "median" not in ne
+
+
+def test_resource_usage_two_line_and_one_line_layouts():
+    res = sass.parse_resource_usage((DATA / "resource-usage.txt").read_text())
+    assert res[ATT]["REG"] == 168 and res[ATT]["LOCAL"] == 8 and res[ATT]["STACK"] == 16
+    assert res["kernel_cutlass_kernel_quackfill_tensorptrf32_0"]["CONSTANT[0]"] == 528
+    one = sass.parse_resource_usage(" Function _Z3fooPf:REG:10 STACK:0 SHARED:48 LOCAL:0 CONSTANT[0]:360\n")
+    assert one == {"_Z3fooPf": {"REG": 10, "STACK": 0, "SHARED": 48, "LOCAL": 0, "CONSTANT[0]": 360}}
+
+
+# --- ncu -------------------------------------------------------------------------------------------------
+
+def test_ncu_raw_csv_units_row_thousands_and_kernel_choice():
+    kernels = ncu.parse_csv((DATA / "ncu-A0.csv").read_text())
+    assert len(kernels) == 2
+    k = ncu.pick_kernel(kernels, KERNEL_RX)
+    assert k.kernel_name == ATT and k.metrics["gpu__time_duration.sum"] == (403488.0, "nsecond")
+    q, notes = ncu.quantities(k)
+    assert q["duration_us"] == pytest.approx(403.488) and q["instructions"] == 130_100_000
+    assert (q["mufu_pipe_pct"], q["fma_pipe_pct"], q["alu_pipe_pct"], q["issue_active_pct"]) == (40.3, 15.5, 17.9, 37.3)
+    assert q["sm_clock_mhz"] == pytest.approx(1980.0) and q["registers_per_thread"] == 168
+    assert q["local_load_bytes"] == 0 and q["fma_cycles_pct"] is None and notes == []
+    assert q["grid_size"] == "(132, 1, 1)"
+
+
+def test_ncu_details_layout_gives_the_same_quantities():
+    wide = ncu.quantities(ncu.pick_kernel(ncu.parse_csv((DATA / "ncu-A0.csv").read_text()), KERNEL_RX))[0]
+    long = ncu.quantities(ncu.pick_kernel(ncu.parse_csv((DATA / "ncu-A0-details.csv").read_text()), KERNEL_RX))[0]
+    assert {k: v for k, v in long.items() if k != "id"} == {k: v for k, v in wide.items() if k != "id"}
+
+
+def test_ncu_units_and_numbers():
+    assert ncu.to_number('"1,234,567"') == 1234567 and ncu.to_number("12.5") == 12.5
+    assert ncu.to_number("") is None and ncu.to_number("n/a") is None
+    text = '"ID","Kernel Name","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second"\n' \
+           '"","","msecond","Mhz"\n"0","FlashAttentionForwardSm90_x","0.4","1,755"\n'
+    q, _ = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text), KERNEL_RX))
+    assert q["duration_us"] == pytest.approx(400.0) and q["sm_clock_mhz"] == 1755
+    odd = text.replace("msecond", "fortnight")
+    q, notes = ncu.quantities(ncu.parse_csv(odd)[0])
+    assert q["duration_us"] is None and "fortnight" in notes[0]
+
+
+def test_ncu_parse_errors_are_clear():
+    with pytest.raises(MeasurementError, match="no ncu CSV table"):
+        ncu.parse_csv("==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n")
+    with pytest.raises(MeasurementError, match="no profiled kernel matches.*vectorized_elementwise"):
+        ncu.pick_kernel(ncu.parse_csv((DATA / "ncu-A0.csv").read_text())[:1], KERNEL_RX)
+
+
+def test_ncu_failure_classification():
+    reason, hint = ncu.classify_failure("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission ...", 1)
+    assert "permission" in reason and "NVreg_RestrictProfilingToAdminUsers" in hint
+    log = "==ERROR== Failed to find metric sm__issue_active.avg.pct_of_peak_sustained_active\n"
+    assert ncu.rejected_metrics(log, ncu.ALL_METRICS) == ["sm__issue_active.avg.pct_of_peak_sustained_active"]
+    assert "regex" in ncu.classify_failure("==WARNING== No kernels were profiled.\n")[0]
+    argv = ncu.profile_command("ncu", "X", 4, "r.ncu-rep", "l.log", ("a", "b"), ["python", "-m", "m"])
+    assert argv[argv.index("--clock-control") + 1] == "none" and argv[argv.index("--launch-skip") + 1] == "4"
+    assert argv[argv.index("--metrics") + 1] == "a,b" and argv[-3:] == ["python", "-m", "m"]
+
+
+# --- engine, end to end with stand-in tools ----------------------------------------------------------------
+
+def _tool(bin_dir: Path, name: str, script: str) -> None:
+    p = bin_dir / name
+    p.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{DATA / script}" "$@"\n')
+    p.chmod(p.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def fake_tools(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _tool(bin_dir, "cuobjdump", "fake_cuobjdump.py")
+    _tool(bin_dir, "ncu", "fake_ncu.py")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(DATA), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("CUTE_DSL_PTXAS_PATH", "/opt/some/ptxas")
+    return bin_dir
+
+
+def _opts(tmp_path, bin_dir, **kw) -> AuditOptions:
+    base = dict(shapes=(Shape(seq=8192, causal=True),), backend="fa4", variants=("A0", "A1", "noexp"),
+                tool_dirs=(str(bin_dir),), out_dir=tmp_path / "sessions", driver_module="fake_audit_driver",
+                timeout_s=60)
+    base.update(kw)
+    return AuditOptions(**base)
+
+
+def test_engine_records_sass_ncu_and_the_evaluator_keys(tmp_path, fake_tools):
+    (s,) = run_audit(_opts(tmp_path, fake_tools), render_markdown=audit_markdown)
+    p = s.path
+    for name in ("env.json", "protocol.yaml", "counts.json", "summary.json", "summary.md", "sass/A1.sass",
+                 "ncu/A0.csv", "ncu/noexp.ncu-rep", "variants.jsonl"):
+        assert (p / name).exists(), name
+    assert s.status()["complete"] is True
+    summary = json.loads((p / "summary.json").read_text())
+    assert summary["command"] == "audit" and summary["errors"] == {}
+    expect = {"ncu.A0.mufu_pipe_pct": 40.3, "ncu.A1.alu_pipe_pct": 35.4, "ncu.noexp.fma_pipe_pct": 16.2,
+              "ncu.A1.issue_active_pct": 45.0, "ncu.A0.duration_us": 403.488, "ncu.A1.instructions": 164.8e6,
+              "registers.A0": 168, "spills.A1": 0, "sass.A1.MUFU_EX2": 1, "sass.A0.MUFU_EX2": 5,
+              "sass.A1.SHIFT": 4, "per_element.A0": 1.0, "per_element.A1": 3.0, "per_element.noexp": 0.0}
+    for key, want in expect.items():
+        assert resolve(summary, key) == pytest.approx(want), key
+    n = 17.1e6 - 0.13e6  # XU warp instructions of A0 minus noexp
+    assert summary["per_element_dynamic"]["A1"] == pytest.approx((164.8e6 - 113.1e6) / n)
+    assert summary["local_bytes"]["A0"] == 8 and summary["dependency_depth"]["A1"]["median"] == 3.0
+    assert summary["evidence"] == ["sass", "ncu"]
+    env = json.loads((p / "env.json").read_text())
+    assert env["audit_env_removed"] == {"CUTE_DSL_PTXAS_PATH": "/opt/some/ptxas"}
+    seen = json.loads((p / "driver" / "A0-result.json").read_text())["env_seen"]
+    assert "cubin" in seen["CUTE_DSL_KEEP"] and seen["CUTE_DSL_PTXAS_PATH"] is None
+    assert seen["FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED"] == "0"
+    counts = json.loads((p / "counts.json").read_text())
+    assert counts["A0"]["kernel"] == ATT and counts["A0"]["resources"]["REG"] == 168
+    assert [r["variant"] for r in read_jsonl(p / "variants.jsonl")] == ["A0", "A1", "noexp"]
+    md = (p / "summary.md").read_text()
+    assert "MUFU.EX2" in md and "Nsight Compute" in md
+    titles = [t for t, _, _ in audit_tables(summary)]
+    assert len(titles) == 2
+
+
+def test_engine_without_ncu_still_audits_the_sass(tmp_path, fake_tools):
+    (fake_tools / "ncu").unlink()
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0", "A1")))
+    summary = s.read_json("summary.json")
+    assert "ncu was not found" in summary["errors"]["A0"]["ncu"] and "--no-ncu" in summary["errors"]["A0"]["ncu"]
+    assert summary["ncu"] == {} and summary["evidence"] == ["sass"]
+    assert summary["sass"]["A1"]["MUFU_EX2"] == 1 and summary["per_element"]["A1"] == 3.0
+    # --no-ncu: no error at all about ncu
+    (s2,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), use_ncu=False))
+    assert s2.read_json("summary.json")["errors"] == {}
+
+
+def test_engine_without_counter_permission(tmp_path, fake_tools, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",)))
+    summary = s.read_json("summary.json")
+    err = summary["errors"]["A0"]["ncu"]
+    assert "ERR_NVGPUCTRPERM" in err and "NVreg_RestrictProfilingToAdminUsers" in err
+    assert summary["sass"]["A0"]["MUFU_EX2"] == 5 and summary["registers"]["A0"] == 168
+
+
+def test_engine_drops_a_metric_ncu_refuses(tmp_path, fake_tools, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "badmetric")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",)))
+    summary = s.read_json("summary.json")
+    assert "A0" not in summary["errors"] and summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.3
+    assert "sm__issue_active" in summary["ncu_notes"]["A0"][0]
+
+
+def test_engine_keeps_going_when_a_variant_fails(tmp_path, fake_tools, monkeypatch):
+    from softbench.kernels import variants as reg
+
+    if "broken" not in reg.VARIANTS:
+        reg.VARIANTS.register("broken", reg.Variant("broken", "control", "exp2", "fails on purpose (tests)"))
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0", "broken"), use_ncu=False))
+    summary = s.read_json("summary.json")
+    assert "compile failed" in summary["errors"]["broken"]["run"]
+    assert "no cubin" in summary["errors"]["broken"]["sass"]
+    assert summary["sass"]["A0"]["total"] == 31 and "A0" not in summary["errors"]
+
+
+def test_large_sass_is_gzipped(tmp_path, fake_tools, monkeypatch):
+    import softbench.measure.audit as audit
+
+    monkeypatch.setattr(audit, "SASS_GZIP_ABOVE_BYTES", 100)
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), use_ncu=False))
+    text = gzip.open(s.path / "sass" / "A0.sass.gz", "rt").read()
+    assert text == (DATA / "A0.sass").read_text()
+
+
+def test_driver_env_keeps_other_keep_tokens(tmp_path):
+    env, removed = driver_env(tmp_path, base={"CUTE_DSL_KEEP": "ptx", "CUTE_DSL_PTXAS_PATH": "/x", "A": "1"})
+    assert env["CUTE_DSL_KEEP"] == "cubin,ptx" and env["CUTE_DSL_DUMP_DIR"] == str(tmp_path)
+    assert removed == {"CUTE_DSL_PTXAS_PATH": "/x"} and env["A"] == "1"
+
+
+def test_real_driver_on_the_cpu_simulation(tmp_path, fake_tools):
+    """The real driver (softbench.measure.audit_driver) runs the sim backend; it has no cubin to audit, and the
+    session says so while keeping the run."""
+    opts = _opts(tmp_path, fake_tools, backend="sim", variants=("A0",), use_ncu=False,
+                 driver_module="softbench.measure.audit_driver",
+                 shapes=(Shape(seq=128, heads=1, head_dim=64),), warmup=1, calls=1)
+    (s,) = run_audit(opts)
+    (rec,) = read_jsonl(s.path / "variants.jsonl")
+    assert rec["run"]["ok"] is True and rec["run"]["forwards"] == 3
+    assert "no cubin" in rec["errors"]["sass"]
+
+
+def test_options_are_validated():
+    from softbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="named twice"):
+        AuditOptions(shapes=(Shape(),), variants=("A0", "A0"))
+    with pytest.raises(UsageError, match="calls"):
+        AuditOptions(shapes=(Shape(),), calls=0)
+
+
+def test_cli_refuses_clearly_without_a_gpu(cli):
+    r = cli("audit", "--variants", "A0,B9")
+    assert r.returncode == 2 and "unknown kernel variant 'B9'" in r.stderr
+    r = cli("audit", "--no-ncu")
+    assert r.returncode == 3 and "CUDA GPU" in r.stderr
+
+
+def test_tool_runner_reports_timeouts_and_missing_tools(tmp_path):
+    from softbench.measure.audit import _run
+
+    code, text = _run([sys.executable, "-c", "import time; time.sleep(30)"], None, 1)
+    assert code == -1 and "timed out after 1 s" in text
+    code, text = _run([str(tmp_path / "no-such-tool")], None, 5)
+    assert code == -1 and "cannot run" in text
+    code, text = _run([sys.executable, "-c", "print('hi')"], None, 30, log=tmp_path / "x.log")
+    assert code == 0 and "hi" in (tmp_path / "x.log").read_text()
