@@ -19,6 +19,10 @@ COMMANDS = {
 }
 # commands being built in parallel register here: name -> module under softbench.commands
 COMMANDS.update({
+    "audit": "audit",
+    "gates": "gates",
+    "seal": "seal", "verify": "verify", "evaluate": "evaluate", "report": "report",
+    "energy": "energy", "trace": "trace", "sweep": "sweep",
 })
 
 

@@ -48,8 +48,14 @@ class Timer:
         return (time.perf_counter_ns() - t0) / 1e6
 
 
+# Fault injection for the tests of partial sessions: the worker dies after this many windows, as a crashed
+# kernel would. Unset in normal use.
+_FAULT_AFTER = int(os.environ.get("SOFTBENCH_FAULT_AFTER_WINDOWS", "0") or 0)
+
+
 class WorkerState:
     def __init__(self):
+        self.windows_done = 0
         self.backend = None
         self.variant = None
         self.shape = None
@@ -121,6 +127,9 @@ class WorkerState:
                 reading = self.nvml.read().to_dict() if self.nvml else {}
                 emit({"window": {"window": w, "calls": calls, "window_ms": ms, "ms_per_call": ms / calls,
                                  **{f"gpu_{k}": v for k, v in reading.items() if k != "time_s"}}})
+                self.windows_done += 1
+                if _FAULT_AFTER and self.windows_done >= _FAULT_AFTER:
+                    os._exit(17)
         return {"windows": windows}
 
     def loop(self, req: dict) -> dict:
@@ -141,6 +150,46 @@ class WorkerState:
                 forwards += chunk
             loop_s = time.monotonic() - emit_t0
         return {"forwards": forwards, "loop_s": loop_s, "t_start": emit_t0, "t_end": emit_t0 + loop_s}
+
+    def energy_loop(self, req: dict) -> dict:
+        """The sustained loop of `loop`, with the board's NVML energy counter read right after the warm-up's
+        synchronize and right after the last chunk's, so the counter brackets exactly the timed loop."""
+        import torch
+
+        if self.forward is None:
+            raise SoftbenchError("energy_loop requested before prepare")
+        chunk, seconds = int(req.get("chunk", 50)), float(req["seconds"])
+        counter = self.nvml is not None and self.nvml.has_energy_counter()
+        with torch.inference_mode():
+            for _ in range(int(req.get("warmup", 30))):
+                self.forward()
+            self.timer.sync()
+            energy_start_j = self.nvml.total_energy_j() if counter else None
+            t_start = time.monotonic()
+            forwards = 0
+            while time.monotonic() - t_start < seconds:
+                for _ in range(chunk):
+                    self.forward()
+                self.timer.sync()
+                forwards += chunk
+            t_end = time.monotonic()
+            energy_end_j = self.nvml.total_energy_j() if counter else None
+        return {"forwards": forwards, "loop_s": t_end - t_start, "t_start": t_start, "t_end": t_end,
+                "chunk": chunk, "energy_start_j": energy_start_j, "energy_end_j": energy_end_j}
+
+    def register_variant(self, req: dict) -> dict:
+        """Register a variant that exists only by name (FA4's emulation settings, `emu-f8-s1`) in this
+        process's patch registry, before `load` asks for it."""
+        from softbench.measure.emulation import ensure_registered
+
+        return ensure_registered(req["variant"])
+
+    def probabilities(self, req: dict) -> dict:
+        """The kernel's probabilities read back through one-hot V blocks and saved to req["path"] with the q and k
+        they came from (for `softbench gates`, which builds its references in the parent)."""
+        from softbench.measure.gates import write_readback
+
+        return write_readback(self.backend, req)
 
 
 def main() -> int:
@@ -164,7 +213,7 @@ def main() -> int:
                 return 0
             if op == "round":
                 send({"ok": True, **state.round(req, send)})
-            elif op in ("load", "prepare", "loop"):
+            elif op in ("load", "prepare", "loop", "energy_loop", "register_variant", "probabilities"):
                 send({"ok": True, "result": getattr(state, op)(req)})
             else:
                 send({"ok": False, "error": f"unknown op {op!r}", "type": "UsageError"})

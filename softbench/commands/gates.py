@@ -1,0 +1,93 @@
+"""`softbench gates`: correctness gates of a patched kernel (paper B.2), probabilities read back through one-hot V."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from softbench.shapes import DTYPES
+
+
+def _check_variant(backend: str, name: str) -> None:
+    """Each backend builds its own set of variants; an unknown one is refused before any process starts."""
+    if backend == "sim":
+        from softbench.kernels.operators_for_sim import SIM_OPERATORS as known
+    else:
+        from softbench.kernels.fa4_patches import FA4_PATCHES as known
+    known.get(name)
+
+
+def _table(title: str, rows: list[list[str]]):
+    """The gates as a table; each gate's notes follow it as lines, so the numbers fit a narrow terminal."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    for name in ("gate", "observed", "bound", "unit", "result"):
+        t.add_column(name, no_wrap=True)
+    for r in rows:
+        t.add_row(*r[:5], style="red" if r[4] == "FAIL" else None)
+    return t
+
+
+@click.command("gates")
+@click.option("--backend", type=click.Choice(["fa4", "sim"]), default="fa4", show_default=True,
+              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine)")
+@click.option("--variant", default="A1", show_default=True, help="the kernel under test")
+@click.option("--baseline", default="A0", show_default=True, help="the stock kernel it is compared with")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--causal/--no-causal", default=True, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--kv-heads", type=click.IntRange(min=1), default=None, help="default: same as --heads")
+@click.option("--head-dim", type=click.IntRange(min=8), default=128, show_default=True)
+@click.option("--single-seq", type=click.IntRange(min=1), default=128, show_default=True,
+              help="sequence length of the single-tile gate (at most one key tile)")
+@click.option("--multi-seq", type=click.IntRange(min=2), default=512, show_default=True,
+              help="sequence length of the multi-tile gates (more than one key tile)")
+@click.option("--seed", type=int, default=0, show_default=True, help="input seed")
+@click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
+              help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
+@click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
+def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, head_dim, single_seq, multi_seq,
+            seed, rescale_threshold, out_dir):
+    """Read VARIANT's and BASELINE's probabilities back through one-hot V and check them: L1 against a
+    Rowmax-H15 reference at one tile; the error envelope, row sums and row maximum over several tiles.
+    Exits non-zero when a gate fails.
+
+    Example: softbench gates --backend fa4 --dtype bf16 --no-causal"""
+    from softbench.console import err, out
+    from softbench.errors import UnsupportedError
+    from softbench.measure.gates import GatesFailed, GatesOptions, gate_rows, gates_headline, run_gates
+
+    if backend == "fa4" and rescale_threshold:
+        raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
+    _check_variant(backend, baseline)
+    _check_variant(backend, variant)
+    opts = GatesOptions(backend=backend, variant=variant, baseline=baseline, dtype=dtype, causal=causal, batch=batch,
+                        heads=heads, kv_heads=kv_heads, head_dim=head_dim, single_seq=single_seq,
+                        multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir),
+                        backend_options={"rescale_threshold": rescale_threshold} if backend == "sim" else {},
+                        command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    if backend == "fa4":
+        from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+
+        device = detect_device()
+        for seq in (single_seq, multi_seq):
+            reason = fa4_unsupported_reason(opts.shape(seq), device)
+            if reason:
+                raise UnsupportedError(f"{opts.shape(seq).tag()}: {reason}")
+    with err.status("starting") as status:
+        session, summary = run_gates(opts, progress=status.update)
+    rows = gate_rows(summary)
+    out.print(_table(f"correctness gates: {summary['tag']}", rows))
+    for r in rows:
+        if r[5]:
+            out.print(f"  {r[0]}: {r[5]}", highlight=False)
+    out.print(gates_headline(summary))
+    err.print(f"session: {session.path}")
+    if not summary["all_passed"]:
+        raise GatesFailed(f"{len(summary['failed'])} gate(s) failed: {', '.join(summary['failed'])}",
+                          hint=f"per-element details in {session.path}/gates.json")
