@@ -1,0 +1,192 @@
+"""FA4's exp2 emulation fraction (beta), the sweep protocol, the forcing patch, and the sweep commands."""
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from conftest import fa4_installed
+from softbench.errors import PatchError, UsageError
+from softbench.kernels.patch import apply_edits
+from softbench.measure import emulation as emu
+from softbench.measure.emulation import EmulationSetting, load_sweep, parse_variant
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_FILE = ROOT / "protocols" / "emulation-sweep-paper.yaml"
+# Table B5d's beta column, in the table's order
+PAPER_BETA_PCT = (0.0, 12.5, 25.0, 37.5, 50.0, 50.0, 75.0, 75.0)
+
+
+def test_beta_of_every_paper_setting_comes_from_the_predicate():
+    sweep = load_sweep(PAPER_FILE)
+    settings = [(s.freq, s.start_frg) for s in sweep.settings]
+    assert settings == [(0, 1), (16, 1), (8, 1), (8, 0), (2, 1), (4, 1), (2, 0), (4, 0)]
+    assert tuple(s.beta_pct for s in sweep.settings) == PAPER_BETA_PCT
+    # the protocol file's recorded paper column agrees as well
+    assert tuple(s.paper_beta_pct for s in sweep.settings) == PAPER_BETA_PCT
+
+
+def _beta_factored(freq, start, res=4, frg_cnt=4):
+    """An independent form: for freq > 0 a pair is emulated iff its k is (k % freq >= freq - res) AND its
+    fragment is one of start..frg_cnt-2, so beta is the product of the two shares."""
+    if freq == 0:
+        return Fraction(0)
+    ks = [k for k in range(0, 32, 2) if k % freq >= freq - res]
+    js = [j for j in range(frg_cnt) if start <= j < frg_cnt - 1]
+    return Fraction(len(ks), 16) * Fraction(len(js), frg_cnt)
+
+
+@pytest.mark.parametrize("freq", [0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 32, 64])
+@pytest.mark.parametrize("start", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("res", [0, 2, 4, 6])
+def test_beta_matches_the_factored_form(freq, start, res):
+    assert EmulationSetting(freq, start, res).beta == _beta_factored(freq, start, res)
+
+
+def test_beta_by_counting_pairs_for_the_stock_fp8_setting():
+    # freq 8 / start 1: fragments 1 and 2 emulate the pairs k = 4, 6, 12, 14, 20, 22, 28, 30 -> 16 of 64 pairs
+    emulated = [(k, j) for j in range(4) for k in range(0, 32, 2) if not emu.hardware_exp2(k, j, 8, 1)]
+    assert sorted({k for k, _ in emulated}) == [4, 6, 12, 14, 20, 22, 28, 30]
+    assert sorted({j for _, j in emulated}) == [1, 2]
+    assert len(emulated) == 16
+
+
+def test_more_columns_means_more_fragments():
+    # 256 columns = 8 fragments: the last one always uses hardware, fragments start..6 may emulate
+    s = EmulationSetting(2, 0, columns=256)
+    assert s.frg_cnt == 8 and s.beta == Fraction(7, 8)
+
+
+@pytest.mark.parametrize("bad", [dict(freq=-1, start_frg=0), dict(freq=8, start_frg=-1), dict(freq=8, start_frg=1, res=-2),
+                                 dict(freq=8, start_frg=1, columns=100), dict(freq=2.5, start_frg=1),
+                                 dict(freq=True, start_frg=1)])
+def test_bad_settings_are_refused(bad):
+    with pytest.raises(UsageError):
+        EmulationSetting(**bad)
+
+
+def test_variant_names_round_trip():
+    for s in (EmulationSetting(8, 1), EmulationSetting(0, 0), EmulationSetting(16, 1, res=2)):
+        back = parse_variant(s.variant)
+        assert (back.freq, back.start_frg, back.res) == (s.freq, s.start_frg, s.res)
+    assert EmulationSetting(8, 1).variant == "emu-f8-s1"
+    assert EmulationSetting(8, 1, res=2).variant == "emu-f8-s1-r2"
+    assert parse_variant("A1") is None and parse_variant("emu-f8") is None
+
+
+def _fake_sm100_source() -> str:
+    return ("class K:\n    def __call__(self, mCuSeqlensQ, mSeqUsedQ):\n        self._setup_attributes()\n"
+            + emu._SETTINGS_BLOCK + "\n        softmax.apply_exp2_convert(\n            tSrS_t2r,\n            tSrP_r2t,\n"
+            "            ex2_emu_freq=self.ex2_emu_freq,\n" + emu._CALL_ARG + "        )\n")
+
+
+def test_patch_forces_the_setting_after_the_tuning_table():
+    src = {"cute/flash_fwd_sm100.py": _fake_sm100_source()}
+    out = apply_edits(src, emu.emulation_patch(EmulationSetting(4, 0)))["cute/flash_fwd_sm100.py"]
+    block_end = out.index(emu._SETTINGS_BLOCK) + len(emu._SETTINGS_BLOCK)
+    forced = out[block_end:]
+    assert forced.index("self.ex2_emu_freq = 4\n") < forced.index("self.ex2_emu_start_frg = 0\n") < forced.index("apply_exp2_convert")
+    assert "ex2_emu_res" not in out  # res 4 is apply_exp2_convert's default: the call stays as it was
+
+
+def test_patch_passes_a_non_default_res_to_the_call():
+    src = {"cute/flash_fwd_sm100.py": _fake_sm100_source()}
+    out = apply_edits(src, emu.emulation_patch(EmulationSetting(8, 1, res=2)))["cute/flash_fwd_sm100.py"]
+    assert "            ex2_emu_res=2,\n        )" in out
+
+
+def test_patch_refuses_sources_without_the_anchor():
+    src = {"cute/flash_fwd_sm100.py": _fake_sm100_source().replace("self.ex2_emu_freq = 0\n", "self.ex2_emu_freq = 1\n")}
+    with pytest.raises(PatchError, match="sm100-ex2-emu-settings"):
+        apply_edits(src, emu.emulation_patch(EmulationSetting(8, 1)))
+
+
+@pytest.mark.fa4source
+@pytest.mark.skipif(not fa4_installed(), reason="needs flash-attn-4 4.0.0b36 sources")
+def test_every_paper_setting_applies_to_the_installed_fa4():
+    for s in load_sweep(PAPER_FILE).settings:
+        assert emu.check_patch_applies(s) is None, s.variant
+    assert emu.check_patch_applies(EmulationSetting(8, 1, res=2)) is None
+
+
+def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
+    from softbench.kernels.fa4_patches import FA4_PATCHES
+
+    info = emu.ensure_registered("emu-f16-s1")
+    assert info["setting"]["beta_pct"] == 12.5
+    assert FA4_PATCHES.get("emu-f16-s1").name == "emu-f16-s1"
+    assert emu.ensure_registered("emu-f16-s1")["variant"] == "emu-f16-s1"
+    assert emu.ensure_registered("A1")["patch"] == "rowmax-h15"  # existing variants pass through
+    with pytest.raises(UsageError, match="unknown FA4 patch"):
+        emu.ensure_registered("emu-fast")
+
+
+def test_a_worker_registers_an_emulation_variant_before_loading():
+    from softbench.measure.client import WorkerProcess
+
+    w = WorkerProcess("emu", "fa4", "emu-f8-s0", {})
+    try:
+        reply = w.request("register_variant", variant="emu-f8-s0")["result"]
+    finally:
+        w.close()
+    assert reply["setting"]["beta_pct"] == 37.5 and reply["patch"] == "emu-f8-s0"
+
+
+@pytest.mark.parametrize("text, match", [
+    ("settings: []\n", "non-empty"),
+    ("settings: [{freq: 8, start_frg: 1}]\nbogus: 1\n", "unknown keys"),
+    ("settings: [{freq: 8, start_frg: 1}, {freq: 8, start_frg: 1}]\n", "repeat"),
+    ("settings: [{freq: 8, start: 1}]\n", "settings\\[0\\]"),
+    ("shape: {dtype: fp4}\nsettings: [{freq: 8, start_frg: 1}]\n", "dtype"),
+])
+def test_bad_sweep_files_are_refused(tmp_path, text, match):
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    with pytest.raises(UsageError, match=match):
+        load_sweep(f)
+
+
+def test_dry_run_prints_every_setting_and_runs_nothing(cli, tmp_path):
+    r = cli("sweep", "emulation", "--dry-run", "--out", str(tmp_path), env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    for s in load_sweep(PAPER_FILE).settings:
+        assert s.variant in r.stdout
+    for pct in ("12.5%", "37.5%", "75%"):
+        assert pct in r.stdout
+    assert "nothing was measured" in r.stderr
+    assert not any(tmp_path.iterdir())  # no session
+
+
+def test_real_sweep_refuses_without_sm100(cli, tmp_path):
+    r = cli("sweep", "emulation", "--out", str(tmp_path))
+    assert r.returncode == 3
+    assert "sm_100" in r.stderr and "sweep variants" in r.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
+    r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--heads", "2", "--variants", "A1,noexp",
+            "--rounds", "1", "--windows", "2", "--calls", "1", "--warmup", "1", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    sweeps = sorted(tmp_path.glob("*-sweep-variants-*"))
+    latencies = sorted(tmp_path.glob("*-latency-*"))
+    assert len(sweeps) == 1 and len(latencies) == 2
+    summary = json.loads((sweeps[0] / "summary.json").read_text())
+    assert summary["command"] == "sweep" and summary["complete"]
+    rows = summary["rows"]
+    assert {r["variant"] for r in rows} == {"A1", "noexp"}
+    speedups = [r["speedup_pct"] for r in rows]
+    assert speedups == sorted(speedups, reverse=True)
+    for row in rows:
+        lat = json.loads((tmp_path / row["session"] / "summary.json").read_text())
+        assert lat["speedup_pct"] == row["speedup_pct"] and lat["variant"] == row["variant"]
+    assert (sweeps[0] / "results.jsonl").read_text().count("\n") == 2
+    assert json.loads((sweeps[0] / "status.json").read_text())["complete"] is True
+
+
+def test_emulation_names_in_sweep_variants_need_fa4(capsys):
+    from softbench.cli import main
+
+    assert main(["sweep", "variants", "--backend", "sim", "--variants", "A1,emu-f8-s1", "--seq", "128"]) == 2
+    assert "exist only with --backend fa4" in capsys.readouterr().err

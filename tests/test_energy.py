@@ -1,0 +1,353 @@
+"""Energy per forward: trimming and arithmetic on hand-made sample streams, the counter method, the power
+sampler, the refusals, and the engine end to end with a replayed power source and a CPU worker."""
+
+import itertools
+import json
+import time
+
+import pytest
+
+from softbench.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.measure import energy_summary as es
+from softbench.nvml import GpuReading, PowerSampler
+
+
+def _stream(points):
+    """(time_s, power_w) pairs -> sample dicts as the engine passes them."""
+    return [{"time_s": t, "power_w": p, "sm_clock_mhz": 1800, "temperature_c": 50, "throttled": False}
+            for t, p in points]
+
+
+# 0.1 s apart: 3 samples before the loop (50 W), 11 while it runs (10.0 s .. 11.0 s), 2 after (60 W)
+PRE = [(9.7, 50.0), (9.8, 50.0), (9.9, 50.0)]
+LOOP_W = [100.0, 180.0] + [200.0] * 9
+DURING = [(round(10.0 + 0.1 * i, 1), p) for i, p in enumerate(LOOP_W)]
+POST = [(11.1, 60.0), (11.2, 60.0)]
+LOOP = {"forwards": 100, "loop_s": 1.0, "t_start": 10.0, "t_end": 11.0}
+
+
+def test_trim_and_its_refusal():
+    assert es.trim([1, 2, 3, 4, 5], 1, 2) == [2, 3]
+    assert es.trim([1, 2, 3], 0, 0) == [1, 2, 3]
+    with pytest.raises(MeasurementError, match="leaves none"):
+        es.trim([1, 2, 3], 2, 1)
+
+
+def test_ramp_length():
+    assert es.ramp_length([10, 50, 95, 100, 100, 100], 0.9) == 2  # median 100, threshold 90
+    assert es.ramp_length([100, 100, 100], 0.9) == 0
+    assert es.ramp_length([], 0.9) == 0
+    with pytest.raises(ValueError):
+        es.ramp_length([1.0], 0.0)
+
+
+def test_energy_per_forward_by_hand():
+    assert es.energy_per_forward_mj(500.0, 2.0, 1000) == pytest.approx(1000.0)  # 500 W * 2 s / 1000 = 1 J
+    with pytest.raises(MeasurementError):
+        es.energy_per_forward_mj(500.0, 2.0, 0)
+
+
+def test_counter_method_and_a_counter_that_went_backwards():
+    assert es.counter_energy_per_forward_mj(1000.0, 1500.0, 1000) == pytest.approx(500.0)
+    with pytest.raises(MeasurementError, match="backwards"):
+        es.counter_energy_per_forward_mj(1500.0, 1000.0, 10)
+
+
+def test_paper_trim_keeps_exactly_the_loop_samples():
+    rec = es.summarize_loop(_stream(PRE + DURING + POST), {**LOOP, "energy_start_j": 5000.0, "energy_end_j": 5195.0},
+                            trim_start=3, trim_end=2, ramp_fraction=0.9)
+    mean = (100 + 180 + 9 * 200) / 11  # 189.0909 W
+    assert rec["kept_samples"] == 11 and rec["kept_outside_loop"] == 0
+    assert rec["mean_power_w"] == pytest.approx(mean)
+    e = rec["energy_per_forward_mj"]
+    assert e["sampled"] == pytest.approx(mean * 1.0 / 100 * 1e3)  # 1890.91 mJ
+    assert e["sampled_in_loop"] == pytest.approx(e["sampled"])
+    # median 200 W -> threshold 180 W: only the 100 W sample is ramp; without it the mean is 198 W
+    assert rec["ramp"]["samples"] == 1 and rec["ramp"]["threshold_w"] == pytest.approx(180.0)
+    assert rec["ramp"]["duration_s"] == pytest.approx(0.1)
+    assert e["sampled_no_ramp"] == pytest.approx(1980.0)
+    assert e["counter"] == pytest.approx(1950.0)  # 195 J over 100 forwards
+    assert rec["counter_mean_power_w"] == pytest.approx(195.0)
+    assert rec["time_per_forward_ms"] == pytest.approx(10.0)
+    assert rec["median_sm_clock_mhz"] == 1800
+
+
+def test_a_short_trim_keeps_a_pre_loop_sample_and_says_so():
+    rec = es.summarize_loop(_stream(PRE + DURING + POST), LOOP, trim_start=2, trim_end=2)
+    assert rec["kept_samples"] == 12 and rec["kept_outside_loop"] == 1
+    e = rec["energy_per_forward_mj"]
+    assert e["sampled"] == pytest.approx((50 + 2080) / 12 * 10)  # 1775 mJ
+    assert e["sampled_in_loop"] == pytest.approx(2080 / 11 * 10)  # chosen by time stamps instead
+    # median of the 12 kept values is 200 W: the 50 W and 100 W samples are ramp
+    assert rec["ramp"]["samples"] == 2 and e["sampled_no_ramp"] == pytest.approx(1980.0)
+    assert e["counter"] is None
+
+
+def test_samples_without_power_are_counted_and_left_out():
+    samples = _stream(PRE + DURING + POST)
+    samples.insert(5, {"time_s": 10.15, "power_w": None})
+    rec = es.summarize_loop(samples, LOOP, trim_start=3, trim_end=2)
+    assert rec["samples_without_power"] == 1 and rec["kept_samples"] == 11
+    assert rec["energy_per_forward_mj"]["sampled"] == pytest.approx(2080 / 11 * 10)
+
+
+def test_idle_level_is_reported_not_subtracted():
+    rec = es.summarize_loop(_stream(PRE + DURING + POST), {**LOOP, "idle_power_w": 89.0909090909}, 3, 2)
+    assert rec["energy_per_forward_mj"]["sampled"] == pytest.approx(2080 / 11 * 10)
+    assert rec["energy_above_idle_per_forward_mj"] == pytest.approx((2080 / 11 - 89.0909090909) * 10)
+
+
+def _loop_rec(i, variant, sampled, counter, ms, watts):
+    return {"loop": i, "variant": variant, "forwards": 100, "time_per_forward_ms": ms, "mean_power_w": watts,
+            "median_sm_clock_mhz": 1800.0, "idle_power_w": 80.0,
+            "energy_per_forward_mj": {"sampled": sampled, "sampled_in_loop": sampled, "sampled_no_ramp": sampled,
+                                      "counter": counter}}
+
+
+def test_ratios_and_drift_over_an_alternating_order():
+    loops = [_loop_rec(0, "A0", 1000.0, 1010.0, 1.0, 1000.0), _loop_rec(1, "A1", 900.0, 909.0, 0.9, 1000.0),
+             _loop_rec(2, "A1", 950.0, 959.5, 0.95, 1000.0), _loop_rec(3, "A0", 1100.0, 1111.0, 1.1, 1000.0)]
+    s = es.summarize_energy(loops, "A0")
+    a0, a1 = s["variants"]["A0"], s["variants"]["A1"]
+    assert a0["energy_per_forward_mj"]["sampled"] == pytest.approx(1050.0)
+    assert a1["energy_per_forward_mj"]["counter"] == pytest.approx(934.25)
+    assert a0["loop_indices"] == [0, 3] and a0["forwards"] == 200
+    r = s["vs_baseline"]["A1"]
+    assert r["ratio"]["sampled"] == pytest.approx(925.0 / 1050.0)
+    assert r["ratio"]["counter"] == pytest.approx(934.25 / 1060.5)
+    assert r["change_pct"]["time_per_forward"] == pytest.approx(100 * (0.925 / 1.05 - 1))
+    assert r["change_pct"]["mean_power"] == pytest.approx(0.0)
+    assert a0["drift_first_to_last_pct"]["sampled"] == pytest.approx(10.0)
+    assert a1["drift_first_to_last_pct"]["counter"] == pytest.approx(100 * (959.5 / 909.0 - 1))
+    assert "A0" not in s["vs_baseline"]
+
+
+def test_a_method_missing_in_one_loop_has_no_mean():
+    loops = [_loop_rec(0, "A0", 1000.0, None, 1.0, 900.0), _loop_rec(1, "A0", 1000.0, 1000.0, 1.0, 900.0)]
+    s = es.summarize_energy(loops, "A0")
+    assert s["variants"]["A0"]["energy_per_forward_mj"]["counter"] is None
+
+
+# --- the power sampler ------------------------------------------------------------------------------------
+def _replay(values):
+    it = iter(values)
+    return lambda: GpuReading(time.monotonic(), 1800, 2600, 45, next(it), 0)
+
+
+def test_sampler_replays_a_source_between_start_and_stop():
+    s = PowerSampler(_replay(itertools.count(100.0)), interval_s=0.005)
+    s.start()
+    time.sleep(0.1)
+    got = s.stop()
+    assert len(got) >= 3
+    assert [r.power_w for r in got] == [100.0 + i for i in range(len(got))]
+    assert all(a.time_s <= b.time_s for a, b in zip(got, got[1:]))
+
+
+def test_sampler_misuse_and_a_failing_source():
+    with pytest.raises(ValueError):
+        PowerSampler(lambda: None, interval_s=0)
+    s = PowerSampler(_replay([1.0] * 1000), 0.01)
+    with pytest.raises(RuntimeError):
+        s.stop()
+    s.start()
+    with pytest.raises(RuntimeError):
+        s.start()
+    s.stop()
+
+    def broken():
+        raise OSError("sensor gone")
+
+    s = PowerSampler(broken, 0.01)
+    s.start()
+    time.sleep(0.05)
+    with pytest.raises(MeasurementError, match="sensor gone"):
+        s.stop()
+
+
+# --- refusals -------------------------------------------------------------------------------------------------
+def test_no_nvml_is_a_clear_error(monkeypatch):
+    import softbench.nvml as nv
+    from softbench.measure.energy import open_power_source
+
+    def no_nvml():
+        raise UnsupportedError("NVML is not available: the nvidia-ml-py package is not installed")
+
+    monkeypatch.setattr(nv, "_import_pynvml", no_nvml)
+    with pytest.raises(UnsupportedError, match="needs NVML") as e:
+        open_power_source()
+    assert "NVIDIA driver" in e.value.hint
+
+
+def test_energy_command_without_nvml_refuses_with_exit_code_3(monkeypatch, capsys):
+    import softbench.nvml as nv
+    from softbench.cli import main
+
+    def no_nvml():
+        raise UnsupportedError("NVML is not available")
+
+    monkeypatch.setattr(nv, "_import_pynvml", no_nvml)
+    assert main(["energy", "--backend", "sim", "--seq", "256"]) == 3
+    assert "needs NVML" in capsys.readouterr().err
+
+
+class FakePower:
+    """A replayed board: power cycles through 100..104 W; it claims a counter, which a CPU worker cannot read."""
+
+    def __init__(self):
+        self.n = itertools.count()
+
+    def read(self):
+        return GpuReading(time.monotonic(), 1500, 2600, 40, 100.0 + next(self.n) % 5, 0)
+
+    def has_energy_counter(self):
+        return True
+
+    def describe(self):
+        return {"name": "replay"}
+
+
+def test_energy_command_refuses_a_cpu_backend_even_with_nvml(monkeypatch, capsys):
+    import softbench.kernels.capability as cap
+    import softbench.measure.energy as en
+    from softbench.cli import main
+
+    monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
+    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cpu", "cpu", None))
+    assert main(["energy", "--backend", "sim", "--seq", "256"]) == 3
+    assert "runs on the CPU" in capsys.readouterr().err
+
+
+def test_default_dtype_follows_the_gpu():
+    from softbench.kernels.capability import Device
+    from softbench.measure.energy import default_dtype
+
+    assert default_dtype("fa4", Device("cuda", "B200", 100))[0] == "fp8"
+    dt, note = default_dtype("fa4", Device("cuda", "H200", 90))
+    assert dt == "bf16" and "sm_90" in note
+    assert default_dtype("sim", Device("cuda", "B200", 100))[0] == "bf16"
+
+
+def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
+    from softbench.measure.energy import EnergyOptions
+    from softbench.shapes import Shape
+
+    with pytest.raises(UsageError, match="leaves nothing"):
+        EnergyOptions(shape=Shape(), seconds=1.0, interval_s=0.1, pre_s=2.0, post_s=1.0, trim_start=20, trim_end=20)
+    with pytest.raises(UsageError):
+        EnergyOptions(shape=Shape(), order=())
+
+
+# --- the engine end to end on the CPU ---------------------------------------------------------------------------
+def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
+    from softbench.measure.energy import EnergyOptions, run_energy
+    from softbench.session import read_jsonl
+    from softbench.shapes import Shape
+
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), order=("A0", "A1", "A1", "A0"), backend="sim", seconds=0.3,
+                         interval_s=0.02, pre_s=0.1, post_s=0.05, idle_s=0.06, trim_start=5, trim_end=2, warmup=1,
+                         chunk=2, out_dir=tmp_path, require_gpu=False)
+    session = run_energy(opts, FakePower())
+    names = {p.name for p in session.path.iterdir()}
+    assert {"env.json", "protocol.yaml", "samples.jsonl", "loops.jsonl", "summary.json", "summary.md",
+            "power.png", "smoke.json", "status.json"} <= names
+    loops = read_jsonl(session.path / "loops.jsonl")
+    assert [lp["variant"] for lp in loops] == ["A0", "A1", "A1", "A0"]
+    samples = read_jsonl(session.path / "samples.jsonl")
+    assert {s["phase"] for s in samples} == {"idle", "pre", "loop", "post"}
+    for s in samples:
+        assert {"loop", "variant", "time_s", "power_w", "sm_clock_mhz", "temperature_c", "throttle_reasons"} <= set(s)
+    in_loop = [s for s in samples if s["phase"] == "loop"]
+    assert all(0 <= s["time_s"] <= loops[s["loop"]]["loop_s"] for s in in_loop)
+    summary = json.loads((session.path / "summary.json").read_text())
+    assert summary["command"] == "energy" and summary["complete"] and summary["baseline"] == "A0"
+    for lp in summary["loops"]:
+        e = lp["energy_per_forward_mj"]
+        # the recorded arithmetic: mean kept power * host loop time / forwards
+        assert e["sampled"] == pytest.approx(lp["mean_power_w"] * lp["loop_s"] / lp["forwards"] * 1e3)
+        assert e["counter"] is None  # a CPU worker has no board counter to read
+        assert 100.0 <= lp["mean_power_w"] <= 104.0
+    assert set(summary["vs_baseline"]) == {"A1"}
+    assert "sampled" in summary["vs_baseline"]["A1"]["ratio"]
+    assert json.loads((session.path / "status.json").read_text())["complete"] is True
+
+
+def _capture_energy_options(monkeypatch, args, arch=100):
+    """Run the energy command up to the engine with a stand-in board; return the options it would run."""
+    from click.testing import CliRunner
+
+    import softbench.kernels.capability as cap
+    import softbench.measure.energy as en
+    from softbench.commands import energy
+
+    seen = {}
+
+    def fake_run(opts, power, progress=None):
+        seen["opts"] = opts
+        raise KeyboardInterrupt  # stop before anything is measured
+
+    monkeypatch.setattr(en, "run_energy", fake_run)
+    monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
+    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cuda", "gpu", arch))
+    result = CliRunner().invoke(energy.command, args)
+    return seen.get("opts"), result
+
+
+def test_protocol_file_sets_options_and_the_command_line_wins(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    paper = Path(__file__).resolve().parents[1] / "protocols" / "energy.yaml"
+    opts, _ = _capture_energy_options(monkeypatch, ["--protocol", str(paper), "--seconds", "20", "--trim-end", "3"])
+    assert opts.seconds == 20.0 and opts.trim_end == 3  # given on the command line
+    assert (opts.trim_start, opts.interval_s, opts.pre_s, opts.post_s, opts.warmup, opts.chunk) == (20, 0.1, 2.0, 1.0, 30, 50)
+    assert opts.order == ("A0", "A1", "A1", "A0") and opts.shape.seq == 16384 and opts.shape.causal
+    assert opts.shape.dtype == "fp8"  # the file leaves the dtype to the GPU: FP8 on sm_100
+    f = tmp_path / "e.yaml"
+    f.write_text("order: [A1, A0]\ndtype: bf16\nseq: 8K\n")
+    opts, _ = _capture_energy_options(monkeypatch, ["--protocol", str(f)])
+    assert opts.order == ("A1", "A0") and opts.shape.dtype == "bf16" and opts.shape.seq == 8192
+    f.write_text("sekonds: 10\n")
+    opts, result = _capture_energy_options(monkeypatch, ["--protocol", str(f)])
+    assert opts is None and "unknown key 'sekonds'" in str(result.exception)
+
+
+def test_fp8_on_sm90_is_refused_before_measuring(monkeypatch):
+    opts, result = _capture_energy_options(monkeypatch, ["--dtype", "fp8"], arch=90)
+    assert opts is None and isinstance(result.exception, UnsupportedError) and "sm_90" in str(result.exception)
+
+
+def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measured(tmp_path):
+    from softbench.measure.energy import EnergyOptions, run_energy
+    from softbench.session import read_jsonl
+    from softbench.shapes import Shape
+
+    class DiesInTheSecondLoop(FakePower):
+        def __init__(self):
+            super().__init__()
+            self.loops_started = 0
+
+        def read(self):
+            if self.loops_started >= 2:
+                raise OSError("NVML stopped answering")
+            return super().read()
+
+    power = DiesInTheSecondLoop()
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), order=("A0", "A0"), backend="sim", seconds=0.2,
+                         interval_s=0.02, pre_s=0.05, post_s=0.02, idle_s=0, trim_start=2, trim_end=1, warmup=1,
+                         chunk=1, out_dir=tmp_path, require_gpu=False)
+
+    class CountingProgress:
+        def start(self, n): ...
+        def message(self, text):
+            if text.startswith("loop "):
+                power.loops_started += 1
+        def window(self, label, rec): ...
+
+    with pytest.raises(MeasurementError, match="NVML stopped answering"):
+        run_energy(opts, power, CountingProgress())
+    (session,) = list(tmp_path.iterdir())
+    assert len(read_jsonl(session / "loops.jsonl")) == 1
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["complete"] is False and "NVML stopped answering" in summary["incomplete_reason"]
+    assert json.loads((session / "status.json").read_text())["state"] == "partial"
+    assert "PARTIAL SESSION" in (session / "summary.md").read_text()

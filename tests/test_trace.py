@@ -1,0 +1,286 @@
+"""Kernel-duration ingestion (nsys CSV in every header spelling, SQLite, torch.profiler), the Table B4 arithmetic,
+finding nsys, and the trace engine end to end with a stand-in nsys on the CPU."""
+
+import json
+import sqlite3
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from softbench.errors import UsageError
+from softbench.measure import trace_ingest as ti
+from softbench.measure.trace_summary import b4_rows, non_kernel_pct
+
+DATA = Path(__file__).resolve().parent / "data"
+ATTN = "void flash_fwd<128, (bool)1>(Params, int, float)"  # a name with commas, quoted in CSV
+
+HEADERS = {
+    "2024": "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name",
+    "2021": "Time(%),Total Time (ns),Instances,Average (ns),Median (ns),Minimum (ns),Maximum (ns),StdDev (ns),Name",
+    "2023-mixed": "Time (%),Total Time (ns),Instances,Average (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(HEADERS))
+@pytest.mark.parametrize("preamble", ["", "Generating SQLite file r.sqlite from r.nsys-rep\nProcessing [r.sqlite] with "
+                                          "[cuda_gpu_kern_sum.py]...\n\n ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n"])
+def test_kern_sum_csv_in_every_header_spelling(tmp_path, spelling, preamble):
+    f = tmp_path / "k_cuda_gpu_kern_sum.csv"
+    f.write_text(preamble + HEADERS[spelling] + "\n"
+                 f'90.0,9000,10,900.0,880.0,850,990,40.5,"{ATTN}"\n'
+                 '10.0,1000,20,50.0,49.0,40,70,5.1,"fill_kernel"\n')
+    t = ti.read_kern_sum_csv(f)
+    assert [r.name for r in t.by_total()] == [ATTN, "fill_kernel"]
+    k = t.dominant()
+    assert (k.instances, k.total_ns, k.median_ns, k.avg_ns, k.min_ns, k.max_ns, k.std_ns, k.time_pct) == \
+        (10, 9000.0, 880.0, 900.0, 850.0, 990.0, 40.5, 90.0)
+
+
+@pytest.mark.parametrize("name, attn, instances, median_ns", [
+    ("nsys_cuda_gpu_kern_sum_2024.csv", "FlashAttentionForwardSm100<(int)128, (bool)1>", 250, 725824.0),
+    ("nsys_gpukernsum_2021.csv", "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64", 50, 779500.0),
+    ("nsys_gpukernsum_2022_grid.csv", "FlashAttentionForwardSm90", 10, 8750.0),
+])
+def test_recorded_style_fixtures(name, attn, instances, median_ns):
+    t = ti.read_any(DATA / name)
+    k = t.dominant()
+    assert attn in k.name and k.instances == instances and k.median_ns == median_ns
+    assert len(t.rows) == 2
+
+
+def test_csv_without_a_header_is_refused(tmp_path):
+    f = tmp_path / "x.csv"
+    f.write_text("Processing [r.sqlite]...\nSKIPPED: r.sqlite does not contain CUDA kernel data.\n")
+    with pytest.raises(UsageError, match="no cuda_gpu_kern_sum header"):
+        ti.read_kern_sum_csv(f)
+
+
+def _make_sqlite(path: Path, kernels, name_col="demangledName", with_strings=True):
+    con = sqlite3.connect(path)
+    if with_strings:
+        con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+        names = sorted({n for n, _, _ in kernels})
+        ids = {n: i + 1 for i, n in enumerate(names)}
+        con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, n) for n, i in ids.items()])
+        con.execute(f"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, {name_col} INTEGER, "
+                    "deviceId INTEGER)")
+        con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, 0)",
+                        [(s, e, ids[n]) for n, s, e in kernels])
+    else:
+        con.execute(f"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, {name_col} TEXT)")
+        con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?)", [(s, e, n) for n, s, e in kernels])
+    con.commit()
+    con.close()
+
+
+# inserted out of order on purpose: durations come back in start order
+KERNELS = [(ATTN, 3000, 3700), (ATTN, 1000, 1500), ("fill", 1600, 1620), (ATTN, 2000, 2600), ("fill", 2700, 2730)]
+
+
+@pytest.mark.parametrize("name_col", ["demangledName", "shortName"])
+def test_sqlite_export(tmp_path, name_col):
+    f = tmp_path / "r.sqlite"
+    _make_sqlite(f, KERNELS, name_col)
+    t = ti.read_any(f)
+    k = t.dominant()
+    assert k.name == ATTN and k.instances == 3
+    assert k.durations_ns == [500.0, 600.0, 700.0]
+    assert k.median_ns == 600.0 and k.total_ns == 1800.0
+    assert k.time_pct == pytest.approx(100 * 1800 / 1850)
+
+
+def test_sqlite_without_kernel_table_is_refused(tmp_path):
+    f = tmp_path / "r.sqlite"
+    sqlite3.connect(f).execute("CREATE TABLE TARGET_INFO_GPU (id INTEGER)").connection.commit()
+    with pytest.raises(UsageError, match="CUPTI_ACTIVITY_KIND_KERNEL"):
+        ti.read_kernels_sqlite(f)
+
+
+def test_torch_profiler_trace():
+    t = ti.read_any(DATA / "torch_profiler_trace.json")
+    k = t.dominant()
+    assert k.name == "attention_fwd_kernel<128, true>" and k.instances == 5
+    assert k.median_ns == 407000.0  # microseconds in the trace, nanoseconds here
+    assert t.source == "torch.profiler"
+
+
+def test_unknown_and_raw_files(tmp_path):
+    raw = tmp_path / "r.nsys-rep"
+    raw.write_bytes(b"\0")
+    with pytest.raises(UsageError, match="raw Nsight Systems report") as e:
+        ti.read_any(raw)
+    assert e.value.hint.startswith("nsys export --type sqlite")
+    with pytest.raises(UsageError, match="does not exist"):
+        ti.read_any(tmp_path / "missing.csv")
+    (tmp_path / "x.txt").write_text("")
+    with pytest.raises(UsageError, match="unknown export type"):
+        ti.read_any(tmp_path / "x.txt")
+
+
+def test_ingest_command_prints_kernels(cli):
+    r = cli("trace", "ingest", str(DATA / "nsys_gpukernsum_2021.csv"), str(DATA / "torch_profiler_trace.json"), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [o["source"] for o in out] == ["nsys cuda_gpu_kern_sum csv", "torch.profiler"]
+    assert out[0]["kernels"][0]["median_ns"] == 779500.0 and out[0]["kernels"][0]["instances"] == 50
+
+
+def test_trace_run_refuses_without_a_gpu(cli, tmp_path):
+    r = cli("trace", "run", "--backend", "sim", "--seq", "128", "--out", str(tmp_path))
+    assert r.returncode == 3 and "CUDA GPU" in r.stderr and "trace ingest" in r.stderr
+
+
+# --- Table B4 arithmetic ----------------------------------------------------------------------------------------
+def test_non_kernel_share():
+    assert non_kernel_pct(17.840, 45.611) == pytest.approx(100 - 100 * 17.840 / 45.611)
+    assert non_kernel_pct(50.0, 50.0) == 0.0
+    with pytest.raises(ValueError):
+        non_kernel_pct(1.0, 0.0)
+
+
+def test_b4_rows_by_hand():
+    pts = [
+        {"seq": 8192, "causal": True, "variant": "A0", "kernel_median_us": 200.0, "call_latency_us": 202.0,
+         "kernel_median_timed_us": 199.0},
+        {"seq": 8192, "causal": True, "variant": "A1", "kernel_median_us": 160.0, "call_latency_us": 170.0,
+         "kernel_median_timed_us": 159.2},
+        {"seq": 1024, "causal": True, "variant": "A1", "kernel_median_us": 16.0, "call_latency_us": 40.0},
+        {"seq": 1024, "causal": True, "variant": "A0", "kernel_median_us": 18.0, "call_latency_us": 45.0},
+    ]
+    rows = b4_rows(pts, "A0")
+    assert [r["seq"] for r in rows] == [1024, 8192]
+    r8 = rows[1]
+    assert r8["kernel_only_speedup_pct"] == pytest.approx(25.0)  # 200 / 160 - 1
+    assert r8["call_latency_speedup_pct"] == pytest.approx(100 * (202 / 170 - 1))
+    assert r8["kernel_only_speedup_timed_pct"] == pytest.approx(25.0)
+    assert r8["non_kernel_pct"]["A0"] == pytest.approx(100 - 100 * 200 / 202)
+    assert r8["non_kernel_pct"]["A1"] == pytest.approx(100 - 100 * 160 / 170)
+    assert rows[0]["kernel_only_speedup_pct"] == pytest.approx(12.5) and rows[0]["kernel_only_speedup_timed_pct"] is None
+    assert b4_rows(pts[:1], "A0") == []  # a baseline alone makes no row
+
+
+# --- finding nsys -----------------------------------------------------------------------------------------------
+def test_find_nsys_prefers_path_then_the_newest_install(tmp_path):
+    from softbench.measure.trace import find_nsys
+
+    assert find_nsys(which=lambda n: "/usr/bin/nsys", globber=lambda p: []) == "/usr/bin/nsys"
+    bins = []
+    for v in ("2024.6.2", "2025.3.1", "2024.10.1"):
+        b = tmp_path / v / "nsys"
+        b.parent.mkdir()
+        b.write_text("")
+        b.chmod(0o755)
+        bins.append(str(b))
+    pattern = "/opt/nvidia/nsight-systems/*/bin/nsys"
+    got = find_nsys(which=lambda n: None, globber=lambda p: bins if p == pattern else [])
+    assert got == str(tmp_path / "2025.3.1" / "nsys")
+    assert find_nsys(which=lambda n: None, globber=lambda p: []) is None
+
+
+# --- the engine with a stand-in nsys ----------------------------------------------------------------------------
+FAKE_NSYS = '''#!{python}
+"""Stands in for Nsight Systems: runs the profiled command, then writes a kern_sum CSV and a SQLite export
+whose attention kernel takes {{A0: 1000, A1: 800}} ns per call, as many calls as the driver recorded."""
+import json, os, sqlite3, subprocess, sys
+from pathlib import Path
+
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("NVIDIA Nsight Systems version 2099.1.1-standin")
+    sys.exit(0)
+
+def opt(name):
+    return args[args.index(name) + 1]
+
+def durations(rep):
+    lat = json.loads((Path(rep).parent / "latency.json").read_text())
+    per = {{"A0": 1000, "A1": 800}}[lat["variant"]]
+    return [per + (i % 3) for i in range(lat["warmup"] + lat["calls"])]
+
+if args[0] == "profile":
+    i = 1
+    while args[i].startswith("-"):
+        i += 2 if args[i] == "-o" else 1
+    out = opt("-o")
+    rc = subprocess.call(args[i:])
+    Path(out + ".nsys-rep").write_text("stand-in report")
+    sys.exit(rc)
+if args[0] == "stats":
+    rep = args[-1]
+    d = durations(rep)
+    med = sorted(d)[len(d) // 2]
+    Path(opt("-o") + "_cuda_gpu_kern_sum.csv").write_text(
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\\n"
+        f'99.0,{{sum(d)}},{{len(d)}},{{sum(d) / len(d)}},{{med}},{{min(d)}},{{max(d)}},1.0,"attn<128, true>(Params)"\\n'
+        f'1.0,{{len(d) * 10}},{{len(d)}},10.0,10.0,10,10,0.0,"fill"\\n')
+    sys.exit(0)
+if args[0] == "export":
+    rep = args[-1]
+    con = sqlite3.connect(opt("-o"))
+    con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    con.execute("INSERT INTO StringIds VALUES (1, 'attn<128, true>(Params)')")
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, demangledName INTEGER)")
+    t = 0
+    for x in durations(rep):
+        con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 1)", (t, t + x))
+        t += 5000
+    con.commit()
+    sys.exit(0)
+sys.exit(9)
+'''
+
+
+def test_trace_engine_end_to_end_with_a_stand_in_nsys(tmp_path):
+    from softbench.measure.trace import TraceOptions, run_trace
+    from softbench.shapes import Shape
+
+    nsys = tmp_path / "nsys"
+    nsys.write_text(FAKE_NSYS.format(python=sys.executable))
+    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
+    opts = TraceOptions(shapes=(Shape(seq=64, heads=2),), variants=("A0", "A1"), backend="sim", warmup=3, calls=5,
+                        nsys=str(nsys), out_dir=tmp_path / "s")
+    session = run_trace(opts)
+    summary = json.loads((session.path / "summary.json").read_text())
+    assert summary["command"] == "trace" and summary["complete"] and summary["source"] == "nsys"
+    assert "2099.1.1-standin" in summary["tool"]["nsys_version"]
+    a0, a1 = summary["points"]
+    assert a0["kernel_name"] == "attn<128, true>(Params)" and a0["kernel_instances"] == 8
+    assert a0["kernel_median_us"] == pytest.approx(1.001) and a1["kernel_median_us"] == pytest.approx(0.801)
+    # the timed calls are the last five of eight: durations 1000 + (i % 3) for i = 3..7 -> median 1001
+    assert a0["kernel_median_timed_us"] == pytest.approx(1.001)
+    assert a0["notes"] == []
+    for p in (a0, a1):
+        assert p["call_latency_us"] > 0  # the driver's own timing of the sim on the CPU
+        assert p["non_kernel_pct"] == pytest.approx(100 - 100 * p["kernel_median_us"] / p["call_latency_us"])
+        assert {"latency.json", "trace.nsys-rep", "trace.sqlite", "kern_cuda_gpu_kern_sum.csv", "driver.log"} <= set(p["files"])
+    row = summary["table"][0]
+    assert row["kernel_only_speedup_pct"] == pytest.approx(100 * (1.001 / 0.801 - 1))
+    assert (session.path / "summary.md").read_text().count("| 64 | causal |") == 1  # one Table B4 row
+
+
+def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
+    """The fallback path of the driver on the CPU: the timing record and the Chrome trace are written (a CPU run
+    has no GPU kernels in it, so the trace holds none)."""
+    import subprocess
+
+    shape = {"dtype": "bf16", "seq": 64, "causal": True, "batch": 1, "heads": 2, "kv_heads": 2, "head_dim": 128}
+    r = subprocess.run([sys.executable, "-m", "softbench.measure.trace_driver", "--backend", "sim", "--variant", "A1",
+                        "--shape", json.dumps(shape), "--warmup", "2", "--calls", "3", "--out", str(tmp_path),
+                        "--torch-profiler"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""  # stdout stays free of library output
+    rec = json.loads((tmp_path / "latency.json").read_text())
+    assert rec["variant"] == "A1" and rec["calls"] == 3 and rec["warmup"] == 2
+    assert rec["call_latency_us"] == pytest.approx(rec["window_ms"] / 3 * 1e3)
+    assert rec["torch_profiler_calls"] == 3
+    assert ti.read_chrome_trace(tmp_path / "torch_trace.json").rows == []
+
+
+def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "softbench.measure.trace_driver", "--backend", "sim", "--variant", "A9",
+                        "--shape", "{}", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "unknown simulation operator 'A9'" in r.stderr
