@@ -12,6 +12,8 @@ setup:
 	$(BIN)/pip install -q -e '.[test]'
 	# the pinned FA4 sources, for the patcher's tests only (no CUDA dependencies pulled in)
 	$(BIN)/pip install -q --no-deps flash-attn-4==4.0.0b36
+	# the Triton backend's tests run its kernel through the CPU interpreter; the GPU host has this version
+	$(BIN)/pip install -q triton==3.6.0
 
 test:
 	$(BIN)/python -m pytest -q -p no:cacheprovider

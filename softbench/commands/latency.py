@@ -13,8 +13,9 @@ from softbench.commands.options import shape_options, shapes_from
 
 @click.command("latency")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "sim"]), default="fa4", show_default=True,
-              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine)")
+@click.option("--backend", type=click.Choice(["fa4", "sim", "triton"]), default="fa4", show_default=True,
+              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
+                   "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
 @click.option("--baseline", default="A0", show_default=True, help="variant timed as the baseline")
 @click.option("--variant", default="A1", show_default=True,
               help="variant timed against it (A1, noexp; the baseline again for the A/A null)")

@@ -56,9 +56,16 @@ def _fa4_backend(**kw):
     return FA4Backend(**kw)
 
 
+def _triton_backend(**kw):
+    from softbench.kernels.triton_backend import TritonBackend
+
+    return TritonBackend(**kw)
+
+
 BACKENDS: Registry[Callable[..., Backend]] = Registry("backend")
 BACKENDS.register("sim", SimBackend)
 BACKENDS.register("fa4", _fa4_backend)
+BACKENDS.register("triton", _triton_backend)
 
 
 def make_backend(name: str, **options) -> Backend:

@@ -54,3 +54,25 @@ def fa4_emulation_reason(device: Device) -> str | None:
         return (f"FA4 has no exp2 emulation on {device.arch_label}: its ex2_emu_freq/start_frg/res settings "
                 "exist only in the sm_100 forward")
     return None
+
+
+
+def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
+    """None when softbench's Triton forward (softbench.kernels.triton_attn) can run `shape` on `device`.
+
+    It needs a CUDA GPU of sm_80 or newer (sm_89 or newer for FP8 matrix instructions), or the CPU interpreter
+    (TRITON_INTERPRET=1, slow: small shapes only); head dims 64 and 128."""
+    import os
+
+    if device.kind != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        return ("the Triton forward needs a CUDA GPU and none is visible here; set TRITON_INTERPRET=1 to run it "
+                "through Triton's CPU interpreter (slow, small shapes), or use --backend sim")
+    if device.kind == "cuda":
+        arch = device.arch or 0
+        if arch < 80:
+            return f"the Triton forward needs sm_80 or newer; this GPU is {device.arch_label}"
+        if shape.dtype == "fp8" and arch < 89:
+            return f"FP8 (e4m3) matrix instructions need sm_89 or newer; this GPU is {device.arch_label}"
+    if shape.head_dim not in (64, 128):
+        return f"the Triton forward is written and tuned for head dims 64 and 128, not {shape.head_dim}"
+    return None

@@ -1,0 +1,298 @@
+"""softbench's own FlashAttention-style forward in Triton, so that BF16/FP16 and FP8 (e4m3) run on Hopper.
+
+One program computes BLOCK_M query rows of one head: online softmax over key tiles of BLOCK_N, the exponent kept
+in log2 units (softmax scale, log2(e) and the Q/K descale factors folded into one multiplier), the row maximum,
+the rescale (always exact exp2 of the max difference, tau = 0) and the row sum as in FA4; only the map from
+exponent to weight changes with the variant (a constexpr string):
+
+  A0     exact exp2 (tl.math.exp2, the MUFU ex2 instruction)
+  A1     Rowmax-H15 with softbench.operators.rowmax_h15's bit construction: t = max(2x, -252); y = t + 12583166.0
+         (FP32 add, round to nearest even); weight = bits(y) << 22 read as FP32
+  noexp  the exponent itself (timing control; results wrong on purpose)
+
+The row sum and the P.V product take the same weights (the row sum before P is rounded, as FA4 and
+softbench.kernels.sim do). FP8: P is rounded to e4m3 for P.V after FA4's max_offset trick, x lifted by 8 so
+the largest weight is 2^8 and E4M3's range holds the probability tail; the factor cancels because the row sum
+carries it too. Output is BF16 for FP8 inputs, the input dtype otherwise.
+
+Layout as FA4: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim); GQA maps query head h to kv head
+h // (heads / kv_heads). Causal masking is top-left = bottom-right here, since seq_q == seq_k.
+
+`TRITON_INTERPRET=1` (set before triton is imported) runs this file on the CPU, FP8 included (tests)."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, replace
+
+import torch
+import triton
+import triton.language as tl
+
+from softbench.errors import UnsupportedError, UsageError
+from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, SHIFT
+
+LOG2_E = math.log2(math.e)
+FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
+WEIGHT_MAPS = ("A0", "A1", "noexp")  # the variants this kernel implements, by name (tl.constexpr strings)
+HEAD_DIMS = (64, 128)
+_FP8 = (torch.float8_e4m3fn,)
+_SIXTEEN_BIT = (torch.bfloat16, torch.float16)
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Tile sizes and launch settings of one compiled kernel. `v_kmajor` (FP8): read V from a (b, kv_heads, d, s)
+    copy made once outside the timed call, so that the P.V operand arrives key-major, as Hopper's FP8 wgmma needs."""
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    v_kmajor: bool = False
+
+    def __post_init__(self):
+        for name in ("block_m", "block_n"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise UsageError(f"{name} must be a power of two >= 16, got {v}")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise UsageError(f"num_warps must be 1, 2, 4, 8 or 16, got {self.num_warps}")
+        if self.num_stages < 1:
+            raise UsageError(f"num_stages must be >= 1, got {self.num_stages}")
+
+    def label(self) -> str:
+        v = "-vk" if self.v_kmajor else ""
+        return f"m{self.block_m}n{self.block_n}w{self.num_warps}s{self.num_stages}{v}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "label": self.label()}
+
+
+# Chosen per (dtype family, head dim), without autotuning, so that every run of a variant compiles the same kernel.
+# Resource figures are from cross-compiling for sm_90a with Triton 3.6 (softbench.kernels.triton_compile):
+# - BLOCK_M 128 with 8 warps: two warpgroups, each issuing Hopper's native m64 wgmma on its own 64 rows.
+# - BLOCK_N 128: the FP32 score tile is 128x128 / 256 threads = 64 registers per thread, as much again for the
+#   output accumulator at d=128 (BF16 d=128: 248 registers, FP8: 224-231, no spills); BLOCK_N 256 doubles the
+#   scores and hits the 255-register ceiling. With 248 registers x 256 threads one program fills an SM's registers.
+# - num_stages: 2 at BF16 d=128, where Q (32 KB) and two K/V stages (4 x 32 KB) take 160 KB of the 227 KB an SM
+#   offers (3 stages would take 224 KB); 3 elsewhere (FP8 d=128: 112 KB), where tiles are half as large.
+# - FP8 reads V key-major (see KernelConfig.v_kmajor): otherwise V is loaded into registers and stored
+#   transposed to shared memory every tile, outside the asynchronous-copy pipeline.
+# tools/gpu/triton.sh times the neighbours of these choices on the H200 (its "probe" step): revisit from there.
+_TABLE: dict[tuple[str, int], KernelConfig] = {
+    ("16bit", 64): KernelConfig(128, 128, 8, 3),
+    ("16bit", 128): KernelConfig(128, 128, 8, 2),
+    ("fp8", 64): KernelConfig(128, 128, 8, 3, v_kmajor=True),
+    ("fp8", 128): KernelConfig(128, 128, 8, 3, v_kmajor=True),
+}
+# The simple configuration used when the tuned one fails to compile: small tiles, 4 warps, 2 stages.
+_FALLBACK = KernelConfig(64, 64, 4, 2)
+
+
+if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter (tests): make its arithmetic match the GPU's
+    from softbench.kernels import triton_interpret
+
+    triton_interpret.apply()
+
+
+def _family(dtype: torch.dtype) -> str:
+    if dtype in _FP8:
+        return "fp8"
+    if dtype in _SIXTEEN_BIT:
+        return "16bit"
+    raise UnsupportedError(f"the Triton forward takes bf16, fp16 or float8_e4m3fn inputs, not {dtype}")
+
+
+def default_config(dtype: torch.dtype, head_dim: int) -> KernelConfig:
+    if head_dim not in HEAD_DIMS:
+        raise UnsupportedError(f"the Triton forward is written for head dims {HEAD_DIMS}, not {head_dim}")
+    return _TABLE[(_family(dtype), head_dim)]
+
+
+def fallback_config(dtype: torch.dtype) -> KernelConfig:
+    return replace(_FALLBACK, v_kmajor=_family(dtype) == "fp8")
+
+
+# Rowmax-H15's constants from softbench.operators, as compile-time values of the kernel
+CLAMP_DOUBLED_C = tl.constexpr(CLAMP_DOUBLED)
+MAGIC_C = tl.constexpr(MAGIC_FOLDED)
+SHIFT_C = tl.constexpr(SHIFT)
+
+
+@triton.jit
+def _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d, seq,
+              stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+              MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+    """One key tile of the online softmax. MASK: this tile holds keys past the end or above the diagonal."""
+    keys = start_n + offs_n
+    if MASK:
+        k = tl.load(k_base + keys[:, None] * stride_ks + offs_d[None, :], mask=keys[:, None] < seq, other=0.0)
+    else:
+        k = tl.load(k_base + keys[:, None] * stride_ks + offs_d[None, :])
+    s = tl.dot(q, tl.trans(k))
+    if MASK:
+        keep = keys[None, :] < seq
+        if CAUSAL:
+            keep = keep & (keys[None, :] <= offs_m[:, None])
+        s = tl.where(keep, s, float("-inf"))
+    # running maximum in log2 units; the first tile always holds key 0, so it is finite from then on
+    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    m_use = m_new - MAX_OFFSET  # FP8: exponents measured from (max - 8), weights up to 2^8
+    if WEIGHT == "A1":
+        # 2x in one FMA (doubling commutes with rounding), the clamp that keeps the exponent field >= 1, the
+        # magic add that rounds to an integer with the exponent bias already in place, the shift into the field
+        t = tl.maximum(s * qk_scale2 - (2.0 * m_use)[:, None], CLAMP_DOUBLED_C)
+        y = t + MAGIC_C
+        p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
+    elif WEIGHT == "A0":
+        p = tl.math.exp2(s * qk_scale - m_use[:, None])
+    else:
+        p = s * qk_scale - m_use[:, None]
+        if MASK:  # keep the timing control finite: masked keys would otherwise give -inf * v
+            p = tl.where(keep, p, 0.0)
+    alpha = tl.math.exp2(m_i - m_new)  # exact rescale; 0 on the first tile (m_i = -inf)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    v_ptrs = v_base + keys[:, None] * stride_vs + offs_d[None, :] * stride_vd
+    if MASK:
+        v = tl.load(v_ptrs, mask=keys[:, None] < seq, other=0.0)
+    else:
+        v = tl.load(v_ptrs)
+    acc = tl.dot(p.to(v.dtype), v, acc)
+    return acc, l_i, m_new
+
+
+@triton.jit
+def _attn_fwd(Q, K, V, O, qk_scale, v_scale, seq, heads, group,
+              stride_qb, stride_qs, stride_qh,
+              stride_kb, stride_ks, stride_kh,
+              stride_vb, stride_vs, stride_vh, stride_vd,
+              stride_ob, stride_os, stride_oh,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+              WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr):
+    pid_m = tl.program_id(0)
+    # causal: the longest rows first, so that the last wave holds the short ones
+    start_m = (tl.cdiv(seq, BLOCK_M) - 1 - pid_m) if CAUSAL else pid_m
+    bh = tl.program_id(1)
+    b = (bh // heads).to(tl.int64)
+    h = bh % heads
+    hk = (h // group).to(tl.int64)
+    h = h.to(tl.int64)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
+    if EVEN_M:
+        q = tl.load(q_ptrs)
+    else:
+        q = tl.load(q_ptrs, mask=offs_m[:, None] < seq, other=0.0)
+    k_base = K + b * stride_kb + hk * stride_kh
+    v_base = V + b * stride_vb + hk * stride_vh
+    qk_scale2 = 2.0 * qk_scale
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    # tiles [0, full_end) need no mask; [full_end, end) hold the diagonal or the ragged last tile
+    if CAUSAL:
+        full_end = (start_m * BLOCK_M) // BLOCK_N * BLOCK_N
+        end = tl.minimum((start_m + 1) * BLOCK_M, seq)
+    else:
+        full_end = seq // BLOCK_N * BLOCK_N
+        end = seq
+    if not EVEN_N:
+        full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
+    for start_n in range(0, full_end, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d, seq,
+                                  stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                  False, CAUSAL, WEIGHT, MAX_OFFSET)
+    for start_n in range(full_end, end, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d, seq,
+                                  stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                  True, CAUSAL, WEIGHT, MAX_OFFSET)
+    if WEIGHT == "noexp":  # rows whose exponents sum to 0 (the first causal row): keep the control finite
+        l_i = tl.where(l_i == 0.0, 1.0, l_i)
+    out = acc * (v_scale / l_i)[:, None]  # V's descale and the softmax normalisation in one multiply
+    o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_os + offs_d[None, :]
+    if EVEN_M:
+        tl.store(o_ptrs, out.to(O.dtype.element_ty))
+    else:
+        tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=offs_m[:, None] < seq)
+
+
+@dataclass
+class Operands:
+    """Inputs in the layout the kernel reads, made once before timing (build), never inside the timed call."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor  # (b, s, hk, d), or a (b, hk, d, s) copy read through strides when v_kmajor
+    v_strides: tuple[int, int, int, int]  # (batch, seq, head, dim) strides of v as the kernel indexes it
+    out: torch.Tensor
+
+
+def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    if q.dim() != 4 or k.shape != v.shape or k.dim() != 4:
+        raise UsageError(f"expected q (b, s, h, d) and k, v (b, s, kv_heads, d); got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    b, s, h, d = q.shape
+    if k.shape[0] != b or k.shape[1] != s or k.shape[3] != d:
+        raise UnsupportedError("the Triton forward takes q and k/v with the same batch, sequence length and "
+                               f"head dim; got {tuple(q.shape)} and {tuple(k.shape)}")
+    if h % k.shape[2]:
+        raise UsageError(f"heads ({h}) must be a multiple of kv heads ({k.shape[2]})")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise UsageError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    default_config(q.dtype, d)  # raises for dtypes and head dims the kernel does not implement
+
+
+def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: KernelConfig) -> Operands:
+    check_inputs(q, k, v)
+    q, k = q.contiguous(), k.contiguous()
+    if config.v_kmajor:
+        vt = v.permute(0, 2, 3, 1).contiguous()  # (b, hk, d, s): keys contiguous
+        v_use, v_strides = vt, (vt.stride(0), vt.stride(3), vt.stride(1), vt.stride(2))
+    else:
+        v_use = v.contiguous()
+        v_strides = (v_use.stride(0), v_use.stride(1), v_use.stride(2), v_use.stride(3))
+    out_dtype = torch.bfloat16 if q.dtype in _FP8 else q.dtype
+    out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    return Operands(q, k, v_use, v_strides, out)
+
+
+def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, softmax_scale: float | None = None,
+           descale: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
+    """One forward into ops.out (overwritten and returned)."""
+    if variant not in WEIGHT_MAPS:
+        raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
+    q, k, v, o = ops.q, ops.k, ops.v, ops.out
+    b, s, h, d = q.shape
+    hk = k.shape[2]
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+    qk_scale = scale * LOG2_E * descale[0] * descale[1]
+    fp8 = q.dtype in _FP8
+    grid = (triton.cdiv(s, config.block_m), b * h)
+    _attn_fwd[grid](
+        q, k, v, o, qk_scale, float(descale[2]), s, h, h // hk,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        *ops.v_strides,
+        o.stride(0), o.stride(1), o.stride(2),
+        HEAD_DIM=d, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=bool(causal), WEIGHT=variant,
+        MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=s % config.block_m == 0, EVEN_N=s % config.block_n == 0,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+    return o
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, variant: str = "A0",
+              config: KernelConfig | None = None, softmax_scale: float | None = None,
+              descale: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
+    """Convenience for one-off calls (tests): layout conversion and launch together. Timed code should call
+    prepare_operands once and launch repeatedly."""
+    config = config or default_config(q.dtype, q.shape[-1])
+    ops = prepare_operands(q, k, v, config)
+    return launch(ops, causal, variant, config, softmax_scale, descale)

@@ -1,0 +1,121 @@
+"""softbench's Triton forward (softbench.kernels.triton_attn) as a backend: A0, A1 and noexp on Hopper, BF16/FP16
+and FP8. Each variant is a constexpr of one kernel, compiled on first use; the operand layout (V key-major for
+FP8) is made once in build(), outside the timed call.
+
+build() compiles the table's configuration for the shape (or the one given in the options) with one launch; if
+that fails to compile or launch, it says why on stderr and builds the simple fallback configuration instead.
+The forward it returns carries `.info` (which configuration ran, and the error that forced a fallback)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from softbench.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.kernels.capability import detect_device, triton_unsupported_reason
+from softbench.kernels.inputs import Inputs
+from softbench.shapes import Shape
+
+CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor")
+
+
+class TritonBackend:
+    name = "triton"
+
+    def __init__(self, block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
+                 num_stages: int | None = None, v_kmajor: bool | None = None, fallback: bool = True,
+                 device: str | None = None):
+        self.device = detect_device(prefer_cuda=device != "cpu")
+        given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
+                     v_kmajor=v_kmajor)
+        self.overrides = {k: v for k, v in given.items() if v is not None}
+        self.fallback = fallback
+        self.variant: str | None = None
+        self.last_info: dict | None = None
+        self._announced: set[tuple[str, str]] = set()
+
+    def load(self, variant: str) -> dict:
+        from softbench.kernels.variants import get_variant
+
+        get_variant(variant)  # unknown names answered with the closest ones
+        try:
+            import triton
+        except ImportError:
+            raise UnsupportedError("--backend triton needs the triton package, which is not installed here",
+                                   hint="pip install triton (or pip install -e .[triton])") from None
+        from softbench.kernels.triton_attn import WEIGHT_MAPS
+
+        if variant not in WEIGHT_MAPS:
+            raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
+        self.variant = variant
+        return {"backend": "triton", "variant": variant, "triton_version": triton.__version__,
+                "interpreter": os.environ.get("TRITON_INTERPRET") == "1", "config_overrides": self.overrides,
+                "fallback_allowed": self.fallback}
+
+    def config_for(self, shape: Shape, torch_dtype):
+        from softbench.kernels.triton_attn import KernelConfig, default_config
+
+        base = default_config(torch_dtype, shape.head_dim)
+        return KernelConfig(**{**{f: getattr(base, f) for f in CONFIG_FIELDS}, **self.overrides})
+
+    def build(self, shape: Shape, inputs: Inputs):
+        from softbench.kernels import triton_attn as ta
+
+        if self.variant is None:
+            raise UsageError("build requested before load")
+        reason = triton_unsupported_reason(shape, self.device)
+        if reason:
+            raise UnsupportedError(f"{shape.tag()}: {reason}")
+        config = self.config_for(shape, inputs.q.dtype)
+        attempts = [config]
+        if self.fallback:
+            simple = ta.fallback_config(inputs.q.dtype)
+            if simple != config:
+                attempts.append(simple)
+        errors: list[str] = []
+        for cfg in attempts:
+            try:
+                forward = self._compile(shape, inputs, cfg)
+            except (UsageError, UnsupportedError):
+                raise
+            except Exception as e:  # compile or launch failure of this configuration: reported, then the next
+                errors.append(f"{cfg.label()}: {type(e).__name__}: {_first_line(e)}")
+                print(f"softbench triton: configuration {cfg.label()} failed ({errors[-1]}); "
+                      + ("trying the fallback" if cfg is not attempts[-1] else "no configuration left"),
+                      file=sys.stderr)
+                continue
+            info = {"config": cfg.to_dict(), "tuned_config": config.label(), "fallback_used": cfg != config,
+                    "errors": errors}
+            forward.info = info
+            self.last_info = info
+            said = (shape.tag(), cfg.label())
+            if said not in self._announced:  # once: gates rebuilds the same shape for every one-hot V block
+                self._announced.add(said)
+                print(f"softbench triton: {self.variant} {shape.tag()} runs configuration {cfg.label()}"
+                      + (" (fallback)" if cfg != config else ""), file=sys.stderr)
+            return forward
+        raise MeasurementError(f"no Triton configuration compiled for {shape.tag()}: " + "; ".join(errors),
+                               hint="pass smaller block_m/block_n or num_stages through the backend options")
+
+    def _compile(self, shape: Shape, inputs: Inputs, cfg):
+        """Lay the operands out for `cfg` (once) and launch once, which compiles; returns the timed call."""
+        from softbench.kernels import triton_attn as ta
+
+        ops = ta.prepare_operands(inputs.q, inputs.k, inputs.v, cfg)
+        variant, causal, descale = self.variant, shape.causal, tuple(inputs.descale)
+        ta.launch(ops, causal, variant, cfg, descale=descale)
+        if self.device.kind == "cuda":
+            import torch
+
+            torch.cuda.synchronize()  # a launch failure surfaces here, inside the try of build()
+
+        def forward():
+            return ta.launch(ops, causal, variant, cfg, descale=descale)
+
+        return forward
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else ""
+

@@ -1,0 +1,261 @@
+"""softbench's Triton forward, run on the CPU through Triton's interpreter (TRITON_INTERPRET=1, set before triton
+is imported), on small shapes (seq <= 256): A0 against exact FP32 attention, A1 against the pure-torch simulation
+with Rowmax-H15 weights and against the exact probabilities within the H15 envelope, causal and non-causal,
+GQA, head dims 64/128, BF16/FP16 and FP8 (the interpreter runs the FP8 dots; softbench.kernels.triton_interpret
+makes its conversions round to nearest even as the GPU does). One test cross-compiles for sm_90a with Triton's
+bundled ptxas to check what Hopper gets (FP8 wgmma, V pipelined, no spills)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+os.environ["TRITON_INTERPRET"] = "1"  # before anything imports triton
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from softbench.errors import MeasurementError, UnsupportedError, UsageError  # noqa: E402
+from softbench.kernels import triton_attn as ta  # noqa: E402
+from softbench.kernels.capability import Device, triton_unsupported_reason  # noqa: E402
+from softbench.kernels.inputs import make_inputs  # noqa: E402
+from softbench.kernels.refs import reference_rows, relative_error  # noqa: E402
+from softbench.kernels.sim import probabilities_via_one_hot, sim_attention  # noqa: E402
+from softbench.kernels.triton_backend import TritonBackend  # noqa: E402
+from softbench.operators import exact_exp2, half_octave_error_bounds, no_exp, rowmax_h15  # noqa: E402
+from softbench.shapes import Shape  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+C = ta.KernelConfig
+
+# (dtype, causal, heads, kv_heads, head_dim, seq, config): ragged sequence ends, BLOCK_M != BLOCK_N, GQA, both V
+# layouts for FP8
+CASES = [
+    pytest.param(torch.bfloat16, True, 4, 2, 64, 256, C(64, 64, 4, 2), id="bf16-causal-gqa-d64"),
+    pytest.param(torch.bfloat16, False, 2, 2, 128, 200, C(64, 32, 4, 2), id="bf16-noncausal-d128-ragged"),
+    pytest.param(torch.float16, True, 2, 1, 128, 130, C(32, 16, 4, 2), id="fp16-causal-mqa-d128-ragged"),
+    pytest.param(FP8, True, 4, 1, 64, 256, C(64, 64, 4, 2, v_kmajor=True), id="fp8-causal-gqa-d64-vkmajor"),
+    pytest.param(FP8, False, 2, 2, 128, 192, C(64, 64, 4, 2, v_kmajor=False), id="fp8-noncausal-d128-vrows"),
+    pytest.param(FP8, True, 2, 2, 128, 160, C(32, 64, 4, 2, v_kmajor=True), id="fp8-causal-d128-bn-gt-bm"),
+]
+
+
+def draw(dtype, heads, kv_heads, head_dim, seq, seed=0):
+    g = torch.Generator().manual_seed(seed)
+
+    def one(h):
+        return torch.randn(1, seq, h, head_dim, generator=g).to(dtype)
+
+    return one(heads), one(kv_heads), one(kv_heads)
+
+
+def exact(q, k, v, causal, descale=(1.0, 1.0, 1.0)):
+    return reference_rows(q, k, v, causal, torch.arange(q.shape[1]), descale=descale)
+
+
+@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES)
+def test_a0_matches_fp32_attention(dtype, causal, heads, kv_heads, head_dim, seq, config):
+    q, k, v = draw(dtype, heads, kv_heads, head_dim, seq)
+    out = ta.attention(q, k, v, causal, "A0", config)
+    assert out.dtype == (torch.bfloat16 if dtype == FP8 else dtype)
+    assert out.shape == q.shape
+    err = relative_error(out, exact(q, k, v, causal))
+    # the simulation rounds P the same way (FP8: e4m3 after the 2^8 lift): the kernel's error is that error
+    sim = sim_attention(q, k, v, causal, exact_exp2, tile=config.block_n)
+    assert relative_error(out, sim) < 2e-3
+    if dtype == FP8:
+        assert err < 3e-2, f"FP8 A0 error {err:.3e}; P in e4m3 costs about 2e-2 at these sizes"
+    else:
+        assert err < 5e-3, f"16-bit A0 error {err:.3e}"
+
+
+@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES)
+def test_a1_matches_the_rowmax_h15_simulation(dtype, causal, heads, kv_heads, head_dim, seq, config):
+    q, k, v = draw(dtype, heads, kv_heads, head_dim, seq, seed=1)
+    out = ta.attention(q, k, v, causal, "A1", config)
+    sim = sim_attention(q, k, v, causal, rowmax_h15, tile=config.block_n)
+    # same weights bit for bit except where FMA vs separate roundings of x move 2x across a rounding boundary
+    assert relative_error(out, sim) < 1e-3
+    a0 = ta.attention(q, k, v, causal, "A0", config)
+    ref = exact(q, k, v, causal)
+    # A1 is visibly different from exact softmax (else the test could not tell the two maps apart) ...
+    assert relative_error(out, ref) > 2 * relative_error(a0, ref)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a1_probabilities_lie_in_the_h15_envelope(causal):
+    """Probabilities read back through one-hot V (BF16: A1 weights are exact in BF16, only the output rounds)."""
+    seq, d = 128, 64
+    q, k, v = draw(torch.bfloat16, 2, 1, d, seq, seed=2)
+    cfg = C(64, 64, 4, 2)
+
+    def run(v_one_hot):
+        return ta.attention(q, k, v_one_hot, causal, "A1", cfg)
+
+    p_hat = probabilities_via_one_hot(run, seq, v, block=d).double()  # (b, s, h, seq_k)
+    s = torch.einsum("bqhd,bkhd->bqhk", q.double(), k.double().repeat_interleave(2, dim=2)) / math.sqrt(d)
+    if causal:
+        s = s.masked_fill(torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1)[None, :, None, :], -math.inf)
+    p = torch.softmax(s, dim=-1)
+    lo, hi = half_octave_error_bounds()
+    live = p > 0
+    ratio = p_hat[live] / p[live]
+    rounding = 2.0 ** -8  # the BF16 output store
+    assert ratio.min() >= 2 ** (lo - hi) * (1 - rounding)
+    assert ratio.max() <= 2 ** (hi - lo) * (1 + rounding)
+    # masked keys get the clamp's 2^-126, i.e. nothing visible
+    assert p_hat[~live].abs().max() < 1e-30 if (~live).any() else True
+    # not the exact probabilities: the envelope is being used, not trivially met
+    assert (ratio - 1).abs().max() > 0.05
+    torch.testing.assert_close(p_hat.sum(-1), torch.ones_like(p_hat.sum(-1)), atol=2e-2, rtol=0)
+
+
+def test_noexp_uses_the_exponent_itself():
+    q, k, v = draw(torch.bfloat16, 2, 2, 64, 128, seed=3)
+    cfg = C(64, 64, 4, 2)
+    out = ta.attention(q, k, v, False, "noexp", cfg)
+    sim = sim_attention(q, k, v, False, no_exp, tile=64)
+    assert relative_error(out, sim) < 1e-2
+    assert relative_error(out, exact(q, k, v, False)) > 0.5  # wrong on purpose
+    causal = ta.attention(q, k, v, True, "noexp", cfg)
+    assert torch.isfinite(causal.float()).all()  # masked keys are zeroed, so the timing control stays finite
+
+
+def test_fp8_descale_factors_are_applied():
+    q, k, v = draw(FP8, 2, 1, 64, 128, seed=4)
+    descale = (0.5, 2.5, 3.0)
+    cfg = C(64, 64, 4, 2, v_kmajor=True)
+    out = ta.attention(q, k, v, True, "A0", cfg, descale=descale)
+    sim = sim_attention(q, k, v, True, exact_exp2, tile=64, descale=descale)
+    assert relative_error(out, sim) < 2e-3
+    assert relative_error(out, exact(q, k, v, True, descale)) < 3e-2
+    plain = ta.attention(q, k, v, True, "A0", cfg)
+    assert relative_error(plain, exact(q, k, v, True, descale)) > 0.5
+
+
+def test_default_configs_and_their_checks():
+    for dtype in (torch.bfloat16, torch.float16, FP8):
+        for d in (64, 128):
+            cfg = ta.default_config(dtype, d)
+            assert cfg.block_m == cfg.num_warps // 4 * 64  # each warpgroup owns 64 rows: Hopper's m64 wgmma
+            assert cfg.v_kmajor == (dtype == FP8)
+    assert ta.fallback_config(FP8).v_kmajor and not ta.fallback_config(torch.bfloat16).v_kmajor
+    with pytest.raises(UnsupportedError, match="head dims"):
+        ta.default_config(torch.bfloat16, 96)
+    with pytest.raises(UnsupportedError, match="float8_e4m3fn"):
+        ta.default_config(torch.float32, 64)
+    with pytest.raises(UsageError, match="power of two"):
+        C(100, 64, 4, 2)
+    q, k, v = draw(torch.bfloat16, 2, 1, 64, 64)
+    with pytest.raises(UsageError, match="variants"):
+        ta.attention(q, k, v, True, "A7", C(64, 64, 4, 2))
+    with pytest.raises(UnsupportedError, match="same batch"):
+        ta.attention(q, k[:, :32], v[:, :32], True, "A0", C(64, 64, 4, 2))
+
+
+def small_shape(dtype="fp8", causal=True):
+    return Shape(dtype=dtype, seq=128, causal=causal, heads=2, kv_heads=1, head_dim=64)
+
+
+def test_backend_builds_and_reports_its_configuration():
+    b = TritonBackend(block_m=64, block_n=64, num_warps=4, num_stages=2, device="cpu")
+    info = b.load("A1")
+    assert info["backend"] == "triton" and info["interpreter"] is True
+    shape = small_shape()
+    inputs = make_inputs(shape, seed=0, device="cpu")
+    forward = b.build(shape, inputs)
+    out = forward()
+    assert out.dtype == torch.bfloat16
+    assert forward.info["config"]["label"] == "m64n64w4s2-vk" and not forward.info["fallback_used"]
+    sim = sim_attention(inputs.q, inputs.k, inputs.v, True, rowmax_h15, tile=64)
+    assert relative_error(out, sim) < 1e-3
+    assert forward() is out  # the same output buffer every call: nothing allocated inside the timed call
+
+
+def test_backend_falls_back_when_the_tuned_configuration_fails(monkeypatch):
+    real_launch = ta.launch
+
+    def failing_launch(ops, causal, variant, config, *a, **kw):
+        if config.block_m == 32:
+            raise RuntimeError("out of resource: shared memory (simulated)")
+        return real_launch(ops, causal, variant, config, *a, **kw)
+
+    monkeypatch.setattr(ta, "launch", failing_launch)
+    b = TritonBackend(block_m=32, block_n=32, device="cpu")
+    b.load("A0")
+    shape = small_shape("bf16")
+    forward = b.build(shape, make_inputs(shape, seed=0, device="cpu"))
+    assert forward.info["fallback_used"]
+    assert forward.info["config"]["label"] == ta.fallback_config(torch.bfloat16).label()
+    assert "m32n32" in forward.info["errors"][0] and "simulated" in forward.info["errors"][0]
+    strict = TritonBackend(block_m=32, block_n=32, fallback=False, device="cpu")
+    strict.load("A0")
+    with pytest.raises(MeasurementError, match="no Triton configuration compiled"):
+        strict.build(shape, make_inputs(shape, seed=0, device="cpu"))
+
+
+def test_backend_refuses_what_it_cannot_run():
+    b = TritonBackend(device="cpu")
+    with pytest.raises(UsageError):
+        b.load("A9")
+    b.load("A0")
+    shape = Shape(dtype="bf16", seq=64, heads=2, head_dim=96)
+    with pytest.raises(UnsupportedError, match="head dims 64 and 128"):
+        b.build(shape, make_inputs(shape, seed=0, device="cpu"))
+
+
+def test_unsupported_reasons(monkeypatch):
+    cpu = Device("cpu", "cpu", None)
+    hopper = Device("cuda", "H200", 90)
+    shape = Shape(dtype="fp8", seq=4096, head_dim=128)
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert "TRITON_INTERPRET" in triton_unsupported_reason(shape, cpu)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert triton_unsupported_reason(shape, cpu) is None
+    assert triton_unsupported_reason(shape, hopper) is None
+    assert "sm_89" in triton_unsupported_reason(shape, Device("cuda", "A100", 80))
+    assert triton_unsupported_reason(Shape(dtype="bf16", head_dim=64), Device("cuda", "A100", 80)) is None
+    assert "sm_80" in triton_unsupported_reason(Shape(dtype="bf16"), Device("cuda", "T4", 75))
+    assert "96" in triton_unsupported_reason(Shape(dtype="bf16", head_dim=96), hopper)
+
+
+def _bundled_ptxas() -> bool:
+    import triton
+
+    return os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas"))
+
+
+@pytest.mark.skipif(not _bundled_ptxas(), reason="Triton's bundled ptxas is missing")
+def test_hopper_compile_uses_wgmma_and_pipelines_v():
+    """Compile the table's configurations for sm_90a (no GPU needed) in a process without the interpreter."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    reports = {}
+    for dtype in ("fp8", "bf16"):
+        r = subprocess.run([sys.executable, "-m", "softbench.kernels.triton_compile", dtype, "128", "A1",
+                            "--causal"], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        reports[dtype] = json.loads(r.stdout)
+    assert reports["fp8"]["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"]
+    assert reports["bf16"]["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
+    for rep in reports.values():
+        assert rep["v_async_copy"] and not rep["v_through_registers"], rep
+        assert rep["local_bytes"] == 0, f"register spills: {rep}"
+        assert rep["shared_bytes"] <= 227 * 1024
+        assert rep["ex2_instructions"] <= 8  # A1: only the per-row rescale keeps ex2
+
+
+@pytest.mark.slow
+def test_latency_command_runs_the_triton_backend(cli, tmp_path):
+    """End to end through the worker processes (interpreter inherited): prepare's FP32 check included."""
+    r = cli("latency", "--backend", "triton", "--dtype", "fp8", "--seq", "128", "--heads", "2", "--head-dim", "64",
+            "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0", "--out", str(tmp_path),
+            env={"TRITON_INTERPRET": "1"}, timeout=240)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
+    assert summary["backend"] == "triton" and summary["complete"]
+    assert summary["smoke"]["A0"]["rel_error_vs_fp32"] < 3e-2
+    assert summary["smoke"]["A0"]["out_dtype"] == "bfloat16"
+    assert 0.02 < summary["smoke"]["A1"]["rel_error_vs_fp32"] < 0.2
