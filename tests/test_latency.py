@@ -153,3 +153,11 @@ def test_bad_inputs_are_clear(tmp_path, cli):
     bad.write_text("protocol: [1, 2\n")
     r = cli("latency", *TINY, "--protocol", str(bad), "--out", str(tmp_path))
     assert r.returncode == 2 and "not valid YAML" in r.stderr
+
+
+def test_triton_without_gpu_is_refused_before_any_session(tmp_path, cli):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-m", "softbench", "latency", "--backend", "triton", "--seq", "256",
+                        "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert r.returncode == 3 and "TRITON_INTERPRET=1" in r.stderr
+    assert not any(tmp_path.iterdir())

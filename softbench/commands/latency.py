@@ -37,7 +37,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     Example: softbench latency --dtype bf16 --seq 8K --seq 16K --rounds 3"""
     from softbench.console import RichProgress, err, out, table
     from softbench.errors import UnsupportedError
-    from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+    from softbench.kernels.capability import detect_device, fa4_unsupported_reason, triton_unsupported_reason
     from softbench.kernels.variants import get_variant
     from softbench.measure.latency import LatencyOptions, run_latency
     from softbench.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
@@ -54,9 +54,12 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     if backend == "fa4" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
 
+    reasons = {"fa4": fa4_unsupported_reason, "triton": triton_unsupported_reason}
+
     def check(shape):
-        if backend == "fa4":
-            reason = fa4_unsupported_reason(shape, detect_device())
+        # refuse before any worker starts or any session folder is made
+        if backend in reasons:
+            reason = reasons[backend](shape, detect_device())
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
 

@@ -71,15 +71,16 @@ def run_latency(opts: LatencyOptions, progress: Progress | None = None,
             w.info = w._reply()["result"]
         env = collect_env(gpu=True)
         for shape in opts.shapes:
-            sessions.append(_run_shape(opts, shape, workers, env, progress))
+            sessions.append(run_shape(opts, shape, workers, env, progress))
     finally:
         for w in workers.values():
             w.close()
     return sessions
 
 
-def _run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProcess], env: dict,
-               progress: Progress) -> Session:
+def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProcess], env: dict,
+              progress: Progress) -> Session:
+    """One shape's session with workers that are already loaded (the sweeps reuse one baseline process)."""
     base_label, var_label = opts.labels()
     p = opts.protocol
     tag = f"{shape.tag()}-{opts.backend}-{opts.baseline}-vs-{opts.variant}"

@@ -117,7 +117,7 @@ def _one_variant(opts: SweepOptions, variant: str, base: WorkerProcess, env: dic
         progress.message(f"loading {variant}")
         w = _start(var_label, variant, opts, factory)
         # the latency engine's per-shape phase, given our workers: the baseline process stays alive across variants
-        session = latency_engine._run_shape(lat, opts.shape, {base_label: base, var_label: w}, env, progress)
+        session = latency_engine.run_shape(lat, opts.shape, {base_label: base, var_label: w}, env, progress)
     except SoftbenchError as e:
         if w is not None:
             w.copy_log(sweep.path / f"worker-{variant}.log")

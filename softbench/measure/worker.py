@@ -110,6 +110,8 @@ class WorkerState:
                 "finite": finite,
                 "check_rows": int(rows.numel()),
                 "out_dtype": str(out.dtype).replace("torch.", ""),
+                # what the backend actually built (e.g. the Triton tile configuration, or why it fell back)
+                "build_info": getattr(self.forward, "info", None),
             }
 
     def round(self, req: dict, emit: Callable[[dict], None]) -> dict:
