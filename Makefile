@@ -9,7 +9,7 @@ setup:
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch from this machine's disk; on a GPU host use its own torch instead
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,fidelity]'
 	# the pinned FA4 sources, for the patcher's tests only (no CUDA dependencies pulled in)
 	$(BIN)/pip install -q --no-deps flash-attn-4==4.0.0b36
 	# the Triton backend's tests run its kernel through the CPU interpreter; the GPU host has this version

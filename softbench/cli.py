@@ -23,6 +23,7 @@ COMMANDS.update({
     "gates": "gates",
     "seal": "seal", "verify": "verify", "evaluate": "evaluate", "report": "report",
     "energy": "energy", "trace": "trace", "sweep": "sweep",
+    "fidelity": "fidelity",
 })
 
 

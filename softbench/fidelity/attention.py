@@ -1,0 +1,192 @@
+"""Attention for the fidelity runs, routed through transformers' attention interface.
+
+One attention function, registered once under the name "softbench", serves every layer of a model loaded with
+attn_implementation="softbench"; it calls whatever implementation the router currently holds, so one loaded model
+runs every condition of a block in turn. transformers builds no mask for an implementation it does not know, so
+the function receives attention_mask=None and applies the causal mask itself (batch 1, no padding).
+
+Implementations take transformers' layout, q (b, h, s, d) and k/v (b, kv_h, s, d), and return (b, s, h, d):
+- ExactAttention: scores in FP32, causal mask, FP32 softmax, P cast to V's dtype before P.V (paper A.2);
+- RowAttention: the same with an operator from the zoo on the whole row (final row maximum), the offline path;
+- SimAttention: softbench.kernels.sim.sim_attention, the tile-wise semantics of the kernel;
+- FA4Attention: flash_attn.cute.flash_attn_func of the variant loaded in this process.
+Queries are processed in chunks of 512 rows on the FP32 paths, which does not change any row's statistics.
+
+What cannot be honoured is refused, never silently changed: logit softcapping, a sliding window shorter than
+the block, an explicit attention mask, a KV cache (query and key lengths differ)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Protocol
+
+import torch
+
+from softbench.errors import UnsupportedError
+from softbench.fidelity.operators_zoo import LOG2_E, Operator
+
+IMPL_NAME = "softbench"
+Q_CHUNK = 512
+
+
+class Impl(Protocol):
+    label: str
+
+    def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor: ...
+
+
+def _causal_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                 weights: Callable[[torch.Tensor], torch.Tensor], q_chunk: int = Q_CHUNK) -> torch.Tensor:
+    """softmax-like attention with `weights` mapping a block of masked FP32 score rows (-inf masked) to
+    unnormalized weights (0 where masked). Causal, query i sees keys 0..i (same length). Returns (b, s, h, d)."""
+    b, h, sq, d = q.shape
+    hk = k.shape[1]
+    rep = h // hk
+    kf = k.float().repeat_interleave(rep, dim=1)
+    vf = v.float().repeat_interleave(rep, dim=1)
+    out = torch.empty((b, h, sq, vf.shape[-1]), dtype=torch.float32, device=q.device)
+    for i0 in range(0, sq, q_chunk):
+        i1 = min(i0 + q_chunk, sq)
+        s = (q[:, :, i0:i1].float() @ kf[:, :, :i1].transpose(-1, -2)) * scale  # keys past i1 are all masked
+        q_idx = torch.arange(i0, i1, device=q.device).view(-1, 1)
+        k_idx = torch.arange(0, i1, device=q.device).view(1, -1)
+        s = s.masked_fill(k_idx > q_idx, -math.inf)
+        w = weights(s)
+        p = w / w.sum(dim=-1, keepdim=True)
+        p = p.to(v.dtype).float()  # probabilities stored in the value dtype before P.V, as in a fused kernel
+        out[:, :, i0:i1] = p @ vf[:, :, :i1]
+    return out.transpose(1, 2).to(q.dtype)
+
+
+class ExactAttention:
+    label = "exact"
+
+    def __call__(self, q, k, v, scale):
+        return _causal_rows(q, k, v, scale, lambda s: torch.softmax(s, dim=-1))
+
+
+class RowAttention:
+    """An operator on the whole row: element operators get x = (s - final row max) * log2(e)."""
+
+    def __init__(self, op: Operator):
+        self.op = op
+        self.label = f"row:{op.canonical}"
+
+    def weights(self, s: torch.Tensor) -> torch.Tensor:
+        if self.op.scope == "row":
+            w = self.op.fn(s)
+        else:
+            m = s.amax(dim=-1, keepdim=True)  # every causal row has at least one valid key
+            w = self.op.fn((s - m) * LOG2_E)
+        return torch.where(torch.isneginf(s), torch.zeros_like(w), w)
+
+    def __call__(self, q, k, v, scale):
+        return _causal_rows(q, k, v, scale, self.weights)
+
+
+def e4m3_stored(weight_fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Weights rounded to E4M3 as the FP8 kernel stores P. Applied through the weight function, so the row sum
+    sees the rounded values too (the kernel sums the FP32 weights): a documented approximation."""
+
+    def stored(x: torch.Tensor) -> torch.Tensor:
+        return weight_fn(x).to(torch.float8_e4m3fn).to(torch.float32)
+
+    return stored
+
+
+class SimAttention:
+    """The semantic simulation: 128-key tiles, running max, rescale threshold tau, operator on x from the running
+    max, row sum and P.V from the same weights. `max_offset` 8 gives FA4's FP8 semantics."""
+
+    def __init__(self, op: Operator, tile: int = 128, rescale_threshold: float = 0.0, max_offset: float = 0.0,
+                 fp8_storage: bool = False):
+        if op.scope != "element":
+            raise UnsupportedError(f"{op.name} needs the whole row; the tile-wise simulation cannot run it")
+        self.op = op
+        self.tile = tile
+        self.rescale_threshold = rescale_threshold
+        self.max_offset = max_offset
+        self.weight_fn = e4m3_stored(op.fn) if fp8_storage else op.fn
+        self.label = f"sim:{op.canonical}"
+
+    def __call__(self, q, k, v, scale):
+        from softbench.kernels.sim import sim_attention
+
+        return sim_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), True, self.weight_fn,
+                             softmax_scale=scale, tile=self.tile, rescale_threshold=self.rescale_threshold,
+                             max_offset=self.max_offset, out_dtype=q.dtype)
+
+
+class FA4Attention:
+    """flash_attn.cute of this process (stock or patched, whichever FA4Backend loaded). FA4 takes GQA natively."""
+
+    def __init__(self, fa, variant: str):
+        self.fa = fa
+        self.label = f"fa4:{variant}"
+
+    def __call__(self, q, k, v, scale):
+        out, _lse = self.fa.flash_attn_func(q.transpose(1, 2).contiguous(), k.transpose(1, 2).contiguous(),
+                                            v.transpose(1, 2).contiguous(), causal=True, softmax_scale=scale)
+        return out
+
+
+class SdpaAttention:
+    """PyTorch's own scaled_dot_product_attention (GQA expanded): the wiring check against a path softbench
+    did not write."""
+
+    label = "sdpa"
+
+    def __call__(self, q, k, v, scale):
+        rep = q.shape[1] // k.shape[1]
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1), is_causal=True, scale=scale)
+        return out.transpose(1, 2)
+
+
+class Router:
+    """Holds the implementation that the registered function calls; switch it between forwards."""
+
+    def __init__(self):
+        self.impl: Impl | None = None
+        self.calls = 0
+
+    def use(self, impl: Impl) -> None:
+        self.impl = impl
+
+    def forward(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        if self.impl is None:
+            raise UnsupportedError("softbench attention was called with no implementation selected")
+        if kwargs.get("softcap"):
+            raise UnsupportedError(f"this model softcaps attention logits (softcap={kwargs['softcap']}); "
+                                   "softbench's paths apply the operator to plain scores and would drop it")
+        sq, sk = query.shape[2], key.shape[2]
+        window = kwargs.get("sliding_window")
+        if window is not None and window < sk:
+            raise UnsupportedError(f"layer uses a sliding window of {window} keys, shorter than the {sk}-token "
+                                   "block; softbench's paths are full causal attention",
+                                   hint=f"use --block-len {window} or less")
+        if attention_mask is not None:
+            raise UnsupportedError("an explicit attention mask reached softbench's attention (padding or a "
+                                   "custom mask); only plain causal attention over one sequence is supported")
+        if sq != sk:
+            raise UnsupportedError("query and key lengths differ (a KV cache?); the fidelity run uses none")
+        if dropout:
+            raise UnsupportedError("attention dropout is on; evaluate the model in eval mode")
+        scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+        self.calls += 1
+        return self.impl(query, key, value, float(scale)), None
+
+
+ROUTER = Router()
+_registered = False
+
+
+def register() -> str:
+    """Register the routed attention with transformers once per process; returns its attn_implementation name."""
+    global _registered
+    if not _registered:
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(IMPL_NAME, ROUTER.forward)
+        _registered = True
+    return IMPL_NAME

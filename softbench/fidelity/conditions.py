@@ -1,0 +1,103 @@
+"""What one fidelity run compares: a baseline and the approximate conditions, each with the path it runs on.
+
+Paths:
+- kernel: the real FA4 kernels on a GPU; baseline stock FA4 (A0), condition the Rowmax-H15 patch (A1).
+- sim: the tile-wise semantic simulation of the kernel (softbench.kernels.sim) for operators defined on the
+  running maximum; operators defined on the final row maximum go to the whole-row path instead (said in the name).
+- row: the offline whole-row path for every operator (scores in FP32, the final row maximum as anchor).
+The sim and row paths share the baseline: exact softmax with FP32 scores.
+
+An --operator value may carry its own path, `row:rowmax-h15` or `sim:pot-m:m=2`, to mix paths in one run; a
+row-anchored element operator written with `sim:` runs on the running maximum, as asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from softbench.errors import UsageError
+from softbench.fidelity.operators_zoo import Operator, parse_operator
+
+PATHS = ("kernel", "sim", "row")
+KERNEL_OPERATORS = {"rowmax-h15": "A1"}  # what the FA4 patches implement (A0 is the baseline)
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str  # e.g. "exact", "sim:rowmax-h15", "row:rowmax-pot:kmax=20,tail=clamp", "kernel:rowmax-h15"
+    path: str  # "exact" (the sim/row baseline), "sim", "row" or "kernel"
+    operator: Operator | None
+    variant: str | None = None  # FA4 variant on the kernel path
+    note: str = ""
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.operator is None
+
+    def describe(self) -> dict:
+        d = {"name": self.name, "path": self.path, "baseline": self.is_baseline}
+        if self.operator is not None:
+            d["operator"] = self.operator.describe()
+            d["whole_row"] = self.path == "row"
+        if self.variant:
+            d["variant"] = self.variant
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+EXACT = Condition("exact", "exact", None, note="exact softmax, FP32 scores and probabilities, P cast to V's dtype")
+KERNEL_BASELINE = Condition("kernel:stock", "kernel", None, variant="A0", note="stock FA4 (A0)")
+
+
+def _split_path(text: str, default: str) -> tuple[str, str, bool]:
+    """(path, operator text, whether the path was written with the operator)."""
+    head, sep, rest = text.partition(":")
+    if sep and head in PATHS:
+        return head, rest, True
+    return default, text, False
+
+
+def build_conditions(path: str, operator_texts: tuple[str, ...] | list[str]) -> list[Condition]:
+    """Baseline first, then one condition per operator (duplicates refused)."""
+    if path not in PATHS:
+        raise UsageError(f"--path must be one of {', '.join(PATHS)}, not {path!r}")
+    if not operator_texts:
+        raise UsageError("no --operator given")
+    if path == "kernel":
+        out = [KERNEL_BASELINE]
+        for text in operator_texts:
+            own, rest, _ = _split_path(text, path)
+            op = parse_operator(rest)
+            if own != "kernel" or op.canonical not in KERNEL_OPERATORS:
+                raise UsageError(
+                    f"--path kernel runs the FA4 variants only: {', '.join(KERNEL_OPERATORS)} (got {text!r})",
+                    hint="other operators run on the simulation or whole-row paths: --path sim or --path row")
+            out.append(Condition(f"kernel:{op.canonical}", "kernel", op, variant=KERNEL_OPERATORS[op.canonical],
+                                 note=f"patched FA4 ({KERNEL_OPERATORS[op.canonical]})"))
+    else:
+        out = [EXACT]
+        for text in operator_texts:
+            own, rest, explicit = _split_path(text, path)
+            if own == "kernel":
+                raise UsageError(f"{text!r}: the kernel path cannot be mixed with --path {path}",
+                                 hint="run --path kernel separately (it needs a GPU and one process per variant)")
+            op = parse_operator(rest)
+            note = ""
+            if own == "sim" and op.scope == "row":
+                if explicit:
+                    raise UsageError(f"{text!r}: {op.name} needs the whole row (its minimum and maximum), which "
+                                     "the tile-wise simulation never has", hint=f"use row:{rest}")
+                note = f"{op.name} needs the whole row: evaluated on the offline whole-row path"
+                own = "row"
+            elif own == "sim" and op.anchor == "row":
+                if explicit:
+                    note = f"{op.name} is defined on the final row maximum; here it runs on the running maximum"
+                else:
+                    note = f"{op.name} is defined on the final row maximum: evaluated on the offline whole-row path"
+                    own = "row"
+            out.append(Condition(f"{own}:{op.canonical}", own, op, note=note))
+    names = [c.name for c in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UsageError(f"condition(s) given twice: {', '.join(dup)}")
+    return out

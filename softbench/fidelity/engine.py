@@ -1,0 +1,269 @@
+"""The fidelity engine: resolve, load, tokenize, evaluate block by block, summarize; resumable.
+
+Phases: check (options, conditions, model support; nothing heavy before the options are known to be valid),
+prepare (model, tokenizer, corpus, blocks, token signature; the wiring gate on block 0), blocks (every
+condition on one block, its rows appended to blocks.jsonl at once; blocks.csv and summary.json rewritten after
+each block, so a killed run loses at most the block in progress), summarize.
+
+Session files: options.json (as run), env.json, run.json (model, corpus, signature, conditions, gate),
+blocks.jsonl (raw rows), blocks.csv, summary.json, summary.md, status.json; worker-A0/A1.log on the kernel path.
+`--resume DIR` reopens a session with its own options, checks that the token signature is unchanged, and
+evaluates only the blocks that are not complete for every condition."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from softbench.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.fidelity.conditions import Condition, build_conditions
+from softbench.session import Session, utc_iso
+
+COMMAND = "fidelity"
+ROWS_FILE = "blocks.jsonl"
+GATE_TOLERANCE_NATS = 0.02  # baseline NLL through softbench's attention and head vs the model's own SDPA loss
+
+
+@dataclass(frozen=True)
+class FidelityOptions:
+    model: str
+    gguf_file: str | None = None
+    corpus: str = "wikitext-103"
+    block_len: int = 2048
+    max_blocks: int = 97
+    path: str = "sim"
+    operators: tuple[str, ...] = ("rowmax-h15",)
+    dtype: str = "bf16"
+    bootstrap: int = 5000
+    seed: int = 0
+    rescale_threshold: float = 0.0
+    device: str | None = None  # None: CUDA where available, else the CPU
+    out_dir: str = "sessions"
+    tile: int = 128
+    bos: str = "stream"
+    fp8_storage: bool = False
+    threads: int | None = None
+    patch_cache: str | None = None
+    command_line: str = ""
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["operators"] = list(self.operators)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FidelityOptions":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["operators"] = tuple(kw.get("operators", ()))
+        return cls(**kw)
+
+    def check(self) -> list[Condition]:
+        if self.block_len < 2:
+            raise UsageError("--block-len must be at least 2")
+        if self.max_blocks < 1:
+            raise UsageError("--max-blocks must be at least 1")
+        if self.bootstrap < 100:
+            raise UsageError("--bootstrap needs at least 100 replicates for a 95% percentile interval")
+        if self.tile < 1:
+            raise UsageError("--tile must be positive")
+        if self.rescale_threshold < 0:
+            raise UsageError("--rescale-threshold must be >= 0 (0: always rescale)")
+        if self.fp8_storage and self.dtype != "fp8":
+            raise UsageError("--fp8-storage applies to --dtype fp8 only")
+        if self.path == "kernel":
+            if self.rescale_threshold:
+                raise UsageError("--rescale-threshold is the simulation's; the kernel uses its own rule",
+                                 hint="drop --rescale-threshold with --path kernel")
+            if self.device == "cpu":
+                raise UnsupportedError("--path kernel runs FA4 on a CUDA GPU, not on the CPU",
+                                       hint="use --path sim (the kernel's semantics in PyTorch) on the CPU")
+        return build_conditions(self.path, self.operators)
+
+
+class Progress:
+    """What the engine tells the outside world; the command passes a rich-backed implementation."""
+
+    def start(self, total: int, done: int, label: str) -> None: ...
+    def message(self, text: str) -> None: ...
+    def block(self, index: int, rows: list[dict]) -> None: ...
+
+
+@dataclass
+class Prepared:
+    model_source: object
+    config: object
+    block_len: int
+    blocks: object  # numpy (n, L)
+    run: dict = field(default_factory=dict)
+
+
+def _device(opts: FidelityOptions) -> str:
+    import torch
+
+    if opts.device == "cuda" and not torch.cuda.is_available():
+        raise UnsupportedError("--device cuda: no CUDA GPU is visible here", hint="use --device cpu")
+    if opts.device:
+        return opts.device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progress) -> Prepared:
+    from softbench.fidelity import corpus as corpora
+    from softbench.fidelity import models
+    from softbench.kernels.capability import detect_device
+
+    models.offline_environment()
+    src = models.resolve_model(opts.model, opts.gguf_file)
+    progress.message(f"config and tokenizer of {src.label}")
+    config = models.load_config(src)
+    ctx = models.context_length(config)
+    block_len = min(opts.block_len, ctx) if ctx else opts.block_len
+    models.check_supported(config, opts.path, block_len, opts.dtype, detect_device())
+    tokenizer = models.load_tokenizer(src)
+    progress.message(f"corpus {opts.corpus}")
+    text = corpora.load_corpus(opts.corpus)
+    t0 = time.monotonic()
+    stream = corpora.tokenize(tokenizer, text.text)
+    blocks = corpora.make_blocks(stream, block_len, opts.max_blocks, opts.bos, tokenizer.bos_token_id)
+    run = {
+        "model": {**src.to_dict(), "label": src.label, "model_type": getattr(config, "model_type", None),
+                  "context_length": ctx, **models.attention_geometry(config)},
+        "corpus": {**text.describe(), "tokens": int(stream.size), "tokenize_s": round(time.monotonic() - t0, 2)},
+        "block_len_requested": opts.block_len, "block_len": block_len,
+        "blocks_available": int(stream.size // (block_len if opts.bos == "stream" else block_len - 1)),
+        "n_blocks": int(blocks.shape[0]), "bos": opts.bos, "bos_token_id": tokenizer.bos_token_id,
+        "token_signature": corpora.token_signature(blocks),
+        "conditions": [c.describe() for c in conditions],
+    }
+    return Prepared(src, config, block_len, blocks, run)
+
+
+def _evaluator(opts: FidelityOptions, prep: Prepared, conditions: list[Condition], session: Session, device: str):
+    if opts.path == "kernel":
+        from softbench.fidelity.kernel_eval import KernelEvaluator
+
+        return KernelEvaluator(conditions, prep.model_source.to_dict(), opts.dtype, session.path, opts.patch_cache)
+    from softbench.fidelity import attention, models
+    from softbench.fidelity.local_eval import LocalEvaluator, SimSettings
+
+    name = attention.register()
+    model = models.load_model(prep.model_source, opts.dtype, device, name)
+    sim = SimSettings(tile=opts.tile, rescale_threshold=opts.rescale_threshold,
+                      max_offset=8.0 if opts.dtype == "fp8" else 0.0, fp8_storage=opts.fp8_storage)
+    return LocalEvaluator(model, conditions, sim, device)
+
+
+def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool, reason: str | None,
+             device: str) -> dict:
+    from softbench.fidelity.summary import summarize
+
+    s = summarize(rows, run["conditions"], n_boot=opts.bootstrap, seed=opts.seed)
+    return {"command": COMMAND, "complete": complete, "incomplete_reason": reason, "updated_utc": utc_iso(),
+            "model": run["model"], "corpus": run["corpus"], "path": opts.path, "dtype": opts.dtype,
+            "device": device, "rescale_threshold": opts.rescale_threshold, "tile": opts.tile, "bos": opts.bos,
+            "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
+            "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
+            "token_signature": run["token_signature"], "gate": run.get("gate"), **s}
+
+
+def _write_tables(session: Session, opts: FidelityOptions, run: dict, complete: bool, reason: str | None,
+                  device: str) -> dict:
+    from softbench.fidelity.report import fidelity_markdown
+    from softbench.fidelity.summary import blocks_csv
+
+    rows = session.read_records(ROWS_FILE)
+    session.write_text("blocks.csv", blocks_csv(rows, [c["name"] for c in run["conditions"]]))
+    summary = _summary(opts, run, rows, complete, reason, device)
+    session.write_json("summary.json", summary)
+    session.write_text("summary.md", fidelity_markdown(summary))
+    return summary
+
+
+def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
+    session = Session.open(resume)
+    if session.command != COMMAND or not session.has("options.json"):
+        raise UsageError(f"{resume} is not a fidelity session")
+    return session, FidelityOptions.from_dict(session.read_json("options.json"))
+
+
+def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None = None,
+                 resume: Path | str | None = None) -> Session:
+    progress = progress or Progress()
+    session = None
+    if resume is not None:
+        session, opts = _open_resume(Path(resume))
+    if opts is None:
+        raise UsageError("no options and no session to resume")
+    conditions = opts.check()
+    if opts.threads:
+        import torch
+
+        torch.set_num_threads(opts.threads)
+    device = _device(opts) if opts.path != "kernel" else "cuda"
+    prep = prepare(opts, conditions, progress)
+    if session is None:
+        from softbench.envinfo import collect_env
+
+        session = Session.create(opts.out_dir, COMMAND, tag=f"{prep.run['model']['label']}-{opts.path}")
+        session.write_json("options.json", opts.to_dict())
+        session.write_json("env.json", collect_env(gpu=device == "cuda"))
+        prep.run["created_utc"] = utc_iso()
+        session.write_json("run.json", prep.run)
+    else:
+        recorded = session.read_json("run.json")
+        if recorded["token_signature"] != prep.run["token_signature"]:
+            raise UsageError(f"{session.path}: the token stream differs from the recorded one (signature "
+                             f"{prep.run['token_signature'][:12]} vs {recorded['token_signature'][:12]}); "
+                             "same model, tokenizer and corpus are needed to resume")
+        prep.run = {**prep.run, **{k: recorded[k] for k in ("gate", "created_utc") if k in recorded}}
+        session.set_status(complete=False, state="running", reason="resumed")
+    run = prep.run
+    evaluator = None
+    try:
+        progress.message(f"loading {run['model']['label']} ({opts.path} path, {device})")
+        evaluator = _evaluator(opts, prep, conditions, session, device)
+        if opts.path == "kernel":
+            run["fa4"] = evaluator.info
+        if "gate" not in run:
+            progress.message("wiring check on block 0")
+            gate = evaluator.gate(prep.blocks[0])
+            gate["tolerance_nats"] = GATE_TOLERANCE_NATS
+            gate["passed"] = abs(gate["difference"]) <= GATE_TOLERANCE_NATS
+            run["gate"] = gate
+        session.write_json("run.json", run)
+        if not run["gate"]["passed"]:
+            raise MeasurementError(
+                f"wiring check failed: the baseline NLL through softbench's attention and head "
+                f"({run['gate']['softbench_baseline_nll']:.5f}) differs from the model's own loss with SDPA "
+                f"({run['gate']['native_sdpa_loss']:.5f}) by more than {GATE_TOLERANCE_NATS} nats")
+        from softbench.fidelity.summary import complete_blocks, latest_rows
+
+        names = [c.name for c in conditions]
+        done = set(complete_blocks(latest_rows(session.read_records(ROWS_FILE)), names))
+        n = int(prep.blocks.shape[0])
+        progress.start(n, len(done & set(range(n))), f"{run['model']['label']}: {len(names) - 1} condition(s)")
+        for i in range(n):
+            if i in done:
+                continue
+            rows = evaluator.evaluate(i, prep.blocks[i])
+            for r in rows:
+                session.append(ROWS_FILE, r)
+            _write_tables(session, opts, run, False, "running", device)
+            progress.block(i, rows)
+        _write_tables(session, opts, run, True, None, device)
+        session.set_status(complete=True, state="complete")
+        return session
+    except KeyboardInterrupt:
+        _write_tables(session, opts, run, False, "interrupted", device)
+        session.set_status(complete=False, state="partial", reason="interrupted; resume with --resume")
+        raise
+    except Exception as e:
+        reason = f"{type(e).__name__}: {e}"
+        _write_tables(session, opts, run, False, reason, device)
+        session.set_status(complete=False, state="partial", reason=reason)
+        raise
+    finally:
+        if evaluator is not None:
+            evaluator.close()

@@ -1,0 +1,113 @@
+"""The kernel path from the parent's side: A0 and A1 workers (softbench.fidelity.kernel_worker), driven block by
+block. For each block A0 runs first and writes its final hidden states to a scratch file; A1 then runs the same
+tokens and reads them to compute the vocabulary-output divergences. The pairing of per-block NLLs happens in the
+parent, like every other condition."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import softbench
+from softbench import errors
+from softbench.errors import MeasurementError
+from softbench.fidelity.conditions import Condition
+
+_ERROR_TYPES = {name: getattr(errors, name) for name in
+                ("UsageError", "UnsupportedError", "PatchError", "MeasurementError", "SoftbenchError")}
+
+
+class WorkerClient:
+    def __init__(self, label: str, log_path: Path):
+        self.label = label
+        self.log_path = log_path
+        self._log = open(log_path, "a")
+        # the worker imports this very softbench, wherever the parent was started from
+        root = str(Path(softbench.__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        self.proc = subprocess.Popen([sys.executable, "-m", "softbench.fidelity.kernel_worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
+                                     bufsize=1, env=env)
+
+    def _tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def request(self, op: str, **fields) -> dict:
+        try:
+            self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            raise MeasurementError(f"FA4 worker {self.label} exited (code {self.proc.poll()}); its log "
+                                   f"({self.log_path}) ends:\n{self._tail()}")
+        msg = json.loads(line)
+        if not msg.get("ok"):
+            cls = _ERROR_TYPES.get(msg.get("type"), MeasurementError)
+            raise cls(f"FA4 worker {self.label}: {msg.get('error')}", hint=msg.get("hint"))
+        return msg.get("result", {})
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.request("exit")
+                self.proc.wait(timeout=60)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        self._log.close()
+
+
+class KernelEvaluator:
+    def __init__(self, conditions: list[Condition], model_source: dict, dtype: str, session_dir: Path,
+                 patch_cache: str | None = None):
+        if len(conditions) != 2 or not conditions[0].is_baseline:
+            raise MeasurementError("the kernel path compares exactly the stock kernel and one patched variant")
+        self.conditions = conditions
+        shm = Path("/dev/shm")
+        self.scratch = Path(tempfile.mkdtemp(prefix="softbench-fidelity-", dir=shm if shm.is_dir() else None))
+        self.workers: list[WorkerClient] = []
+        self.info: dict = {}
+        try:
+            for cond in conditions:
+                w = WorkerClient(cond.variant, session_dir / f"worker-{cond.variant}.log")
+                self.workers.append(w)
+                self.info[cond.variant] = w.request("load", variant=cond.variant, model=model_source, dtype=dtype,
+                                                    patch_cache=patch_cache)
+        except BaseException:
+            self.close()
+            raise
+
+    def gate(self, tokens: np.ndarray) -> dict:
+        return self.workers[0].request("gate", tokens=[int(t) for t in tokens])
+
+    def evaluate(self, index: int, tokens: np.ndarray) -> list[dict]:
+        toks = [int(t) for t in tokens]
+        hidden = self.scratch / f"block{index}-A0.pt"
+        rows = []
+        try:
+            base, cand = self.workers
+            r0 = base.request("block", index=index, tokens=toks, save_hidden=str(hidden))
+            rows.append({**r0, "condition": self.conditions[0].name})
+            r1 = cand.request("block", index=index, tokens=toks, baseline_hidden=str(hidden))
+            rows.append({**r1, "condition": self.conditions[1].name})
+        finally:
+            if hidden.exists():
+                os.unlink(hidden)
+        return rows
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)

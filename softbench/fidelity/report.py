@@ -1,0 +1,80 @@
+"""Printers for fidelity summaries: they read a summary dict and never measure."""
+
+from __future__ import annotations
+
+
+def _f(v, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def condition_rows(summary: dict) -> list[list[str]]:
+    rows = []
+    for c in summary.get("conditions", []):
+        rows.append([
+            c["name"], _f(c.get("dnll"), "+.6f"), f"[{_f(c.get('ci_low'), '+.6f')}, {_f(c.get('ci_high'), '+.6f')}]",
+            _f(c.get("ppl_change_pct"), "+.3f") + "%", "yes" if c.get("resolved") else "no",
+            f"{c.get('n_lower', 0)}/{c.get('n_blocks', 0)}", _f(c.get("kl_forward"), ".3e"),
+            _f(c.get("kl_reverse"), ".3e"), _f(c.get("jsd"), ".3e"), _f(c.get("top1_agreement"), ".4f"),
+        ])
+    return rows
+
+
+CONDITION_COLUMNS = ["condition", "dNLL", "95% CI", "PPL change", "resolved", "lower NLL", "KL(base||c)",
+                     "KL(c||base)", "JSD", "top-1 agree"]
+
+
+CONSOLE_COLUMNS = ["condition", "dNLL [95% CI]", "PPL", "resolved", "lower", "JSD", "top-1"]
+
+
+def console_rows(summary: dict) -> list[list[str]]:
+    """The few columns a terminal has room for; summary.md has them all."""
+    rows = []
+    for c in summary.get("conditions", []):
+        ci = f"[{_f(c.get('ci_low'), '+.5f')}, {_f(c.get('ci_high'), '+.5f')}]"
+        rows.append([c["name"], f"{_f(c.get('dnll'), '+.5f')} {ci}", _f(c.get("ppl_change_pct"), "+.3f") + "%",
+                     "yes" if c.get("resolved") else "no", f"{c.get('n_lower', 0)}/{c.get('n_blocks', 0)}",
+                     _f(c.get("jsd"), ".2e"), _f(c.get("top1_agreement"), ".4f")])
+    return rows
+
+
+def headline(summary: dict) -> str:
+    base = summary.get("baseline", {})
+    if base.get("nll") is None:
+        return "no block completed"
+    return (f"{summary.get('model', {}).get('label', '?')} on {summary.get('corpus', {}).get('name', '?')}: "
+            f"{summary['blocks_complete']} blocks of {summary.get('block_len')} tokens "
+            f"({base.get('predictions')} predictions); baseline {base['name']} NLL {base['nll']:.5f} "
+            f"(PPL {base['ppl']:.4f})")
+
+
+def fidelity_markdown(summary: dict) -> str:
+    lines = [f"# softbench fidelity: {summary.get('model', {}).get('label', '?')}", ""]
+    if not summary.get("complete"):
+        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines += [f"- {headline(summary)}",
+              f"- path: `{summary.get('path')}`; dtype: `{summary.get('dtype')}`; device: `{summary.get('device')}`; "
+              f"rescale threshold tau: {summary.get('rescale_threshold')}; BOS: {summary.get('bos')}",
+              f"- token signature (sha256 of the blocks): `{summary.get('token_signature')}`"]
+    gate = summary.get("gate")
+    if gate:
+        lines.append(f"- wiring check on block 0: softbench baseline NLL {gate['softbench_baseline_nll']:.6f} vs the "
+                     f"model's own loss with SDPA {gate['native_sdpa_loss']:.6f} (difference "
+                     f"{gate['difference']:+.2e})")
+    lines += ["", "| " + " | ".join(CONDITION_COLUMNS) + " |", "|" + " --- |" * len(CONDITION_COLUMNS)]
+    lines += ["| " + " | ".join(r) + " |" for r in condition_rows(summary)]
+    notes = [f"- `{c['name']}`: {c['note']}" for c in summary.get("conditions", []) if c.get("note")]
+    if notes:
+        lines += ["", *notes]
+    contrasts = summary.get("contrasts", [])
+    if contrasts:
+        lines += ["", "Paired contrasts between conditions (same bootstrap indices):", "",
+                  "| a - b | d(dNLL) | 95% CI | resolved |", "| --- | --- | --- | --- |"]
+        for c in contrasts:
+            lines.append(f"| {c['a']} - {c['b']} | {c['dnll']:+.6f} | [{c['ci_low']:+.6f}, {c['ci_high']:+.6f}] | "
+                         f"{'yes' if c['resolved'] else 'no'} |")
+    b = summary.get("bootstrap", {})
+    lines += ["", f"dNLL: mean over blocks of the per-block NLL difference against the baseline (nats per token); "
+              f"{b.get('replicates')} paired block-bootstrap replicates, seed {b.get('seed')}, two-sided "
+              f"{int(100 * b.get('level', 0.95))}% percentile interval. PPL change = exp(dNLL) - 1. "
+              "Vocabulary-output divergences are averaged over predicted positions.", ""]
+    return "\n".join(lines)

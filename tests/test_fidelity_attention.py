@@ -1,0 +1,132 @@
+"""Attention paths against float64 references, the router's refusals, and condition building."""
+
+import math
+
+import pytest
+import torch
+
+from softbench.errors import UnsupportedError, UsageError
+from softbench.fidelity import attention
+from softbench.fidelity.conditions import build_conditions
+from softbench.fidelity.operators_zoo import parse_operator
+
+
+def _qkv(seq=300, h=6, hk=2, d=16, seed=0, dtype=torch.float32, spread=3.0):
+    g = torch.Generator().manual_seed(seed)
+    q = (torch.randn(1, h, seq, d, generator=g) * spread).to(dtype)
+    k = torch.randn(1, hk, seq, d, generator=g).to(dtype)
+    v = torch.randn(1, hk, seq, d, generator=g).to(dtype)
+    return q, k, v
+
+
+def _reference(q, k, v, scale, weights=None):
+    """float64 causal GQA attention, written out; returns (b, s, h, d)."""
+    h, hk, seq = q.shape[1], k.shape[1], q.shape[2]
+    qd, kd, vd = q.double(), k.double().repeat_interleave(h // hk, 1), v.double().repeat_interleave(h // hk, 1)
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+    s = s.masked_fill(mask, -math.inf)
+    w = torch.softmax(s, dim=-1) if weights is None else weights(s)
+    p = w / w.sum(-1, keepdim=True)
+    return (p @ vd).transpose(1, 2)
+
+
+def test_exact_matches_float64_reference_with_gqa():
+    q, k, v = _qkv()
+    out = attention.ExactAttention()(q, k, v, 0.25)
+    assert out.shape == (1, 300, 6, 16)
+    assert torch.allclose(out.double(), _reference(q, k, v, 0.25), atol=2e-6)
+
+
+def test_query_chunking_does_not_change_rows():
+    q, k, v = _qkv(seq=130)
+    a = attention._causal_rows(q, k, v, 0.3, lambda s: torch.softmax(s, -1), q_chunk=7)
+    b = attention._causal_rows(q, k, v, 0.3, lambda s: torch.softmax(s, -1), q_chunk=512)
+    assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_row_path_operators_against_reference():
+    q, k, v = _qkv(seq=200)
+    exp2 = attention.RowAttention(parse_operator("exp2"))(q, k, v, 0.25)
+    assert torch.allclose(exp2.double(), _reference(q, k, v, 0.25), atol=2e-6)
+    temp = attention.RowAttention(parse_operator("temperature:alpha=0.6"))(q, k, v, 0.25)
+    assert torch.allclose(temp.double(), _reference(q, k, v, 0.25 * 0.6), atol=2e-6)
+    pot = attention.RowAttention(parse_operator("pot-m:m=1"))(q, k, v, 0.25)
+
+    def pot_weights(s):  # 2^-round(Delta/ln2) from the final row maximum, masked entries 0
+        delta = (s.amax(-1, keepdim=True) - s) / math.log(2)
+        return torch.where(torch.isinf(s), torch.zeros_like(s), torch.exp2(-torch.round(delta)))
+
+    assert torch.allclose(pot.double(), _reference(q, k, v, 0.25, pot_weights), atol=2e-6)
+
+
+def test_simulation_with_exact_exp2_reproduces_softmax():
+    q, k, v = _qkv(seq=300)  # three tiles of 128, the last partial
+    out = attention.SimAttention(parse_operator("exp2"), tile=128)(q, k, v, 0.25)
+    assert torch.allclose(out.double(), _reference(q, k, v, 0.25), atol=2e-6)
+
+
+def test_simulation_and_whole_row_h15_agree_within_one_tile_and_differ_across_tiles():
+    """Within one tile the running maximum is the final one, so the tile and whole-row paths coincide;
+    across tiles the lattice is anchored at the running maximum and the two differ (paper B.2)."""
+    q, k, v = _qkv(seq=120)
+    op = parse_operator("rowmax-h15")
+    sim = attention.SimAttention(op, tile=128)(q, k, v, 0.25)
+    row = attention.RowAttention(op)(q, k, v, 0.25)
+    assert torch.allclose(sim, row, atol=2e-6)
+    q, k, v = _qkv(seq=512, seed=3)
+    sim = attention.SimAttention(op, tile=64)(q, k, v, 0.25)
+    row = attention.RowAttention(op)(q, k, v, 0.25)
+    assert (sim - row).abs().max().item() > 1e-4
+
+
+def test_bf16_probabilities_are_stored_before_pv():
+    q, k, v = _qkv(seq=64, dtype=torch.bfloat16)
+    out = attention.ExactAttention()(q, k, v, 0.25)
+    assert out.dtype == torch.bfloat16
+    ref = _reference(q, k, v, 0.25)
+    assert (out.double() - ref).abs().max().item() < 3e-2  # bf16-level, not exact
+
+
+def _call(**kw):
+    q, k, v = _qkv(seq=16)
+    attention.ROUTER.use(attention.ExactAttention())
+    args = dict(module=None, query=q, key=k, value=v, attention_mask=None, scaling=0.25)
+    args.update(kw)
+    return attention.ROUTER.forward(**args)
+
+
+def test_router_refuses_what_it_cannot_honour():
+    out, weights = _call()
+    assert out.shape == (1, 16, 6, 16) and weights is None
+    with pytest.raises(UnsupportedError, match="softcaps"):
+        _call(softcap=50.0)
+    with pytest.raises(UnsupportedError, match="sliding window of 8"):
+        _call(sliding_window=8)
+    _call(sliding_window=4096)  # longer than the block: plain causal attention, accepted
+    with pytest.raises(UnsupportedError, match="attention mask"):
+        _call(attention_mask=torch.ones(1, 1, 16, 16, dtype=torch.bool))
+    with pytest.raises(UnsupportedError, match="dropout"):
+        _call(dropout=0.1)
+
+
+def test_conditions_route_row_anchored_operators_to_the_whole_row_path():
+    conds = build_conditions("sim", ["rowmax-h15", "rowmax-pot:kmax=20", "row:rowmax-h15", "grid:K=8",
+                                     "sim:pot-m:m=2"])
+    names = [c.name for c in conds]
+    assert names == ["exact", "sim:rowmax-h15", "row:rowmax-pot:kmax=20,tail=clamp", "row:rowmax-h15",
+                     "row:grid:K=8,R=4.0,recon=nearest,weight=exp", "sim:pot-m:m=2"]
+    assert "whole-row" in conds[2].note and "running maximum" in conds[5].note
+    with pytest.raises(UsageError, match="whole row"):
+        build_conditions("sim", ["sim:grid"])
+    with pytest.raises(UsageError, match="given twice"):
+        build_conditions("sim", ["rowmax-h15", "sim:rowmax-h15"])
+
+
+def test_kernel_path_conditions():
+    conds = build_conditions("kernel", ["rowmax-h15"])
+    assert [(c.name, c.variant) for c in conds] == [("kernel:stock", "A0"), ("kernel:rowmax-h15", "A1")]
+    with pytest.raises(UsageError, match="FA4 variants only"):
+        build_conditions("kernel", ["rowmax-pot"])
+    with pytest.raises(UsageError, match="cannot be mixed"):
+        build_conditions("sim", ["kernel:rowmax-h15"])

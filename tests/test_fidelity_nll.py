@@ -1,0 +1,128 @@
+"""Block NLL and vocabulary-output divergences against float64 references; the paired block bootstrap and the
+session tables."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from softbench.fidelity.nll import BlockScore, FP32Head, score_block
+from softbench.fidelity.summary import blocks_csv, summarize
+from softbench.stats import bootstrap_indices
+
+
+class _Head(FP32Head):
+    def __init__(self, weight, softcap=None):
+        self.weight, self.bias, self.softcap = weight, None, softcap
+
+
+def _case(n=700, hid=24, vocab=300, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(vocab, hid, generator=g) * 0.4
+    h0 = torch.randn(n, hid, generator=g)
+    h1 = h0 + 0.05 * torch.randn(n, hid, generator=g)
+    t = torch.randint(0, vocab, (n,), generator=g)
+    return _Head(w), h0, h1, t
+
+
+def test_nll_and_divergences_against_float64():
+    head, h0, h1, t = _case()
+    score = score_block(head, h1, t, baseline_hidden=h0, chunk=128)  # chunks that do not divide n
+    lb = torch.log_softmax(h0.double() @ head.weight.double().T, -1)
+    lc = torch.log_softmax(h1.double() @ head.weight.double().T, -1)
+    nll = torch.nn.functional.nll_loss(lc, t, reduction="sum").item()
+    pb, pc = lb.exp(), lc.exp()
+    m = 0.5 * (pb + pc)
+    row = score.to_row()
+    assert score.n_tokens == 700
+    assert row["nll"] == pytest.approx(nll / 700, rel=1e-6)
+    assert row["kl_forward"] == pytest.approx((pb * (lb - lc)).sum().item() / 700, rel=1e-3)
+    assert row["kl_reverse"] == pytest.approx((pc * (lc - lb)).sum().item() / 700, rel=1e-3)
+    jsd = 0.5 * (pb * (lb - m.log())).sum() + 0.5 * (pc * (lc - m.log())).sum()
+    assert row["jsd"] == pytest.approx(jsd.item() / 700, rel=1e-3)
+    assert row["top1_agreement"] == pytest.approx((lb.argmax(-1) == lc.argmax(-1)).double().mean().item())
+    assert 0 < row["jsd"] <= math.log(2)
+
+
+def test_identical_distributions_have_zero_divergence():
+    head, h0, _, t = _case(n=100)
+    row = score_block(head, h0, t, baseline_hidden=h0.clone()).to_row()
+    assert row["kl_forward"] == 0 and row["kl_reverse"] == 0 and row["jsd"] == 0
+    assert row["top1_agreement"] == 1.0
+    assert "kl_forward" not in score_block(head, h0, t).to_row()
+
+
+def test_final_logit_softcap_is_applied():
+    head, h0, _, t = _case(n=50)
+    capped = _Head(head.weight * 50, softcap=3.0)
+    lp = capped.log_probs(h0)
+    logits = torch.tanh((h0 @ capped.weight.T) / 3.0) * 3.0
+    assert torch.allclose(lp, torch.log_softmax(logits, -1), atol=1e-5)
+
+
+def _rows(nll_base, diffs: dict, n_tokens=2047):
+    rows = []
+    for b, base in enumerate(nll_base):
+        rows.append({"block": b, "condition": "exact", "nll": base, "n_tokens": n_tokens})
+        for name, d in diffs.items():
+            rows.append({"block": b, "condition": name, "nll": base + d[b], "n_tokens": n_tokens,
+                         "kl_forward": 0.01 * (b + 1), "kl_reverse": 0.02, "jsd": 0.005, "top1_agreement": 0.9})
+    return rows
+
+
+def _conds(*names):
+    return [{"name": "exact", "baseline": True}] + [{"name": n, "baseline": False} for n in names]
+
+
+def test_bootstrap_hand_checkable_constant_difference():
+    base = [3.0, 3.1, 2.9, 3.05]
+    s = summarize(_rows(base, {"a": [0.01] * 4}), _conds("a"), n_boot=1000)
+    a = s["conditions"][0]
+    assert (a["dnll"], a["ci_low"], a["ci_high"]) == pytest.approx((0.01, 0.01, 0.01))
+    assert a["resolved"] and a["n_lower"] == 0 and a["n_blocks"] == 4
+    assert a["ppl_change_pct"] == pytest.approx(100 * (math.exp(0.01) - 1))
+    assert s["baseline"]["nll"] == pytest.approx(np.mean(base)) and s["baseline"]["predictions"] == 4 * 2047
+    assert a["kl_forward"] == pytest.approx(0.025)  # prediction-weighted mean of 0.01..0.04
+
+
+def test_bootstrap_uses_the_same_indices_for_every_condition():
+    g = np.random.default_rng(5)
+    d = g.normal(0.001, 0.002, size=20)
+    s = summarize(_rows([3.0] * 20, {"a": d, "b": d + 0.0005, "c": -d}), _conds("a", "b", "c"), n_boot=2000, seed=0)
+    a, b, c = s["conditions"]
+    # the interval recomputed independently from the shared indices
+    reps = d[bootstrap_indices(20, 2000, 0)].mean(axis=1)
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx((lo, hi))
+    # paired on the same resamples: a shift moves the interval by exactly the shift, a sign flip mirrors it
+    assert (b["ci_low"] - a["ci_low"], b["ci_high"] - a["ci_high"]) == pytest.approx((0.0005, 0.0005))
+    assert (c["ci_low"], c["ci_high"]) == pytest.approx((-a["ci_high"], -a["ci_low"]))
+    assert a["n_lower"] == int((d < 0).sum()) and c["n_lower"] == int((d > 0).sum())
+    contrast = next(x for x in s["contrasts"] if (x["a"], x["b"]) == ("a", "b"))
+    assert contrast["dnll"] == pytest.approx(-0.0005) and contrast["ci_high"] == pytest.approx(-0.0005)
+
+
+def test_only_blocks_complete_for_every_condition_count_and_the_last_row_wins():
+    rows = _rows([3.0, 3.0, 3.0], {"a": [0.1, 0.2, 0.3]})
+    rows = [r for r in rows if not (r["block"] == 2 and r["condition"] == "a")]  # block 2 unfinished
+    rows.append({"block": 0, "condition": "a", "nll": 3.5, "n_tokens": 2047})  # block 0 redone after a resume
+    s = summarize(rows, _conds("a"), n_boot=200)
+    assert s["block_ids"] == [0, 1]
+    assert s["conditions"][0]["dnll"] == pytest.approx((0.5 + 0.2) / 2)
+    assert s["conditions"][0]["kl_forward"] is None  # the redone row has none: not averaged from a subset
+
+
+def test_blocks_csv_quotes_names_and_gives_dnll():
+    rows = _rows([3.0, 2.0], {"row:grid:K=8,R=4.0": [0.25, -0.5]})
+    text = blocks_csv(rows, ["exact", "row:grid:K=8,R=4.0"])
+    lines = text.splitlines()
+    assert lines[0].startswith("block,condition,nll,n_tokens,dnll")
+    assert lines[1].startswith("0,exact,3.0,2047,,")
+    assert lines[2].startswith('0,"row:grid:K=8,R=4.0",3.25,2047,0.25,')
+    assert lines[4].startswith('1,"row:grid:K=8,R=4.0",1.5,2047,-0.5,')
+
+
+def test_block_score_row():
+    r = BlockScore(10.0, 4, 0.4, 0.8, 0.2, 3).to_row()
+    assert r == {"nll": 2.5, "n_tokens": 4, "kl_forward": 0.1, "kl_reverse": 0.2, "jsd": 0.05, "top1_agreement": 0.75}
