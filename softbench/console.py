@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 out = Console()
@@ -13,9 +14,12 @@ err = Console(stderr=True)
 class RichProgress:
     """softbench.measure.latency.Progress backed by a rich progress bar."""
 
-    def __init__(self):
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=err, transient=False)
+    def __init__(self, console: Console | None = None, eta: bool = False):
+        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+        if eta:
+            columns.append(TimeRemainingColumn())
+        self.console = console or err
+        self.bar = Progress(*columns, console=self.console, transient=False)
         self.task = None
 
     def __enter__(self):

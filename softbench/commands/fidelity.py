@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from softbench.console import RichProgress
+
 from softbench.shapes import DTYPES
 
 PATH_CHOICES = ("kernel", "sim", "row")
@@ -96,24 +98,11 @@ def _terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, raise_interrupt)
 
 
-class BlockProgress:
-    """softbench.fidelity.engine.Progress on a rich progress bar: one step per block."""
+class BlockProgress(RichProgress):
+    """softbench.fidelity.engine.Progress on a rich progress bar: one step per block, with an ETA."""
 
     def __init__(self, console):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
-
-        self.console = console
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
-        self.task = None
-
-    def __enter__(self):
-        self.bar.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.bar.__exit__(*exc)
+        super().__init__(console=console, eta=True)
 
     def message(self, text: str) -> None:
         if self.task is None:

@@ -13,13 +13,11 @@ Replies go to the protocol pipe (the original stdout); everything the libraries 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import traceback
 
-from softbench.errors import SoftbenchError, UsageError
+from softbench.errors import UsageError
 
 STAND_IN_ENV = "SOFTBENCH_FIDELITY_FA4_STAND_IN"
 
@@ -117,33 +115,16 @@ class KernelWorker:
 
 
 def main() -> int:
-    # keep the protocol pipe for ourselves; FA4, CuTe DSL, transformers and torch print to stderr
-    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    from softbench.measure.pipe import serve
+
     worker = KernelWorker()
 
-    def send(obj: dict) -> None:
-        proto.write(json.dumps(obj, default=str) + "\n")
-        proto.flush()
+    def handle(op: str, req: dict, send) -> dict:
+        if op not in ("load", "gate", "block"):
+            raise UsageError(f"unknown op {op!r}")
+        return {"result": getattr(worker, op)(req)}
 
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        op = req.get("op")
-        try:
-            if op == "exit":
-                send({"ok": True})
-                return 0
-            if op not in ("load", "gate", "block"):
-                raise UsageError(f"unknown op {op!r}")
-            send({"ok": True, "result": getattr(worker, op)(req)})
-        except SoftbenchError as e:
-            send({"ok": False, "error": str(e), "hint": e.hint, "type": type(e).__name__})
-        except Exception as e:  # the parent decides; the traceback goes to this worker's log
-            traceback.print_exc()
-            send({"ok": False, "error": f"{type(e).__name__}: {e}", "type": "MeasurementError"})
-    return 0
+    return serve(handle)
 
 
 if __name__ == "__main__":

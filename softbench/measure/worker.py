@@ -7,14 +7,12 @@ Everything the libraries print goes to stderr; stdout carries only the protocol.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-import traceback
 from typing import Callable
 
-from softbench.errors import SoftbenchError
+from softbench.errors import SoftbenchError, UsageError
 
 
 class Timer:
@@ -194,37 +192,22 @@ class WorkerState:
         return write_readback(self.backend, req)
 
 
+_RESULT_OPS = ("load", "prepare", "loop", "energy_loop", "register_variant", "probabilities")
+
+
 def main() -> int:
-    # keep the protocol pipe for ourselves; whatever FA4, CuTe DSL or torch print goes to stderr
-    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    from softbench.measure.pipe import serve
+
     state = WorkerState()
 
-    def send(obj: dict) -> None:
-        proto.write(json.dumps(obj, default=str) + "\n")
-        proto.flush()
+    def handle(op: str, req: dict, send) -> dict:
+        if op == "round":
+            return state.round(req, send)
+        if op in _RESULT_OPS:
+            return {"result": getattr(state, op)(req)}
+        raise UsageError(f"unknown op {op!r}")
 
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        op = req.get("op")
-        try:
-            if op == "exit":
-                send({"ok": True})
-                return 0
-            if op == "round":
-                send({"ok": True, **state.round(req, send)})
-            elif op in ("load", "prepare", "loop", "energy_loop", "register_variant", "probabilities"):
-                send({"ok": True, "result": getattr(state, op)(req)})
-            else:
-                send({"ok": False, "error": f"unknown op {op!r}", "type": "UsageError"})
-        except SoftbenchError as e:
-            send({"ok": False, "error": str(e), "hint": e.hint, "type": type(e).__name__})
-        except Exception as e:  # reported to the parent with the traceback; the parent decides
-            traceback.print_exc()
-            send({"ok": False, "error": f"{type(e).__name__}: {e}", "type": "MeasurementError"})
-    return 0
+    return serve(handle)
 
 
 if __name__ == "__main__":
