@@ -190,3 +190,14 @@ def test_emulation_names_in_sweep_variants_need_fa4(capsys):
 
     assert main(["sweep", "variants", "--backend", "sim", "--variants", "A1,emu-f8-s1", "--seq", "128"]) == 2
     assert "exist only with --backend fa4" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_sweep_variants_runs_one_sweep_per_length(tmp_path, cli):
+    r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--seq", "256", "--heads", "2",
+            "--variants", "A1", "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0",
+            "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    sweeps = sorted(tmp_path.glob("*-sweep-variants-*"))
+    assert len(sweeps) == 2
+    assert sorted(json.loads((s / "summary.json").read_text())["shape"]["seq"] for s in sweeps) == [128, 256]

@@ -120,23 +120,22 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
             emulation.append(name)
             info[name] = {"description": setting.describe(), "beta_pct": setting.beta_pct, "setting": setting.to_dict()}
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
-    if len(shapes) != 1:
-        raise UsageError("sweep variants takes one --seq (run it once per length)")
-    shape = shapes[0]
     if emulation and backend != "fa4":
         raise UsageError(f"{', '.join(emulation)}: FA4 emulation settings exist only with --backend fa4")
-    if backend == "fa4":
-        device = detect_device()
-        reason = fa4_unsupported_reason(shape, device) or (fa4_emulation_reason(device) if emulation else None)
-        if reason:
-            raise UnsupportedError(f"{shape.tag()}: {reason}")
+    for shape in shapes:  # refuse before anything runs
+        if backend == "fa4":
+            device = detect_device()
+            reason = fa4_unsupported_reason(shape, device) or (fa4_emulation_reason(device) if emulation else None)
+            if reason:
+                raise UnsupportedError(f"{shape.tag()}: {reason}")
     proto = LatencyProtocol().with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, seed=seed)
-    opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
-                        kind="variants", out_dir=Path(out_dir), variant_info=info, register_names=bool(emulation),
-                        command_line=_command_line())
-    with RichProgress() as progress:
-        session = run_variant_sweep(opts, progress)
-    _print_result(session)
+    for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
+        opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
+                            kind="variants", out_dir=Path(out_dir), variant_info=info,
+                            register_names=bool(emulation), command_line=_command_line())
+        with RichProgress() as progress:
+            session = run_variant_sweep(opts, progress)
+        _print_result(session)
 
 
 def _print_result(session) -> None:
