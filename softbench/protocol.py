@@ -69,3 +69,60 @@ def latency_protocol_from_mapping(data: dict, source: str = "protocol") -> Laten
     if unknown:
         raise UsageError(f"{source}: unknown protocol keys {sorted(unknown)} (known: {sorted(known)})")
     return LatencyProtocol(**section)
+
+
+@dataclass(frozen=True)
+class LatencyPlan:
+    """A latency protocol file: the protocol, and optionally the cells (shapes) and the pair of variants it is for.
+    Shape keys of a cell override the file's `shape` defaults."""
+
+    protocol: LatencyProtocol
+    shape_defaults: dict
+    cells: tuple[dict, ...]
+    baseline: str | None = None
+    variant: str | None = None
+    backend: str | None = None
+
+    def shapes(self):
+        from softbench.shapes import Shape, parse_seq
+
+        out = []
+        for i, cell in enumerate(self.cells):
+            merged = {**self.shape_defaults, **cell}
+            if "seq" in merged:
+                merged["seq"] = parse_seq(merged["seq"])
+            try:
+                out.append(Shape(**merged))
+            except TypeError as e:
+                raise UsageError(f"protocol cell {i + 1}: {e}") from None
+        return tuple(out)
+
+
+_PLAN_KEYS = {"name", "description", "protocol", "shape", "cells", "baseline", "variant", "backend"}
+_SHAPE_KEYS = {"dtype", "seq", "causal", "batch", "heads", "kv_heads", "head_dim"}
+
+
+def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPlan:
+    """Validate a protocol file. A file with only protocol keys (rounds, windows, ...) at the top level is a plan
+    with no cells, for compatibility with the short form."""
+    if "protocol" not in data and "cells" not in data:
+        return LatencyPlan(latency_protocol_from_mapping(data, source), {}, ())
+    unknown = set(data) - _PLAN_KEYS
+    if unknown:
+        raise UsageError(f"{source}: unknown keys {sorted(unknown)} (known: {sorted(_PLAN_KEYS)})")
+    proto = latency_protocol_from_mapping(data.get("protocol") or {}, source)
+    defaults = data.get("shape") or {}
+    cells = data.get("cells") or []
+    if not isinstance(defaults, dict) or not isinstance(cells, list):
+        raise UsageError(f"{source}: 'shape' must be a mapping and 'cells' a list of mappings")
+    for i, cell in enumerate([defaults, *cells]):
+        if not isinstance(cell, dict):
+            raise UsageError(f"{source}: cell {i} is not a mapping")
+        bad = set(cell) - _SHAPE_KEYS
+        if bad:
+            where = "shape" if i == 0 else f"cell {i}"
+            raise UsageError(f"{source}: {where} has unknown keys {sorted(bad)} (known: {sorted(_SHAPE_KEYS)})")
+    plan = LatencyPlan(proto, dict(defaults), tuple(dict(c) for c in cells), data.get("baseline"),
+                       data.get("variant"), data.get("backend"))
+    plan.shapes()  # every cell must be a valid shape before anything runs
+    return plan

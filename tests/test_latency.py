@@ -161,3 +161,40 @@ def test_triton_without_gpu_is_refused_before_any_session(tmp_path, cli):
                         "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert r.returncode == 3 and "TRITON_INTERPRET=1" in r.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_shipped_protocol_files_are_valid():
+    from softbench.protocol import latency_plan_from_mapping, load_yaml_mapping
+
+    for name, n_cells in (("hopper-bf16-matrix", 6), ("paper-main-matrix", 8), ("sequence-sweep-fp8", 6),
+                          ("shape-robustness", 8)):
+        path = ROOT / "protocols" / f"{name}.yaml"
+        plan = latency_plan_from_mapping(load_yaml_mapping(path), str(path))
+        shapes = plan.shapes()
+        assert len(shapes) == n_cells and plan.protocol.rounds == 3
+    gqa = latency_plan_from_mapping(load_yaml_mapping(ROOT / "protocols" / "shape-robustness.yaml")).shapes()[4]
+    assert (gqa.heads, gqa.n_kv_heads, gqa.seq, gqa.dtype) == (32, 8, 8192, "fp8")
+
+
+def test_protocol_cell_errors_name_the_cell():
+    from softbench.protocol import latency_plan_from_mapping
+
+    with pytest.raises(UsageError, match="cell 2 has unknown keys"):
+        latency_plan_from_mapping({"protocol": {}, "cells": [{"seq": 128}, {"sequence": 128}]})
+    with pytest.raises(UsageError, match="multiple of kv-heads"):
+        latency_plan_from_mapping({"cells": [{"heads": 16, "kv_heads": 5}]})
+
+
+@pytest.mark.slow
+def test_latency_runs_the_cells_of_a_protocol_file(tmp_path, cli):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("backend: sim\nvariant: noexp\nprotocol: {rounds: 1, windows: 1, calls: 2, warmup: 1}\n"
+                    "shape: {heads: 2}\ncells: [{seq: 128}, {seq: 256, causal: false}]\n")
+    out = tmp_path / "s"
+    r = cli("latency", "--protocol", str(plan), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    tags = sorted(json.loads((s / "summary.json").read_text())["shape_tag"] for s in out.iterdir())
+    assert tags == ["bf16-128-causal-b1h2d128", "bf16-256-noncausal-b1h2d128"]
+    assert all(json.loads((s / "summary.json").read_text())["variant"] == "noexp" for s in out.iterdir())
+    clash = cli("latency", "--protocol", str(plan), "--seq", "512", "--out", str(out))
+    assert clash.returncode == 2 and "lists its own cells; drop --seq" in clash.stderr

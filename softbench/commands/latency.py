@@ -38,18 +38,35 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     from softbench.console import RichProgress, err, out, table
     from softbench.errors import UnsupportedError
     from softbench.kernels.capability import detect_device, fa4_unsupported_reason, triton_unsupported_reason
+    from softbench.kernels.backends import BACKENDS
     from softbench.kernels.variants import get_variant
     from softbench.measure.latency import LatencyOptions, run_latency
-    from softbench.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
+    from softbench.errors import UsageError
+    from softbench.protocol import LatencyPlan, LatencyProtocol, latency_plan_from_mapping, load_yaml_mapping
     from softbench.render import latency_headline, latency_rows
 
+    ctx = click.get_current_context()
+    given = {n for n in ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim", "backend", "baseline",
+                         "variant") if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
+    plan = (latency_plan_from_mapping(load_yaml_mapping(protocol_file), protocol_file) if protocol_file
+            else LatencyPlan(LatencyProtocol(), {}, ()))
+    proto = plan.protocol.with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, order=order,
+                                         seed=seed)
+    if plan.cells:
+        clash = sorted(given & {"dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim"})
+        if clash:
+            flags = {p.name: p.opts[0] for p in ctx.command.params}
+            raise UsageError(f"{protocol_file} lists its own cells; drop {', '.join(flags[c] for c in clash)}")
+        shapes = plan.shapes()
+    else:
+        shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    # the file names the pair and backend it is for; the command line wins
+    backend = backend if "backend" in given or not plan.backend else plan.backend
+    baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
+    variant = variant if "variant" in given or not plan.variant else plan.variant
+    BACKENDS.get(backend)
     get_variant(baseline)
     get_variant(variant)
-    base = LatencyProtocol()
-    if protocol_file:
-        base = latency_protocol_from_mapping(load_yaml_mapping(protocol_file), protocol_file)
-    proto = base.with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, order=order, seed=seed)
-    shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     if backend == "fa4" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
