@@ -13,7 +13,7 @@ from softbench.commands.options import shape_options, shapes_from
 
 @click.command("energy")
 @shape_options(default_seq="16384")
-@click.option("--backend", type=click.Choice(["fa4", "sim"]), default="fa4", show_default=True)
+@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
 @click.option("--order", default="A0,A1,A1,A0", show_default=True,
               help="loops in this order, comma-separated; one worker per kernel serves all its loops")
 @click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=45.0, show_default=True,
@@ -49,7 +49,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     Example: softbench energy --seconds 45 --order A0,A1,A1,A0"""
     from softbench.console import RichProgress, err, out, table
     from softbench.errors import UnsupportedError, UsageError
-    from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+    from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.kernels.variants import get_variant
     from softbench.measure.energy import (EnergyOptions, default_dtype, open_power_source, refuse_cpu_backend,
                                           run_energy)
@@ -77,8 +77,8 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     else:
         note = "from the protocol file" if _in_file(ctx, "dtype") else "chosen on the command line"
     shape = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)[0]
-    if backend == "fa4":
-        reason = fa4_unsupported_reason(shape, device)
+    if backend != "sim":
+        reason = unsupported_reason(backend, shape, device)
         if reason:
             raise UnsupportedError(f"{shape.tag()}: {reason}")
     err.print(f"dtype: {dtype} ({note})")

@@ -33,7 +33,7 @@ def _table(title: str, rows: list[list[str]]):
 
 
 @click.command("gates")
-@click.option("--backend", type=click.Choice(["fa4", "sim"]), default="fa4", show_default=True,
+@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
               help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine)")
 @click.option("--variant", default="A1", show_default=True, help="the kernel under test")
 @click.option("--baseline", default="A0", show_default=True, help="the stock kernel it is compared with")
@@ -71,12 +71,12 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
                         multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir),
                         backend_options={"rescale_threshold": rescale_threshold} if backend == "sim" else {},
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
-    if backend == "fa4":
-        from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+    if backend != "sim":
+        from softbench.kernels.capability import detect_device, unsupported_reason
 
         device = detect_device()
         for seq in (single_seq, multi_seq):
-            reason = fa4_unsupported_reason(opts.shape(seq), device)
+            reason = unsupported_reason(backend, opts.shape(seq), device)
             if reason:
                 raise UnsupportedError(f"{opts.shape(seq).tag()}: {reason}")
     with err.status("starting") as status:

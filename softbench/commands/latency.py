@@ -13,7 +13,7 @@ from softbench.commands.options import shape_options, shapes_from
 
 @click.command("latency")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "sim", "triton"]), default="fa4", show_default=True,
+@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
               help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
                    "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
 @click.option("--baseline", default="A0", show_default=True, help="variant timed as the baseline")
@@ -37,7 +37,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     Example: softbench latency --dtype bf16 --seq 8K --seq 16K --rounds 3"""
     from softbench.console import RichProgress, err, out, table
     from softbench.errors import UnsupportedError
-    from softbench.kernels.capability import detect_device, fa4_unsupported_reason, triton_unsupported_reason
+    from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.kernels.backends import BACKENDS
     from softbench.kernels.variants import get_variant
     from softbench.measure.latency import LatencyOptions, run_latency
@@ -71,12 +71,10 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     if backend == "fa4" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
 
-    reasons = {"fa4": fa4_unsupported_reason, "triton": triton_unsupported_reason}
-
     def check(shape):
         # refuse before any worker starts or any session folder is made
-        if backend in reasons:
-            reason = reasons[backend](shape, detect_device())
+        if backend != "sim":
+            reason = unsupported_reason(backend, shape, detect_device())
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
 

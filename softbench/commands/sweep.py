@@ -83,7 +83,7 @@ def emulation(protocol_file, dry_run, out_dir):
 
 @command.command("variants")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "sim"]), default="fa4", show_default=True)
+@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
 @click.option("--baseline", default="A0", show_default=True)
 @click.option("--variants", "variants", default="A1,noexp", show_default=True,
               help="comma-separated variants, each timed against the baseline in its own session")
@@ -102,7 +102,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     Example: softbench sweep variants --baseline A0 --variants A1,noexp --seq 8K"""
     from softbench.console import RichProgress
     from softbench.errors import UnsupportedError, UsageError
-    from softbench.kernels.capability import detect_device, fa4_emulation_reason, fa4_unsupported_reason
+    from softbench.kernels.capability import detect_device, fa4_emulation_reason, unsupported_reason
     from softbench.kernels.variants import get_variant
     from softbench.measure.emulation import parse_variant
     from softbench.measure.variant_sweep import SweepOptions, run_variant_sweep
@@ -123,9 +123,10 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     if emulation and backend != "fa4":
         raise UsageError(f"{', '.join(emulation)}: FA4 emulation settings exist only with --backend fa4")
     for shape in shapes:  # refuse before anything runs
-        if backend == "fa4":
+        if backend != "sim":
             device = detect_device()
-            reason = fa4_unsupported_reason(shape, device) or (fa4_emulation_reason(device) if emulation else None)
+            reason = (unsupported_reason(backend, shape, device)
+                      or (fa4_emulation_reason(device) if emulation else None))
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
     proto = LatencyProtocol().with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, seed=seed)

@@ -18,7 +18,7 @@ def command():
 
 @command.command("run")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "sim"]), default="fa4", show_default=True)
+@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--calls", type=click.IntRange(min=1), default=200, show_default=True, help="timed calls per process")
@@ -32,7 +32,7 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     Example: softbench trace run --seq 4K --seq 8K --seq 16K --variants A0,A1"""
     from softbench.console import RichProgress, err, out, table
     from softbench.errors import UnsupportedError, UsageError
-    from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+    from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.kernels.variants import get_variant
     from softbench.measure.trace import TraceOptions, find_nsys, run_trace
     from softbench.render_trace import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_rows
@@ -47,9 +47,9 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     if device.kind != "cuda":
         raise UnsupportedError("kernel durations need a CUDA GPU and none is visible here",
                                hint="trace on the GPU machine, then read its exports here: softbench trace ingest FILE...")
-    if backend == "fa4":
+    if backend != "sim":
         for shape in shapes:
-            reason = fa4_unsupported_reason(shape, device)
+            reason = unsupported_reason(backend, shape, device)
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
     nsys = None if no_nsys else find_nsys()

@@ -76,3 +76,15 @@ def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
     if shape.head_dim not in (64, 128):
         return f"the Triton forward is written and tuned for head dims 64 and 128, not {shape.head_dim}"
     return None
+
+
+BACKEND_NAMES = ("fa4", "triton", "sim")
+
+
+def unsupported_reason(backend: str, shape: Shape, device: Device) -> str | None:
+    """One question for every command: can `backend` run `shape` here? The simulation runs anywhere."""
+    if backend == "fa4":
+        return fa4_unsupported_reason(shape, device)
+    if backend == "triton":
+        return triton_unsupported_reason(shape, device)
+    return None

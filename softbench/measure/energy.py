@@ -109,9 +109,12 @@ def refuse_cpu_backend(device_kind: str, backend: str) -> None:
 
 
 def default_dtype(backend: str, device) -> tuple[str, str]:
-    """FP8 where FA4 has it (sm_100 family), else BF16; with the sentence that says why."""
+    """FP8 where the backend has it (FA4: sm_100 family; softbench's Triton forward: sm_89 and newer), else BF16;
+    with the sentence that says why."""
     if backend == "fa4" and device.arch is not None and device.arch // 10 in (10, 11):
         return "fp8", f"default on {device.arch_label}: FP8 through FA4"
+    if backend == "triton" and device.arch is not None and device.arch >= 89:
+        return "fp8", f"default on {device.arch_label}: FP8 through softbench's Triton forward"
     if backend == "fa4":
         return "bf16", f"default: BF16, FA4 has no FP8 on {device.arch_label}"
     return "bf16", "default: BF16 for the sim backend"
