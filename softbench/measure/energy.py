@@ -19,7 +19,7 @@ from typing import Callable
 
 from softbench.envinfo import collect_env
 from softbench.errors import UnsupportedError, UsageError
-from softbench.measure.client import WorkerProcess
+from softbench.measure.client import WorkerProcess, load_all
 from softbench.measure.energy_summary import summarize_energy, summarize_loop
 from softbench.nvml import GpuReading, PowerSampler
 from softbench.session import Session, utc_iso
@@ -140,10 +140,8 @@ def run_energy(opts: EnergyOptions, power, progress: Progress | None = None,
     session = None
     try:
         progress.message(f"loading {', '.join(workers)} ({opts.backend}) in {len(workers)} processes")
-        for w in workers.values():  # imports run concurrently; replies are read in turn
-            w._send({"op": "load", "backend": w.backend, "variant": w.variant, "options": w.options})
+        load_all(workers.values())
         for w in workers.values():
-            w.info = w._reply()["result"]
             if opts.require_gpu:
                 refuse_cpu_backend(w.info["device"]["kind"], opts.backend)
         smoke = {}

@@ -13,7 +13,7 @@ from typing import Callable
 
 from softbench.envinfo import collect_env
 from softbench.errors import MeasurementError, UsageError
-from softbench.measure.client import WorkerProcess
+from softbench.measure.client import WorkerProcess, load_all
 from softbench.measure.latency_summary import summarize_latency
 from softbench.protocol import LatencyProtocol
 from softbench.render import latency_markdown
@@ -65,10 +65,7 @@ def run_latency(opts: LatencyOptions, progress: Progress | None = None,
     sessions: list[Session] = []
     try:
         progress.message(f"loading {opts.backend} {opts.baseline} and {opts.variant} in two processes")
-        for w in workers.values():  # both import concurrently; replies are read in turn
-            w._send({"op": "load", "backend": w.backend, "variant": w.variant, "options": w.options})
-        for w in workers.values():
-            w.info = w._reply()["result"]
+        load_all(workers.values())
         env = collect_env(gpu=True)
         for shape in opts.shapes:
             sessions.append(run_shape(opts, shape, workers, env, progress))
