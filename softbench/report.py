@@ -26,7 +26,7 @@ from softbench.evaluate import SessionRecord, load_sessions
 from softbench.session import atomic_write_text, read_jsonl
 from softbench.shapes import seq_label
 
-DRAWN_KINDS = ("latency", "energy", "fidelity")
+DRAWN_KINDS = ("latency", "energy", "fidelity", "trace")
 LOOP_KEYS = ("loop", "label", "kernel", "variant")  # how energy samples name the loop they belong to
 
 
@@ -372,6 +372,60 @@ def plot_fidelity(rec: SessionRecord, path: Path) -> Path | None:
 
 # --- the report ------------------------------------------------------------------------------------------
 
+# --- traces (paper Table B4 / Figure S2B) ----------------------------------------------------------------------
+
+def _trace_points(rec: SessionRecord) -> list[dict]:
+    return sorted((p for p in rec.summary.get("table") or [] if isinstance(p.get("seq"), int)),
+                  key=lambda p: (bool(p.get("causal")) is False, p["seq"]))
+
+
+def trace_table(recs: list[SessionRecord]) -> TableData:
+    rows = []
+    for r in recs:
+        for p in _trace_points(r):
+            base, var = p.get("baseline", "A0"), p.get("variant", "A1")
+            k, c, nk = p.get("kernel_us") or {}, p.get("call_latency_us") or {}, p.get("non_kernel_pct") or {}
+            rows.append([_mark(r), str(r.summary.get("source", "-")), seq_label(p["seq"]), _mask(p.get("causal")),
+                         f"{_fmt(k.get(base), '.1f')} / {_fmt(k.get(var), '.1f')}",
+                         f"{_fmt(c.get(base), '.1f')} / {_fmt(c.get(var), '.1f')}",
+                         _fmt(p.get("kernel_only_speedup_pct"), "+.1f"), _fmt(p.get("call_latency_speedup_pct"), "+.1f"),
+                         f"{_fmt(nk.get(base), '.1f')} / {_fmt(nk.get(var), '.1f')}"])
+    return TableData("trace sessions (kernel duration against call latency)",
+                     ["session", "source", "seq", "mask", "kernel us", "call us", "kernel-only %", "call %",
+                      "non-kernel %"], rows)
+
+
+def plot_trace(rec: SessionRecord, path: Path) -> Path | None:
+    """Kernel-only and call-latency speed-up against sequence length from one traced session: where the two
+    part, the timed interval is not the kernel."""
+    points = [p for p in _trace_points(rec) if p.get("kernel_only_speedup_pct") is not None]
+    if not points:
+        return None
+    fig = _new_figure()
+    ax = fig.add_subplot(1, 1, 1)
+    for i, causal in enumerate((True, False)):
+        pts = [p for p in points if bool(p.get("causal")) is causal]
+        if not pts:
+            continue
+        xs = [p["seq"] for p in pts]
+        mask = _mask(causal)
+        ax.plot(xs, [p["kernel_only_speedup_pct"] for p in pts], "o-", color=f"C{2 * i}", label=f"kernel only, {mask}")
+        ax.plot(xs, [p.get("call_latency_speedup_pct") for p in pts], "s--", color=f"C{2 * i + 1}",
+                label=f"call latency, {mask}")
+    seqs = sorted({p["seq"] for p in points})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(seqs)
+    ax.set_xticklabels([seq_label(x) for x in seqs])
+    ax.minorticks_off()
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("speed-up %")
+    ax.set_title(f"{rec.name}{'' if rec.complete else ' (PARTIAL)'}: source {rec.summary.get('source', '?')}",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
 def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
     lines = ["# softbench report", "", f"Sessions: {sum(len(v) for v in by_kind.values())}; "
              "partial sessions are marked (partial) and drawn with hollow markers or hatching.", ""]
@@ -435,6 +489,12 @@ def build_report(paths, out_dir: Path | str) -> Report:
         for r in fid:
             add(lambda p, r=r: plot_fidelity(r, p), out_dir / f"fidelity-intervals-{_safe_name(r.name)}.png", r,
                 "summary.json conditions")
+    traces = by_kind.get("trace", [])
+    if traces:
+        report.tables.append(trace_table(traces))
+        for r in traces:
+            add(lambda p, r=r: plot_trace(r, p), out_dir / f"trace-speedup-{_safe_name(r.name)}.png", r,
+                "summary.json table")
     report.markdown_path = out_dir / "report.md"
     atomic_write_text(report.markdown_path, _markdown(report, by_kind))
     os.chmod(report.markdown_path, _file_mode())

@@ -160,3 +160,21 @@ def test_damaged_sessions_are_listed_and_the_rest_is_drawn(tmp_path):
         why[name] = why.get(name, "") + reason + "; "
     assert "line 4" in why[bad_windows.name]
     assert "summary.json unreadable" in why["broken-latency"]
+
+
+def test_trace_report(tmp_path):
+    src = tmp_path / "sessions"
+    table = [{"seq": s, "causal": True, "baseline": "A0", "variant": "A1", "kernel_us": {"A0": k0, "A1": k1},
+              "call_latency_us": {"A0": c0, "A1": c1}, "kernel_only_speedup_pct": 100 * (k0 / k1 - 1),
+              "call_latency_speedup_pct": 100 * (c0 / c1 - 1), "non_kernel_pct": {"A0": 100 - 100 * k0 / c0,
+                                                                                 "A1": 100 - 100 * k1 / c1}}
+             for s, k0, k1, c0, c1 in ((4096, 100.0, 90.0, 140.0, 130.0), (8192, 400.0, 360.0, 404.0, 363.0))]
+    make_session(src, "t-trace", "trace", {"source": "nsys", "table": table})
+    make_session(src, "t-empty", "trace", {"source": "nsys", "table": []})
+    rep = build_report([src], tmp_path / "out")
+    (fig,) = rep.figures
+    assert_png(fig)
+    (tab,) = rep.tables
+    assert [r[2] for r in tab.rows] == ["4K", "8K"]
+    assert tab.rows[0][6] == "+11.1"  # 100 * (100 / 90 - 1)
+    assert [u[0] for u in rep.unknown] == ["t-empty"]
