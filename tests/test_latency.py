@@ -198,3 +198,12 @@ def test_latency_runs_the_cells_of_a_protocol_file(tmp_path, cli):
     assert all(json.loads((s / "summary.json").read_text())["variant"] == "noexp" for s in out.iterdir())
     clash = cli("latency", "--protocol", str(plan), "--seq", "512", "--out", str(out))
     assert clash.returncode == 2 and "lists its own cells; drop --seq" in clash.stderr
+
+
+def test_fp8_through_fa4_on_hopper_points_to_the_triton_backend():
+    from softbench.kernels.capability import Device, fa4_unsupported_reason
+
+    reason = fa4_unsupported_reason(Shape(dtype="fp8", seq=16384), Device("cuda", "NVIDIA H200", 90))
+    assert "sm_100" in reason and "--backend triton" in reason
+    assert fa4_unsupported_reason(Shape(dtype="bf16", seq=16384), Device("cuda", "NVIDIA H200", 90)) is None
+    assert fa4_unsupported_reason(Shape(dtype="fp8", seq=16384), Device("cuda", "NVIDIA B200", 100)) is None

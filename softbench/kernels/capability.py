@@ -39,7 +39,8 @@ def fa4_unsupported_reason(shape: Shape, device: Device) -> str | None:
         return f"FA4's forward is measured here on sm_90 and sm_100 only; this GPU is {device.arch_label}"
     if shape.dtype == "fp8" and family == 9:
         return ("FP8 through FA4 exists only in its sm_100 path; this GPU is sm_90 (Hopper). "
-                "Use --dtype bf16/fp16, or --backend sim for the FP8 semantics")
+                "Use --backend triton (softbench's own FP8 forward for Hopper), --dtype bf16/fp16, or --backend sim "
+                "for the FP8 semantics")
     d = shape.head_dim
     if family == 9 and not (8 <= d <= 256 and d % 8 == 0):
         return f"FA4 on sm_90 takes head dims 8..256 in multiples of 8, not {d}"
