@@ -1,5 +1,5 @@
 """The per-process timing loop. One worker process serves one kernel variant for a whole command: the parent
-sends it JSON requests on stdin (load, prepare, round, loop, exit) and reads JSON replies on the protocol pipe.
+sends it JSON requests on stdin (load, prepare, round, energy_loop, probabilities, exit) and reads JSON replies on the protocol pipe.
 Keeping the worker alive across rounds keeps the alternation of variants without paying FA4's import (about
 9 s) and compile every round.
 
@@ -132,28 +132,10 @@ class WorkerState:
                     os._exit(17)
         return {"windows": windows}
 
-    def loop(self, req: dict) -> dict:
-        """Sustained loop for energy: chunks of `chunk` calls each followed by a synchronize, for `seconds`."""
-        import torch
-
-        chunk, seconds = int(req.get("chunk", 50)), float(req["seconds"])
-        with torch.inference_mode():
-            for _ in range(int(req.get("warmup", 30))):
-                self.forward()
-            self.timer.sync()
-            emit_t0 = time.monotonic()
-            forwards = 0
-            while time.monotonic() - emit_t0 < seconds:
-                for _ in range(chunk):
-                    self.forward()
-                self.timer.sync()
-                forwards += chunk
-            loop_s = time.monotonic() - emit_t0
-        return {"forwards": forwards, "loop_s": loop_s, "t_start": emit_t0, "t_end": emit_t0 + loop_s}
-
     def energy_loop(self, req: dict) -> dict:
-        """The sustained loop of `loop`, with the board's NVML energy counter read right after the warm-up's
-        synchronize and right after the last chunk's, so the counter brackets exactly the timed loop."""
+        """Sustained loop for energy: warm-up, then chunks of `chunk` calls each followed by a synchronize, for
+        `seconds`; the board's NVML energy counter is read right after the warm-up's synchronize and right after
+        the last chunk's, so the counter brackets exactly the timed loop."""
         import torch
 
         if self.forward is None:
@@ -192,7 +174,7 @@ class WorkerState:
         return write_readback(self.backend, req)
 
 
-_RESULT_OPS = ("load", "prepare", "loop", "energy_loop", "register_variant", "probabilities")
+_RESULT_OPS = ("load", "prepare", "energy_loop", "register_variant", "probabilities")
 
 
 def main() -> int:
