@@ -477,24 +477,18 @@ def build_report(paths, out_dir: Path | str) -> Report:
         for r in lat:
             add(lambda p, r=r: plot_windows(r, p), out_dir / f"latency-windows-{_safe_name(r.name)}.png", r,
                 "windows.jsonl")
-    energy = by_kind.get("energy", [])
-    if energy:
-        report.tables.append(energy_table(energy))
-        for r in energy:
-            add(lambda p, r=r: plot_energy(r, p), out_dir / f"energy-power-{_safe_name(r.name)}.png", r,
-                "samples.jsonl")
-    fid = by_kind.get("fidelity", [])
-    if fid:
-        report.tables.append(fidelity_table(fid))
-        for r in fid:
-            add(lambda p, r=r: plot_fidelity(r, p), out_dir / f"fidelity-intervals-{_safe_name(r.name)}.png", r,
-                "summary.json conditions")
-    traces = by_kind.get("trace", [])
-    if traces:
-        report.tables.append(trace_table(traces))
-        for r in traces:
-            add(lambda p, r=r: plot_trace(r, p), out_dir / f"trace-speedup-{_safe_name(r.name)}.png", r,
-                "summary.json table")
+    # kinds drawn one figure per session: (kind, table, figure, file prefix, what the figure reads)
+    per_session = (
+        ("energy", energy_table, plot_energy, "energy-power", "samples.jsonl"),
+        ("fidelity", fidelity_table, plot_fidelity, "fidelity-intervals", "summary.json conditions"),
+        ("trace", trace_table, plot_trace, "trace-speedup", "summary.json table"),
+    )
+    for kind, make_table, plot, prefix, what in per_session:
+        recs = by_kind.get(kind, [])
+        if recs:
+            report.tables.append(make_table(recs))
+            for r in recs:
+                add(lambda p, r=r, plot=plot: plot(r, p), out_dir / f"{prefix}-{_safe_name(r.name)}.png", r, what)
     report.markdown_path = out_dir / "report.md"
     atomic_write_text(report.markdown_path, _markdown(report, by_kind))
     os.chmod(report.markdown_path, _file_mode())
