@@ -3,9 +3,11 @@
 import ast
 import hashlib
 import shutil
+import math
 import struct
 
 import pytest
+import torch
 
 from softbench import operators
 from softbench.errors import PatchError
@@ -99,3 +101,40 @@ def test_kernel_ptx_uses_the_torch_operators_constants():
     assert f"add.rn.f32 sby, sbc, {_f32_hex(operators.MAGIC_FOLDED)}" in ptx
     assert f"shl.b32 sbw, sbb, {operators.SHIFT}" in ptx
     ast.parse(ptx)
+
+
+def _add_shift_only(t):
+    """The h15-noclamp kernel operator emulated bit for bit: FP32 add of the folded magic, shift left 22."""
+    y = t.to(torch.float32) + torch.tensor(operators.MAGIC_FOLDED, dtype=torch.float32)
+    return operators._shl_u32(y.view(torch.int32), operators.SHIFT).view(torch.float32)
+
+
+def test_noclamp_ptx_is_the_operator_without_its_clamp():
+    start = P.H15_MODULE.index("def h15_from_doubled_noclamp")
+    body = P.H15_MODULE[start:]
+    assert "max.f32" not in body
+    assert f"add.rn.f32 sby, $1, {_f32_hex(operators.MAGIC_FOLDED)}" in body
+    assert f"shl.b32 sbw, sbb, {operators.SHIFT}" in body
+
+
+def test_noclamp_equals_rowmax_h15_exactly_where_its_variant_says():
+    # every t = 2x on a grid of quarter steps down to the clamp, plus the region where the clamp still acts
+    t = torch.arange(-252.0 * 4, 256.0 * 4).float() / 4
+    t = t[t < 255.0]
+    assert torch.equal(_add_shift_only(t).view(torch.int32),
+                       operators.rowmax_h15_from_doubled(t).view(torch.int32))
+    # masked scores (-inf) give weight 0 without the clamp (2^-126 with it): both vanish in the row sum
+    assert _add_shift_only(torch.tensor([-math.inf])).item() == 0.0
+    # below -254.5 the exponent field wraps: the variant is wrong there, which is why it is a control
+    below = _add_shift_only(torch.tensor([-253.0, -254.0, -255.0, -260.0, -1000.0]))
+    assert below[0].item() == 2.0**-127 and below[1].item() == 0.0  # tiny: no effect on a row sum >= 1
+    assert torch.isnan(below[2]) and below[3].item() < -1e37 and below[4].item() == 4096.0  # garbage
+
+
+def test_sm90_only_variants_are_registered_for_hopper_only():
+    for name in ("h15-noclamp", "h15-wg", "h15-1of2", "h15-1of4"):
+        assert 9 in P.FA4_PATCHES.get(name).arch_families
+        assert 10 not in P.FA4_PATCHES.get(name).arch_families
+    wg = next(e for e in P.H15_WG.edits if e.name == "sm90-online-softmax-exp2").replacement
+    assert "canonical_warp_group_idx(sync=True) == 1" in wg
+    assert "h15_from_doubled(" in wg and "cute.math.exp2(" in wg

@@ -12,38 +12,46 @@ from __future__ import annotations
 from softbench.kernels.patch import Edit, NewFile, Patch
 from softbench.registry import Registry
 
+
+def _asm_operator(name: str, registers: tuple[str, ...], body: tuple[str, ...]) -> str:
+    """One element operator of the patch module: a CuTe DSL function around an inline PTX block that takes t in
+    $1 and returns the weight in $0 (each line below becomes one PTX statement)."""
+    lines = "".join(f'            "{line};\\n\\t"\n' for line in (*registers, *body))
+    return (
+        "\n\n@dsl_user_op\n"
+        f"def {name}(t: Float32, *, loc=None, ip=None) -> Float32:\n"
+        "    return Float32(\n"
+        "        llvm.inline_asm(\n"
+        "            T.f32(),\n"
+        "            [Float32(t).ir_value(loc=loc, ip=ip)],\n"
+        '            "{\\n\\t"\n'
+        f"{lines}"
+        '            "}\\n",\n'
+        '            "=f,f",\n'
+        "            has_side_effects=False,\n"
+        "            is_align_stack=False,\n"
+        "            asm_dialect=llvm.AsmDialect.AD_ATT,\n"
+        "        )\n"
+        "    )\n"
+    )
+
+
 # The element-wise operator as inline PTX. t = 2x arrives already doubled.
 #   max.f32  c, t, -252.0          clamp: keeps the exponent field >= 1 (0fC37C0000 = -252.0)
 #   add.rn.f32 y, c, 12583166.0    2^23 + 2^22 + 254 (0f4B4000FE): rounds t to n (RNE) and adds the bias 2*127
 #   shl.b32  w, bits(y), 22        n's bit 0 -> leading mantissa bit, the rest -> exponent field
-H15_MODULE = '''"""softbench: Rowmax-H15 element operator (added by the softbench rowmax-h15 patch)."""
-from cutlass import Float32
-from cutlass.cutlass_dsl import T, dsl_user_op
-from cutlass._mlir.dialects import llvm
-
-
-@dsl_user_op
-def h15_from_doubled(t: Float32, *, loc=None, ip=None) -> Float32:
-    return Float32(
-        llvm.inline_asm(
-            T.f32(),
-            [Float32(t).ir_value(loc=loc, ip=ip)],
-            "{\\n\\t"
-            ".reg .f32 sbc, sby;\\n\\t"
-            ".reg .b32 sbb, sbw;\\n\\t"
-            "max.f32 sbc, $1, 0fC37C0000;\\n\\t"
-            "add.rn.f32 sby, sbc, 0f4B4000FE;\\n\\t"
-            "mov.b32 sbb, sby;\\n\\t"
-            "shl.b32 sbw, sbb, 22;\\n\\t"
-            "mov.b32 $0, sbw;\\n\\t"
-            "}\\n",
-            "=f,f",
-            has_side_effects=False,
-            is_align_stack=False,
-            asm_dialect=llvm.AsmDialect.AD_ATT,
-        )
-    )
-'''
+_ADD_SHIFT = ("mov.b32 sbb, sby", "shl.b32 sbw, sbb, 22", "mov.b32 $0, sbw")
+H15_MODULE = (
+    '"""softbench: Rowmax-H15 element operator (added by the softbench rowmax-h15 patch)."""\n'
+    "from cutlass import Float32\n"
+    "from cutlass.cutlass_dsl import T, dsl_user_op\n"
+    "from cutlass._mlir.dialects import llvm\n"
+    + _asm_operator("h15_from_doubled", (".reg .f32 sbc, sby", ".reg .b32 sbb, sbw"),
+                    ("max.f32 sbc, $1, 0fC37C0000", "add.rn.f32 sby, sbc, 0f4B4000FE", *_ADD_SHIFT))
+    # the timing control without the clamp (variant h15-noclamp)
+    + _asm_operator("h15_from_doubled_noclamp", (".reg .f32 sby", ".reg .b32 sbb, sbw"),
+                    ("add.rn.f32 sby, $1, 0f4B4000FE", *_ADD_SHIFT))
+)
 
 _IMPORT_ANCHOR = "import flash_attn.cute.utils as utils\n"
 _IMPORT_REPL = _IMPORT_ANCHOR + "import flash_attn.cute.softbench_h15 as softbench_h15\n"
@@ -187,6 +195,53 @@ def fraction_patch(every: int) -> Patch:
     )
 
 
+_SM90_H15_NOCLAMP = (
+    "                # softbench h15-noclamp: add and shift only; exact where every 2x >= -252 (see the variant)\n"
+    "                acc_S_mn[r, None].store(acc_S_row * (scale_log2 * 2.0) - row_max_cur_scaled * 2.0)\n"
+    "                for sb_c in cutlass.range_constexpr(cute.size(acc_S_mn, mode=[1])):\n"
+    "                    acc_S_mn[r, sb_c] = softbench_h15.h15_from_doubled_noclamp(acc_S_mn[r, sb_c])\n"
+    "                acc_S_row_exp = acc_S_mn[r, None].load()\n"
+)
+
+# The first MMA warpgroup (canonical index 1; 0 is the producer) takes Rowmax-H15, the second the hardware exp2.
+# FA4's sm_90 forward alternates the two warpgroups (scheduler barriers): while one runs its softmax the other
+# issues matrix instructions, so each SM sub-partition holds one warp of each and their pipes can overlap.
+_SM90_H15_WG = (
+    "                # softbench h15-wg: Rowmax-H15 in MMA warpgroup 1, hardware exp2 in warpgroup 2\n"
+    "                if utils.canonical_warp_group_idx(sync=True) == 1:\n"
+    "                    for sb_c in cutlass.range_constexpr(cute.size(acc_S_mn, mode=[1])):\n"
+    "                        acc_S_mn[r, sb_c] = softbench_h15.h15_from_doubled(\n"
+    "                            acc_S_mn[r, sb_c] * (scale_log2 * 2.0) - row_max_cur_scaled * 2.0\n"
+    "                        )\n"
+    "                else:\n"
+    "                    for sb_c in cutlass.range_constexpr(cute.size(acc_S_mn, mode=[1])):\n"
+    "                        acc_S_mn[r, sb_c] = cute.math.exp2(\n"
+    "                            acc_S_mn[r, sb_c] * scale_log2 - row_max_cur_scaled, fastmath=True\n"
+    "                        )\n"
+    "                acc_S_row_exp = acc_S_mn[r, None].load()\n"
+)
+
+
+def _sm90_only(name: str, description: str, replacement: str) -> Patch:
+    """A variant that changes only the sm_90 exponential sites (refused on other architectures)."""
+    return Patch(
+        name, "1", description,
+        edits=(
+            Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
+            Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, replacement, count=2),
+        ),
+        new_files=(NewFile("cute/softbench_h15.py", H15_MODULE),),
+        arch_families=(9,),
+    )
+
+
+H15_NOCLAMP = _sm90_only(
+    "h15-noclamp", "sm_90 only: Rowmax-H15 without the clamp (add and shift), exact where every 2x >= -252",
+    _SM90_H15_NOCLAMP)
+H15_WG = _sm90_only(
+    "h15-wg", "sm_90 only: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second", _SM90_H15_WG)
+
+
 # which patch builds each variant of the FA4 backend
 FA4_PATCHES: Registry[Patch] = Registry("FA4 patch")
 FA4_PATCHES.register("A0", STOCK)
@@ -194,3 +249,5 @@ FA4_PATCHES.register("A1", ROWMAX_H15)
 FA4_PATCHES.register("noexp", NOEXP)
 FA4_PATCHES.register("h15-1of2", fraction_patch(2))
 FA4_PATCHES.register("h15-1of4", fraction_patch(4))
+FA4_PATCHES.register("h15-noclamp", H15_NOCLAMP)
+FA4_PATCHES.register("h15-wg", H15_WG)

@@ -22,6 +22,8 @@ for _v in (
     Variant("A1", "candidate", "rowmax-h15", "Rowmax-H15 in the exponential path only (one clamp, one FP32 add, one shift)"),
     Variant("h15-1of2", "candidate", "mixed", "sm_90: Rowmax-H15 on every second element, hardware exp2 on the rest"),
     Variant("h15-1of4", "candidate", "mixed", "sm_90: Rowmax-H15 on one element in four, hardware exp2 on the rest"),
+    Variant("h15-wg", "candidate", "mixed", "sm_90: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second"),
+    Variant("h15-noclamp", "control", "rowmax-h15", "Rowmax-H15 without its clamp (add and shift): what a proof that every 2x >= -252 would save; equal to A1 on such inputs (the benchmark's), wrong below"),
     Variant("noexp", "control", "identity", "exponential removed: a timing ceiling, results wrong on purpose", correct=False),
 ):
     VARIANTS.register(_v.name, _v)
