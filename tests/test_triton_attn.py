@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 os.environ["TRITON_INTERPRET"] = "1"  # before anything imports triton
 
@@ -122,6 +123,26 @@ def test_noexp_uses_the_exponent_itself():
     assert relative_error(out, exact(q, k, v, False)) > 0.5  # wrong on purpose
     causal = ta.attention(q, k, v, True, "noexp", cfg)
     assert torch.isfinite(causal.float()).all()  # masked keys are zeroed, so the timing control stays finite
+
+
+@pytest.mark.parametrize("dtype, causal", [(torch.bfloat16, True), (FP8, True), (FP8, False)])
+def test_noclamp_control_equals_a1_where_no_exponent_reaches_the_clamp(dtype, causal):
+    # randn inputs stay far above the clamp (2x >= -252), masked keys included (-inf -> weight 0 vs 2^-126,
+    # lost in the row sum and, for FP8, in P's rounding): the control must then give A1's output bit for bit
+    q, k, v = draw(dtype, 2, 1, 64, 160, seed=5)
+    cfg = C(64, 64, 4, 2, v_kmajor=dtype == FP8)
+    a1 = ta.attention(q, k, v, causal, "A1", cfg)
+    assert torch.equal(ta.attention(q, k, v, causal, "h15-noclamp", cfg).view(torch.int16).float(),
+                       a1.view(torch.int16).float())
+    # key 3 = -50 q_0 puts query 0's score for it ~570 log2 units under the row maximum, far below the clamp:
+    # there the control is wrong and A1 is not
+    k2 = k.float().clone()
+    k2[0, 3, 0] = -50.0 * q.float()[0, 0, 0]
+    k2 = k2.to(dtype)
+    bad = ta.attention(q, k2, v, False, "h15-noclamp", cfg).float()
+    good = ta.attention(q, k2, v, False, "A1", cfg).float()
+    assert torch.isfinite(good).all()
+    assert not torch.equal(bad[0, 0, 0], good[0, 0, 0])
 
 
 def test_fp8_descale_factors_are_applied():
@@ -242,9 +263,103 @@ def test_hopper_compile_uses_wgmma_and_pipelines_v():
     assert reports["bf16"]["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
     for rep in reports.values():
         assert rep["v_async_copy"] and not rep["v_through_registers"], rep
-        assert rep["local_bytes"] == 0, f"register spills: {rep}"
+        # ptxas counts spills as stack bytes; local_bytes stays 0 either way
+        assert rep["local_bytes"] == 0 and rep["stack_bytes"] == 0 and rep["spill_stores"] == 0, rep
         assert rep["shared_bytes"] <= 227 * 1024
         assert rep["ex2_instructions"] <= 8  # A1: only the per-row rescale keeps ex2
+        # one key tile of the loop: A1 has only the two per-row rescale ex2 left, and two dots' wgmma
+        assert rep["loop_mufu_ex2"] == 2 and rep["loop_gmma"] > 0 and rep["loop_instructions"] > 300, rep
+    # the TMA option: Q, K, V through descriptors, no spills
+    r = subprocess.run([sys.executable, "-m", "softbench.kernels.triton_compile", "fp8", "128", "A0", "--causal",
+                        "--config", "64,128,4,3,1", "--tma"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads(r.stdout)
+    assert rep["config"] == "m64n128w4s3-vk-tma" and rep["tma_loads"] >= 3, rep
+    assert rep["stack_bytes"] == 0 and rep["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"], rep
+    assert rep["loop_mufu_ex2"] == 66, rep  # 64 weights per thread and the 2 rescale factors
+
+
+# (dtype, causal, batch, heads, kv_heads, head_dim, seq, config): two batches with a ragged end, so that a TMA box
+# at the end of one sequence would read the next batch's rows if the descriptors did not keep batches apart;
+# FP8 with the key-major V copy (padded for TMA at seq 130) and with V as rows
+TMA_CASES = [
+    pytest.param(torch.bfloat16, True, 2, 4, 2, 64, 200, C(64, 32, 4, 2), id="bf16-causal-b2-ragged"),
+    pytest.param(torch.float16, False, 2, 2, 1, 128, 96, C(64, 64, 4, 2), id="fp16-noncausal-b2-ragged"),
+    pytest.param(FP8, True, 2, 2, 1, 64, 130, C(64, 64, 4, 2, v_kmajor=True), id="fp8-causal-b2-vkmajor-ragged"),
+    pytest.param(FP8, False, 1, 2, 2, 64, 192, C(64, 128, 4, 2, v_kmajor=False), id="fp8-noncausal-vrows"),
+]
+
+
+def draw_batched(dtype, batch, heads, kv_heads, head_dim, seq, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(batch, seq, h, head_dim, generator=g).to(dtype) for h in (heads, kv_heads, kv_heads))
+
+
+def _bits(t):
+    return t.view(torch.int16) if t.element_size() == 2 else t.view(torch.uint8)
+
+
+@pytest.mark.parametrize("dtype, causal, batch, heads, kv_heads, head_dim, seq, config", TMA_CASES)
+def test_tma_descriptors_give_the_pointer_path_bit_for_bit(dtype, causal, batch, heads, kv_heads, head_dim, seq,
+                                                            config):
+    """KernelConfig.tma only changes how tiles reach shared memory: every variant's output is bit-identical."""
+    q, k, v = draw_batched(dtype, batch, heads, kv_heads, head_dim, seq, seed=5)
+    tma = replace(config, tma=True)
+    ops = ta.prepare_operands(q, k, v, tma)
+    assert ops.descs is not None and len(ops.descs) == 4
+    if config.v_kmajor:  # the copy's key axis is padded to 16 bytes, the descriptor still ends at seq
+        assert ops.v.stride(2) * ops.v.element_size() % 16 == 0 and ops.descs[2].shape[2] == seq
+    for variant in ta.WEIGHT_MAPS:
+        plain = ta.attention(q, k, v, causal, variant, config)
+        out = ta.launch(ops, causal, variant, tma)
+        assert torch.equal(_bits(out), _bits(plain)), f"{variant}: TMA output differs from the pointer path"
+    if dtype != FP8:
+        assert relative_error(out, exact(q, k, v, causal)) > 0.5  # the last variant is noexp: not trivially equal
+    a0 = ta.launch(ops, causal, "A0", tma)
+    ref = reference_rows(q, k, v, causal, torch.arange(seq))
+    assert relative_error(a0, ref) < (3e-2 if dtype == FP8 else 5e-3)
+
+
+def test_warp_specialize_and_register_cap_keep_the_results():
+    """Compiler hints only: the interpreter ignores them, so the output must be the plain configuration's."""
+    q, k, v = draw(torch.bfloat16, 2, 1, 64, 128, seed=6)
+    cfg = C(64, 64, 4, 2)
+    plain = ta.attention(q, k, v, True, "A1", cfg)
+    hinted = ta.attention(q, k, v, True, "A1", replace(cfg, warp_specialize=True, max_registers=128, tma=True))
+    assert torch.equal(_bits(plain), _bits(hinted))
+
+
+def test_new_config_fields_in_labels_and_checks():
+    cfg = C(128, 64, 8, 4, v_kmajor=True, tma=True, warp_specialize=True, max_registers=128)
+    assert cfg.label() == "m128n64w8s4-vk-tma-ws-r128"
+    d = cfg.to_dict()
+    assert d["tma"] and d["warp_specialize"] and d["max_registers"] == 128 and d["label"] == cfg.label()
+    assert C(128, 128, 8, 2).label() == "m128n128w8s2"  # the defaults keep the old labels
+    assert ta.launch_options(C(64, 64, 4, 2)) == {} and ta.launch_options(cfg) == {"maxnreg": 128}
+    with pytest.raises(UsageError, match="max_registers"):
+        C(64, 64, 4, 2, max_registers=300)
+    for dtype in (torch.bfloat16, FP8):  # the table is unchanged: no descriptors, no hints
+        for d in (64, 128):
+            t = ta.default_config(dtype, d)
+            assert not t.tma and not t.warp_specialize and t.max_registers == 0
+    q, k, v = draw(torch.bfloat16, 2, 1, 64, 64)
+    ops = ta.prepare_operands(q, k, v, C(64, 64, 4, 2))
+    with pytest.raises(UsageError, match="TMA configuration needs operands"):
+        ta.launch(ops, True, "A0", C(64, 64, 4, 2, tma=True))
+
+
+def test_backend_passes_the_new_options_through():
+    b = TritonBackend(block_m=64, block_n=64, num_warps=4, num_stages=2, tma=True, max_registers=128, device="cpu")
+    b.load("A1")
+    assert b.load("A1")["config_overrides"] == {"block_m": 64, "block_n": 64, "num_warps": 4, "num_stages": 2,
+                                                "tma": True, "max_registers": 128}
+    shape = small_shape()
+    inputs = make_inputs(shape, seed=0, device="cpu")
+    forward = b.build(shape, inputs)
+    assert forward.info["config"]["label"] == "m64n64w4s2-vk-tma-r128" and not forward.info["fallback_used"]
+    plain = TritonBackend(block_m=64, block_n=64, num_warps=4, num_stages=2, device="cpu")
+    plain.load("A1")
+    assert torch.equal(_bits(forward()), _bits(plain.build(shape, inputs)()))
 
 
 @pytest.mark.slow
@@ -259,3 +374,35 @@ def test_latency_command_runs_the_triton_backend(cli, tmp_path):
     assert summary["smoke"]["A0"]["rel_error_vs_fp32"] < 3e-2
     assert summary["smoke"]["A0"]["out_dtype"] == "bfloat16"
     assert 0.02 < summary["smoke"]["A1"]["rel_error_vs_fp32"] < 0.2
+
+
+@pytest.mark.parametrize("config", [C(128, 128, 8, 2), C(128, 64, 8, 4, v_kmajor=True, tma=True, max_registers=128),
+                                    C(64, 64, 4, 3, tma=True, warp_specialize=True)], ids=lambda c: c.label())
+def test_configuration_labels_round_trip(config):
+    assert C.from_label(config.label()) == config
+
+
+@pytest.mark.parametrize("label", ["m128n128w8", "m128n128w8s2-fast", "m128n128w8s2-tma-vk", "m100n128w8s2"])
+def test_bad_configuration_labels_are_refused(label):
+    with pytest.raises(UsageError):
+        C.from_label(label)
+
+
+def test_triton_config_option_is_for_the_triton_backend_only(cli, tmp_path):
+    r = cli("latency", "--backend", "sim", "--triton-config", "m64n64w4s2", "--seq", "128", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--triton-config applies to --backend triton only" in r.stderr
+    r = cli("sweep", "variants", "--backend", "triton", "--triton-config", "m64n64w4", "--seq", "128",
+            "--out", str(tmp_path))
+    assert r.returncode == 2 and "not a Triton configuration label" in r.stderr
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_latency_command_runs_a_named_configuration(cli, tmp_path):
+    r = cli("latency", "--backend", "triton", "--dtype", "bf16", "--seq", "96", "--heads", "2", "--head-dim", "64",
+            "--triton-config", "m32n16w4s1", "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0",
+            "--variant", "h15-noclamp", "--out", str(tmp_path), env={"TRITON_INTERPRET": "1"}, timeout=240)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    session = next(tmp_path.glob("*-latency-*"))
+    text = "".join(p.read_text() for p in session.rglob("*.json")) + "".join(p.read_text() for p in session.rglob("*.yaml"))
+    assert "m32n16w4s1" in text and '"fallback_used": false' in text.replace("False", "false")

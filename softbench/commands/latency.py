@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import shape_options, shapes_from
+from softbench.commands.options import shape_options, shapes_from, triton_config_option
 
 
 @click.command("latency")
@@ -29,9 +29,10 @@ from softbench.commands.options import shape_options, shapes_from
               help="YAML protocol file; command-line options override it")
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
+@triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, rounds, windows,
-            calls, warmup, order, seed, protocol_file, rescale_threshold, out_dir):
+            calls, warmup, order, seed, protocol_file, rescale_threshold, triton_config, out_dir):
     """Time BASELINE against VARIANT in alternating rounds, each kernel in its own process.
 
     Example: softbench latency --dtype bf16 --seq 8K --seq 16K --rounds 3"""
@@ -68,6 +69,10 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     get_variant(baseline)
     get_variant(variant)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
+    if triton_config:
+        if backend != "triton":
+            raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+        backend_options = dict(triton_config)
     if backend == "fa4" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
 

@@ -31,3 +31,28 @@ def shape_options(default_seq: str = "8192"):
 def shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim) -> tuple[Shape, ...]:
     return tuple(Shape(dtype=dtype, seq=parse_seq(s), causal=causal, batch=batch, heads=heads,
                        kv_heads=kv_heads, head_dim=head_dim) for s in seqs)
+
+
+def triton_config_option():
+    """--triton-config LABEL: run softbench's Triton forward with a named configuration instead of its table's
+    (labels as sessions record them, e.g. m128n64w8s4-vk-tma-r128). Parsed into TritonBackend's overrides."""
+
+    def parse(ctx, param, value):
+        if value is None:
+            return {}
+        from dataclasses import asdict
+
+        from softbench.errors import UsageError
+
+        try:
+            from softbench.kernels.triton_attn import KernelConfig
+
+            return asdict(KernelConfig.from_label(value))
+        except ImportError as e:
+            raise click.BadParameter(f"needs the triton package ({e})") from None
+        except UsageError as e:
+            raise click.BadParameter(str(e)) from None
+
+    return click.option("--triton-config", "triton_config", default=None, callback=parse, metavar="LABEL",
+                        help="triton only: the kernel configuration by label (e.g. m128n64w8s4-vk-tma-r128) "
+                             "[default: the table's for the dtype and head dim]")

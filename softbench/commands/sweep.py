@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import shape_options, shapes_from
+from softbench.commands.options import shape_options, shapes_from, triton_config_option
 
 
 def _command_line() -> str:
@@ -92,9 +92,10 @@ def emulation(protocol_file, dry_run, out_dir):
 @click.option("--calls", type=click.IntRange(min=1), default=None, help="[default: 100]")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="[default: 50]")
 @click.option("--seed", type=int, default=None, help="input seed [default: 0]")
+@triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variants, rounds,
-                 windows, calls, warmup, seed, out_dir):
+                 windows, calls, warmup, seed, triton_config, out_dir):
     """Time each of VARIANTS against BASELINE (one session per variant plus a sorted sweep summary).
     Besides the named variants (A0, A1, noexp) FA4 emulation settings may be named as emu-f<freq>-s<start>
     (sm_100 only).
@@ -129,10 +130,13 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
                       or (fa4_emulation_reason(device) if emulation else None))
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
+    if triton_config and backend != "triton":
+        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
     proto = LatencyProtocol().with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, seed=seed)
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
         opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
                             kind="variants", out_dir=Path(out_dir), variant_info=info,
+                            backend_options=dict(triton_config),
                             register_names=bool(emulation), command_line=_command_line())
         with RichProgress() as progress:
             session = run_variant_sweep(opts, progress)

@@ -8,6 +8,7 @@ exponent to weight changes with the variant (a constexpr string):
   A0     exact exp2 (tl.math.exp2, the MUFU ex2 instruction)
   A1     Rowmax-H15 with softbench.operators.rowmax_h15's bit construction: t = max(2x, -252); y = t + 12583166.0
          (FP32 add, round to nearest even); weight = bits(y) << 22 read as FP32
+  h15-noclamp  A1 without its clamp (timing control: equal to A1 where every 2x >= -252)
   noexp  the exponent itself (timing control; results wrong on purpose)
 
 The row sum and the P.V product take the same weights (the row sum before P is rounded, as FA4 and
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -35,7 +37,7 @@ from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, SHIFT
 
 LOG2_E = math.log2(math.e)
 FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
-WEIGHT_MAPS = ("A0", "A1", "noexp")  # the variants this kernel implements, by name (tl.constexpr strings)
+WEIGHT_MAPS = ("A0", "A1", "h15-noclamp", "noexp")  # the variants this kernel implements (constexpr strings)
 HEAD_DIMS = (64, 128)
 _FP8 = (torch.float8_e4m3fn,)
 _SIXTEEN_BIT = (torch.bfloat16, torch.float16)
@@ -44,13 +46,24 @@ _SIXTEEN_BIT = (torch.bfloat16, torch.float16)
 @dataclass(frozen=True)
 class KernelConfig:
     """Tile sizes and launch settings of one compiled kernel. `v_kmajor` (FP8): read V from a (b, kv_heads, d, s)
-    copy made once outside the timed call, so that the P.V operand arrives key-major, as Hopper's FP8 wgmma needs."""
+    copy made once outside the timed call, so that the P.V operand arrives key-major, as Hopper's FP8 wgmma needs.
+
+    `tma`: Q, K, V and O move through host-made tensor descriptors (the copy engine, mbarrier waits) instead of
+    cp.async through registers' address arithmetic; results are bit-identical (the descriptors' bounds give the
+    zeros the masked loads give). On sm_90a it cuts registers (BF16 m128n128: 247 -> 189) and loop instructions.
+    `warp_specialize`: tl.range(warp_specialize=True) on the unmasked loop. Triton 3.6's Hopper pass ignores it at
+    num_warps=8 and fails to compile this kernel at num_warps=4, so it is for probing newer Tritons only.
+    `max_registers`: Triton's maxnreg; 128 lets two 8-warp programs share an SM (BLOCK_N 64 fits without spills),
+    so that one program's softmax overlaps the other's wgmma, the ping-pong FA3 schedules by hand."""
 
     block_m: int
     block_n: int
     num_warps: int
     num_stages: int
     v_kmajor: bool = False
+    tma: bool = False
+    warp_specialize: bool = False
+    max_registers: int = 0  # ptxas's per-thread register cap (Triton's maxnreg); 0 leaves the choice to ptxas
 
     def __post_init__(self):
         for name in ("block_m", "block_n"):
@@ -61,13 +74,33 @@ class KernelConfig:
             raise UsageError(f"num_warps must be 1, 2, 4, 8 or 16, got {self.num_warps}")
         if self.num_stages < 1:
             raise UsageError(f"num_stages must be >= 1, got {self.num_stages}")
+        if self.max_registers and not 24 <= self.max_registers <= 255:
+            raise UsageError(f"max_registers must be 0 (no cap) or 24..255, got {self.max_registers}")
 
     def label(self) -> str:
-        v = "-vk" if self.v_kmajor else ""
-        return f"m{self.block_m}n{self.block_n}w{self.num_warps}s{self.num_stages}{v}"
+        extra = ("-vk" if self.v_kmajor else "") + ("-tma" if self.tma else "")
+        extra += ("-ws" if self.warp_specialize else "") + (f"-r{self.max_registers}" if self.max_registers else "")
+        return f"m{self.block_m}n{self.block_n}w{self.num_warps}s{self.num_stages}{extra}"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "label": self.label()}
+
+    @classmethod
+    def from_label(cls, label: str) -> "KernelConfig":
+        """The configuration a label() names, e.g. m128n64w8s4-vk-tma-r128 (what sessions record), so that a
+        configuration found by tools/gpu/triton_probe.py can be run again by name."""
+        m = re.fullmatch(r"m(\d+)n(\d+)w(\d+)s(\d+)((?:-vk|-tma|-ws|-r\d+)*)", label.strip())
+        if not m:
+            raise UsageError(f"not a Triton configuration label: {label!r} (expected e.g. m128n128w8s3-vk-tma-r128: "
+                             "block_m, block_n, warps, stages, then optional -vk, -tma, -ws, -r<max registers>)")
+        flags = re.findall(r"-(vk|tma|ws|r\d+)", m.group(5))
+        regs = [int(f[1:]) for f in flags if f.startswith("r")]
+        config = cls(*(int(g) for g in m.groups()[:4]), v_kmajor="vk" in flags, tma="tma" in flags,
+                     warp_specialize="ws" in flags, max_registers=regs[-1] if regs else 0)
+        if config.label() != label.strip():
+            raise UsageError(f"Triton configuration label {label!r} repeats or misorders its flags; "
+                             f"write it as {config.label()}")
+        return config
 
 
 # Chosen per (dtype family, head dim), without autotuning, so that every run of a variant compiles the same kernel.
@@ -122,12 +155,17 @@ SHIFT_C = tl.constexpr(SHIFT)
 
 
 @triton.jit
-def _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d, seq,
+def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n, offs_d, seq,
               stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
-              MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
-    """One key tile of the online softmax. MASK: this tile holds keys past the end or above the diagonal."""
+              MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
+              TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One key tile of the online softmax. MASK: this tile holds keys past the end or above the diagonal.
+    TMA: K and V are tensor descriptors of the (batch, rows, columns) views prepare_operands describes, indexed by
+    b32/hk32 (int32, as descriptor offsets are); otherwise k_base/v_base are pointers to this head's K and V."""
     keys = start_n + offs_n
-    if MASK:
+    if TMA:  # rows past seq come back as zeros from the copy engine, as other=0.0 gives below
+        k = K.load([b32, start_n, hk32 * HEAD_DIM]).reshape(BLOCK_N, HEAD_DIM)
+    elif MASK:
         k = tl.load(k_base + keys[:, None] * stride_ks + offs_d[None, :], mask=keys[:, None] < seq, other=0.0)
     else:
         k = tl.load(k_base + keys[:, None] * stride_ks + offs_d[None, :])
@@ -146,6 +184,12 @@ def _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d,
         t = tl.maximum(s * qk_scale2 - (2.0 * m_use)[:, None], CLAMP_DOUBLED_C)
         y = t + MAGIC_C
         p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
+    elif WEIGHT == "h15-noclamp":
+        # the same without the clamp: equal to A1 wherever every t >= -252 (masked -inf gives weight 0 here and
+        # 2^-126 in A1, both lost in a row sum >= 1 and in P's FP8 rounding), garbage below -254.5. A timing
+        # control for what a proof of that bound would save, not a kernel for arbitrary inputs
+        y = (s * qk_scale2 - (2.0 * m_use)[:, None]) + MAGIC_C
+        p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
     elif WEIGHT == "A0":
         p = tl.math.exp2(s * qk_scale - m_use[:, None])
     else:
@@ -155,11 +199,17 @@ def _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d,
     alpha = tl.math.exp2(m_i - m_new)  # exact rescale; 0 on the first tile (m_i = -inf)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
-    v_ptrs = v_base + keys[:, None] * stride_vs + offs_d[None, :] * stride_vd
-    if MASK:
-        v = tl.load(v_ptrs, mask=keys[:, None] < seq, other=0.0)
+    if TMA:
+        if V_KMAJOR:  # the (b, kv_heads * d, s) copy: a (d, keys) box, transposed as a view of shared memory
+            v = tl.trans(V.load([b32, hk32 * HEAD_DIM, start_n]).reshape(HEAD_DIM, BLOCK_N))
+        else:
+            v = V.load([b32, start_n, hk32 * HEAD_DIM]).reshape(BLOCK_N, HEAD_DIM)
     else:
-        v = tl.load(v_ptrs)
+        v_ptrs = v_base + keys[:, None] * stride_vs + offs_d[None, :] * stride_vd
+        if MASK:
+            v = tl.load(v_ptrs, mask=keys[:, None] < seq, other=0.0)
+        else:
+            v = tl.load(v_ptrs)
     acc = tl.dot(p.to(v.dtype), v, acc)
     return acc, l_i, m_new
 
@@ -171,25 +221,30 @@ def _attn_fwd(Q, K, V, O, qk_scale, v_scale, seq, heads, group,
               stride_vb, stride_vs, stride_vh, stride_vd,
               stride_ob, stride_os, stride_oh,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-              WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr):
+              WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
+              TMA: tl.constexpr = False, V_KMAJOR: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False):
     pid_m = tl.program_id(0)
     # causal: the longest rows first, so that the last wave holds the short ones
     start_m = (tl.cdiv(seq, BLOCK_M) - 1 - pid_m) if CAUSAL else pid_m
     bh = tl.program_id(1)
-    b = (bh // heads).to(tl.int64)
-    h = bh % heads
-    hk = (h // group).to(tl.int64)
-    h = h.to(tl.int64)
+    b32 = bh // heads
+    h32 = bh % heads
+    hk32 = h32 // group
+    b, h, hk = b32.to(tl.int64), h32.to(tl.int64), hk32.to(tl.int64)
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
-    if EVEN_M:
-        q = tl.load(q_ptrs)
+    if TMA:
+        q = Q.load([b32, start_m * BLOCK_M, h32 * HEAD_DIM]).reshape(BLOCK_M, HEAD_DIM)
+        k_base, v_base = K, V  # unused: the descriptors carry the addresses
     else:
-        q = tl.load(q_ptrs, mask=offs_m[:, None] < seq, other=0.0)
-    k_base = K + b * stride_kb + hk * stride_kh
-    v_base = V + b * stride_vb + hk * stride_vh
+        q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
+        if EVEN_M:
+            q = tl.load(q_ptrs)
+        else:
+            q = tl.load(q_ptrs, mask=offs_m[:, None] < seq, other=0.0)
+        k_base = K + b * stride_kb + hk * stride_kh
+        v_base = V + b * stride_vb + hk * stride_vh
     qk_scale2 = 2.0 * qk_scale
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -203,24 +258,28 @@ def _attn_fwd(Q, K, V, O, qk_scale, v_scale, seq, heads, group,
         end = seq
     if not EVEN_N:
         full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
-    for start_n in range(0, full_end, BLOCK_N):
+    # WARP_SPECIALIZE asks Triton to split the unmasked loop into producer (loads) and consumer partitions
+    for start_n in tl.range(0, full_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N)
-        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d, seq,
-                                  stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
-                                  False, CAUSAL, WEIGHT, MAX_OFFSET)
+        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
+                                  offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                  False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
     for start_n in range(full_end, end, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
-        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_n, offs_d, seq,
-                                  stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
-                                  True, CAUSAL, WEIGHT, MAX_OFFSET)
+        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
+                                  offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                  True, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
     if WEIGHT == "noexp":  # rows whose exponents sum to 0 (the first causal row): keep the control finite
         l_i = tl.where(l_i == 0.0, 1.0, l_i)
     out = acc * (v_scale / l_i)[:, None]  # V's descale and the softmax normalisation in one multiply
-    o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_os + offs_d[None, :]
-    if EVEN_M:
-        tl.store(o_ptrs, out.to(O.dtype.element_ty))
+    if TMA:  # the copy engine drops rows past seq
+        O.store([b32, start_m * BLOCK_M, h32 * HEAD_DIM], out.to(O.dtype).reshape(1, BLOCK_M, HEAD_DIM))
     else:
-        tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=offs_m[:, None] < seq)
+        o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_os + offs_d[None, :]
+        if EVEN_M:
+            tl.store(o_ptrs, out.to(O.dtype.element_ty))
+        else:
+            tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=offs_m[:, None] < seq)
 
 
 @dataclass
@@ -232,6 +291,7 @@ class Operands:
     v: torch.Tensor  # (b, s, hk, d), or a (b, hk, d, s) copy read through strides when v_kmajor
     v_strides: tuple[int, int, int, int]  # (batch, seq, head, dim) strides of v as the kernel indexes it
     out: torch.Tensor
+    descs: tuple | None = None  # config.tma: TensorDescriptors of q, k, v, out, passed in place of the pointers
 
 
 def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -252,15 +312,42 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
 def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: KernelConfig) -> Operands:
     check_inputs(q, k, v)
     q, k = q.contiguous(), k.contiguous()
+    b, s, hk, d = k.shape
     if config.v_kmajor:
-        vt = v.permute(0, 2, 3, 1).contiguous()  # (b, hk, d, s): keys contiguous
+        # (b, hk, d, s): keys contiguous. With TMA the row pitch must be a multiple of 16 bytes, so the key axis
+        # is padded (with zeros, never read: the descriptor's shape stops at s)
+        s_pad = -(-s * v.element_size() // 16) * 16 // v.element_size() if config.tma else s
+        vt = torch.zeros((b, hk, d, s_pad), dtype=v.dtype, device=v.device)[..., :s] if s_pad != s else \
+            torch.empty((b, hk, d, s), dtype=v.dtype, device=v.device)
+        vt.copy_(v.permute(0, 2, 3, 1))
         v_use, v_strides = vt, (vt.stride(0), vt.stride(3), vt.stride(1), vt.stride(2))
     else:
         v_use = v.contiguous()
         v_strides = (v_use.stride(0), v_use.stride(1), v_use.stride(2), v_use.stride(3))
     out_dtype = torch.bfloat16 if q.dtype in _FP8 else q.dtype
     out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
-    return Operands(q, k, v_use, v_strides, out)
+    descs = _descriptors(q, k, v_use, out, config) if config.tma else None
+    return Operands(q, k, v_use, v_strides, out, descs)
+
+
+def _descriptors(q, k, v, out, config: KernelConfig) -> tuple:
+    """TMA descriptors over 3-D views (batch, rows, columns) of the operands, one (1, rows, head_dim) box per
+    tile. The batch axis is kept separate so that a box at the end of one sequence reads zeros rather than the
+    next batch's rows (the masked loads' other=0.0), and an output box drops the rows past seq."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    d = q.shape[3]
+
+    def rows(t, block_rows):  # (b, s, heads, d) contiguous -> (b, s, heads * d)
+        bb, ss, hh, dd = t.shape
+        return TensorDescriptor(t, [bb, ss, hh * dd], [t.stride(0), t.stride(1), 1], [1, block_rows, d])
+
+    if config.v_kmajor:  # (b, hk, d, s) -> (b, hk * d, s): one (d, keys) box per tile
+        bb, hk, dd, ss = v.shape
+        v_desc = TensorDescriptor(v, [bb, hk * dd, ss], [v.stride(0), v.stride(2), 1], [1, d, config.block_n])
+    else:
+        v_desc = rows(v, config.block_n)
+    return rows(q, config.block_m), rows(k, config.block_n), v_desc, rows(out, config.block_m)
 
 
 def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, softmax_scale: float | None = None,
@@ -268,6 +355,8 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     """One forward into ops.out (overwritten and returned)."""
     if variant not in WEIGHT_MAPS:
         raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
+    if config.tma and ops.descs is None:
+        raise UsageError("a TMA configuration needs operands prepared for it (prepare_operands with that config)")
     q, k, v, o = ops.q, ops.k, ops.v, ops.out
     b, s, h, d = q.shape
     hk = k.shape[2]
@@ -275,17 +364,24 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     qk_scale = scale * LOG2_E * descale[0] * descale[1]
     fp8 = q.dtype in _FP8
     grid = (triton.cdiv(s, config.block_m), b * h)
+    args = ops.descs if config.tma else (q, k, v, o)
     _attn_fwd[grid](
-        q, k, v, o, qk_scale, float(descale[2]), s, h, h // hk,
+        *args, qk_scale, float(descale[2]), s, h, h // hk,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
         *ops.v_strides,
         o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=d, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=bool(causal), WEIGHT=variant,
         MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=s % config.block_m == 0, EVEN_N=s % config.block_n == 0,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        TMA=config.tma, V_KMAJOR=config.v_kmajor, WARP_SPECIALIZE=config.warp_specialize,
+        num_warps=config.num_warps, num_stages=config.num_stages, **launch_options(config),
     )
     return o
+
+
+def launch_options(config: KernelConfig) -> dict:
+    """Compiler options beyond num_warps/num_stages (shared with triton_compile's cross-compilation)."""
+    return {"maxnreg": config.max_registers} if config.max_registers else {}
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, variant: str = "A0",

@@ -5,7 +5,11 @@ reaches shared memory through asynchronous copies (the pipelined path) or throug
 Triton ships ptxas and cuobjdump, so this runs on a CPU-only machine; it is how the configuration table in
 triton_attn was checked without a GPU. It needs the real compiler: run it in a process without TRITON_INTERPRET.
 
-    python -m softbench.kernels.triton_compile fp8 128 A1 [--causal]"""
+    python -m softbench.kernels.triton_compile fp8 128 A1 [--causal] [--config 64,128,4,3,1] [--tma]
+        [--max-registers 128] [--warp-specialize]
+
+Spills: ptxas reports register spills as STACK bytes (LOCAL stays 0), so stack_bytes and the STL/LDL counts
+are what to check. loop_*: one iteration of the steady-state key loop in the SASS."""
 
 from __future__ import annotations
 
@@ -34,8 +38,9 @@ def _int_arg(name: str, value: int, index: int, sig: dict, consts: dict, attrs: 
         attrs[(index,)] = [["tt.divisibility", 16]]
 
 
-def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
-    """Compile the kernel for `shape` and `config` (softbench.kernels.triton_attn.KernelConfig) for sm_`arch`."""
+def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
+    """Compile the kernel for `shape` and `config` (softbench.kernels.triton_attn.KernelConfig) for sm_`arch`;
+    returns Triton's compiled kernel (its .asm holds ttgir, ptx and cubin)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         raise UnsupportedError("cross-compiling needs Triton's compiler; unset TRITON_INTERPRET for this process")
     import triton
@@ -58,13 +63,18 @@ def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
     sig: dict = {}
     consts: dict = {}
     attrs: dict = {}
+    out_ptr = "*bf16" if shape.dtype == "fp8" else _PTR[shape.dtype]
+    # TMA: the boxes prepare_operands' descriptors use (triton_attn._descriptors)
+    boxes = {"Q": [1, config.block_m, d], "K": [1, config.block_n, d], "O": [1, config.block_m, d],
+             "V": [1, d, config.block_n] if config.v_kmajor else [1, config.block_n, d]}
     for i, name in enumerate(ta._attn_fwd.arg_names):
-        if name in ("Q", "K", "V"):
-            sig[name] = _PTR[shape.dtype]
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        elif name == "O":
-            sig[name] = "*bf16" if shape.dtype == "fp8" else _PTR[shape.dtype]
-            attrs[(i,)] = [["tt.divisibility", 16]]
+        if name in boxes:
+            ptr = out_ptr if name == "O" else _PTR[shape.dtype]
+            if config.tma:
+                sig[name] = f"tensordesc<{ptr[1:]}[{','.join(map(str, boxes[name]))}]>"
+            else:
+                sig[name] = ptr
+                attrs[(i,)] = [["tt.divisibility", 16]]
         elif name in ("qk_scale", "v_scale"):
             sig[name] = "fp32"
         elif name in ints:
@@ -73,10 +83,18 @@ def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
             sig[name] = "constexpr"
     consts.update(HEAD_DIM=d, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=shape.causal, WEIGHT=variant,
                   MAX_OFFSET=ta.FP8_MAX_OFFSET if shape.dtype == "fp8" else 0.0,
-                  EVEN_M=s % config.block_m == 0, EVEN_N=s % config.block_n == 0)
+                  EVEN_M=s % config.block_m == 0, EVEN_N=s % config.block_n == 0,
+                  TMA=config.tma, V_KMAJOR=config.v_kmajor, WARP_SPECIALIZE=config.warp_specialize)
     compiled = triton.compile(ASTSource(fn=ta._attn_fwd, signature=sig, constexprs=consts, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32),
-                              options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+                              options={"num_warps": config.num_warps, "num_stages": config.num_stages,
+                                       **ta.launch_options(config)})
+    return compiled
+
+
+def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
+    """Compile as compile_kernel does and report the resources and instruction mix."""
+    compiled = compile_kernel(shape, variant, config, arch)
     ptx, ttgir = compiled.asm["ptx"], compiled.asm["ttgir"]
     report = {
         "arch": f"sm_{arch}", "config": config.label(), "variant": variant, "shape": shape.tag(),
@@ -87,9 +105,60 @@ def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
         # V copied global -> shared asynchronously (pipelined) rather than stored from registers each tile
         "v_async_copy": bool(re.search(r"%v\w*\s*=\s*ttg\.async_copy_global_to_local", ttgir)),
         "v_through_registers": bool(re.search(r"ttg\.local_alloc %v\w* :", ttgir)),
+        "tma_loads": len(re.findall(r"async_tma_copy_global_to_local", ttgir)),  # KernelConfig.tma: Q, K, V
+        "warp_specialized": "ttg.warp_specialize" in ttgir,
     }
     report.update(_resource_usage(compiled.asm["cubin"]))
+    report.update(_sass_summary(compiled.asm["cubin"]))
     return report
+
+
+def _sass(cubin: bytes) -> str:
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if not tool.exists():
+        return ""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def main_loop(sass: str) -> list[str] | None:
+    """The instructions of the steady-state key loop: the shortest backward branch whose body holds a matrix
+    instruction, among branches before the last EXIT (after it lie the cold retry paths of mbarrier waits,
+    which jump back into the loop and would otherwise look like loops themselves)."""
+    ins = [(int(a, 16), op.strip()) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    exits = [a for a, op in ins if re.search(r"\bEXIT\b", op)]
+    if not exits:
+        return None
+    best = None
+    for addr, op in ins:
+        m = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", op)
+        if not m or addr >= exits[-1] or int(m.group(1), 16) > addr:
+            continue
+        body = [o for a, o in ins if int(m.group(1), 16) <= a <= addr]
+        if any("GMMA" in o for o in body) and (best is None or len(body) < len(best)):
+            best = body
+    return best
+
+
+def _sass_summary(cubin: bytes) -> dict:
+    """Spill traffic in the whole kernel and the instruction mix of one iteration of the key loop."""
+    sass = _sass(cubin)
+    if not sass:
+        return {}
+    body = main_loop(sass) or []
+
+    def count(pattern: str, ops) -> int:
+        return sum(1 for o in ops if re.search(pattern, o))
+
+    return {"spill_stores": count(r"\bSTL\b", sass.splitlines()), "spill_loads": count(r"\bLDL\b", sass.splitlines()),
+            "loop_instructions": len(body), "loop_mufu_ex2": count(r"MUFU\.EX2", body),
+            "loop_gmma": count(r"GMMA", body), "loop_bar_sync": count(r"\bBAR\.SYNC", body),
+            "loop_fmnmx": count(r"\bFMNMX\b", body), "loop_fadd": count(r"\bFADD\b", body),
+            "loop_shift": count(r"\bSHF\b|IMAD\.SHL", body)}
 
 
 def _resource_usage(cubin: bytes) -> dict:
@@ -112,6 +181,7 @@ def _resource_usage(cubin: bytes) -> dict:
 def main(argv: list[str]) -> int:
     import argparse
     import json
+    from dataclasses import replace
 
     from softbench.kernels.inputs import TORCH_DTYPES
     from softbench.kernels.triton_attn import KernelConfig, default_config
@@ -124,6 +194,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--arch", type=int, default=90)
     p.add_argument("--config", help="block_m,block_n,num_warps,num_stages[,v_kmajor 0/1] (default: the table's)")
+    p.add_argument("--tma", action="store_true", help="tensor descriptors (KernelConfig.tma)")
+    p.add_argument("--warp-specialize", action="store_true", help="KernelConfig.warp_specialize")
+    p.add_argument("--max-registers", type=int, default=None, help="KernelConfig.max_registers (maxnreg)")
     a = p.parse_args(argv)
     shape = Shape(dtype=a.dtype, seq=a.seq, causal=a.causal, head_dim=a.head_dim)
     if a.config:
@@ -131,6 +204,10 @@ def main(argv: list[str]) -> int:
         config = KernelConfig(*parts[:4], v_kmajor=bool(parts[4]) if len(parts) > 4 else a.dtype == "fp8")
     else:
         config = default_config(TORCH_DTYPES[a.dtype], a.head_dim)
+    flags = {"tma": a.tma, "warp_specialize": a.warp_specialize}
+    config = replace(config, **{k: True for k, v in flags.items() if v})
+    if a.max_registers is not None:
+        config = replace(config, max_registers=a.max_registers)
     print(json.dumps(cross_compile(shape, a.variant, config, a.arch), indent=1))
     return 0
 
