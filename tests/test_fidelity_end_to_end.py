@@ -5,14 +5,14 @@ import importlib.util
 import json
 import os
 
-import numpy as np
 import pytest
-import torch
 
 from softbench.cli import main
 from softbench.errors import UnsupportedError
 from softbench.fidelity.engine import FidelityOptions, Progress, run_fidelity
 from softbench.session import Session
+
+from tiny_llama import build_tiny_llama
 
 pytestmark = pytest.mark.slow  # each test loads a (tiny) model; together well under a minute
 pytest.importorskip("transformers", reason="softbench[fidelity] is not installed")
@@ -23,28 +23,9 @@ pytest.importorskip("tokenizers", reason="softbench[fidelity] is not installed")
 def tiny(tmp_path_factory):
     """A 2-layer Llama (4 query / 2 KV heads, head dim 16) with random weights, a character-level tokenizer and
     a text of about 25k characters."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
     root = tmp_path_factory.mktemp("tiny")
-    words = ["cat", "dog", "sun", "moon", "tree", "house", "field", "sky", "night", "wood"]
-    rng = np.random.default_rng(0)
-    text = " ".join(f"the {words[rng.integers(10)]} of {words[rng.integers(10)]} is {n}." for n in range(1200))
-    (root / "text.txt").write_text(text)
-    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2, **{c: i + 3 for i, c in enumerate(sorted(set(text)))}}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    fast.save_pretrained(root / "model")
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=384,
-                      bos_token_id=0, eos_token_id=1)
-    model = LlamaForCausalLM(cfg)
-    with torch.no_grad():  # a sharper attention than the default init, so the operators have something to change
-        for layer in model.model.layers:
-            layer.self_attn.q_proj.weight.mul_(8.0)
-    model.save_pretrained(root / "model")
+    build_tiny_llama(root, n_sentences=1200, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=16, max_position_embeddings=384)
     return root
 
 

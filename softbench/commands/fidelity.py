@@ -13,6 +13,7 @@ from softbench.console import RichProgress
 from softbench.shapes import DTYPES
 
 PATH_CHOICES = ("kernel", "sim", "row")
+KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imported here: --help stays light)
 
 
 @click.command("fidelity")
@@ -24,8 +25,11 @@ PATH_CHOICES = ("kernel", "sim", "row")
               help="tokens per block (capped at the model's context)")
 @click.option("--max-blocks", type=click.IntRange(min=1), default=97, show_default=True)
 @click.option("--path", type=click.Choice(PATH_CHOICES), default="sim", show_default=True,
-              help="kernel: FA4 A0 vs A1 on a GPU; sim: the kernel's tile-wise semantics in PyTorch; "
-                   "row: every operator on the whole row (offline)")
+              help="kernel: a real kernel's A0 vs A1 on a GPU (--backend); sim: the kernel's tile-wise semantics "
+                   "in PyTorch; row: every operator on the whole row (offline)")
+@click.option("--backend", type=click.Choice(KERNEL_BACKENDS), default="fa4", show_default=True,
+              help="--path kernel: FA4, or softbench's own Triton forward (head dims 64 and 128; on a machine "
+                   "without CUDA only through Triton's CPU interpreter, TRITON_INTERPRET=1, for tests)")
 @click.option("--operator", "operators", multiple=True, default=("rowmax-h15",), show_default=True,
               help="[path:]name[:key=value,...], repeatable, e.g. rowmax-pot:kmax=20 or row:rowmax-h15; "
                    "--list-operators shows them")
@@ -46,12 +50,14 @@ PATH_CHOICES = ("kernel", "sim", "row")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="continue an interrupted session with its own options")
 @click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")
-def command(model, gguf_file, corpus, block_len, max_blocks, path, operators, dtype, fp8_storage, bootstrap, seed,
-            rescale_threshold, tile, bos, device, threads, out_dir, resume, list_operators):
+def command(model, gguf_file, corpus, block_len, max_blocks, path, backend, operators, dtype, fp8_storage, bootstrap,
+            seed, rescale_threshold, tile, bos, device, threads, out_dir, resume, list_operators):
     """Per-block NLL with exact and approximate attention; dNLL with a paired block bootstrap.
 
     Example: softbench fidelity --model smollm2-135m --corpus austen --path sim
-    --operator rowmax-h15 --operator rowmax-pot:kmax=20"""
+    --operator rowmax-h15 --operator rowmax-pot:kmax=20
+
+    On a GPU: softbench fidelity --model smollm2-135m --path kernel --backend triton --operator rowmax-h15"""
     from softbench.console import err, out, table
     from softbench.errors import UsageError
 
@@ -74,7 +80,7 @@ def command(model, gguf_file, corpus, block_len, max_blocks, path, operators, dt
                                max_blocks=max_blocks, path=path, operators=tuple(operators), dtype=dtype,
                                bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold, device=device,
                                out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, threads=threads,
-                               command_line=command_line)
+                               backend=backend, command_line=command_line)
         opts.check()  # bad operators and combinations fail before anything is loaded
     else:
         err.print(f"resuming {resume} with the options it was started with")
@@ -83,7 +89,8 @@ def command(model, gguf_file, corpus, block_len, max_blocks, path, operators, dt
         session = run_fidelity(opts, progress, resume=resume)
     summary = session.read_json("summary.json")
     out.print(headline(summary))
-    out.print(table(f"fidelity ({summary['path']} path, {summary['dtype']})", CONSOLE_COLUMNS,
+    kernel = f" {summary['backend']}" if summary.get("backend") else ""
+    out.print(table(f"fidelity ({summary['path']} path{kernel}, {summary['dtype']})", CONSOLE_COLUMNS,
                     console_rows(summary)))
     err.print(f"session: {session.path}")
 

@@ -9,7 +9,8 @@ Implementations take transformers' layout, q (b, h, s, d) and k/v (b, kv_h, s, d
 - ExactAttention: scores in FP32, causal mask, FP32 softmax, P cast to V's dtype before P.V (paper A.2);
 - RowAttention: the same with an operator from the zoo on the whole row (final row maximum), the offline path;
 - SimAttention: softbench.kernels.sim.sim_attention, the tile-wise semantics of the kernel;
-- FA4Attention: flash_attn.cute.flash_attn_func of the variant loaded in this process.
+- FA4Attention: flash_attn.cute.flash_attn_func of the variant loaded in this process;
+- TritonAttention: softbench.kernels.triton_attn, softbench's own Triton forward, variant A0 or A1.
 Queries are processed in chunks of 512 rows on the FP32 paths, which does not change any row's statistics.
 
 What cannot be honoured is refused, never silently changed: logit softcapping, a sliding window shorter than
@@ -128,6 +129,36 @@ class FA4Attention:
         out, _lse = self.fa.flash_attn_func(q.transpose(1, 2).contiguous(), k.transpose(1, 2).contiguous(),
                                             v.transpose(1, 2).contiguous(), causal=True, softmax_scale=scale)
         return out
+
+
+class TritonAttention:
+    """softbench's Triton forward (softbench.kernels.triton_attn) with one variant's weight map: A0 exact exp2,
+    A1 Rowmax-H15. GQA is native. One kernel configuration for the whole run, the tuned one for the model's dtype
+    and head dim (configure(), called by the worker at load so that it is recorded before any block)."""
+
+    def __init__(self, variant: str):
+        self.variant = variant
+        self.label = f"triton:{variant}"
+        self.config = None
+
+    def configure(self, dtype: torch.dtype, head_dim: int):
+        from softbench.kernels import triton_attn
+
+        if head_dim not in triton_attn.HEAD_DIMS:
+            dims = " and ".join(str(d) for d in triton_attn.HEAD_DIMS)
+            raise UnsupportedError(f"this model's attention head dim is {head_dim}; softbench's Triton forward "
+                                   f"implements head dims {dims} only",
+                                   hint="--backend fa4 on a GPU, or --path sim (the same semantics in PyTorch)")
+        self.config = triton_attn.default_config(dtype, head_dim)
+        return self.config
+
+    def __call__(self, q, k, v, scale):
+        from softbench.kernels import triton_attn
+
+        if self.config is None or q.shape[-1] not in triton_attn.HEAD_DIMS:
+            self.configure(q.dtype, q.shape[-1])  # not configured yet, or a refusal that names the head dim
+        return triton_attn.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True,
+                                     variant=self.variant, config=self.config, softmax_scale=scale)
 
 
 class SdpaAttention:

@@ -1,7 +1,9 @@
 """What one fidelity run compares: a baseline and the approximate conditions, each with the path it runs on.
 
 Paths:
-- kernel: the real FA4 kernels on a GPU; baseline stock FA4 (A0), condition the Rowmax-H15 patch (A1).
+- kernel: a real kernel on a GPU, one variant per worker process: baseline A0 (exact exp2), condition A1
+  (Rowmax-H15); the kernel is FA4 (stock vs its Rowmax-H15 patch) or softbench's own Triton forward
+  (softbench.kernels.triton_attn, the same two weight maps), chosen by --backend.
 - sim: the tile-wise semantic simulation of the kernel (softbench.kernels.sim) for operators defined on the
   running maximum; operators defined on the final row maximum go to the whole-row path instead (said in the name).
 - row: the offline whole-row path for every operator (scores in FP32, the final row maximum as anchor).
@@ -18,7 +20,13 @@ from softbench.errors import UsageError
 from softbench.fidelity.operators_zoo import Operator, parse_operator
 
 PATHS = ("kernel", "sim", "row")
-KERNEL_OPERATORS = {"rowmax-h15": "A1"}  # what the FA4 patches implement (A0 is the baseline)
+KERNEL_OPERATORS = {"rowmax-h15": "A1"}  # what the FA4 patch and the Triton kernel implement (A0: the baseline)
+KERNEL_BACKENDS = ("fa4", "triton")
+KERNEL_LABELS = {"fa4": "FA4", "triton": "Triton"}
+# what each backend's A0 and A1 are, for the conditions' notes (a reader of summary.md sees which kernel ran)
+_KERNEL_NOTES = {"fa4": ("stock FA4 (A0)", "patched FA4 ({variant})"),
+                 "triton": ("softbench's Triton forward, exact exp2 (A0)",
+                            "softbench's Triton forward, Rowmax-H15 weights ({variant})")}
 
 
 @dataclass(frozen=True)
@@ -26,7 +34,7 @@ class Condition:
     name: str  # e.g. "exact", "sim:rowmax-h15", "row:rowmax-pot:kmax=20,tail=clamp", "kernel:rowmax-h15"
     path: str  # "exact" (the sim/row baseline), "sim", "row" or "kernel"
     operator: Operator | None
-    variant: str | None = None  # FA4 variant on the kernel path
+    variant: str | None = None  # kernel variant on the kernel path (A0, A1)
     note: str = ""
 
     @property
@@ -46,7 +54,7 @@ class Condition:
 
 
 EXACT = Condition("exact", "exact", None, note="exact softmax, FP32 scores and probabilities, P cast to V's dtype")
-KERNEL_BASELINE = Condition("kernel:stock", "kernel", None, variant="A0", note="stock FA4 (A0)")
+KERNEL_BASELINE = Condition("kernel:stock", "kernel", None, variant="A0", note=_KERNEL_NOTES["fa4"][0])
 
 
 def _split_path(text: str, default: str) -> tuple[str, str, bool]:
@@ -57,23 +65,29 @@ def _split_path(text: str, default: str) -> tuple[str, str, bool]:
     return default, text, False
 
 
-def build_conditions(path: str, operator_texts: tuple[str, ...] | list[str]) -> list[Condition]:
-    """Baseline first, then one condition per operator (duplicates refused)."""
+def build_conditions(path: str, operator_texts: tuple[str, ...] | list[str],
+                     backend: str = "fa4") -> list[Condition]:
+    """Baseline first, then one condition per operator (duplicates refused). `backend`: the kernel path's kernel."""
     if path not in PATHS:
         raise UsageError(f"--path must be one of {', '.join(PATHS)}, not {path!r}")
     if not operator_texts:
         raise UsageError("no --operator given")
     if path == "kernel":
-        out = [KERNEL_BASELINE]
+        if backend not in KERNEL_BACKENDS:
+            raise UsageError(f"--backend must be one of {', '.join(KERNEL_BACKENDS)}, not {backend!r}")
+        base_note, variant_note = _KERNEL_NOTES[backend]
+        out = [Condition(KERNEL_BASELINE.name, "kernel", None, variant="A0", note=base_note)]
         for text in operator_texts:
             own, rest, _ = _split_path(text, path)
             op = parse_operator(rest)
             if own != "kernel" or op.canonical not in KERNEL_OPERATORS:
                 raise UsageError(
-                    f"--path kernel runs the FA4 variants only: {', '.join(KERNEL_OPERATORS)} (got {text!r})",
+                    f"--path kernel runs the {KERNEL_LABELS[backend]} variants only: "
+                    f"{', '.join(KERNEL_OPERATORS)} (got {text!r})",
                     hint="other operators run on the simulation or whole-row paths: --path sim or --path row")
-            out.append(Condition(f"kernel:{op.canonical}", "kernel", op, variant=KERNEL_OPERATORS[op.canonical],
-                                 note=f"patched FA4 ({KERNEL_OPERATORS[op.canonical]})"))
+            variant = KERNEL_OPERATORS[op.canonical]
+            out.append(Condition(f"kernel:{op.canonical}", "kernel", op, variant=variant,
+                                 note=variant_note.format(variant=variant)))
     else:
         out = [EXACT]
         for text in operator_texts:

@@ -6,7 +6,8 @@ condition on one block, its rows appended to blocks.jsonl at once; blocks.csv an
 each block, so a killed run loses at most the block in progress), summarize.
 
 Session files: options.json (as run), env.json, run.json (model, corpus, signature, conditions, gate),
-blocks.jsonl (raw rows), blocks.csv, summary.json, summary.md, status.json; worker-A0/A1.log on the kernel path.
+blocks.jsonl (raw rows), blocks.csv, summary.json, summary.md, status.json; worker-A0/A1.log on the kernel path,
+whose kernel (--backend fa4 or triton) is recorded in run.json `kernel` and summary.json `backend`.
 `--resume DIR` reopens a session with its own options, checks that the token signature is unchanged, and
 evaluates only the blocks that are not complete for every condition."""
 
@@ -45,6 +46,7 @@ class FidelityOptions:
     fp8_storage: bool = False
     threads: int | None = None
     patch_cache: str | None = None
+    backend: str = "fa4"  # the kernel path's kernel: FA4, or softbench's Triton forward
     command_line: str = ""
 
     def to_dict(self) -> dict:
@@ -72,14 +74,23 @@ class FidelityOptions:
             raise UsageError("--rescale-threshold must be >= 0 (0: always rescale)")
         if self.fp8_storage and self.dtype != "fp8":
             raise UsageError("--fp8-storage applies to --dtype fp8 only")
+        if self.backend != "fa4" and self.path != "kernel":
+            raise UsageError(f"--backend {self.backend} chooses the kernel of --path kernel; --path {self.path} "
+                             "runs no kernel", hint="add --path kernel, or drop --backend")
         if self.path == "kernel":
             if self.rescale_threshold:
                 raise UsageError("--rescale-threshold is the simulation's; the kernel uses its own rule",
                                  hint="drop --rescale-threshold with --path kernel")
-            if self.device == "cpu":
+            if self.device == "cpu" and self.backend == "fa4":
                 raise UnsupportedError("--path kernel runs FA4 on a CUDA GPU, not on the CPU",
                                        hint="use --path sim (the kernel's semantics in PyTorch) on the CPU")
-        return build_conditions(self.path, self.operators)
+            if self.backend == "triton" and self.dtype == "fp8":
+                # the kernel takes E4M3 operands with descales, but how the model's BF16 Q/K/V would be scaled
+                # into E4M3 is not defined here; running BF16 under an fp8 label would misreport the numbers
+                raise UnsupportedError("--path kernel --backend triton runs bf16 or fp16 attention; FP8 operands "
+                                       "would need a Q/K/V quantization the fidelity path does not define",
+                                       hint="use --path sim --dtype fp8 for FA4's FP8 semantics")
+        return build_conditions(self.path, self.operators, self.backend)
 
 
 class Progress:
@@ -109,7 +120,15 @@ def _device(opts: FidelityOptions) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progress) -> Prepared:
+def _run_device(opts: FidelityOptions) -> str:
+    """FA4 runs on CUDA only (a CPU-only machine is refused by check_supported). The Triton forward runs on CUDA
+    where present, otherwise on the CPU, which check_supported allows only through the interpreter (tests)."""
+    if opts.path == "kernel" and opts.backend == "fa4":
+        return "cuda"
+    return _device(opts)
+
+
+def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progress, device: str) -> Prepared:
     from softbench.fidelity import corpus as corpora
     from softbench.fidelity import models
     from softbench.kernels.capability import detect_device
@@ -120,7 +139,8 @@ def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progre
     config = models.load_config(src)
     ctx = models.context_length(config)
     block_len = min(opts.block_len, ctx) if ctx else opts.block_len
-    models.check_supported(config, opts.path, block_len, opts.dtype, detect_device())
+    models.check_supported(config, opts.path, block_len, opts.dtype, detect_device(prefer_cuda=device == "cuda"),
+                           opts.backend)
     tokenizer = models.load_tokenizer(src)
     progress.message(f"corpus {opts.corpus}")
     text = corpora.load_corpus(opts.corpus)
@@ -144,7 +164,8 @@ def _evaluator(opts: FidelityOptions, prep: Prepared, conditions: list[Condition
     if opts.path == "kernel":
         from softbench.fidelity.kernel_eval import KernelEvaluator
 
-        return KernelEvaluator(conditions, prep.model_source.to_dict(), opts.dtype, session.path, opts.patch_cache)
+        return KernelEvaluator(conditions, prep.model_source.to_dict(), opts.dtype, session.path, opts.patch_cache,
+                               backend=opts.backend, device=device)
     from softbench.fidelity import attention, models
     from softbench.fidelity.local_eval import LocalEvaluator, SimSettings
 
@@ -161,7 +182,8 @@ def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool,
 
     s = summarize(rows, run["conditions"], n_boot=opts.bootstrap, seed=opts.seed)
     return {"command": COMMAND, "complete": complete, "incomplete_reason": reason, "updated_utc": utc_iso(),
-            "model": run["model"], "corpus": run["corpus"], "path": opts.path, "dtype": opts.dtype,
+            "model": run["model"], "corpus": run["corpus"], "path": opts.path,
+            "backend": opts.backend if opts.path == "kernel" else None, "dtype": opts.dtype,
             "device": device, "rescale_threshold": opts.rescale_threshold, "tile": opts.tile, "bos": opts.bos,
             "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
             "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
@@ -201,12 +223,13 @@ def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None 
         import torch
 
         torch.set_num_threads(opts.threads)
-    device = _device(opts) if opts.path != "kernel" else "cuda"
-    prep = prepare(opts, conditions, progress)
+    device = _run_device(opts)
+    prep = prepare(opts, conditions, progress, device)
     if session is None:
         from softbench.envinfo import collect_env
 
-        session = Session.create(opts.out_dir, COMMAND, tag=f"{prep.run['model']['label']}-{opts.path}")
+        kernel = f"-{opts.backend}" if opts.path == "kernel" else ""
+        session = Session.create(opts.out_dir, COMMAND, tag=f"{prep.run['model']['label']}-{opts.path}{kernel}")
         session.write_json("options.json", opts.to_dict())
         session.write_json("env.json", collect_env(gpu=device == "cuda"))
         prep.run["created_utc"] = utc_iso()
@@ -222,10 +245,11 @@ def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None 
     run = prep.run
     evaluator = None
     try:
-        progress.message(f"loading {run['model']['label']} ({opts.path} path, {device})")
+        kernel = f" {opts.backend}" if opts.path == "kernel" else ""
+        progress.message(f"loading {run['model']['label']} ({opts.path} path{kernel}, {device})")
         evaluator = _evaluator(opts, prep, conditions, session, device)
-        if opts.path == "kernel":
-            run["fa4"] = evaluator.info
+        if opts.path == "kernel":  # which kernel produced the numbers: backend, versions, patch or configuration
+            run["kernel"] = {"backend": opts.backend, "workers": evaluator.info}
         if "gate" not in run:
             progress.message("wiring check on block 0")
             gate = evaluator.gate(prep.blocks[0])

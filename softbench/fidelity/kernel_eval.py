@@ -1,7 +1,7 @@
-"""The kernel path from the parent's side: A0 and A1 workers (softbench.fidelity.kernel_worker), driven block by
-block. For each block A0 runs first and writes its final hidden states to a scratch file; A1 then runs the same
-tokens and reads them to compute the vocabulary-output divergences. The pairing of per-block NLLs happens in the
-parent, like every other condition."""
+"""The kernel path from the parent's side: A0 and A1 workers (softbench.fidelity.kernel_worker) of one backend
+(fa4 or triton), driven block by block. For each block A0 runs first and writes its final hidden states to a
+scratch file; A1 then runs the same tokens and reads them to compute the vocabulary-output divergences. The
+pairing of per-block NLLs happens in the parent, like every other condition."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import numpy as np
 import softbench
 from softbench import errors
 from softbench.errors import MeasurementError
-from softbench.fidelity.conditions import Condition
+from softbench.fidelity.conditions import KERNEL_LABELS, Condition
 
 _ERROR_TYPES = {name: getattr(errors, name) for name in
                 ("UsageError", "UnsupportedError", "PatchError", "MeasurementError", "SoftbenchError")}
@@ -26,7 +26,7 @@ _ERROR_TYPES = {name: getattr(errors, name) for name in
 
 class WorkerClient:
     def __init__(self, label: str, log_path: Path):
-        self.label = label
+        self.label = label  # e.g. "FA4 A1", "Triton A0": how errors name the worker
         self.log_path = log_path
         self._log = open(log_path, "a")
         # the worker imports this very softbench, wherever the parent was started from
@@ -50,12 +50,12 @@ class WorkerClient:
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
-            raise MeasurementError(f"FA4 worker {self.label} exited (code {self.proc.poll()}); its log "
+            raise MeasurementError(f"{self.label} worker exited (code {self.proc.poll()}); its log "
                                    f"({self.log_path}) ends:\n{self._tail()}")
         msg = json.loads(line)
         if not msg.get("ok"):
             cls = _ERROR_TYPES.get(msg.get("type"), MeasurementError)
-            raise cls(f"FA4 worker {self.label}: {msg.get('error')}", hint=msg.get("hint"))
+            raise cls(f"{self.label} worker: {msg.get('error')}", hint=msg.get("hint"))
         return msg.get("result", {})
 
     def close(self) -> None:
@@ -71,9 +71,10 @@ class WorkerClient:
 
 class KernelEvaluator:
     def __init__(self, conditions: list[Condition], model_source: dict, dtype: str, session_dir: Path,
-                 patch_cache: str | None = None):
+                 patch_cache: str | None = None, backend: str = "fa4", device: str = "cuda"):
         if len(conditions) != 2 or not conditions[0].is_baseline:
             raise MeasurementError("the kernel path compares exactly the stock kernel and one patched variant")
+        self.backend = backend
         self.conditions = conditions
         shm = Path("/dev/shm")
         self.scratch = Path(tempfile.mkdtemp(prefix="softbench-fidelity-", dir=shm if shm.is_dir() else None))
@@ -81,10 +82,11 @@ class KernelEvaluator:
         self.info: dict = {}
         try:
             for cond in conditions:
-                w = WorkerClient(cond.variant, session_dir / f"worker-{cond.variant}.log")
+                w = WorkerClient(f"{KERNEL_LABELS.get(backend, backend)} {cond.variant}",
+                                 session_dir / f"worker-{cond.variant}.log")
                 self.workers.append(w)
                 self.info[cond.variant] = w.request("load", variant=cond.variant, model=model_source, dtype=dtype,
-                                                    patch_cache=patch_cache)
+                                                    patch_cache=patch_cache, backend=backend, device=device)
         except BaseException:
             self.close()
             raise

@@ -1,10 +1,15 @@
-"""One FA4 variant (A0 stock or A1 Rowmax-H15) evaluating the model, in its own process.
+"""One kernel variant (A0 exact exp2 or A1 Rowmax-H15) evaluating the model, in its own process.
 
-A process can import only one `flash_attn`, so the kernel path runs each variant in a worker that imports FA4
-from its private patched tree (softbench.kernels.fa4.FA4Backend) before transformers is imported, loads the model
-with every attention layer routed to that FA4, and then answers JSON requests on stdin, one per line:
-  load  {variant, model, dtype, patch_cache}      -> FA4 patch record, model geometry
-  gate  {tokens}                                  -> NLL through FA4 and softbench's head vs the model's SDPA loss
+backend fa4: a process can import only one `flash_attn`, so each variant runs in a worker that imports FA4 from
+its private patched tree (softbench.kernels.fa4.FA4Backend) before transformers is imported.
+backend triton: softbench's Triton forward (softbench.kernels.triton_attn), the variant a constexpr of one
+kernel; it runs in the same two-worker protocol so that both backends produce sessions of one shape. On a machine
+without CUDA it runs only through Triton's CPU interpreter (TRITON_INTERPRET=1 in the environment: tests).
+The worker loads the model with every attention layer routed to that kernel, and then answers JSON requests on
+stdin, one per line:
+  load  {variant, model, dtype, patch_cache, backend, device}
+        -> what runs (FA4's patch record, or the Triton version and kernel configuration), load times
+  gate  {tokens}                                  -> NLL through the kernel and softbench's head vs the SDPA loss
   block {index, tokens, save_hidden, baseline_hidden}
         -> the block's NLL; save_hidden writes the final hidden states for the other variant; with
            baseline_hidden it also returns the vocabulary-output divergences against those states
@@ -17,7 +22,7 @@ import os
 import sys
 import time
 
-from softbench.errors import UsageError
+from softbench.errors import UnsupportedError, UsageError
 
 STAND_IN_ENV = "SOFTBENCH_FIDELITY_FA4_STAND_IN"
 
@@ -40,6 +45,22 @@ class KernelWorker:
 
         return attention.FA4Attention(backend.fa, self.variant), info
 
+    def _triton(self):
+        interpreter = os.environ.get("TRITON_INTERPRET") == "1"
+        if self.device != "cuda" and not interpreter:
+            raise UnsupportedError("softbench's Triton forward needs a CUDA GPU here",
+                                   hint="TRITON_INTERPRET=1 runs it through Triton's CPU interpreter (tests only)")
+        try:
+            import triton
+        except ImportError:
+            raise UnsupportedError("--backend triton needs the triton package, which is not installed here",
+                                   hint="pip install triton (or pip install -e .[triton])") from None
+        from softbench.fidelity import attention
+
+        info = {"backend": "triton", "variant": self.variant, "triton_version": triton.__version__,
+                "interpreter": interpreter}
+        return attention.TritonAttention(self.variant), info
+
     def _stand_in(self):
         """Tests only (SOFTBENCH_FIDELITY_FA4_STAND_IN=sim): the CPU simulation of each variant's semantics
         (A0 exact exp2, A1 Rowmax-H15) in place of FA4, so the two-process protocol runs without a GPU."""
@@ -50,13 +71,21 @@ class KernelWorker:
         return attention.SimAttention(parse_operator(op)), {"backend": "sim stand-in for FA4", "variant": self.variant}
 
     def load(self, req: dict) -> dict:
-        from softbench.fidelity.models import ModelSource, load_model, offline_environment
+        from softbench.fidelity.models import ModelSource, attention_geometry, load_model, offline_environment
 
         offline_environment()
         self.variant = req["variant"]
-        stand_in = os.environ.get(STAND_IN_ENV) == "sim"
-        impl, info = self._stand_in() if stand_in else self._fa4(req)
-        self.device = "cpu" if stand_in else "cuda"
+        backend = req.get("backend", "fa4")
+        stand_in = backend == "fa4" and os.environ.get(STAND_IN_ENV) == "sim"
+        self.device = "cpu" if stand_in else req.get("device", "cuda")
+        if stand_in:
+            impl, info = self._stand_in()
+        elif backend == "triton":
+            impl, info = self._triton()
+        elif backend == "fa4":
+            impl, info = self._fa4(req)
+        else:
+            raise UsageError(f"unknown kernel backend {backend!r}")
 
         from softbench.fidelity import attention
         from softbench.fidelity.nll import FP32Head
@@ -67,6 +96,10 @@ class KernelWorker:
         self.model = load_model(ModelSource.from_dict(req["model"]), req["dtype"], self.device, name)
         self.head = FP32Head(self.model)
         info["model_load_s"] = round(time.monotonic() - t0, 3)
+        if isinstance(impl, attention.TritonAttention):  # the configuration every layer will run, on record
+            config = impl.configure(self.model.dtype, attention_geometry(self.model.config)["head_dim"])
+            info["config"] = config.to_dict()
+        info["device"] = self.device
         info["pid"] = os.getpid()
         return info
 
@@ -82,13 +115,13 @@ class KernelWorker:
         from softbench.fidelity.nll import decoder_hidden, score_block
 
         ids = self._ids(req["tokens"])
-        fa4 = attention.ROUTER.impl
+        kernel = attention.ROUTER.impl
         with torch.inference_mode():
             attention.ROUTER.use(attention.SdpaAttention())
             try:
                 native = float(self.model(input_ids=ids, labels=ids, use_cache=False).loss)
             finally:
-                attention.ROUTER.use(fa4)
+                attention.ROUTER.use(kernel)
             ours = score_block(self.head, decoder_hidden(self.model, ids)[:-1], ids[0, 1:]).to_row()["nll"]
         return {"native_sdpa_loss": native, "softbench_baseline_nll": ours, "difference": ours - native}
 

@@ -7,7 +7,8 @@ alternatives. GGUF weights are dequantized at load time (GgufConfig(dequantize=T
 so every transformers version computes with the same dense weights.
 
 `support_reasons` says, before any block runs, what softbench's attention paths cannot do for this model:
-logit softcapping, a sliding window shorter than the block, and on the kernel path head dims FA4 lacks."""
+logit softcapping, a sliding window shorter than the block, and on the kernel path what the chosen kernel (FA4 or
+softbench's Triton forward) cannot run on this device: head dims, dtypes, no GPU."""
 
 from __future__ import annotations
 
@@ -188,8 +189,9 @@ def attention_geometry(config) -> dict:
     return {"heads": heads, "kv_heads": kv, "head_dim": head_dim, "layers": config.num_hidden_layers}
 
 
-def support_reasons(config, path: str, block_len: int, dtype: str, device) -> list[str]:
-    """Sentences that say why this model cannot run here; empty when it can."""
+def support_reasons(config, path: str, block_len: int, dtype: str, device, backend: str = "fa4") -> list[str]:
+    """Sentences that say why this model cannot run here; empty when it can. `backend`: the kernel path's kernel
+    (fa4 or triton), asked about the model's attention shape on `device`."""
     reasons = []
     softcap = getattr(config, "attn_logit_softcapping", None)
     if softcap:
@@ -201,24 +203,27 @@ def support_reasons(config, path: str, block_len: int, dtype: str, device) -> li
         reasons.append(f"the model uses a sliding window of {window} tokens, shorter than the block "
                        f"({block_len}); use --block-len {window} or less")
     if path == "kernel":
-        from softbench.kernels.capability import fa4_unsupported_reason
+        from softbench.fidelity.conditions import KERNEL_LABELS
+        from softbench.kernels.capability import unsupported_reason
         from softbench.shapes import Shape
 
         geo = attention_geometry(config)
+        kernel = KERNEL_LABELS.get(backend, backend)
         try:
             shape = Shape(dtype=dtype, seq=block_len, causal=True, batch=1, heads=geo["heads"],
                           kv_heads=geo["kv_heads"], head_dim=geo["head_dim"])
         except UsageError as e:
-            reasons.append(f"FA4 cannot take this model's attention shape: {e}")
+            reasons.append(f"{kernel} cannot take this model's attention shape: {e}")
         else:
-            r = fa4_unsupported_reason(shape, device)
+            r = unsupported_reason(backend, shape, device)
             if r:
-                reasons.append(r)
+                reasons.append(f"{r} (this model: {geo['heads']} heads, {geo['kv_heads']} KV heads, head dim "
+                               f"{geo['head_dim']})")
     return reasons
 
 
-def check_supported(config, path: str, block_len: int, dtype: str, device) -> None:
-    reasons = support_reasons(config, path, block_len, dtype, device)
+def check_supported(config, path: str, block_len: int, dtype: str, device, backend: str = "fa4") -> None:
+    reasons = support_reasons(config, path, block_len, dtype, device, backend)
     if reasons:
         hint = "--path sim or --path row run on any machine" if path == "kernel" else None
         raise UnsupportedError("; ".join(reasons), hint=hint)

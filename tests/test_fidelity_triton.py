@@ -1,0 +1,118 @@
+"""The fidelity kernel path through softbench's own Triton forward (--path kernel --backend triton), end to end on
+the CPU through Triton's interpreter (TRITON_INTERPRET=1, inherited by the two worker processes): a tiny random
+Llama with head dim 64, two short blocks. A0 must reproduce exact attention, A1 the simulation of Rowmax-H15;
+head dims the kernel lacks and a machine without CUDA (no interpreter asked for) are refused with exit code 3."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from softbench.cli import main
+from softbench.errors import UnsupportedError
+from softbench.fidelity.engine import FidelityOptions, run_fidelity
+
+from tiny_llama import build_tiny_llama
+
+# find_spec, not importorskip: importing triton here, before test_triton_attn sets TRITON_INTERPRET=1, would build
+# triton.language's own jit helpers for the compiler and break every interpreted kernel in this pytest process
+if importlib.util.find_spec("triton") is None:
+    pytest.skip("triton is not installed", allow_module_level=True)
+pytest.importorskip("transformers", reason="softbench[fidelity] is not installed")
+pytest.importorskip("tokenizers", reason="softbench[fidelity] is not installed")
+
+BLOCK_LEN = 160  # two key tiles of the kernel's 128 (the online rescale runs), still fast in the interpreter
+N_BLOCKS = 2
+# FP16, not the GPU runs' BF16: BF16 rounding of every layer's output leaves ~1e-4 nats of accumulation-order
+# noise between the kernel and PyTorch on two short blocks, as large as this tiny model's dNLL; FP16 resolves it
+DTYPE = "fp16"
+NLL_TOL = 5e-5  # nats; kernel vs PyTorch differences seen here are <= 2e-5, A1 - A0 is ~1e-3 on block 0
+
+
+def _tiny_llama(root, head_dim: int):
+    """A 2-layer Llama (2 query heads, 1 KV head: GQA) with random weights and sharpened queries, a
+    character-level tokenizer and a text of about 2k characters. Returns (model folder, text file)."""
+    return build_tiny_llama(root, n_sentences=120, hidden_size=2 * head_dim, intermediate_size=256,
+                            num_attention_heads=2, num_key_value_heads=1, head_dim=head_dim,
+                            max_position_embeddings=512)
+
+
+@pytest.fixture(scope="module")
+def tiny64(tmp_path_factory):
+    return _tiny_llama(tmp_path_factory.mktemp("tiny64"), 64)
+
+
+def _nll(session) -> dict[tuple[int, str], float]:
+    return {(r["block"], r["condition"]): r["nll"] for r in session.read_records("blocks.jsonl")}
+
+
+@pytest.mark.slow
+def test_triton_kernel_path_reproduces_exact_and_simulated_attention(tiny64, tmp_path, monkeypatch):
+    model, text = tiny64
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the workers inherit it: Triton on the CPU
+    from softbench.kernels.triton_attn import default_config
+    common = dict(model=str(model), corpus=str(text), block_len=BLOCK_LEN, max_blocks=N_BLOCKS, dtype=DTYPE,
+                  bootstrap=200, device="cpu")
+    kernel = run_fidelity(FidelityOptions(**common, path="kernel", backend="triton", operators=("rowmax-h15",),
+                                          out_dir=str(tmp_path / "kernel")))
+    local = run_fidelity(FidelityOptions(**common, path="sim", operators=("sim:exp2", "sim:rowmax-h15"),
+                                         out_dir=str(tmp_path / "sim")))
+    assert kernel.status()["complete"] and kernel.path.name.endswith("-kernel-triton")
+
+    # the session says which kernel produced the numbers
+    summary, run = kernel.read_json("summary.json"), kernel.read_json("run.json")
+    assert summary["backend"] == "triton" and summary["path"] == "kernel" and summary["blocks_complete"] == N_BLOCKS
+    assert run["kernel"]["backend"] == "triton"
+    for variant in ("A0", "A1"):
+        info = run["kernel"]["workers"][variant]
+        assert info["backend"] == "triton" and info["variant"] == variant and info["interpreter"] is True
+        assert info["triton_version"] and info["config"]["label"] == default_config(torch.float16, 64).label()
+        assert info["device"] == "cpu"
+    assert "(kernel: `triton`)" in (kernel.path / "summary.md").read_text()
+    assert "Triton forward" in summary["conditions"][0]["note"]
+    assert run["gate"]["passed"]
+    assert json.loads((kernel.path / "options.json").read_text())["backend"] == "triton"
+
+    # A0 through Triton is exact attention up to accumulation order; A1 is the simulated Rowmax-H15
+    k, s = _nll(kernel), _nll(local)
+    for b in range(N_BLOCKS):
+        a0, a1 = k[(b, "kernel:stock")], k[(b, "kernel:rowmax-h15")]
+        assert a0 == pytest.approx(s[(b, "exact")], abs=NLL_TOL)
+        assert a1 == pytest.approx(s[(b, "sim:rowmax-h15")], abs=NLL_TOL)
+    assert abs(k[(0, "kernel:rowmax-h15")] - k[(0, "kernel:stock")]) > 10 * NLL_TOL  # a change the test resolves
+    kernel_dnll = summary["conditions"][0]["dnll"]
+    sim_dnll = next(c for c in local.read_json("summary.json")["conditions"] if c["name"] == "sim:rowmax-h15")["dnll"]
+    assert kernel_dnll != 0 and summary["conditions"][0]["jsd"] > 0
+    assert kernel_dnll == pytest.approx(sim_dnll, abs=NLL_TOL)
+
+
+def test_head_dim_96_is_refused_naming_it(tmp_path, monkeypatch, capsys):
+    from softbench.fidelity.attention import TritonAttention
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    q = torch.zeros(1, 2, 8, 96, dtype=torch.bfloat16)
+    k = torch.zeros(1, 1, 8, 96, dtype=torch.bfloat16)
+    with pytest.raises(UnsupportedError, match="head dim is 96.*head dims 64 and 128 only"):
+        TritonAttention("A0")(q, k, k, 96 ** -0.5)
+    # the command refuses before any worker starts: the model's geometry is checked against the kernel
+    model, text = _tiny_llama(tmp_path, 96)
+    code = main(["fidelity", "--model", str(model), "--corpus", str(text), "--block-len", "64", "--max-blocks", "1",
+                 "--path", "kernel", "--backend", "triton", "--device", "cpu", "--out", str(tmp_path / "s")])
+    assert code == UnsupportedError.exit_code
+    err = capsys.readouterr().err
+    assert "head dims 64 and 128, not 96" in err and "head dim 96" in err
+
+
+def test_triton_kernel_path_without_cuda_needs_the_interpreter(tiny64, tmp_path, monkeypatch, capsys):
+    model, text = tiny64
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    args = ["fidelity", "--model", str(model), "--corpus", str(text), "--block-len", "64", "--max-blocks", "1",
+            "--out", str(tmp_path)]
+    if not torch.cuda.is_available():
+        assert main([*args, "--path", "kernel", "--backend", "triton"]) == UnsupportedError.exit_code
+        assert "TRITON_INTERPRET=1" in capsys.readouterr().err
+    assert main([*args, "--path", "kernel", "--backend", "triton", "--device", "cpu"]) == UnsupportedError.exit_code
+    assert main([*args, "--path", "kernel", "--backend", "triton", "--dtype", "fp8"]) == UnsupportedError.exit_code
+    assert main([*args, "--path", "sim", "--backend", "triton"]) == 2  # --backend picks the kernel path's kernel
+    assert not any(tmp_path.iterdir())  # refused before a session was created
