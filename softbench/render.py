@@ -12,6 +12,20 @@ def _fmt(v, spec: str = ".4f", none: str = "-") -> str:
         return str(v)
 
 
+def md_table(columns, rows, bar: str | None = None) -> list[str]:
+    """A Markdown table as lines: header, separator, one line per row. `bar`, when given, replaces '|' inside
+    the row cells (the header is written as it is)."""
+    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    for row in rows:
+        cells = row if bar is None else (c.replace("|", bar) for c in row)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
+SMOKE_COLUMNS = ["kernel", "rel. error vs FP32 (checked rows)", "activation mean", "compile s"]
+
+
 def latency_rows(summary: dict) -> list[list[str]]:
     """Rows per kernel label: median ms, TFLOP/s, windows, SM clock median, throttled windows."""
     rows = []
@@ -46,16 +60,13 @@ def latency_markdown(summary: dict, title: str) -> str:
         f"- protocol: {summary.get('protocol')}",
         f"- order per round: {', '.join(''.join(o) for o in summary.get('order', []))}",
         "", latency_headline(summary), "",
-        "| kernel | median ms/call | TFLOP/s | windows | SM clock MHz (median) | throttled windows |",
-        "| --- | --- | --- | --- | --- | --- |",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in latency_rows(summary)]
+    lines += md_table(LATENCY_COLUMNS, latency_rows(summary))
     smoke = summary.get("smoke") or {}
     if smoke:
-        lines += ["", "| kernel | rel. error vs FP32 (checked rows) | activation mean | compile s |", "| --- | --- | --- | --- |"]
-        for label, s in smoke.items():
-            lines.append(f"| {label} | {_fmt(s.get('rel_error_vs_fp32'), '.3e')} | {_fmt(s.get('activation_mean'), '.6f')} | "
-                         f"{_fmt(s.get('compile_s'), '.2f')} |")
+        lines += [""] + md_table(SMOKE_COLUMNS, [
+            [label, _fmt(s.get("rel_error_vs_fp32"), ".3e"), _fmt(s.get("activation_mean"), ".6f"),
+             _fmt(s.get("compile_s"), ".2f")] for label, s in smoke.items()])
     lines += ["", "Speed-up = 100 (median A0 / median A1 - 1) over pooled windows; the per-round sd is a spread, "
               "not a confidence interval.", ""]
     return "\n".join(lines)

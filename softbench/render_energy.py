@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from softbench.measure.energy_summary import METHODS
-from softbench.render import _fmt
+from softbench.render import _fmt, md_table
 
 LOOP_COLUMNS = ["loop", "kernel", "forwards", "ms/forward", "mean W", "idle W", "mJ (sampled)", "mJ (counter)",
                 "ramp samples", "SM MHz", "throttled"]
@@ -67,14 +67,10 @@ def energy_markdown(summary: dict, title: str) -> str:
         "",
         "## Per kernel (mean over its loops), energy per forward in mJ",
         "",
-        "| " + " | ".join(VARIANT_COLUMNS) + " |",
-        "| " + " | ".join("---" for _ in VARIANT_COLUMNS) + " |",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in variant_rows(summary)]
+    lines += md_table(VARIANT_COLUMNS, variant_rows(summary))
     lines += [""] + [f"- {x}" for x in ratio_lines(summary)]
-    lines += ["", "## Per loop", "", "| " + " | ".join(LOOP_COLUMNS) + " |",
-              "| " + " | ".join("---" for _ in LOOP_COLUMNS) + " |"]
-    lines += ["| " + " | ".join(r) + " |" for r in loop_rows(summary)]
+    lines += ["", "## Per loop", ""] + md_table(LOOP_COLUMNS, loop_rows(summary))
     lines += [
         "",
         "E = P T / N: P the mean NVML board power of the kept samples, T the host loop time, N completed forwards; "

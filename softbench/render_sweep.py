@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.render import _fmt
+from softbench.render import _fmt, md_table
 
 
 def settings_rows(settings: list[dict]) -> list[list[str]]:
@@ -51,10 +51,8 @@ def sweep_markdown(summary: dict, title: str) -> str:
         f"- baseline: {summary.get('baseline')} (one process kept for the whole sweep; one process per variant)",
         f"- protocol per variant: {summary.get('protocol')}",
         "",
-        "| " + " | ".join(SWEEP_COLUMNS) + " |",
-        "| " + " | ".join("---" for _ in SWEEP_COLUMNS) + " |",
     ]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in sweep_rows(summary)]
+    lines += md_table(SWEEP_COLUMNS, sweep_rows(summary), bar="/")
     lines += ["", "Sorted by speed-up, fastest first. Speed-up = 100 (median baseline / median variant - 1) over "
               "pooled windows of that variant's own session; baselines of different rows are different windows "
               "of the same baseline process.", ""]

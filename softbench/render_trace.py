@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.render import _fmt
+from softbench.render import _fmt, md_table
 from softbench.shapes import seq_label
 
 B4_COLUMNS = ["seq", "mask", "kernel us (base / var)", "call latency us (base / var)", "kernel-only", "call latency",
@@ -57,12 +57,9 @@ def trace_markdown(summary: dict, title: str) -> str:
         "",
         "## Table B4 form",
         "",
-        "| " + " | ".join(B4_COLUMNS) + " |",
-        "| " + " | ".join("---" for _ in B4_COLUMNS) + " |",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in b4_table_rows(summary)]
-    lines += ["", "## Points", "", "| " + " | ".join(POINT_COLUMNS) + " |", "| " + " | ".join("---" for _ in POINT_COLUMNS) + " |"]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in point_rows(summary)]
+    lines += md_table(B4_COLUMNS, b4_table_rows(summary))
+    lines += ["", "## Points", ""] + md_table(POINT_COLUMNS, point_rows(summary), bar="/")
     notes = [f"- {p['shape_tag']} {p['variant']}: {n}" for p in summary.get("points", []) for n in p.get("notes", [])]
     if notes:
         lines += ["", "Notes:"] + notes

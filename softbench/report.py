@@ -23,6 +23,7 @@ from typing import Any
 
 from softbench.errors import UsageError
 from softbench.evaluate import SessionRecord, load_sessions
+from softbench.render import md_table
 from softbench.session import atomic_write_text, read_jsonl
 from softbench.shapes import seq_label
 
@@ -430,9 +431,7 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
     lines = ["# softbench report", "", f"Sessions: {sum(len(v) for v in by_kind.values())}; "
              "partial sessions are marked (partial) and drawn with hollow markers or hatching.", ""]
     for t in report.tables:
-        lines += [f"## {t.title}", "", "| " + " | ".join(t.columns) + " |",
-                  "| " + " | ".join("---" for _ in t.columns) + " |"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in t.rows]
+        lines += [f"## {t.title}", ""] + md_table(t.columns, t.rows, bar="\\|")
         lines.append("")
     if report.figures:
         lines += ["## figures", ""]

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from softbench.commands.options import shape_options, shapes_from
+from softbench.render import md_table
 
 # static SASS columns: family key in summary["sass"][v], column title
 SASS_COLUMNS = (("total", "instr."), ("MUFU_EX2", "MUFU.EX2"), ("FFMA", "FFMA"), ("FMUL", "FMUL"),
@@ -148,8 +149,7 @@ def audit_markdown(summary: dict, title: str) -> str:
         lines.append(f"- {v}: `{name}`")
     lines.append("")
     for tbl_title, columns, rows in audit_tables(summary):
-        lines += [f"## {tbl_title}", "", "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += [f"## {tbl_title}", ""] + md_table(columns, rows)
         lines.append("")
     lines += [f"- {ln.strip()}" for ln in audit_notes(summary)]
     lines += ["", "Method, per element: " + str(summary.get("per_element_method", "")), "",

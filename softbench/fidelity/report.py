@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from softbench.render import md_table
+
 
 def _f(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
@@ -21,6 +23,9 @@ def condition_rows(summary: dict) -> list[list[str]]:
 
 CONDITION_COLUMNS = ["condition", "dNLL", "95% CI", "PPL change", "resolved", "lower NLL", "KL(base||c)",
                      "KL(c||base)", "JSD", "top-1 agree"]
+
+
+CONTRAST_COLUMNS = ["a - b", "d(dNLL)", "95% CI", "resolved"]
 
 
 CONSOLE_COLUMNS = ["condition", "dNLL [95% CI]", "PPL", "resolved", "lower", "JSD", "top-1"]
@@ -47,12 +52,20 @@ def headline(summary: dict) -> str:
             f"(PPL {base['ppl']:.4f})")
 
 
+def _kernel(summary: dict) -> str:
+    """Which kernel produced a kernel-path session's numbers (sessions before --backend existed ran FA4)."""
+    if summary.get("path") != "kernel":
+        return ""
+    return f" (kernel: `{summary.get('backend') or 'fa4'}`)"
+
+
 def fidelity_markdown(summary: dict) -> str:
     lines = [f"# softbench fidelity: {summary.get('model', {}).get('label', '?')}", ""]
     if not summary.get("complete"):
         lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
     lines += [f"- {headline(summary)}",
-              f"- path: `{summary.get('path')}`; dtype: `{summary.get('dtype')}`; device: `{summary.get('device')}`; "
+              f"- path: `{summary.get('path')}`{_kernel(summary)}; dtype: `{summary.get('dtype')}`; "
+              f"device: `{summary.get('device')}`; "
               f"rescale threshold tau: {summary.get('rescale_threshold')}; BOS: {summary.get('bos')}",
               f"- token signature (sha256 of the blocks): `{summary.get('token_signature')}`"]
     gate = summary.get("gate")
@@ -60,18 +73,16 @@ def fidelity_markdown(summary: dict) -> str:
         lines.append(f"- wiring check on block 0: softbench baseline NLL {gate['softbench_baseline_nll']:.6f} vs the "
                      f"model's own loss with SDPA {gate['native_sdpa_loss']:.6f} (difference "
                      f"{gate['difference']:+.2e})")
-    lines += ["", "| " + " | ".join(CONDITION_COLUMNS) + " |", "|" + " --- |" * len(CONDITION_COLUMNS)]
-    lines += ["| " + " | ".join(r) + " |" for r in condition_rows(summary)]
+    lines += [""] + md_table(CONDITION_COLUMNS, condition_rows(summary))
     notes = [f"- `{c['name']}`: {c['note']}" for c in summary.get("conditions", []) if c.get("note")]
     if notes:
         lines += ["", *notes]
     contrasts = summary.get("contrasts", [])
     if contrasts:
-        lines += ["", "Paired contrasts between conditions (same bootstrap indices):", "",
-                  "| a - b | d(dNLL) | 95% CI | resolved |", "| --- | --- | --- | --- |"]
-        for c in contrasts:
-            lines.append(f"| {c['a']} - {c['b']} | {c['dnll']:+.6f} | [{c['ci_low']:+.6f}, {c['ci_high']:+.6f}] | "
-                         f"{'yes' if c['resolved'] else 'no'} |")
+        lines += ["", "Paired contrasts between conditions (same bootstrap indices):", ""]
+        lines += md_table(CONTRAST_COLUMNS, [
+            [f"{c['a']} - {c['b']}", f"{c['dnll']:+.6f}", f"[{c['ci_low']:+.6f}, {c['ci_high']:+.6f}]",
+             "yes" if c["resolved"] else "no"] for c in contrasts])
     b = summary.get("bootstrap", {})
     lines += ["", f"dNLL: mean over blocks of the per-block NLL difference against the baseline (nats per token); "
               f"{b.get('replicates')} paired block-bootstrap replicates, seed {b.get('seed')}, two-sided "
