@@ -5,6 +5,7 @@ import json
 import math
 
 import pytest
+import yaml
 import torch
 
 from softbench import operators
@@ -279,3 +280,106 @@ def test_cli_exit_code_on_failed_gate(tmp_path, monkeypatch, capsys):
 def test_cli_refuses_unknown_variant(tmp_path):
     r = run_cli("gates", "--backend", "sim", "--variant", "A7", "--out", str(tmp_path))
     assert r.returncode == 2 and "unknown" in r.stderr and not any(tmp_path.iterdir())
+
+
+# --- FP8: the storage and accumulation model ----------------------------------------------------------------
+
+FP8 = torch.float8_e4m3fn
+
+
+def test_fp8_storage_rounds_only_the_subnormal_tail_of_h15_weights():
+    st = Storage(FP8, BF16, 512, max_offset=8.0, accum_u=G.ACCUM_U_FP8)
+    x = torch.arange(-60.0, 0.25, 0.25, dtype=torch.float64)
+    w = operators.rowmax_h15_reference(x).double()
+    stored = st.stored(w)
+    normal = w * 2.0**8 >= 2.0**-6  # E4M3's smallest normal, in stored units
+    assert torch.equal(stored[normal], w[normal])  # {1, 1.5} x 2^k is exact in E4M3's normal range
+    assert not torch.equal(stored[~normal], w[~normal])  # its subnormals round the tail (1.5 x 2^-9 -> 2^-8 ...)
+    assert (stored[~normal] - w[~normal]).abs().max() <= 2.0**-10 / 2.0**8  # half a subnormal step, unscaled
+    assert torch.equal(Storage(BF16, BF16, 512).stored(w), w)
+    assert st.to_dict()["accum_u"] == G.ACCUM_U_FP8
+
+
+def test_fp8_scores_get_the_wider_accumulation_bound():
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 64, 2, 128, generator=g).to(FP8)
+    k = torch.randn(1, 64, 2, 128, generator=g).to(FP8)
+    x32, _, eta32 = G.exact_exponents(q, k, True, 128 ** -0.5)
+    x8, valid, eta8 = G.exact_exponents(q, k, True, 128 ** -0.5, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    assert torch.equal(x32, x8)
+    # 4 wgmma steps at 2^-13 against 128 FP32 additions at 2^-23: 2^10 / 32 = 32 times wider on that term
+    ratio = eta8[valid] / eta32[valid]
+    assert 16 < float(ratio.min()) and float(ratio.max()) <= 32.0 + 1e-9
+    # wide, but still well under one lattice step of 2x for these inputs: the ambiguity logic stays valid
+    assert float(2 * eta8[valid].max()) < 0.25
+
+
+def test_fp8_single_tile_reference_follows_the_kernel_storage():
+    """A kernel that rounds its tiny weights into E4M3 as FA4 and softbench's Triton forward do passes; the same
+    readback judged against unrounded reference weights would not."""
+    g = torch.Generator().manual_seed(1)
+    seq = 128
+    q = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
+    k = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
+    x, valid, eta = G.exact_exponents(q, k, False, 1 / 8, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    w = operators.rowmax_h15_reference(x.float()).double().masked_fill(~valid, 0.0)
+    p = (st.stored(w) / w.sum(-1, keepdim=True)).to(BF16).double()
+    rb = Readback(p=p, x=x, valid=valid, eta=torch.zeros_like(eta), storage=st, q=q, k=k)
+    assert (w * 256 < 2.0**-6).sum() > 100, "the inputs must reach E4M3's subnormal range"
+    assert G.single_tile_gate(rb).passed
+    unrounded = Readback(p=p, x=x, valid=valid, eta=torch.zeros_like(eta),
+                         storage=Storage(BF16, BF16, seq, max_offset=8.0), q=q, k=k)
+    assert G.single_tile_gate(unrounded).observed[1] > G.single_tile_gate(rb).observed[1]
+
+
+def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
+    """The wider FP8 eta makes elements near a rounding boundary ambiguous, not the whole lattice: weights from a
+    lattice shifted by 0.3 (SHIFTED) still fail the single-tile gate, the right lattice passes."""
+    g = torch.Generator().manual_seed(2)
+    seq = 128
+    q = torch.randn(1, seq, 2, 128, generator=g).to(FP8)
+    k = torch.randn(1, seq, 2, 128, generator=g).to(FP8)
+    x, valid, eta = G.exact_exponents(q, k, True, 128 ** -0.5, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+
+    def readback(fn):
+        w = fn(x.float()).double().masked_fill(~valid, 0.0)
+        p = (st.stored(w) / w.sum(-1, keepdim=True)).to(BF16).double()
+        return Readback(p=p, x=x, valid=valid, eta=eta, storage=st, q=q, k=k)
+
+    assert G.single_tile_gate(readback(_h15)).passed
+    assert not G.single_tile_gate(readback(lambda t: operators.rowmax_h15(t + 0.3))).passed
+
+
+# --- re-evaluation from kept readbacks -----------------------------------------------------------------------
+
+def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path):
+    from softbench.measure.gates_reevaluate import reevaluate_gates
+
+    source, first = run_gates(GatesOptions(out_dir=tmp_path / "gpu", variant=SHIFTED, **SMALL), runner=InProcessRunner)
+    again, summary = reevaluate_gates(source.path, tmp_path / "cpu", "softbench gates --reevaluate x")
+    assert summary["gates"] == first["gates"] and summary["failed"] == first["failed"] != []
+    proto = yaml.safe_load((again.path / "protocol.yaml").read_text())
+    assert proto["reevaluated_from"] == source.path.name and proto["variant"] == SHIFTED
+    assert len(proto["readback_sha256"]) == 4 and all(len(h) == 64 for h in proto["readback_sha256"].values())
+    assert again.read_json("env.json")["source_env"]["workers"]
+    assert again.path.name.endswith("-reevaluated") and again.status()["complete"] is True
+
+
+def test_reevaluation_refuses_what_it_cannot_read(tmp_path):
+    from softbench.errors import UsageError
+    from softbench.measure.gates_reevaluate import reevaluate_gates
+
+    source, _ = run_gates(GatesOptions(out_dir=tmp_path / "gpu", **SMALL), runner=InProcessRunner)
+    next(source.path.glob("readback-A1-*.pt")).unlink()
+    with pytest.raises(UsageError, match="lacks the readback files readback-A1-"):
+        reevaluate_gates(source.path, tmp_path / "cpu")
+    with pytest.raises(UsageError, match="not a session folder"):
+        reevaluate_gates(tmp_path, tmp_path / "cpu")
+    assert not (tmp_path / "cpu").exists()
+
+
+def test_reevaluate_flag_takes_no_kernel_options(tmp_path):
+    r = run_cli("gates", "--reevaluate", str(tmp_path), "--dtype", "fp8", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "drop --dtype" in r.stderr

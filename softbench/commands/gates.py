@@ -50,18 +50,33 @@ def _table(title: str, rows: list[list[str]]):
 @click.option("--seed", type=int, default=0, show_default=True, help="input seed")
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
+@click.option("--reevaluate", "source", type=click.Path(file_okay=False, exists=True), default=None,
+              help="run no kernel: evaluate the gates again from the readbacks a gates session kept (its folder), "
+                   "with this version's gate model, into a new session that names its source")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, head_dim, single_seq, multi_seq,
-            seed, rescale_threshold, out_dir):
+            seed, rescale_threshold, source, out_dir):
     """Read VARIANT's and BASELINE's probabilities back through one-hot V and check them: L1 against a
     Rowmax-H15 reference at one tile; the error envelope, row sums and row maximum over several tiles.
     Exits non-zero when a gate fails.
 
     Example: softbench gates --backend fa4 --dtype bf16 --no-causal"""
-    from softbench.console import err, out
+    from softbench.console import err
     from softbench.errors import UnsupportedError
-    from softbench.measure.gates import GatesFailed, GatesOptions, gate_rows, gates_headline, run_gates
+    from softbench.measure.gates import GatesOptions, run_gates
 
+    command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if source:
+        ctx = click.get_current_context()
+        given = [p.opts[0] for p in ctx.command.params if p.name not in ("source", "out_dir")
+                 and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.BadParameter(f"the source session fixes the kernels and shapes; drop {', '.join(given)}",
+                                     param_hint="--reevaluate")
+        from softbench.measure.gates_reevaluate import reevaluate_gates
+
+        session, summary = reevaluate_gates(Path(source), Path(out_dir), command_line)
+        return _report(session, summary)
     if backend == "fa4" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
     _check_variant(backend, baseline)
@@ -70,7 +85,7 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
                         heads=heads, kv_heads=kv_heads, head_dim=head_dim, single_seq=single_seq,
                         multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir),
                         backend_options={"rescale_threshold": rescale_threshold} if backend == "sim" else {},
-                        command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+                        command_line=command_line)
     if backend != "sim":
         from softbench.kernels.capability import detect_device, unsupported_reason
 
@@ -81,6 +96,14 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
                 raise UnsupportedError(f"{opts.shape(seq).tag()}: {reason}")
     with err.status("starting") as status:
         session, summary = run_gates(opts, progress=status.update)
+    _report(session, summary)
+
+
+def _report(session, summary) -> None:
+    """The gates table and headline; a failed gate ends the command with GatesFailed (exit 1)."""
+    from softbench.console import err, out
+    from softbench.measure.gates import GatesFailed, gate_rows, gates_headline
+
     rows = gate_rows(summary)
     out.print(_table(f"correctness gates: {summary['tag']}", rows))
     for r in rows:

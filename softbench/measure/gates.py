@@ -29,7 +29,9 @@ applicable. The normalized ratio holds for any tau, since every eps_j stays in [
 
 Storage rounding. The readbacks pass through the kernel's storage dtypes: the stock P is rounded to the P dtype
 before P.V (relative error <= u_p, the dtype's unit roundoff), and every output to the output dtype (<= u_out).
-Rowmax-H15 weights {1, 1.5} x 2^k are exact in the P dtype, so the patched P carries only the output rounding.
+Rowmax-H15 weights {1, 1.5} x 2^k are exact in the P dtype, so the patched P carries only the output rounding
+(E4M3 excepted below 2^-6, where its subnormals round the smallest weights: the reference rounds them the same
+way). FP8 scores come from tensor cores that keep about 14 bits while summing (ACCUM_U_FP8 per wgmma), which widens eta.
 Each tolerance below is the sum, in octaves, of the roundings the compared values went through, plus a small FP32
 allowance for the kernel's own normalization; gates.json lists the parts."""
 
@@ -47,6 +49,7 @@ import torch
 
 from softbench import operators
 from softbench.errors import MeasurementError, SoftbenchError, UsageError
+from softbench.render import md_table
 from softbench.shapes import Shape
 
 ENVELOPE = operators.half_octave_error_bounds()  # (a, b) = (-1/4, log2(1.5) - 1/4), paper B.1
@@ -54,6 +57,14 @@ ENVELOPE_WIDTH = ENVELOPE[1] - ENVELOPE[0]  # log2(1.5): the normalized ratio's 
 FP32_U = 2.0 ** -24  # unit roundoff of FP32 (round to nearest)
 # Tensor-core FP32 accumulation is not promised to round to nearest; allow truncation (one ulp per addition).
 ACCUM_U = 2.0 ** -23
+# FP8 products on Hopper's tensor cores are summed keeping only about 14 significant bits, not FP32's 24 (DeepSeek-V3
+# technical report, section 3.3.2, measured on H800; the reason it promotes partial sums to FP32 every 128 terms).
+# Model: each FP8 wgmma adds the sum of its K = 32 products to the accumulator with a truncation of 2^-13 relative,
+# so a score over d products carries ceil(d / 32) such errors (FP32: d errors of ACCUM_U). On the H200 the Triton
+# FP8 kernel's Rowmax-H15 lattice choices that differ from exact FP64 scores all lie within 1.2e-4 * sum|q_i k_i|
+# of a rounding boundary (sessions 20261130T1458*), under this model's 4 * 2^-13 = 4.9e-4 and far above FP32's.
+ACCUM_U_FP8 = 2.0 ** -13
+FP8_MMA_K = 32  # products per Hopper FP8 wgmma instruction (k dimension)
 READBACK_FILE = "readbacks.jsonl"
 GATES_FILE = "gates.json"
 
@@ -93,6 +104,16 @@ class Storage:
     out_dtype: torch.dtype
     seq_k: int
     max_offset: float = 0.0  # the kernel stores P * 2^max_offset (FP8: FA4 spends the E4M3 range on the tail)
+    accum_u: float = ACCUM_U  # relative error per accumulation step of the tensor cores' scores
+    accum_chunk: int = 1  # products per accumulation step (FP8 wgmma: 32)
+
+    def stored(self, w: torch.Tensor) -> torch.Tensor:
+        """Unnormalized weights as P holds them: w * 2^max_offset rounded to the P dtype, scaled back. Rowmax-H15
+        weights are exact there in the normal range; E4M3's subnormals (below 2^-6) round the smallest ones."""
+        if self.p_dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+            return w
+        scale = 2.0 ** self.max_offset
+        return (w * scale).to(self.p_dtype).double() / scale
 
     @property
     def u_p(self) -> float:
@@ -113,7 +134,8 @@ class Storage:
     def to_dict(self) -> dict:
         name = lambda dt: str(dt).replace("torch.", "")  # noqa: E731
         return {"p_dtype": name(self.p_dtype), "out_dtype": name(self.out_dtype), "u_p": self.u_p,
-                "u_out": self.u_out, "fp32_slack": self.slack, "max_offset": self.max_offset}
+                "u_out": self.u_out, "fp32_slack": self.slack, "max_offset": self.max_offset,
+                "accum_u": self.accum_u, "accum_chunk": self.accum_chunk}
 
 
 def p_dtype_for(dtype: torch.dtype) -> torch.dtype:
@@ -189,12 +211,14 @@ def causal_valid(sq: int, sk: int) -> torch.Tensor:
 
 
 def exact_exponents(q: torch.Tensor, k: torch.Tensor, causal: bool, softmax_scale: float,
-                    descale=(1.0, 1.0, 1.0)) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                    descale=(1.0, 1.0, 1.0), accum_u: float = ACCUM_U, accum_chunk: int = 1
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x = (S - rowmax S) * scale_log2 in FP64 from the stored inputs (products of BF16/FP16/FP8 values are exact
     in FP64 and their sums far more precise than the kernel's FP32), the validity mask, and eta: a worst-case
     bound on how far the kernel's FP32 x can be from it.
 
-    eta: the kernel's scores carry <= d * ACCUM_U * sum_i |q_i k_i| (FP32 accumulation of d products), its row
+    eta: the kernel's scores carry <= ceil(d / accum_chunk) * accum_u * sum_i |q_i k_i| (one rounding per
+    accumulation step: every product in FP32, accum_chunk = 1; every FP8 wgmma, accum_chunk = 32), its row
     maximum carries the largest such error of the row, and forming x = S*scale_log2 - m*scale_log2 in FP32 rounds
     the product, the scaled maximum and the difference (each <= 2 FP32_U relative, counted on |S| and |m|)."""
     b, sq, h, d = q.shape
@@ -208,7 +232,7 @@ def exact_exponents(q: torch.Tensor, k: torch.Tensor, causal: bool, softmax_scal
     m = s.amax(dim=-1, keepdim=True)
     scale_log2 = softmax_scale * math.log2(math.e)
     x = (s - m) * scale_log2
-    err_s = (d * ACCUM_U) * abs_dot.masked_fill(~valid, 0.0)
+    err_s = (math.ceil(d / accum_chunk) * accum_u) * abs_dot.masked_fill(~valid, 0.0)
     err_m = err_s.amax(dim=-1, keepdim=True)
     eta = scale_log2 * (err_s + err_m + 2 * FP32_U * (s.abs().masked_fill(~valid, 0.0) + m.abs()))
     return x, valid, eta
@@ -219,7 +243,10 @@ def load_readback(path: Path, causal: bool) -> Readback:
 
     data = torch.load(path, map_location="cpu", weights_only=False)
     shape = Shape(**data["shape"])
-    x, valid, eta = exact_exponents(data["q"], data["k"], causal, data["softmax_scale"], tuple(data["descale"]))
+    fp8_in = TORCH_DTYPES[shape.dtype] in (torch.float8_e4m3fn, torch.float8_e5m2)
+    x, valid, eta = exact_exponents(data["q"], data["k"], causal, data["softmax_scale"], tuple(data["descale"]),
+                                    accum_u=ACCUM_U_FP8 if fp8_in else ACCUM_U,
+                                    accum_chunk=FP8_MMA_K if fp8_in else 1)
     p = data["p"].double().permute(0, 2, 1, 3)
     expected = tuple(x.shape)
     if tuple(p.shape) != expected:
@@ -227,7 +254,8 @@ def load_readback(path: Path, causal: bool) -> Readback:
     in_dtype = TORCH_DTYPES[shape.dtype]
     fp8 = in_dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
     storage = Storage(p_dtype_for(in_dtype), getattr(torch, data["out_dtype"]), shape.seq,
-                      max_offset=8.0 if fp8 else 0.0)  # FA4's and the simulation's offset for FP8
+                      max_offset=8.0 if fp8 else 0.0, accum_u=ACCUM_U_FP8 if fp8 else ACCUM_U,
+                      accum_chunk=FP8_MMA_K if fp8 else 1)  # FA4's and the simulation's offset for FP8
     return Readback(p=p, x=x, valid=valid, eta=eta, storage=storage, q=data["q"], k=data["k"])
 
 
@@ -237,14 +265,17 @@ def same_inputs(a: Readback, b: Readback) -> bool:
 
 
 def rowmax_h15_probabilities(x: torch.Tensor, valid: torch.Tensor, eta: torch.Tensor,
-                             kernel_weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                             kernel_weights: torch.Tensor | None = None,
+                             storage: "Storage | None" = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Whole-row Rowmax-H15 probabilities from exact exponents. Uses softbench.operators.rowmax_h15_reference,
     the arithmetic definition (paper Eq. 28) in FP64, not the bit construction the kernel and the simulation
     share, so that the gate does not inherit a fault of the thing it checks.
 
     Where the kernel's x may lie on the other side of a rounding boundary of 2x (within eta of it) both lattice
     points are legal; `kernel_weights` (the kernel's unnormalized weights, P / P[row max]) then picks the one the
-    kernel chose. Returns (probabilities, ambiguous mask)."""
+    kernel chose. With `storage`, the numerators are the weights as P stores them (E4M3 rounds the smallest) while
+    the row sum keeps the unrounded ones, as the kernel sums before it rounds P. Returns (probabilities, ambiguous
+    mask)."""
     lo = operators.rowmax_h15_reference(x - eta).double()
     hi = operators.rowmax_h15_reference(x + eta).double()
     ambiguous = valid & (lo != hi)
@@ -254,7 +285,8 @@ def rowmax_h15_probabilities(x: torch.Tensor, valid: torch.Tensor, eta: torch.Te
             pick_hi = (torch.log2(kernel_weights / hi).abs() < torch.log2(kernel_weights / lo).abs())
         w = torch.where(ambiguous & pick_hi, hi, lo)
     w = torch.where(valid, w, torch.zeros_like(w))
-    return w / w.sum(dim=-1, keepdim=True), ambiguous
+    numerator = storage.stored(w) if storage is not None else w
+    return numerator / w.sum(dim=-1, keepdim=True), ambiguous
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -323,11 +355,12 @@ def readback_gate(stock: Readback) -> Gate:
 
 def single_tile_gate(patched: Readback) -> Gate:
     """The patched kernel against whole-row Rowmax-H15 from the exact scores, at one tile (its running maximum
-    is the row maximum). Its weights are exact in the P dtype, so each element carries only the output rounding:
+    is the row maximum). Its weights are exact in the P dtype (the reference rounds E4M3's subnormal tail as the
+    kernel does), so each element carries only the output rounding:
     L1 per row <= u_out * sum_j r_j + FP32 slack = u_out + slack (masked entries excluded)."""
     st = patched.storage
     at_max = patched.p.gather(-1, patched.argmax)
-    ref, ambiguous = rowmax_h15_probabilities(patched.x, patched.valid, patched.eta, patched.p / at_max)
+    ref, ambiguous = rowmax_h15_probabilities(patched.x, patched.valid, patched.eta, patched.p / at_max, st)
     l1 = _row_l1(patched.p, ref, patched.valid)
     bound = st.u_out + st.slack
     return Gate("single_tile", "patched kernel vs Rowmax-H15 reference from exact scores, L1 per row (one tile)",
@@ -557,6 +590,16 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
     finally:
         for w in workers.values():
             w.close()
+    summary["non_finite_readback_values"] = non_finite
+    record_gates(session, summary, gates, tau, readbacks[opts.multi_seq][var].storage,
+                 {"single_tile": opts.shape(opts.single_seq).tag(), "multi_tile": opts.shape(opts.multi_seq).tag()})
+    return session, summary
+
+
+def record_gates(session, summary: dict, gates: list[Gate], tau: float, storage: Storage, shapes: dict) -> None:
+    """Write gates.json, the summary and the status of a completed gates session."""
+    from softbench.session import utc_iso
+
     session.write_json(GATES_FILE, {"gates": [g.to_dict() for g in gates], "rescale_threshold": tau,
                                     "envelope": list(ENVELOPE)})
     applicable = [g for g in gates if g.applicable]
@@ -567,14 +610,12 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
         "not_applicable": [g.name for g in gates if not g.applicable],
         "gates": {g.name: json_safe({"value": list(g.observed), "bound": list(g.bound), "passed": g.passed,
                                      "unit": g.unit, "what": g.what, **_headline_details(g)}) for g in gates},
-        "storage": readbacks[opts.multi_seq][var].storage.to_dict(),
-        "non_finite_readback_values": non_finite,
-        "shapes": {"single_tile": opts.shape(opts.single_seq).tag(), "multi_tile": opts.shape(opts.multi_seq).tag()},
+        "storage": storage.to_dict(),
+        "shapes": shapes,
     })
     session.write_json("summary.json", summary)
     session.write_text("summary.md", gates_markdown(summary, session.path.name))
     session.set_status(complete=True, state="complete")
-    return session, summary
 
 
 _HEADLINE_KEYS = ("mean", "fraction_outside_before_tolerance", "fraction_below_before_tolerance",
@@ -600,6 +641,9 @@ def _num(v) -> str:
 
 def verdict(passed: bool | None) -> str:
     return {True: "pass", False: "FAIL", None: "n/a"}[passed]
+
+
+GATE_COLUMNS = ["gate", "observed", "bound", "unit", "result", "notes"]
 
 
 def gate_rows(summary: dict) -> list[list[str]]:
@@ -642,9 +686,8 @@ def gates_markdown(summary: dict, title: str) -> str:
         lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
     lines += [f"- backend: `{summary.get('backend')}`; {summary.get('variant')} against {summary.get('baseline')}",
               f"- shapes: {summary.get('shapes', {})}", f"- storage: {summary.get('storage', {})}",
-              f"- rescale threshold tau: {summary.get('rescale_threshold')}", "", gates_headline(summary), "",
-              "| gate | observed | bound | unit | result | notes |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += ["| " + " | ".join(r) + " |" for r in gate_rows(summary)]
+              f"- rescale threshold tau: {summary.get('rescale_threshold')}", "", gates_headline(summary), ""]
+    lines += md_table(GATE_COLUMNS, gate_rows(summary))
     a, b = ENVELOPE
     lines += ["", f"Envelope of Rowmax-H15's octave error: [{a:g}, {b:.5f}] (paper B.1); the normalized ratio may "
               f"span [a - b, b - a]. Each bound adds the storage rounding the compared readings went through "

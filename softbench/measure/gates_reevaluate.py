@@ -1,0 +1,70 @@
+"""Evaluate the gates again from the probabilities a gates session already read back, with this version's gate
+model, into a new session. The readbacks are the measurement (kernel outputs recorded on the GPU); the gates are
+pure functions of them, so a corrected tolerance model can be applied on any machine without running a kernel.
+
+The new session names its source, the sha256 of every readback it read and the source's environment, so the
+result stays traceable to the GPU run; the readback files themselves stay with the source."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+
+from softbench.errors import UsageError
+from softbench.measure import gates as G
+from softbench.shapes import Shape
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
+    """Returns (session, summary) like run_gates. Refuses a source that is not a complete gates session or whose
+    readback files are missing (they are large and not always kept with a session)."""
+    from softbench.envinfo import collect_env
+    from softbench.session import Session, utc_iso
+
+    source = Path(source)
+    proto_path = source / "protocol.yaml"
+    if not proto_path.is_file():
+        raise UsageError(f"{source} is not a session folder (no protocol.yaml)")
+    proto = yaml.safe_load(proto_path.read_text())
+    if not isinstance(proto, dict) or proto.get("command") != "gates":
+        raise UsageError(f"{source} is not a gates session")
+    base, var = proto["labels"]
+    shapes = {k: Shape(**v) for k, v in proto["shapes"].items()}
+    causal = shapes["multi_tile"].causal
+    files = {(kind, label): source / f"readback-{label.replace(chr(39), 'b')}-{shape.seq}.pt"
+             for kind, shape in shapes.items() for label in (base, var)}
+    missing = [p.name for p in files.values() if not p.is_file()]
+    if missing:
+        raise UsageError(f"{source} lacks the readback files {', '.join(sorted(missing))}",
+                         hint="they stay in the session folder the GPU run wrote; copy them back first")
+    env = json.loads((source / "env.json").read_text()) if (source / "env.json").is_file() else {}
+    arch = (env.get("workers", {}).get(var, {}).get("device") or {}).get("arch")
+    tau = G.rescale_threshold(proto["backend"], arch, shapes["multi_tile"].dtype, proto.get("backend_options") or {})
+    readbacks = {kind: {label: G.load_readback(files[(kind, label)], causal) for label in (base, var)}
+                 for kind in shapes}
+    gates = G.evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau)
+
+    tag = f"{shapes['multi_tile'].tag()}-{proto['backend']}-{proto['variant']}-vs-{proto['baseline']}-reevaluated"
+    session = Session.create(out_dir, "gates", tag)
+    session.write_yaml("protocol.yaml", {
+        **proto, "command_line": command_line, "reevaluated_from": source.name,
+        "source_command_line": proto.get("command_line", ""), "started_utc": utc_iso(),
+        "readback_sha256": {p.name: _sha256(p) for p in files.values()},
+    })
+    session.write_json("env.json", {"source_env": env, "reevaluated_on": collect_env(gpu=False)})
+    summary = {"command": "gates", "backend": proto["backend"], "baseline": proto["baseline"],
+               "variant": proto["variant"], "tag": tag, "complete": False, "reevaluated_from": source.name}
+    G.record_gates(session, summary, gates, tau, readbacks["multi_tile"][var].storage,
+                   {k: s.tag() for k, s in shapes.items()})
+    return session, summary
