@@ -406,3 +406,32 @@ def test_latency_command_runs_a_named_configuration(cli, tmp_path):
     session = next(tmp_path.glob("*-latency-*"))
     text = "".join(p.read_text() for p in session.rglob("*.json")) + "".join(p.read_text() for p in session.rglob("*.yaml"))
     assert "m32n16w4s1" in text and '"fallback_used": false' in text.replace("False", "false")
+
+
+@pytest.mark.parametrize("dtype, causal, seq, config", [
+    (torch.bfloat16, True, 300, C(64, 32, 4, 2)),  # ragged end, several unmasked tiles per program
+    (FP8, False, 192, C(64, 64, 4, 2, v_kmajor=True)),
+    (FP8, True, 256, C(64, 64, 4, 2, v_kmajor=True, tma=True)),
+])
+def test_proved_variant_is_a1_bit_for_bit_on_both_sides_of_the_bound(dtype, causal, seq, config):
+    q, k, v = draw(dtype, 2, 1, 64, seq, seed=6)
+    a1 = ta.attention(q, k, v, causal, "A1", config)
+    proved = ta.attention(q, k, v, causal, "h15-proved", config)
+    assert torch.equal(proved.view(torch.int16), a1.view(torch.int16))
+    # keys of large norm make the bound fail (4 scale |q| max|k| far above 252): the clamp stays, still A1
+    k_big = (k.float() * 12.0).to(dtype)
+    a1 = ta.attention(q, k_big, v, causal, "A1", config)
+    assert torch.equal(ta.attention(q, k_big, v, causal, "h15-proved", config).view(torch.int16),
+                       a1.view(torch.int16))
+    # and there the clamp matters: the control without it differs from A1
+    assert not torch.equal(ta.attention(q, k_big, v, causal, "h15-noclamp", config).view(torch.int16),
+                           a1.view(torch.int16))
+
+
+def test_key_norm_prologue_gives_the_largest_key_norm_per_head():
+    k = torch.randn(2, 600, 3, 64).to(torch.bfloat16)
+    kn = torch.empty(2 * 3 * 3)
+    ta._key_norm_max[(6, 3)](k, kn, 600, 3, k.stride(0), k.stride(1), k.stride(2), HEAD_DIM=64, BLOCK=256)
+    expect = k.float().norm(dim=-1)  # (b, s, hk)
+    per_head = kn.view(2, 3, 3).amax(-1)
+    torch.testing.assert_close(per_head, expect.amax(1), rtol=1e-6, atol=0)

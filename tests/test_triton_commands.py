@@ -10,12 +10,13 @@ INTERPRET = {"TRITON_INTERPRET": "1"}
 
 
 @pytest.mark.slow
-def test_gates_pass_for_the_triton_a1(tmp_path, cli):
-    r = cli("gates", "--backend", "triton", "--heads", "1", "--head-dim", "64", "--multi-seq", "256",
-            "--out", str(tmp_path), env=INTERPRET)
+@pytest.mark.parametrize("variant", ["A1", "h15-proved"])
+def test_gates_pass_for_the_triton_a1(tmp_path, cli, variant):
+    r = cli("gates", "--backend", "triton", "--variant", variant, "--heads", "1", "--head-dim", "64",
+            "--multi-seq", "256", "--out", str(tmp_path), env=INTERPRET)
     assert r.returncode == 0, r.stderr
     summary = json.loads(next(tmp_path.iterdir()).joinpath("summary.json").read_text())
-    assert summary["all_passed"] is True and summary["backend"] == "triton"
+    assert summary["all_passed"] is True and summary["backend"] == "triton" and summary["variant"] == variant
 
 
 @pytest.mark.slow
@@ -31,3 +32,14 @@ def test_triton_refusals_are_specific(tmp_path, cli):
     r = cli("energy", "--backend", "triton", "--seconds", "1", "--out", str(tmp_path), env=INTERPRET)
     assert r.returncode == 3
     assert not any(tmp_path.iterdir())
+
+
+def test_gates_take_the_triton_variants_and_refuse_the_others():
+    from softbench.commands.gates import _check_variant
+    from softbench.errors import SoftbenchError, UsageError
+
+    _check_variant("triton", "h15-proved")  # a Triton-only variant, not an FA4 patch
+    with pytest.raises(UsageError, match="Triton forward implements"):
+        _check_variant("triton", "h15-wg")  # an FA4 sm_90 patch the Triton kernel lacks
+    with pytest.raises(SoftbenchError):
+        _check_variant("fa4", "h15-proved")

@@ -23,6 +23,7 @@ for _v in (
     Variant("h15-1of2", "candidate", "mixed", "sm_90: Rowmax-H15 on every second element, hardware exp2 on the rest"),
     Variant("h15-1of4", "candidate", "mixed", "sm_90: Rowmax-H15 on one element in four, hardware exp2 on the rest"),
     Variant("h15-wg", "candidate", "mixed", "sm_90: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second"),
+    Variant("h15-proved", "candidate", "rowmax-h15", "Triton: A1 with the clamp left out of the unmasked tiles of programs whose rows provably never reach it (Cauchy-Schwarz bound; key norms found inside the call); bit-identical to A1"),
     Variant("h15-noclamp", "control", "rowmax-h15", "Rowmax-H15 without its clamp (add and shift): what a proof that every 2x >= -252 would save; equal to A1 on such inputs (the benchmark's), wrong below"),
     Variant("noexp", "control", "identity", "exponential removed: a timing ceiling, results wrong on purpose", correct=False),
 ):

@@ -21,7 +21,7 @@ if [ "$PART" = 1 ]; then
   python3 tools/gpu/triton_probe.py "$PROBE"
   echo "probe took $((SECONDS - t0)) s"
   FP8=$(best fp8-causal); echo "FP8 configuration: ${FP8:-table}"
-  sb sweep variants --backend triton --dtype fp8 --seq 8K --causal --variants A0,noexp,A1,h15-noclamp \
+  sb sweep variants --backend triton --dtype fp8 --seq 8K --causal --variants A0,noexp,A1,h15-proved,h15-noclamp \
     ${FP8:+--triton-config "$FP8"} --out "$OUTDIR"
 else
   BC=$(best bf16-causal); BN=$(best bf16-noncausal); FP8=$(best fp8-causal)

@@ -8,7 +8,7 @@ forward (operand layout and descriptors made once, outside the timed call) from 
 with the fallback off so that a configuration that fails is reported as failed rather than silently replaced.
 
 Steps: BF16 A0 causal and non-causal for every BF16 candidate; FP8 causal A0 for every FP8 candidate, then A1,
-h15-noclamp and noexp for the best few FP8 configurations (by A0 time, the table's always among them). Timing: 10 warm-up calls,
+h15-proved, h15-noclamp and noexp for the best few FP8 configurations (by A0 time, the table's always among them). Timing: 10 warm-up calls,
 3 windows of 20 back-to-back calls between CUDA events, the median window per call. Each output is compared once
 with the table configuration's output of the same (dtype, mask, variant): max abs difference, flagged when it
 exceeds what reordering the key tiles can explain. A failure to compile or launch is recorded and the probe goes
@@ -52,7 +52,7 @@ CANDIDATES = {
     ],
 }
 SUSPECT_REL = {"bf16": 5e-3, "fp8": 5e-2}  # norm-wise relative difference from the table's output
-FP8_FOLLOW_UP = 3  # FP8 configurations (by A0 time) also timed with A1, h15-noclamp and noexp
+FP8_FOLLOW_UP = 3  # FP8 configurations (by A0 time) also timed with A1, h15-proved, h15-noclamp and noexp
 
 
 def time_forward(forward) -> float:
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
     speedups = []
     for overrides in follow:
         base = next(r for r in a0 if r["overrides"] == overrides)
-        for variant in ("A1", "h15-noclamp", "noexp"):
+        for variant in ("A1", "h15-proved", "h15-noclamp", "noexp"):
             row = run_one(shape, inputs, variant, overrides, reference)
             record(row)
             if "ms" in row and "ms" in base:
