@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -45,12 +46,22 @@ def git_commit(path: Path | None = None) -> dict:
     return {"commit": commit or None, "dirty": bool(dirty) if commit else None}
 
 
+def source_sha256(root: Path | None = None) -> str:
+    """One sha256 over softbench's own Python sources (relative path and bytes of each, sorted): names the exact
+    code that ran even when the checkout had uncommitted changes (git's dirty flag says only that it had some)."""
+    root = root or Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def collect_env(gpu: bool = True) -> dict:
     """Everything about this machine that a reader needs to trust or reproduce a number. GPU facts come from
     torch and NVML when present; their absence is recorded, not hidden."""
     env = {
         "recorded_utc": utc_iso(),
-        "softbench": {"version": __version__, **git_commit()},
+        "softbench": {"version": __version__, **git_commit(), "source_sha256": source_sha256()},
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "os": platform.platform(),
