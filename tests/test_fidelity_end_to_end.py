@@ -113,6 +113,12 @@ def test_cli_runs_and_refuses_clearly(tiny, tmp_path, capsys):
     assert "did you mean rowmax-h15" in capsys.readouterr().err
     assert main(["fidelity", "--model", str(tiny / "model"), "--corpus", str(tiny / "text.txt"), "--path", "kernel",
                  "--device", "cpu"]) == UnsupportedError.exit_code
+    capsys.readouterr()
+    # FP8 on the kernel path would be BF16 attention under an fp8 label: refused, whatever the machine
+    assert main(["fidelity", "--model", str(tiny / "model"), "--corpus", str(tiny / "text.txt"), "--path", "kernel",
+                 "--dtype", "fp8", "--out", str(tmp_path / "fp8")]) == UnsupportedError.exit_code
+    assert "--backend fa4 runs bf16 or fp16 attention" in capsys.readouterr().err
+    assert not (tmp_path / "fp8").exists()
     assert main(["fidelity", "--list-operators"]) == 0
 
 

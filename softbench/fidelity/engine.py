@@ -84,11 +84,12 @@ class FidelityOptions:
             if self.device == "cpu" and self.backend == "fa4":
                 raise UnsupportedError("--path kernel runs FA4 on a CUDA GPU, not on the CPU",
                                        hint="use --path sim (the kernel's semantics in PyTorch) on the CPU")
-            if self.backend == "triton" and self.dtype == "fp8":
-                # the kernel takes E4M3 operands with descales, but how the model's BF16 Q/K/V would be scaled
-                # into E4M3 is not defined here; running BF16 under an fp8 label would misreport the numbers
-                raise UnsupportedError("--path kernel --backend triton runs bf16 or fp16 attention; FP8 operands "
-                                       "would need a Q/K/V quantization the fidelity path does not define",
+            if self.dtype == "fp8":
+                # both kernels take E4M3 operands (with descales), but how the model's BF16 Q/K/V would be scaled
+                # into E4M3 is not defined here, and the attention functions pass the model's tensors as they
+                # are: the run would be BF16 attention recorded under an fp8 label
+                raise UnsupportedError(f"--path kernel --backend {self.backend} runs bf16 or fp16 attention; FP8 "
+                                       "operands would need a Q/K/V quantization the fidelity path does not define",
                                        hint="use --path sim --dtype fp8 for FA4's FP8 semantics")
         return build_conditions(self.path, self.operators, self.backend)
 
