@@ -6,11 +6,14 @@
 #           16K A0 vs A1 (the design card's command), then `softbench gates --backend triton` (table config), BF16 and FP8 causal
 # "Fastest" = lowest A0 time among outputs that agree with the table configuration's (the probe flags the rest),
 # so A1 is always compared against the best baseline, never the other way round.
-# Run from the project root after `. /tmp/gpu-site/env.sh`; sessions go to ${2:-sessions}.
+# Run from the project root after `. /tmp/gpu-site/env.sh`; sessions go to ${2:-sessions} (give a folder outside
+# the checkout when the two parts run in separate calls, and pack it into $OUT: tools/gpu/pack.sh).
 set -uo pipefail
 PART=${1:?part 1 or 2}
 OUTDIR=${2:-sessions}
-PROBE="$OUTDIR/triton-probe"
+# outside the checkout: the device copies the working tree afresh for every call, so part 2 would not find a probe
+# written inside it (see tools/gpu/README.md)
+PROBE=${SOFTBENCH_PROBE_DIR:-/tmp/softbench-triton-probe}
 export COLUMNS=${COLUMNS:-200}
 sb() { python3 -m softbench "$@" 2> >(grep -v '━' >&2); }
 best() {  # best A0 configuration label for a case (bf16-causal, bf16-noncausal, fp8-causal); table's if none
