@@ -116,12 +116,18 @@ class KernelConfig:
 #   offers (3 stages would take 224 KB); 3 elsewhere (FP8 d=128: 112 KB), where tiles are half as large.
 # - FP8 reads V key-major (see KernelConfig.v_kmajor): otherwise V is loaded into registers and stored
 #   transposed to shared memory every tile, outside the asynchronous-copy pipeline.
-# tools/gpu/triton.sh times the neighbours of these choices on the H200 (its "probe" step): revisit from there.
+# - head dim 128: the fastest A0 that tools/gpu/triton_probe.py found on the H200 (sessions/triton-probe-h200-*),
+#   so that A1 is measured against the strongest baseline this kernel has. Both let two programs share an SM,
+#   one's softmax overlapping the other's matrix instructions: BF16 m128n64w8s2-tma-r128 (125 registers, 96 KB;
+#   418 / 499 TFLOP/s causal / non-causal 8K against 384 / 452 for m128n128w8s2), FP8 m64n128w4s3-vk-tma
+#   (183 registers, 105 KB; 0.403 ms against 0.434 causal 8K). The sessions of 2026-11-30 before this change ran
+#   m128n128w8s2 and m128n128w8s3-vk (each session records its configuration).
+# - head dim 64: not yet probed on the GPU.
 _TABLE: dict[tuple[str, int], KernelConfig] = {
     ("16bit", 64): KernelConfig(128, 128, 8, 3),
-    ("16bit", 128): KernelConfig(128, 128, 8, 2),
+    ("16bit", 128): KernelConfig(128, 64, 8, 2, tma=True, max_registers=128),
     ("fp8", 64): KernelConfig(128, 128, 8, 3, v_kmajor=True),
-    ("fp8", 128): KernelConfig(128, 128, 8, 3, v_kmajor=True),
+    ("fp8", 128): KernelConfig(64, 128, 4, 3, v_kmajor=True, tma=True),
 }
 # The simple configuration used when the tuned one fails to compile: small tiles, 4 warps, 2 stages.
 _FALLBACK = KernelConfig(64, 64, 4, 2)
