@@ -110,8 +110,9 @@ def _add_shift_only(t):
 
 
 def test_noclamp_ptx_is_the_operator_without_its_clamp():
-    start = P.H15_MODULE.index("def h15_from_doubled_noclamp")
-    body = P.H15_MODULE[start:]
+    assert "noclamp" not in P.H15_MODULE  # each patch ships the operators it calls (A1: the clamped one)
+    start = P.H15_NOCLAMP_MODULE.index("def h15_from_doubled_noclamp")
+    body = P.H15_NOCLAMP_MODULE[start:]
     assert "max.f32" not in body
     assert f"add.rn.f32 sby, $1, {_f32_hex(operators.MAGIC_FOLDED)}" in body
     assert f"shl.b32 sbw, sbb, {operators.SHIFT}" in body
@@ -138,3 +139,37 @@ def test_sm90_only_variants_are_registered_for_hopper_only():
     wg = next(e for e in P.H15_WG.edits if e.name == "sm90-online-softmax-exp2").replacement
     assert "canonical_warp_group_idx(sync=True) == 1" in wg
     assert "h15_from_doubled(" in wg and "cute.math.exp2(" in wg
+
+
+@needs_fa4
+def test_recorded_sessions_ran_what_the_patches_build_now(tmp_path):
+    """Every FA4 worker in the committed sessions recorded the sha256 of each file of its patched copy. A patch at
+    the recorded name and version must build exactly those files again (or, for a version whose module text
+    changed before this test existed, one of the texts fa4_patches.RECORDED_MODULE_TEXTS lists): a patch whose text
+    changes must change its version, or old sessions would silently describe another kernel."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    checked = 0
+    for env_path in sorted(Path(__file__).resolve().parents[1].glob("sessions/*/env.json")):
+        workers = json.loads(env_path.read_text()).get("workers") or {}
+        for w in workers.values():
+            rec = w.get("patch") if isinstance(w, dict) else None
+            if not rec or w.get("variant") not in P.FA4_PATCHES:
+                continue
+            patch = P.FA4_PATCHES.get(w["variant"])
+            key = (rec["patch"], rec["patch_version"])
+            if rec["fa4_version"] != patch.fa4_version or rec["patch"] != patch.name:
+                continue
+            if rec["patch_version"] == patch.version:
+                candidates = [patch]
+            elif key in P.RECORDED_MODULE_TEXTS:
+                candidates = [dataclasses.replace(patch, version=rec["patch_version"], new_files=tuple(
+                    dataclasses.replace(f, text=text) for f in patch.new_files)) for text in P.RECORDED_MODULE_TEXTS[key]]
+            else:
+                continue
+            built = [build_patched_tree(c, cache_root=tmp_path / str(i)).file_sha256 for i, c in enumerate(candidates)]
+            assert rec["file_sha256"] in built, f"{env_path.parent.name}: {patch.name} {rec['patch_version']}"
+            checked += 1
+    assert checked >= 40  # stock, A1, noexp and every sm_90 variant, in both stops' sessions

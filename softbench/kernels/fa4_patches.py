@@ -41,17 +41,26 @@ def _asm_operator(name: str, registers: tuple[str, ...], body: tuple[str, ...]) 
 #   add.rn.f32 y, c, 12583166.0    2^23 + 2^22 + 254 (0f4B4000FE): rounds t to n (RNE) and adds the bias 2*127
 #   shl.b32  w, bits(y), 22        n's bit 0 -> leading mantissa bit, the rest -> exponent field
 _ADD_SHIFT = ("mov.b32 sbb, sby", "shl.b32 sbw, sbb, 22", "mov.b32 $0, sbw")
-H15_MODULE = (
+_H15 = _asm_operator("h15_from_doubled", (".reg .f32 sbc, sby", ".reg .b32 sbb, sbw"),
+                     ("max.f32 sbc, $1, 0fC37C0000", "add.rn.f32 sby, sbc, 0f4B4000FE", *_ADD_SHIFT))
+# the timing control without the clamp (variant h15-noclamp)
+_H15_NOCLAMP = _asm_operator("h15_from_doubled_noclamp", (".reg .f32 sby", ".reg .b32 sbb, sbw"),
+                             ("add.rn.f32 sby, $1, 0f4B4000FE", *_ADD_SHIFT))
+_MODULE_HEAD = (
     '"""softbench: Rowmax-H15 element operator (added by the softbench rowmax-h15 patch)."""\n'
     "from cutlass import Float32\n"
     "from cutlass.cutlass_dsl import T, dsl_user_op\n"
     "from cutlass._mlir.dialects import llvm\n"
-    + _asm_operator("h15_from_doubled", (".reg .f32 sbc, sby", ".reg .b32 sbb, sbw"),
-                    ("max.f32 sbc, $1, 0fC37C0000", "add.rn.f32 sby, sbc, 0f4B4000FE", *_ADD_SHIFT))
-    # the timing control without the clamp (variant h15-noclamp)
-    + _asm_operator("h15_from_doubled_noclamp", (".reg .f32 sby", ".reg .b32 sbb, sbw"),
-                    ("add.rn.f32 sby, $1, 0f4B4000FE", *_ADD_SHIFT))
 )
+H15_MODULE = _MODULE_HEAD + _H15
+H15_NOCLAMP_MODULE = _MODULE_HEAD + _H15 + _H15_NOCLAMP
+
+# What sessions recorded under a patch version whose module text later changed. Version 1 of rowmax-h15, h15-1of2
+# and h15-1of4 shipped H15_MODULE until 2026-11-30 about 14:00 UTC, then H15_NOCLAMP_MODULE in the sessions of
+# 14:30-14:38 (the added function is never called by them: the A1 cubin is byte-identical, audit sessions
+# 20261130T121009Z and 20261130T143826Z). Version 2 ships H15_MODULE under a version of its own.
+RECORDED_MODULE_TEXTS = {(name, "1"): (H15_MODULE, H15_NOCLAMP_MODULE)
+                         for name in ("rowmax-h15", "h15-1of2", "h15-1of4")}
 
 _IMPORT_ANCHOR = "import flash_attn.cute.utils as utils\n"
 _IMPORT_REPL = _IMPORT_ANCHOR + "import flash_attn.cute.softbench_h15 as softbench_h15\n"
@@ -143,7 +152,7 @@ def _sm100_call(method: str) -> str:
 STOCK = Patch("stock", "1", "verbatim private copy of the installed FA4 (A0)")
 
 ROWMAX_H15 = Patch(
-    "rowmax-h15", "1", "Rowmax-H15 in the exponential path (sm_90 online_softmax; sm_100 apply_exp2_convert path)",
+    "rowmax-h15", "2", "Rowmax-H15 in the exponential path (sm_90 online_softmax; sm_100 apply_exp2_convert path)",
     edits=(
         Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
         Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, _SM90_H15, count=2),
@@ -185,7 +194,7 @@ def _sm90_fraction_h15(every: int) -> str:
 
 def fraction_patch(every: int) -> Patch:
     return Patch(
-        f"h15-1of{every}", "1", f"sm_90 only: Rowmax-H15 on 1 of {every} elements, hardware exp2 on the rest",
+        f"h15-1of{every}", "2", f"sm_90 only: Rowmax-H15 on 1 of {every} elements, hardware exp2 on the rest",
         edits=(
             Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
             Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, _sm90_fraction_h15(every), count=2),
@@ -230,7 +239,7 @@ def _sm90_only(name: str, description: str, replacement: str) -> Patch:
             Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
             Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, replacement, count=2),
         ),
-        new_files=(NewFile("cute/softbench_h15.py", H15_MODULE),),
+        new_files=(NewFile("cute/softbench_h15.py", H15_NOCLAMP_MODULE),),
         arch_families=(9,),
     )
 
