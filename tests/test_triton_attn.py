@@ -279,6 +279,16 @@ def test_hopper_compile_uses_wgmma_and_pipelines_v():
     assert rep["config"] == "m64n128w4s3-vk-tma" and rep["tma_loads"] >= 3, rep
     assert rep["stack_bytes"] == 0 and rep["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"], rep
     assert rep["loop_mufu_ex2"] == 66, rep  # 64 weights per thread and the 2 rescale factors
+    # rotate: the PTX leaves the next tile's Q.K^T in flight across this tile's softmax (no spills at BF16
+    # m128n64w8s2-tma); the plain table configuration waits for it at once
+    r = subprocess.run([sys.executable, "-m", "softbench.kernels.triton_compile", "bf16", "128", "A0", "--causal",
+                        "--config", "128,64,8,2", "--tma", "--rotate"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads(r.stdout)
+    assert rep["config"] == "m128n64w8s2-tma-rot" and rep["stack_bytes"] == 0 and rep["qk_wait_deferred"], rep
+    assert [g["a"] for g in rep["ptx_loop_groups"]] == ["registers", "shared", "registers"], rep
+    assert not reports["bf16"]["qk_wait_deferred"], reports["bf16"]
 
 
 # (dtype, causal, batch, heads, kv_heads, head_dim, seq, config): two batches with a ragged end, so that a TMA box
@@ -381,12 +391,15 @@ def test_latency_command_runs_the_triton_backend(cli, tmp_path):
 
 
 @pytest.mark.parametrize("config", [C(128, 128, 8, 2), C(128, 64, 8, 4, v_kmajor=True, tma=True, max_registers=128),
-                                    C(64, 64, 4, 3, tma=True, warp_specialize=True)], ids=lambda c: c.label())
+                                    C(64, 64, 4, 3, tma=True, warp_specialize=True), C(64, 32, 4, 2, rotate=True),
+                                    C(128, 64, 8, 2, tma=True, max_registers=128, rotate=True)],
+                         ids=lambda c: c.label())
 def test_configuration_labels_round_trip(config):
     assert C.from_label(config.label()) == config
 
 
-@pytest.mark.parametrize("label", ["m128n128w8", "m128n128w8s2-fast", "m128n128w8s2-tma-vk", "m100n128w8s2"])
+@pytest.mark.parametrize("label", ["m128n128w8", "m128n128w8s2-fast", "m128n128w8s2-tma-vk", "m100n128w8s2",
+                                   "m128n64w8s2-rot-tma", "m128n64w8s2-rot-rot", "m128n64w8s2-ro"])
 def test_bad_configuration_labels_are_refused(label):
     with pytest.raises(UsageError):
         C.from_label(label)
@@ -439,3 +452,41 @@ def test_key_norm_prologue_gives_the_largest_key_norm_per_head():
     expect = k.float().norm(dim=-1)  # (b, s, hk)
     per_head = kn.view(2, 3, 3).amax(-1)
     torch.testing.assert_close(per_head, expect.amax(1), rtol=1e-6, atol=0)
+
+
+# (dtype, causal, batch, seq, config): several unmasked tiles per program with ragged ends (so the rotated loop's
+# last iteration and the hand-over to the masked loop both run), programs with no unmasked tile at all (causal
+# first rows; seq < BLOCK_N), non-causal, FP8 with V key-major and with V as rows, TMA
+ROTATE_CASES = [
+    pytest.param(torch.bfloat16, True, 1, 300, C(64, 32, 4, 2), id="bf16-causal-ragged"),
+    pytest.param(torch.float16, False, 1, 200, C(32, 32, 4, 2), id="fp16-noncausal-ragged"),
+    pytest.param(torch.bfloat16, True, 1, 24, C(32, 32, 4, 2), id="bf16-causal-shorter-than-a-tile"),
+    pytest.param(FP8, True, 1, 192, C(64, 32, 4, 2, v_kmajor=True), id="fp8-causal-vkmajor"),
+    pytest.param(FP8, False, 1, 160, C(32, 32, 4, 2), id="fp8-noncausal-vrows"),
+    pytest.param(torch.bfloat16, True, 2, 200, C(64, 32, 4, 2, tma=True), id="bf16-causal-tma-b2"),
+    pytest.param(FP8, False, 2, 130, C(64, 32, 4, 2, v_kmajor=True, tma=True), id="fp8-noncausal-vk-tma-b2"),
+]
+
+
+@pytest.mark.parametrize("dtype, causal, batch, seq, config", ROTATE_CASES)
+def test_rotated_key_loop_gives_the_same_bits(dtype, causal, batch, seq, config):
+    """KernelConfig.rotate reorders the unmasked loop (next tile's Q.K^T before this tile's softmax) and adds the
+    zero-operand hand-over dot: every variant's output must be the plain loop's, bit for bit."""
+    q, k, v = draw_batched(dtype, batch, 2, 1, 64, seq, seed=7)
+    rot = replace(config, rotate=True)
+    for variant in ta.WEIGHT_MAPS:
+        plain = ta.attention(q, k, v, causal, variant, config)
+        out = ta.attention(q, k, v, causal, variant, rot)
+        assert torch.equal(_bits(out), _bits(plain)), f"{variant}: the rotated loop changed the output"
+    # not vacuous: the last variant is noexp, and the A0 output is attention
+    a0 = ta.attention(q, k, v, causal, "A0", rot)
+    assert relative_error(a0, reference_rows(q, k, v, causal, torch.arange(seq))) < (3e-2 if dtype == FP8 else 5e-3)
+
+
+def test_rotate_in_labels_and_backend_options():
+    cfg = C(128, 64, 8, 2, tma=True, max_registers=128, rotate=True)
+    assert cfg.label() == "m128n64w8s2-tma-r128-rot" and cfg.to_dict()["rotate"]
+    assert C.from_label("m128n64w8s2-rot") == C(128, 64, 8, 2, rotate=True)
+    b = TritonBackend(block_m=64, block_n=32, num_warps=4, num_stages=2, rotate=True, device="cpu")
+    assert b.load("A0")["config_overrides"]["rotate"] is True
+    assert b.config_for(small_shape("bf16"), torch.bfloat16).label() == "m64n32w4s2-rot"

@@ -57,7 +57,13 @@ class KernelConfig:
     `warp_specialize`: tl.range(warp_specialize=True) on the unmasked loop. Triton 3.6's Hopper pass ignores it at
     num_warps=8 and fails to compile this kernel at num_warps=4, so it is for probing newer Tritons only.
     `max_registers`: Triton's maxnreg; 128 lets two 8-warp programs share an SM (BLOCK_N 64 fits without spills),
-    so that one program's softmax overlaps the other's wgmma, the ping-pong FA3 schedules by hand."""
+    so that one program's softmax overlaps the other's wgmma, the ping-pong FA3 schedules by hand.
+    `rotate`: software-pipeline the unmasked key loop by hand, issuing tile j+1's Q.K^T before tile j's softmax
+    (FA3's intra-warpgroup overlap), so that the tensor cores could run while the softmax does; the scores of one
+    tile stay live across the loop's back edge. Same operations on the same values: bit-identical results.
+    With Triton 3.6 the PTX does defer that wait, but ptxas then serializes every wgmma of the kernel (its note
+    C7514: the carried scores are copied out of an in-flight accumulator) and the peeled first K tile takes its
+    own 16 KB of shared memory; whether the net is a gain is for the GPU probe to say."""
 
     block_m: int
     block_n: int
@@ -67,6 +73,7 @@ class KernelConfig:
     tma: bool = False
     warp_specialize: bool = False
     max_registers: int = 0  # ptxas's per-thread register cap (Triton's maxnreg); 0 leaves the choice to ptxas
+    rotate: bool = False
 
     def __post_init__(self):
         for name in ("block_m", "block_n"):
@@ -83,6 +90,7 @@ class KernelConfig:
     def label(self) -> str:
         extra = ("-vk" if self.v_kmajor else "") + ("-tma" if self.tma else "")
         extra += ("-ws" if self.warp_specialize else "") + (f"-r{self.max_registers}" if self.max_registers else "")
+        extra += "-rot" if self.rotate else ""
         return f"m{self.block_m}n{self.block_n}w{self.num_warps}s{self.num_stages}{extra}"
 
     def to_dict(self) -> dict:
@@ -92,14 +100,14 @@ class KernelConfig:
     def from_label(cls, label: str) -> "KernelConfig":
         """The configuration a label() names, e.g. m128n64w8s4-vk-tma-r128 (what sessions record), so that a
         configuration found by tools/gpu/triton_probe.py can be run again by name."""
-        m = re.fullmatch(r"m(\d+)n(\d+)w(\d+)s(\d+)((?:-vk|-tma|-ws|-r\d+)*)", label.strip())
+        m = re.fullmatch(r"m(\d+)n(\d+)w(\d+)s(\d+)((?:-vk|-tma|-ws|-r\d+|-rot)*)", label.strip())
         if not m:
             raise UsageError(f"not a Triton configuration label: {label!r} (expected e.g. m128n128w8s3-vk-tma-r128: "
-                             "block_m, block_n, warps, stages, then optional -vk, -tma, -ws, -r<max registers>)")
-        flags = re.findall(r"-(vk|tma|ws|r\d+)", m.group(5))
-        regs = [int(f[1:]) for f in flags if f.startswith("r")]
+                             "block_m, block_n, warps, stages, then optional -vk, -tma, -ws, -r<max registers>, -rot)")
+        flags = re.findall(r"-(vk|tma|ws|rot|r\d+)", m.group(5))
+        regs = [int(f[1:]) for f in flags if re.fullmatch(r"r\d+", f)]
         config = cls(*(int(g) for g in m.groups()[:4]), v_kmajor="vk" in flags, tma="tma" in flags,
-                     warp_specialize="ws" in flags, max_registers=regs[-1] if regs else 0)
+                     warp_specialize="ws" in flags, max_registers=regs[-1] if regs else 0, rotate="rot" in flags)
         if config.label() != label.strip():
             raise UsageError(f"Triton configuration label {label!r} repeats or misorders its flags; "
                              f"write it as {config.label()}")
@@ -164,21 +172,25 @@ SHIFT_C = tl.constexpr(SHIFT)
 
 
 @triton.jit
-def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n, offs_d, seq,
-              stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
-              MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
-              TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One key tile of the online softmax. MASK: this tile holds keys past the end or above the diagonal.
-    TMA: K and V are tensor descriptors of the (batch, rows, columns) views prepare_operands describes, indexed by
-    b32/hk32 (int32, as descriptor offsets are); otherwise k_base/v_base are pointers to this head's K and V."""
-    keys = start_n + offs_n
+def _key_scores(q, K, k_base, b32, hk32, start_n, keys, offs_d, seq, stride_ks,
+                MASK: tl.constexpr, TMA: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Q.K^T of one key tile (raw scores, before the scale). MASK: the tile may hold keys past the end, which the
+    pointer path reads as zeros (the copy engine gives zeros for them by itself). keys = start_n + arange."""
     if TMA:  # rows past seq come back as zeros from the copy engine, as other=0.0 gives below
         k = K.load([b32, start_n, hk32 * HEAD_DIM]).reshape(BLOCK_N, HEAD_DIM)
     elif MASK:
         k = tl.load(k_base + keys[:, None] * stride_ks + offs_d[None, :], mask=keys[:, None] < seq, other=0.0)
     else:
         k = tl.load(k_base + keys[:, None] * stride_ks + offs_d[None, :])
-    s = tl.dot(q, tl.trans(k))
+    return tl.dot(q, tl.trans(k))
+
+
+@triton.jit
+def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, offs_d, seq,
+                stride_vs, stride_vd, qk_scale, qk_scale2,
+                MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
+                TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The rest of one key tile, given its scores s: masking, the online-softmax update and P.V."""
     if MASK:
         keep = keys[None, :] < seq
         if CAUSAL:
@@ -223,6 +235,21 @@ def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m
     return acc, l_i, m_new
 
 
+@triton.jit
+def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n, offs_d, seq,
+              stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+              MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
+              TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One key tile of the online softmax. MASK: this tile holds keys past the end or above the diagonal.
+    TMA: K and V are tensor descriptors of the (batch, rows, columns) views prepare_operands describes, indexed by
+    b32/hk32 (int32, as descriptor offsets are); otherwise k_base/v_base are pointers to this head's K and V."""
+    keys = start_n + offs_n
+    s = _key_scores(q, K, k_base, b32, hk32, start_n, keys, offs_d, seq, stride_ks, MASK, TMA, HEAD_DIM, BLOCK_N)
+    return _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, offs_d, seq,
+                       stride_vs, stride_vd, qk_scale, qk_scale2,
+                       MASK, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
+
+
 # Keys per program of the key-norm prologue: 16 heads x 8K keys -> 512 programs, each one read of 256 key rows
 KEY_NORM_BLOCK = 256
 # The proved variant drops the clamp where 4 * qk_scale * |q_i| * max_j |k_j| - 2 * MAX_OFFSET <= PROOF_LIMIT: the
@@ -259,7 +286,7 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
               WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
               TMA: tl.constexpr = False, V_KMAJOR: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
-              KN_WIDTH: tl.constexpr = 1, PROOF_SIDE: tl.constexpr = 0):
+              KN_WIDTH: tl.constexpr = 1, PROOF_SIDE: tl.constexpr = 0, ROTATE: tl.constexpr = False):
     pid_m = tl.program_id(0)
     # causal: the longest rows first, so that the last wave holds the short ones
     start_m = (tl.cdiv(seq, BLOCK_M) - 1 - pid_m) if CAUSAL else pid_m
@@ -311,12 +338,38 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
         end = seq
     if not EVEN_N:
         full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
-    # WARP_SPECIALIZE asks Triton to split the unmasked loop into producer (loads) and consumer partitions
-    for start_n in tl.range(0, full_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
-                                  offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
-                                  False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
+    if ROTATE:
+        # the unmasked loop rotated by one Q.K^T: tile 0's scores before the loop; each iteration issues the next
+        # tile's dot, then runs this tile's softmax and P.V; the last unmasked tile's softmax follows the loop.
+        # Tile 0 is read with the mask (seq < BLOCK_N, or no unmasked tile at all): the same values wherever it
+        # is unmasked
+        HAND_K: tl.constexpr = 32 if q.dtype.primitive_bitwidth == 8 else 16
+        s = _key_scores(q, K, k_base, b32, hk32, 0, offs_n, offs_d, seq, stride_ks, True, TMA, HEAD_DIM, BLOCK_N)
+        for start_n in tl.range(0, full_end - BLOCK_N, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+            start_n = tl.multiple_of(start_n, BLOCK_N)
+            # The hand-over: the carried scores pass through a zero-operand wgmma (s + 0 * 0, the same values; a
+            # -0 becomes +0, which no weight can tell apart). Triton 3.6 keeps a wgmma in flight across the back
+            # edge only if its carried result is first read by another wgmma's accumulator; without this it
+            # puts wait_group 0 right after the next tile's Q.K^T. The wait now sits here, before that issue
+            s = tl.dot(tl.zeros([BLOCK_M, HAND_K], q.dtype), tl.zeros([HAND_K, BLOCK_N], q.dtype), s)
+            s_next = _key_scores(q, K, k_base, b32, hk32, start_n + BLOCK_N, start_n + BLOCK_N + offs_n, offs_d,
+                                 seq, stride_ks, False, TMA, HEAD_DIM, BLOCK_N)
+            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, start_n + offs_n, offs_m,
+                                        offs_d, seq, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                        False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
+            s = s_next
+        if full_end > 0:
+            last = full_end - BLOCK_N
+            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, last, last + offs_n, offs_m,
+                                        offs_d, seq, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                        False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
+    else:
+        # WARP_SPECIALIZE asks Triton to split the unmasked loop into producer (loads) and consumer partitions
+        for start_n in tl.range(0, full_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+            start_n = tl.multiple_of(start_n, BLOCK_N)
+            acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
+                                      offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                      False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
     # the masked tiles (diagonal, ragged end) keep the clamp on the proved side: -inf must give A1's 2^-126
     MASKED_WEIGHT: tl.constexpr = "A1" if PROOF_SIDE == 1 else WEIGHT
     for start_n in range(full_end, end, BLOCK_N):
@@ -439,7 +492,8 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
             MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=s % config.block_m == 0,
             EVEN_N=s % config.block_n == 0, TMA=config.tma, V_KMAJOR=config.v_kmajor,
             WARP_SPECIALIZE=config.warp_specialize, KN_WIDTH=triton.next_power_of_2(kn_blocks) if side else 1,
-            PROOF_SIDE=side, num_warps=config.num_warps, num_stages=config.num_stages, **launch_options(config),
+            PROOF_SIDE=side, ROTATE=config.rotate, num_warps=config.num_warps, num_stages=config.num_stages,
+            **launch_options(config),
         )
     return o
 

@@ -17,7 +17,7 @@ from softbench.kernels.inputs import Inputs
 from softbench.shapes import Shape
 
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
-                 "max_registers")
+                 "max_registers", "rotate")
 
 
 class TritonBackend:
@@ -25,11 +25,12 @@ class TritonBackend:
 
     def __init__(self, block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
                  num_stages: int | None = None, v_kmajor: bool | None = None, tma: bool | None = None,
-                 warp_specialize: bool | None = None, max_registers: int | None = None, fallback: bool = True,
-                 device: str | None = None):
+                 warp_specialize: bool | None = None, max_registers: int | None = None, rotate: bool | None = None,
+                 fallback: bool = True, device: str | None = None):
         self.device = detect_device(prefer_cuda=device != "cpu")
         given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
-                     v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers)
+                     v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers,
+                     rotate=rotate)
         self.overrides = {k: v for k, v in given.items() if v is not None}
         self.fallback = fallback
         self.variant: str | None = None

@@ -6,7 +6,7 @@ Triton ships ptxas and cuobjdump, so this runs on a CPU-only machine; it is how 
 triton_attn was checked without a GPU. It needs the real compiler: run it in a process without TRITON_INTERPRET.
 
     python -m softbench.kernels.triton_compile fp8 128 A1 [--causal] [--config 64,128,4,3,1] [--tma]
-        [--max-registers 128] [--warp-specialize]
+        [--max-registers 128] [--warp-specialize] [--rotate]
 
 Spills: ptxas reports register spills as STACK bytes (LOCAL stays 0), so stack_bytes and the STL/LDL counts
 are what to check. loop_*: one iteration of the steady-state key loop in the SASS."""
@@ -91,7 +91,8 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
                   MAX_OFFSET=ta.FP8_MAX_OFFSET if shape.dtype == "fp8" else 0.0,
                   EVEN_M=s % config.block_m == 0, EVEN_N=s % config.block_n == 0,
                   TMA=config.tma, V_KMAJOR=config.v_kmajor, WARP_SPECIALIZE=config.warp_specialize,
-                  KN_WIDTH=1 << (kn_blocks - 1).bit_length() if side else 1, PROOF_SIDE=side)
+                  KN_WIDTH=1 << (kn_blocks - 1).bit_length() if side else 1, PROOF_SIDE=side,
+                  ROTATE=config.rotate)
     compiled = triton.compile(ASTSource(fn=ta._attn_fwd, signature=sig, constexprs=consts, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages,
@@ -117,7 +118,82 @@ def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
     }
     report.update(_resource_usage(compiled.asm["cubin"]))
     report.update(_sass_summary(compiled.asm["cubin"]))
+    report.update(ptx_loop_schedule(ptx))
+    report["ptxas_advisories"] = _ptxas_advisories(ptx, arch)
     return report
+
+
+_F32_OP = re.compile(r"^\s*(?:@\S+\s+)?(?:ex2|max|min|fma|mul|add|sub)(?:\.\w+)*\.f32\b")
+
+
+def ptx_loop_schedule(ptx: str) -> dict:
+    """Where the key loop's wgmma groups are waited for, read from the PTX (before ptxas schedules it): the loop
+    is the shortest span from a label back to a branch to it that holds a wgmma. For each commit group in loop
+    order: its wgmma count and shape, whether A comes from shared memory (Q.K^T) or registers (P.V, rotate's
+    hand-over), and how many FP32 arithmetic instructions (the softmax: ex2, max, fma, ...) run between its
+    commit and the wait_group that retires it, following the back edge. qk_wait_deferred: some Q.K^T group has
+    softmax work in flight; False when every Q.K^T issue is waited for at once."""
+    lines = ptx.splitlines()
+    labels = {m.group(1): i for i, ln in enumerate(lines) if (m := re.match(r"^(\$L__BB\w+):", ln))}
+    body = None
+    for i, ln in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$L__BB\w+);", ln)
+        if m and labels.get(m.group(1), i) < i:
+            span = lines[labels[m.group(1)]:i + 1]
+            if any("wgmma.mma_async" in x for x in span) and (body is None or len(span) < len(body)):
+                body = span
+    if body is None:
+        return {}
+    events: list = []  # ("mma", shape, a_in_registers) | ("commit",) | ("wait", n) | ("f32",)
+    for ln in body:
+        if m := re.search(r"wgmma\.mma_async\.sync\.aligned\.(\S+?)\s+\{[^}]*\},\s*(\S)", ln):
+            events.append(("mma", m.group(1), m.group(2) == "{"))
+        elif "wgmma.commit_group" in ln:
+            events.append(("commit",))
+        elif m := re.search(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ln):
+            events.append(("wait", int(m.group(1))))
+        elif _F32_OP.match(ln):
+            events.append(("f32",))
+    groups, pending = [], []
+    for k, e in enumerate(events):
+        if e[0] == "mma":
+            pending.append(e)
+        elif e[0] == "commit" and pending:
+            groups.append({"at": k, "wgmma": len(pending), "shape": pending[0][1],
+                           "a": "registers" if pending[0][2] else "shared"})
+            pending = []
+    n = len(events)
+    for g in groups:
+        after, f32 = 0, 0
+        for step in range(1, 2 * n):  # twice round the loop: the retiring wait may lie past the back edge
+            e = events[(g["at"] + step) % n]
+            if e[0] == "commit":
+                after += 1
+            elif e[0] == "f32":
+                f32 += 1
+            elif e[0] == "wait" and after >= e[1]:  # at most e[1] newer groups may stay pending: g is done
+                break
+        g["f32_ops_in_flight"] = f32
+        del g["at"]
+    return {"ptx_loop_groups": groups,
+            "qk_wait_deferred": any(g["a"] == "shared" and g["f32_ops_in_flight"] > 0 for g in groups)}
+
+
+def _ptxas_advisories(ptx: str, arch: int) -> list[str]:
+    """ptxas's performance notes (e.g. C7514: wgmma serialized), which Triton's own ptxas run does not show."""
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    if not tool.exists():
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kernel.ptx"
+        src.write_text(ptx)
+        target = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"  # Triton compiles Hopper as sm_90a
+        r = subprocess.run([str(tool), f"-arch={target}", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                           capture_output=True, text=True)
+    return [re.sub(r"\s+", " ", ln.split(":", 1)[1]).strip() for ln in (r.stdout + r.stderr).splitlines()
+            if re.search(r"\(C7\d+\)", ln)]
 
 
 def _sass(cubin: bytes) -> str:
@@ -163,6 +239,7 @@ def _sass_summary(cubin: bytes) -> dict:
 
     return {"spill_stores": count(r"\bSTL\b", sass.splitlines()), "spill_loads": count(r"\bLDL\b", sass.splitlines()),
             "loop_instructions": len(body), "loop_mufu_ex2": count(r"MUFU\.EX2", body),
+            "loop_gmma_waits": count(r"WARPGROUP\.DEPBAR", body),  # one per HGMMA: ptxas serialized them
             "loop_gmma": count(r"GMMA", body), "loop_bar_sync": count(r"\bBAR\.SYNC", body),
             "loop_fmnmx": count(r"\bFMNMX\b", body), "loop_fadd": count(r"\bFADD\b", body),
             "loop_shift": count(r"\bSHF\b|IMAD\.SHL", body)}
@@ -204,6 +281,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tma", action="store_true", help="tensor descriptors (KernelConfig.tma)")
     p.add_argument("--warp-specialize", action="store_true", help="KernelConfig.warp_specialize")
     p.add_argument("--max-registers", type=int, default=None, help="KernelConfig.max_registers (maxnreg)")
+    p.add_argument("--rotate", action="store_true", help="KernelConfig.rotate (Q.K^T of the next tile first)")
     a = p.parse_args(argv)
     shape = Shape(dtype=a.dtype, seq=a.seq, causal=a.causal, head_dim=a.head_dim)
     if a.config:
@@ -211,7 +289,7 @@ def main(argv: list[str]) -> int:
         config = KernelConfig(*parts[:4], v_kmajor=bool(parts[4]) if len(parts) > 4 else a.dtype == "fp8")
     else:
         config = default_config(TORCH_DTYPES[a.dtype], a.head_dim)
-    flags = {"tma": a.tma, "warp_specialize": a.warp_specialize}
+    flags = {"tma": a.tma, "warp_specialize": a.warp_specialize, "rotate": a.rotate}
     config = replace(config, **{k: True for k, v in flags.items() if v})
     if a.max_registers is not None:
         config = replace(config, max_registers=a.max_registers)
