@@ -16,16 +16,14 @@ def _check_variant(backend: str, name: str) -> None:
     if backend == "sim":
         from softbench.kernels.operators_for_sim import SIM_OPERATORS as known
     elif backend == "triton":
-        from softbench.errors import UsageError
         from softbench.kernels.variants import get_variant
 
         get_variant(name)  # unknown names answered with the closest ones
         try:
-            from softbench.kernels.triton_attn import WEIGHT_MAPS
+            from softbench.kernels.triton_attn import check_variant
         except ImportError:
             return  # the backend's own load says that triton is missing
-        if name not in WEIGHT_MAPS:
-            raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {name!r}")
+        check_variant(name)
         return
     else:
         from softbench.kernels.fa4_patches import FA4_PATCHES as known

@@ -458,11 +458,16 @@ def _descriptors(q, k, v, out, config: KernelConfig) -> tuple:
     return rows(q, config.block_m), rows(k, config.block_n), v_desc, rows(out, config.block_m)
 
 
+def check_variant(variant: str) -> None:
+    """Refuse a variant this kernel does not implement (the registry knows more: FA4's patches, the simulation's)."""
+    if variant not in WEIGHT_MAPS:
+        raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
+
+
 def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, softmax_scale: float | None = None,
            descale: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
     """One forward into ops.out (overwritten and returned)."""
-    if variant not in WEIGHT_MAPS:
-        raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
+    check_variant(variant)
     if config.tma and ops.descs is None:
         raise UsageError("a TMA configuration needs operands prepared for it (prepare_operands with that config)")
     q, k, v, o = ops.q, ops.k, ops.v, ops.out
@@ -470,32 +475,48 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     hk = k.shape[2]
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
     qk_scale = scale * LOG2_E * descale[0] * descale[1]
-    fp8 = q.dtype in _FP8
     grid = (triton.cdiv(s, config.block_m), b * h)
     args = ops.descs if config.tma else (q, k, v, o)
-    kn_blocks = triton.cdiv(s, KEY_NORM_BLOCK)
+    kn_blocks = key_norm_blocks(s)
     if variant == "h15-proved":  # the key norms are part of the call: their cost is in every timing
         kn = torch.empty(b * hk * kn_blocks, dtype=torch.float32, device=q.device)
         _key_norm_max[(b * hk, kn_blocks)](k, kn, s, hk, k.stride(0), k.stride(1), k.stride(2),
                                             HEAD_DIM=d, BLOCK=KEY_NORM_BLOCK)
     else:
         kn = o  # not read
-    sides = ((1, "h15-noclamp"), (2, "A1")) if variant == "h15-proved" else ((0, variant),)
-    for side, weight in sides:
+    for side, weight in launches(variant):
         _attn_fwd[grid](
             *args, kn, kn_blocks, qk_scale, float(descale[2]), s, h, h // hk,
             q.stride(0), q.stride(1), q.stride(2),
             k.stride(0), k.stride(1), k.stride(2),
             *ops.v_strides,
             o.stride(0), o.stride(1), o.stride(2),
-            HEAD_DIM=d, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=bool(causal), WEIGHT=weight,
-            MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=s % config.block_m == 0,
-            EVEN_N=s % config.block_n == 0, TMA=config.tma, V_KMAJOR=config.v_kmajor,
-            WARP_SPECIALIZE=config.warp_specialize, KN_WIDTH=triton.next_power_of_2(kn_blocks) if side else 1,
-            PROOF_SIDE=side, ROTATE=config.rotate, num_warps=config.num_warps, num_stages=config.num_stages,
-            **launch_options(config),
+            **kernel_constants(config, s, d, causal, q.dtype in _FP8, weight, side),
+            num_warps=config.num_warps, num_stages=config.num_stages, **launch_options(config),
         )
     return o
+
+
+def key_norm_blocks(seq: int) -> int:
+    """Partial key-norm maxima per head that _key_norm_max writes (h15-proved)."""
+    return triton.cdiv(seq, KEY_NORM_BLOCK)
+
+
+def launches(variant: str) -> tuple[tuple[int, str], ...]:
+    """(PROOF_SIDE, WEIGHT) of each _attn_fwd launch one forward of `variant` makes: h15-proved is its clamp-free
+    side (the hot one, first) and its clamped side, every other variant one launch of itself."""
+    return ((1, "h15-noclamp"), (2, "A1")) if variant == "h15-proved" else ((0, variant),)
+
+
+def kernel_constants(config: KernelConfig, seq: int, head_dim: int, causal: bool, fp8: bool, weight: str,
+                     side: int) -> dict:
+    """_attn_fwd's compile-time arguments (shared with triton_compile's cross-compilation)."""
+    return dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=bool(causal), WEIGHT=weight,
+                MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=seq % config.block_m == 0,
+                EVEN_N=seq % config.block_n == 0, TMA=config.tma, V_KMAJOR=config.v_kmajor,
+                WARP_SPECIALIZE=config.warp_specialize,
+                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if side else 1, PROOF_SIDE=side,
+                ROTATE=config.rotate)
 
 
 def launch_options(config: KernelConfig) -> dict:

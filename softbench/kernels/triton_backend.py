@@ -46,10 +46,9 @@ class TritonBackend:
         except ImportError:
             raise UnsupportedError("--backend triton needs the triton package, which is not installed here",
                                    hint="pip install triton (or pip install -e .[triton])") from None
-        from softbench.kernels.triton_attn import WEIGHT_MAPS
+        from softbench.kernels.triton_attn import check_variant
 
-        if variant not in WEIGHT_MAPS:
-            raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
+        check_variant(variant)
         self.variant = variant
         return {"backend": "triton", "variant": variant, "triton_version": triton.__version__,
                 "interpreter": os.environ.get("TRITON_INTERPRET") == "1", "config_overrides": self.overrides,

@@ -55,8 +55,7 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
         v_strides = (hk * d * s, 1, d * s, s)  # (batch, seq, head, dim) of the (b, hk, d, s) copy
     else:
         v_strides = (s * hk * d, hk * d, d, 1)
-    kn_blocks = -(-s // ta.KEY_NORM_BLOCK)
-    ints = dict(seq=s, heads=h, group=h // hk, kn_blocks=kn_blocks,
+    ints = dict(seq=s, heads=h, group=h // hk, kn_blocks=ta.key_norm_blocks(s),
                 stride_qb=s * h * d, stride_qs=h * d, stride_qh=d,
                 stride_kb=s * hk * d, stride_ks=hk * d, stride_kh=d,
                 stride_vb=v_strides[0], stride_vs=v_strides[1], stride_vh=v_strides[2], stride_vd=v_strides[3],
@@ -85,14 +84,9 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
             _int_arg(name, ints[name], i, sig, consts, attrs)
         else:
             sig[name] = "constexpr"
-    # h15-proved is two launches (triton_attn.launch); the one compiled here is its clamp-free side, the hot one
-    weight, side = ("h15-noclamp", 1) if variant == "h15-proved" else (variant, 0)
-    consts.update(HEAD_DIM=d, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=shape.causal, WEIGHT=weight,
-                  MAX_OFFSET=ta.FP8_MAX_OFFSET if shape.dtype == "fp8" else 0.0,
-                  EVEN_M=s % config.block_m == 0, EVEN_N=s % config.block_n == 0,
-                  TMA=config.tma, V_KMAJOR=config.v_kmajor, WARP_SPECIALIZE=config.warp_specialize,
-                  KN_WIDTH=1 << (kn_blocks - 1).bit_length() if side else 1, PROOF_SIDE=side,
-                  ROTATE=config.rotate)
+    # h15-proved is two launches (triton_attn.launches); the one compiled here is its clamp-free side, the hot one
+    side, weight = ta.launches(variant)[0]
+    consts.update(ta.kernel_constants(config, s, d, shape.causal, shape.dtype == "fp8", weight, side))
     compiled = triton.compile(ASTSource(fn=ta._attn_fwd, signature=sig, constexprs=consts, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages,
