@@ -238,24 +238,27 @@ def exact_exponents(q: torch.Tensor, k: torch.Tensor, causal: bool, softmax_scal
     return x, valid, eta
 
 
+def readback_path(folder: Path, label: str, seq: int) -> Path:
+    """Where a gates session keeps one kernel's probabilities at one length (A0' written A0b)."""
+    return Path(folder) / f"readback-{label.replace(chr(39), 'b')}-{seq}.pt"
+
+
 def load_readback(path: Path, causal: bool) -> Readback:
     from softbench.kernels.inputs import TORCH_DTYPES
 
     data = torch.load(path, map_location="cpu", weights_only=False)
     shape = Shape(**data["shape"])
-    fp8_in = TORCH_DTYPES[shape.dtype] in (torch.float8_e4m3fn, torch.float8_e5m2)
-    x, valid, eta = exact_exponents(data["q"], data["k"], causal, data["softmax_scale"], tuple(data["descale"]),
-                                    accum_u=ACCUM_U_FP8 if fp8_in else ACCUM_U,
-                                    accum_chunk=FP8_MMA_K if fp8_in else 1)
-    p = data["p"].double().permute(0, 2, 1, 3)
-    expected = tuple(x.shape)
-    if tuple(p.shape) != expected:
-        raise MeasurementError(f"{path}: readback has shape {tuple(p.shape)}, the scores {expected}")
     in_dtype = TORCH_DTYPES[shape.dtype]
     fp8 = in_dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
     storage = Storage(p_dtype_for(in_dtype), getattr(torch, data["out_dtype"]), shape.seq,
                       max_offset=8.0 if fp8 else 0.0, accum_u=ACCUM_U_FP8 if fp8 else ACCUM_U,
                       accum_chunk=FP8_MMA_K if fp8 else 1)  # FA4's and the simulation's offset for FP8
+    x, valid, eta = exact_exponents(data["q"], data["k"], causal, data["softmax_scale"], tuple(data["descale"]),
+                                    accum_u=storage.accum_u, accum_chunk=storage.accum_chunk)
+    p = data["p"].double().permute(0, 2, 1, 3)
+    expected = tuple(x.shape)
+    if tuple(p.shape) != expected:
+        raise MeasurementError(f"{path}: readback has shape {tuple(p.shape)}, the scores {expected}")
     return Readback(p=p, x=x, valid=valid, eta=eta, storage=storage, q=data["q"], k=data["k"])
 
 
@@ -569,7 +572,7 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
             readbacks[seq] = {}
             for label, w in workers.items():
                 say(f"{shape.tag()}: reading back {label}'s probabilities ({math.ceil(seq / opts.head_dim)} forwards)")
-                path = session.path / f"readback-{label.replace(chr(39), 'b')}-{seq}.pt"
+                path = readback_path(session.path, label, seq)
                 res = w.request("probabilities", shape=shape.to_dict(), seed=opts.seed, path=str(path))["result"]
                 # non-finite probabilities are the kernel's fault: they make the gates fail (NaN never passes)
                 session.append(READBACK_FILE, {"label": label, "variant": w.variant, "utc": utc_iso(), **res})

@@ -7,23 +7,15 @@ result stays traceable to the GPU run; the readback files themselves stay with t
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import yaml
 
 from softbench.errors import UsageError
+from softbench.kernels.patch import sha256_file
 from softbench.measure import gates as G
 from softbench.shapes import Shape
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
@@ -41,8 +33,9 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
         raise UsageError(f"{source} is not a gates session")
     base, var = proto["labels"]
     shapes = {k: Shape(**v) for k, v in proto["shapes"].items()}
-    causal = shapes["multi_tile"].causal
-    files = {(kind, label): source / f"readback-{label.replace(chr(39), 'b')}-{shape.seq}.pt"
+    multi = shapes["multi_tile"]
+    causal = multi.causal
+    files = {(kind, label): G.readback_path(source, label, shape.seq)
              for kind, shape in shapes.items() for label in (base, var)}
     missing = [p.name for p in files.values() if not p.is_file()]
     if missing:
@@ -50,17 +43,21 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
                          hint="they stay in the session folder the GPU run wrote; copy them back first")
     env = json.loads((source / "env.json").read_text()) if (source / "env.json").is_file() else {}
     arch = (env.get("workers", {}).get(var, {}).get("device") or {}).get("arch")
-    tau = G.rescale_threshold(proto["backend"], arch, shapes["multi_tile"].dtype, proto.get("backend_options") or {})
+    tau = G.rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
     readbacks = {kind: {label: G.load_readback(files[(kind, label)], causal) for label in (base, var)}
                  for kind in shapes}
     gates = G.evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau)
 
-    tag = f"{shapes['multi_tile'].tag()}-{proto['backend']}-{proto['variant']}-vs-{proto['baseline']}-reevaluated"
+    opts = G.GatesOptions(backend=proto["backend"], variant=proto["variant"], baseline=proto["baseline"],
+                          dtype=multi.dtype, causal=causal, batch=multi.batch, heads=multi.heads,
+                          kv_heads=multi.kv_heads, head_dim=multi.head_dim,
+                          single_seq=shapes["single_tile"].seq, multi_seq=multi.seq)
+    tag = opts.tag() + "-reevaluated"
     session = Session.create(out_dir, "gates", tag)
     session.write_yaml("protocol.yaml", {
         **proto, "command_line": command_line, "reevaluated_from": source.name,
         "source_command_line": proto.get("command_line", ""), "started_utc": utc_iso(),
-        "readback_sha256": {p.name: _sha256(p) for p in files.values()},
+        "readback_sha256": {p.name: sha256_file(p) for p in files.values()},
     })
     session.write_json("env.json", {"source_env": env, "reevaluated_on": collect_env(gpu=False)})
     summary = {"command": "gates", "backend": proto["backend"], "baseline": proto["baseline"],
