@@ -131,6 +131,17 @@ def latency_table(recs: list[SessionRecord]) -> TableData:
                                           "speed-up %", "per-round sd pp", "per-round %", "median ms"], rows)
 
 
+def _seq_axis(ax, seqs) -> None:
+    """A speed-up axis over sequence lengths: log2 x with the lengths as ticks, a zero line."""
+    seqs = sorted(seqs)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(seqs)
+    ax.set_xticklabels([seq_label(s) for s in seqs])
+    ax.minorticks_off()
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlabel("sequence length")
+
+
 def plot_speedup_vs_seq(recs: list[SessionRecord], path: Path) -> Path | None:
     groups: dict[tuple, list[SessionRecord]] = defaultdict(list)
     for r in recs:
@@ -150,13 +161,7 @@ def plot_speedup_vs_seq(recs: list[SessionRecord], path: Path) -> Path | None:
             ax.plot([r.facts["seq"]], [r.summary["speedup_pct"]], "o", color=color, markerfacecolor=face, ms=7)
             rounds = r.summary.get("per_round_speedup_pct") or []
             ax.plot([r.facts["seq"]] * len(rounds), rounds, ".", color=color, alpha=0.6, ms=5)
-    seqs = sorted({r.facts["seq"] for m in groups.values() for r in m})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(seqs)
-    ax.set_xticklabels([seq_label(s) for s in seqs])
-    ax.minorticks_off()
-    ax.axhline(0.0, color="0.5", lw=0.8)
-    ax.set_xlabel("sequence length")
+    _seq_axis(ax, {r.facts["seq"] for m in groups.values() for r in m})
     ax.set_ylabel("speed-up % (pooled medians)")
     ax.set_title("speed-up against sequence length (small points: rounds; hollow: partial session)")
     ax.legend(fontsize=8)
@@ -413,13 +418,7 @@ def plot_trace(rec: SessionRecord, path: Path) -> Path | None:
         ax.plot(xs, [p["kernel_only_speedup_pct"] for p in pts], "o-", color=f"C{2 * i}", label=f"kernel only, {mask}")
         ax.plot(xs, [p.get("call_latency_speedup_pct") for p in pts], "s--", color=f"C{2 * i + 1}",
                 label=f"call latency, {mask}")
-    seqs = sorted({p["seq"] for p in points})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(seqs)
-    ax.set_xticklabels([seq_label(x) for x in seqs])
-    ax.minorticks_off()
-    ax.axhline(0.0, color="0.5", lw=0.8)
-    ax.set_xlabel("sequence length")
+    _seq_axis(ax, {p["seq"] for p in points})
     ax.set_ylabel("speed-up %")
     ax.set_title(f"{rec.name}{'' if rec.complete else ' (PARTIAL)'}: source {rec.summary.get('source', '?')}",
                  fontsize=9)

@@ -192,16 +192,25 @@ def _sm90_fraction_h15(every: int) -> str:
     )
 
 
-def fraction_patch(every: int) -> Patch:
+def _online_softmax_patch(name: str, version: str, description: str, replacement: str, module: str,
+                          arch_families: tuple[int, ...]) -> Patch:
+    """A variant that replaces only the two exp2 sites of Softmax.online_softmax (sm_80/sm_90 code) and adds the
+    operator module; refused on the other architectures, where it would silently be the stock kernel."""
     return Patch(
-        f"h15-1of{every}", "2", f"sm_90 only: Rowmax-H15 on 1 of {every} elements, hardware exp2 on the rest",
+        name, version, description,
         edits=(
             Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
-            Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, _sm90_fraction_h15(every), count=2),
+            Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, replacement, count=2),
         ),
-        new_files=(NewFile("cute/softbench_h15.py", H15_MODULE),),
-        arch_families=(8, 9),
+        new_files=(NewFile("cute/softbench_h15.py", module),),
+        arch_families=arch_families,
     )
+
+
+def fraction_patch(every: int) -> Patch:
+    return _online_softmax_patch(
+        f"h15-1of{every}", "2", f"sm_90 only: Rowmax-H15 on 1 of {every} elements, hardware exp2 on the rest",
+        _sm90_fraction_h15(every), H15_MODULE, (8, 9))
 
 
 _SM90_H15_NOCLAMP = (
@@ -231,25 +240,12 @@ _SM90_H15_WG = (
 )
 
 
-def _sm90_only(name: str, description: str, replacement: str) -> Patch:
-    """A variant that changes only the sm_90 exponential sites (refused on other architectures)."""
-    return Patch(
-        name, "1", description,
-        edits=(
-            Edit("softmax-import", "cute/softmax.py", _IMPORT_ANCHOR, _IMPORT_REPL),
-            Edit("sm90-online-softmax-exp2", "cute/softmax.py", _SM90_EXP2, replacement, count=2),
-        ),
-        new_files=(NewFile("cute/softbench_h15.py", H15_NOCLAMP_MODULE),),
-        arch_families=(9,),
-    )
-
-
-H15_NOCLAMP = _sm90_only(
-    "h15-noclamp", "sm_90 only: Rowmax-H15 without the clamp (add and shift), exact where every 2x >= -252",
-    _SM90_H15_NOCLAMP)
-H15_WG = _sm90_only(
-    "h15-wg", "sm_90 only: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second", _SM90_H15_WG)
-
+H15_NOCLAMP = _online_softmax_patch(
+    "h15-noclamp", "1", "sm_90 only: Rowmax-H15 without the clamp (add and shift), exact where every 2x >= -252",
+    _SM90_H15_NOCLAMP, H15_NOCLAMP_MODULE, (9,))
+H15_WG = _online_softmax_patch(
+    "h15-wg", "1", "sm_90 only: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second", _SM90_H15_WG,
+    H15_NOCLAMP_MODULE, (9,))
 
 # which patch builds each variant of the FA4 backend
 FA4_PATCHES: Registry[Patch] = Registry("FA4 patch")
