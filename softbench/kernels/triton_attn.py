@@ -128,7 +128,7 @@ class KernelConfig:
 #   so that A1 is measured against the strongest baseline this kernel has. Both let two programs share an SM,
 #   one's softmax overlapping the other's matrix instructions: BF16 m128n64w8s2-tma-r128 (125 registers, 96 KB;
 #   418 / 499 TFLOP/s causal / non-causal 8K against 384 / 452 for m128n128w8s2), FP8 m64n128w4s3-vk-tma
-#   (183 registers, 105 KB; 0.403 ms against 0.434 causal 8K). The sessions of 2026-11-30 before this change ran
+#   (183 registers, 105 KB; 0.387 ms against 0.439 causal 8K in the probe). The sessions of 2026-11-30 before this change ran
 #   m128n128w8s2 and m128n128w8s3-vk (each session records its configuration).
 # - head dim 64: not yet probed on the GPU.
 _TABLE: dict[tuple[str, int], KernelConfig] = {
