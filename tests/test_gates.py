@@ -253,6 +253,22 @@ def test_single_tile_length_must_fit_one_tile(tmp_path):
 
     with pytest.raises(UsageError, match="at most 128 keys"):
         run_gates(GatesOptions(out_dir=tmp_path, single_seq=256, **SMALL), runner=InProcessRunner)
+    with pytest.raises(UsageError, match="at most 64 keys"):
+        run_gates(GatesOptions(out_dir=tmp_path, single_seq=128, backend_options={"tile": 64}, **SMALL),
+                  runner=InProcessRunner)
+    with pytest.raises(UsageError, match="more than one key tile"):
+        run_gates(GatesOptions(out_dir=tmp_path, multi_seq=128, **SMALL), runner=InProcessRunner)
+    assert not any(tmp_path.iterdir())  # refused before a session folder is made
+
+
+def test_single_tile_length_defaults_to_one_whole_tile_and_is_recorded(tmp_path):
+    assert GatesOptions().single_seq is None
+    session, summary = run_gates(GatesOptions(out_dir=tmp_path, backend_options={"tile": 64}, **SMALL),
+                                 runner=InProcessRunner)
+    assert summary["all_passed"] is True
+    proto = yaml.safe_load((session.path / "protocol.yaml").read_text())
+    assert proto["shapes"]["single_tile"]["seq"] == 64 and proto["shapes"]["multi_tile"]["seq"] == 512
+    assert session.has("readback-A1-64.pt") and summary["shapes"]["single_tile"].startswith("bf16-64-")
 
 
 # --- the command ---------------------------------------------------------------------------------------------

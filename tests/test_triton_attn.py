@@ -351,8 +351,8 @@ def test_new_config_fields_in_labels_and_checks():
     with pytest.raises(UsageError, match="max_registers"):
         C(64, 64, 4, 2, max_registers=300)
     # the table: head dim 128 takes the configurations the H200 probe found fastest for A0, head dim 64 is unprobed
-    assert ta.default_config(torch.bfloat16, 128).label() == "m128n64w8s2-tma-r128"
-    assert ta.default_config(FP8, 128).label() == "m64n128w4s3-vk-tma"
+    assert ta.default_config(torch.bfloat16, 128).label() == "m128n64w8s2-tma-r128-hg16"
+    assert ta.default_config(FP8, 128).label() == "m64n128w4s3-vk-tma-hg16"
     for dtype in (torch.bfloat16, FP8):
         t = ta.default_config(dtype, 64)
         assert not t.tma and not t.warp_specialize and t.max_registers == 0
@@ -490,3 +490,35 @@ def test_rotate_in_labels_and_backend_options():
     b = TritonBackend(block_m=64, block_n=32, num_warps=4, num_stages=2, rotate=True, device="cpu")
     assert b.load("A0")["config_overrides"]["rotate"] is True
     assert b.config_for(small_shape("bf16"), torch.bfloat16).label() == "m64n32w4s2-rot"
+
+
+@pytest.mark.parametrize("dtype, causal, config", [
+    (torch.bfloat16, True, C(32, 32, 4, 2)),
+    (FP8, True, C(32, 32, 4, 2, v_kmajor=True, tma=True)),
+    (torch.float16, False, C(32, 32, 4, 2)),
+], ids=["bf16-causal", "fp8-causal-vk-tma", "fp16-noncausal"])
+@pytest.mark.parametrize("head_group", [2, 4, 6], ids=lambda g: f"hg{g}")
+def test_head_grouped_program_order_writes_every_block_once_and_the_same_bits(dtype, causal, config, head_group):
+    """KernelConfig.head_group only reorders independent programs. Batch 2 x 3 heads = 6 (batch, head) pairs:
+    group 4 does not divide them (reduced to 2), 6 takes all. The output starts as NaN, so a block that no
+    program writes (or the wrong rows written twice) shows."""
+    q, k, v = draw_batched(dtype, 2, 3, 3, 64, 100, seed=8)
+    plain = ta.attention(q, k, v, causal, "A1", config)
+    grouped = replace(config, head_group=head_group)
+    ops = ta.prepare_operands(q, k, v, grouped)
+    ops.out.fill_(float("nan"))
+    out = ta.launch(ops, causal, "A1", grouped)
+    assert torch.equal(_bits(out), _bits(plain))
+    assert ta.effective_head_group(grouped, 6) == {2: 2, 4: 2, 6: 6}[head_group]
+
+
+def test_head_group_in_labels_and_backend_options():
+    cfg = C(128, 64, 8, 2, tma=True, max_registers=128, head_group=8)
+    assert cfg.label() == "m128n64w8s2-tma-r128-hg8" and C.from_label(cfg.label()) == cfg
+    with pytest.raises(UsageError, match="write it as m128n64w8s2$"):  # 1, the default order, has no suffix
+        C.from_label("m128n64w8s2-hg1")
+    with pytest.raises(UsageError, match="head_group must be >= 1"):
+        C(128, 64, 8, 2, head_group=0)
+    b = TritonBackend(block_m=64, block_n=32, num_warps=4, num_stages=2, head_group=4, device="cpu")
+    b.load("A0")
+    assert b.config_for(small_shape("bf16"), torch.bfloat16).label() == "m64n32w4s2-hg4"

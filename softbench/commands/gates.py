@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from softbench.commands.options import triton_config_option
 from softbench.shapes import DTYPES
 
 
@@ -44,7 +45,8 @@ def _table(title: str, rows: list[list[str]]):
 
 @click.command("gates")
 @click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
-              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine)")
+              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
+                   "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
 @click.option("--variant", default="A1", show_default=True, help="the kernel under test")
 @click.option("--baseline", default="A0", show_default=True, help="the stock kernel it is compared with")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
@@ -53,27 +55,28 @@ def _table(title: str, rows: list[list[str]]):
 @click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--kv-heads", type=click.IntRange(min=1), default=None, help="default: same as --heads")
 @click.option("--head-dim", type=click.IntRange(min=8), default=128, show_default=True)
-@click.option("--single-seq", type=click.IntRange(min=1), default=128, show_default=True,
-              help="sequence length of the single-tile gate (at most one key tile)")
+@click.option("--single-seq", type=click.IntRange(min=1), default=None,
+              help="sequence length of the single-tile gate, at most one key tile [default: one key tile of the "
+                   "kernel: the Triton configuration's BLOCK_N, 128 for FA4]")
 @click.option("--multi-seq", type=click.IntRange(min=2), default=512, show_default=True,
               help="sequence length of the multi-tile gates (more than one key tile)")
 @click.option("--seed", type=int, default=0, show_default=True, help="input seed")
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
+@triton_config_option()
 @click.option("--reevaluate", "source", type=click.Path(file_okay=False, exists=True), default=None,
               help="run no kernel: evaluate the gates again from the readbacks a gates session kept (its folder), "
                    "with this version's gate model, into a new session that names its source")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, head_dim, single_seq, multi_seq,
-            seed, rescale_threshold, source, out_dir):
+            seed, rescale_threshold, triton_config, source, out_dir):
     """Read VARIANT's and BASELINE's probabilities back through one-hot V and check them: L1 against a
     Rowmax-H15 reference at one tile; the error envelope, row sums and row maximum over several tiles.
     Exits non-zero when a gate fails.
 
     Example: softbench gates --backend fa4 --dtype bf16 --no-causal"""
     from softbench.console import err
-    from softbench.errors import UnsupportedError
-    from softbench.measure.gates import GatesOptions, run_gates
+    from softbench.measure.gates import GatesOptions, resolve_options, run_gates
 
     command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if source:
@@ -87,26 +90,42 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
 
         session, summary = reevaluate_gates(Path(source), Path(out_dir), command_line)
         return _report(session, summary)
-    if backend == "fa4" and rescale_threshold:
+    if backend != "sim" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
+    if triton_config and backend != "triton":
+        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+    backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
+    if backend == "triton":
+        # TritonBackend's keyword arguments. No fallback: the single-tile gate is sized to this configuration's
+        # key tile, and a silently substituted one would span another number of tiles
+        backend_options = {**triton_config, "fallback": False}
     _check_variant(backend, baseline)
     _check_variant(backend, variant)
     opts = GatesOptions(backend=backend, variant=variant, baseline=baseline, dtype=dtype, causal=causal, batch=batch,
                         heads=heads, kv_heads=kv_heads, head_dim=head_dim, single_seq=single_seq,
-                        multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir),
-                        backend_options={"rescale_threshold": rescale_threshold} if backend == "sim" else {},
+                        multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir), backend_options=backend_options,
                         command_line=command_line)
-    if backend != "sim":
-        from softbench.kernels.capability import detect_device, unsupported_reason
-
-        device = detect_device()
-        for seq in (single_seq, multi_seq):
-            reason = unsupported_reason(backend, opts.shape(seq), device)
-            if reason:
-                raise UnsupportedError(f"{opts.shape(seq).tag()}: {reason}")
+    # The multi-tile shape first: its refusal (no GPU, a head dim the kernel lacks) must come before the kernel's
+    # configuration table is asked for the key tile that the single-tile length defaults to.
+    _refuse_unsupported(opts, opts.multi_seq)
+    opts = resolve_options(opts)
+    _refuse_unsupported(opts, opts.single_seq)
     with err.status("starting") as status:
         session, summary = run_gates(opts, progress=status.update)
     _report(session, summary)
+
+
+def _refuse_unsupported(opts, seq: int) -> None:
+    """Refuse, before any process starts, a shape the backend cannot run here (the simulation runs anywhere)."""
+    if opts.backend == "sim":
+        return
+    from softbench.errors import UnsupportedError
+    from softbench.kernels.capability import detect_device, unsupported_reason
+
+    shape = opts.shape(seq)
+    reason = unsupported_reason(opts.backend, shape, detect_device())
+    if reason:
+        raise UnsupportedError(f"{shape.tag()}: {reason}")
 
 
 def _report(session, summary) -> None:

@@ -63,7 +63,13 @@ class KernelConfig:
     tile stay live across the loop's back edge. Same operations on the same values: bit-identical results.
     With Triton 3.6 the PTX does defer that wait, but ptxas then serializes every wgmma of the kernel (its note
     C7514: the carried scores are copied out of an in-flight accumulator) and the peeled first K tile takes its
-    own 16 KB of shared memory; whether the net is a gain is for the GPU probe to say."""
+    own 16 KB of shared memory; whether the net is a gain is for the GPU probe to say.
+    `head_group`: the order in which programs are handed to the SMs. 1 (default) walks all query blocks of one
+    (batch, head) before the next; G > 1 walks the query blocks of G heads at once (under causal the longest
+    block of each of the G heads first, then the next longest), longest-processing-time-first across heads so
+    that the last wave holds short blocks of every head, while K and V of only G heads compete for L2 at a time
+    (FA3's scheduler does the same). It only reorders independent programs: results are bit-identical. A G
+    that does not divide batch x heads is reduced to their greatest common divisor at launch."""
 
     block_m: int
     block_n: int
@@ -74,6 +80,7 @@ class KernelConfig:
     warp_specialize: bool = False
     max_registers: int = 0  # ptxas's per-thread register cap (Triton's maxnreg); 0 leaves the choice to ptxas
     rotate: bool = False
+    head_group: int = 1
 
     def __post_init__(self):
         for name in ("block_m", "block_n"):
@@ -84,13 +91,15 @@ class KernelConfig:
             raise UsageError(f"num_warps must be 1, 2, 4, 8 or 16, got {self.num_warps}")
         if self.num_stages < 1:
             raise UsageError(f"num_stages must be >= 1, got {self.num_stages}")
+        if self.head_group < 1:
+            raise UsageError(f"head_group must be >= 1 (1: one head's query blocks after another), got {self.head_group}")
         if self.max_registers and not 24 <= self.max_registers <= 255:
             raise UsageError(f"max_registers must be 0 (no cap) or 24..255, got {self.max_registers}")
 
     def label(self) -> str:
         extra = ("-vk" if self.v_kmajor else "") + ("-tma" if self.tma else "")
         extra += ("-ws" if self.warp_specialize else "") + (f"-r{self.max_registers}" if self.max_registers else "")
-        extra += "-rot" if self.rotate else ""
+        extra += ("-rot" if self.rotate else "") + (f"-hg{self.head_group}" if self.head_group > 1 else "")
         return f"m{self.block_m}n{self.block_n}w{self.num_warps}s{self.num_stages}{extra}"
 
     def to_dict(self) -> dict:
@@ -100,14 +109,17 @@ class KernelConfig:
     def from_label(cls, label: str) -> "KernelConfig":
         """The configuration a label() names, e.g. m128n64w8s4-vk-tma-r128 (what sessions record), so that a
         configuration found by tools/gpu/triton_probe.py can be run again by name."""
-        m = re.fullmatch(r"m(\d+)n(\d+)w(\d+)s(\d+)((?:-vk|-tma|-ws|-r\d+|-rot)*)", label.strip())
+        m = re.fullmatch(r"m(\d+)n(\d+)w(\d+)s(\d+)((?:-vk|-tma|-ws|-r\d+|-rot|-hg\d+)*)", label.strip())
         if not m:
             raise UsageError(f"not a Triton configuration label: {label!r} (expected e.g. m128n128w8s3-vk-tma-r128: "
-                             "block_m, block_n, warps, stages, then optional -vk, -tma, -ws, -r<max registers>, -rot)")
-        flags = re.findall(r"-(vk|tma|ws|rot|r\d+)", m.group(5))
+                             "block_m, block_n, warps, stages, then optional -vk, -tma, -ws, -r<max registers>, -rot, "
+                             "-hg<heads per group>)")
+        flags = re.findall(r"-(vk|tma|ws|rot|r\d+|hg\d+)", m.group(5))
         regs = [int(f[1:]) for f in flags if re.fullmatch(r"r\d+", f)]
+        groups = [int(f[2:]) for f in flags if f.startswith("hg")]
         config = cls(*(int(g) for g in m.groups()[:4]), v_kmajor="vk" in flags, tma="tma" in flags,
-                     warp_specialize="ws" in flags, max_registers=regs[-1] if regs else 0, rotate="rot" in flags)
+                     warp_specialize="ws" in flags, max_registers=regs[-1] if regs else 0, rotate="rot" in flags,
+                     head_group=groups[-1] if groups else 1)
         if config.label() != label.strip():
             raise UsageError(f"Triton configuration label {label!r} repeats or misorders its flags; "
                              f"write it as {config.label()}")
@@ -126,16 +138,18 @@ class KernelConfig:
 #   transposed to shared memory every tile, outside the asynchronous-copy pipeline.
 # - head dim 128: the fastest A0 that tools/gpu/triton_probe.py found on the H200 (sessions/triton-probe-h200-*),
 #   so that A1 is measured against the strongest baseline this kernel has. Both let two programs share an SM,
-#   one's softmax overlapping the other's matrix instructions: BF16 m128n64w8s2-tma-r128 (125 registers, 96 KB;
-#   418 / 499 TFLOP/s causal / non-causal 8K against 384 / 452 for m128n128w8s2), FP8 m64n128w4s3-vk-tma
-#   (183 registers, 105 KB; 0.387 ms against 0.439 causal 8K in the probe). The sessions of 2026-11-30 before this change ran
-#   m128n128w8s2 and m128n128w8s3-vk (each session records its configuration).
+#   one's softmax overlapping the other's matrix instructions: BF16 m128n64w8s2-tma-r128 (127 registers, 96 KB),
+#   FP8 m64n128w4s3-vk-tma (180 registers, 105 KB). Both hand out their programs 16 heads at a time (head_group
+#   16: under causal masking, every head's longest query blocks first): in the probe of 2026-11-30 16:05 that took
+#   BF16 causal 8K from 408 to 505 TFLOP/s and FP8 causal from 716 to 773, and cost BF16 non-causal 1% (520 ->
+#   515). Sessions record the configuration each ran; those of 2026-11-30 before 16:00 ran without head_group,
+#   and before 14:40 m128n128w8s2 / m128n128w8s3-vk.
 # - head dim 64: not yet probed on the GPU.
 _TABLE: dict[tuple[str, int], KernelConfig] = {
     ("16bit", 64): KernelConfig(128, 128, 8, 3),
-    ("16bit", 128): KernelConfig(128, 64, 8, 2, tma=True, max_registers=128),
+    ("16bit", 128): KernelConfig(128, 64, 8, 2, tma=True, max_registers=128, head_group=16),
     ("fp8", 64): KernelConfig(128, 128, 8, 3, v_kmajor=True),
-    ("fp8", 128): KernelConfig(64, 128, 4, 3, v_kmajor=True, tma=True),
+    ("fp8", 128): KernelConfig(64, 128, 4, 3, v_kmajor=True, tma=True, head_group=16),
 }
 # The simple configuration used when the tuned one fails to compile: small tiles, 4 warps, 2 stages.
 _FALLBACK = KernelConfig(64, 64, 4, 2)
@@ -250,94 +264,13 @@ def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m
                        MASK, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
 
 
-# Keys per program of the key-norm prologue: 16 heads x 8K keys -> 512 programs, each one read of 256 key rows
-KEY_NORM_BLOCK = 256
-# The proved variant drops the clamp where 4 * qk_scale * |q_i| * max_j |k_j| - 2 * MAX_OFFSET <= PROOF_LIMIT: the
-# clamp binds at t = -252; the margin covers the FP32 rounding of the norms, the bound and the kernel's own
-# scores and maximum (relative 1e-5 at most on values of a few hundred)
-PROOF_LIMIT = 250.0
-PROOF_LIMIT_C = tl.constexpr(PROOF_LIMIT)
-
-
 @triton.jit
-def _key_norm_max(K, KN, seq, kv_heads, stride_kb, stride_ks, stride_kh,
-                  HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
-    """KN[b * kv_heads + hk, block] = the largest Euclidean norm of this block's key rows of that head (raw
-    stored values; descale factors live in qk_scale). One partial maximum per program, so no atomics and no
-    zero-fill: the attention kernel reduces the few partials of its head."""
-    bh = tl.program_id(0)
-    blk = tl.program_id(1)
-    b = (bh // kv_heads).to(tl.int64)
-    hk = (bh % kv_heads).to(tl.int64)
-    rows = blk * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.arange(0, HEAD_DIM)
-    k = tl.load(K + b * stride_kb + hk * stride_kh + rows[:, None] * stride_ks + cols[None, :],
-                mask=rows[:, None] < seq, other=0.0).to(tl.float32)
-    norms = tl.sqrt(tl.sum(k * k, 1))
-    tl.store(KN + bh * tl.num_programs(1) + blk, tl.max(norms, 0))
-
-
-@triton.jit
-def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
-              stride_qb, stride_qs, stride_qh,
-              stride_kb, stride_ks, stride_kh,
-              stride_vb, stride_vs, stride_vh, stride_vd,
-              stride_ob, stride_os, stride_oh,
-              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-              WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
-              TMA: tl.constexpr = False, V_KMAJOR: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
-              KN_WIDTH: tl.constexpr = 1, PROOF_SIDE: tl.constexpr = 0, ROTATE: tl.constexpr = False):
-    pid_m = tl.program_id(0)
-    # causal: the longest rows first, so that the last wave holds the short ones
-    start_m = (tl.cdiv(seq, BLOCK_M) - 1 - pid_m) if CAUSAL else pid_m
-    bh = tl.program_id(1)
-    b32 = bh // heads
-    h32 = bh % heads
-    hk32 = h32 // group
-    b, h, hk = b32.to(tl.int64), h32.to(tl.int64), hk32.to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    if TMA:
-        q = Q.load([b32, start_m * BLOCK_M, h32 * HEAD_DIM]).reshape(BLOCK_M, HEAD_DIM)
-        k_base, v_base = K, V  # unused: the descriptors carry the addresses
-    else:
-        q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
-        if EVEN_M:
-            q = tl.load(q_ptrs)
-        else:
-            q = tl.load(q_ptrs, mask=offs_m[:, None] < seq, other=0.0)
-        k_base = K + b * stride_kb + hk * stride_kh
-        v_base = V + b * stride_vb + hk * stride_vh
-    if PROOF_SIDE != 0:
-        # h15-proved runs this kernel twice: side 1 (WEIGHT h15-noclamp) takes the programs whose rows provably
-        # never reach the clamp on unmasked tiles, side 2 (WEIGHT A1) the others; each returns at once for the
-        # rest. Two kernels, not a branch: ptxas turns a branch around the clamp into predicated instructions,
-        # which still take their issue slots. The proof: |s_ij| <= |q_i| |k_j|, and the running maximum
-        # m >= s_ij qk_scale for every tile seen, so t = 2 (s qk_scale - m + MAX_OFFSET) >=
-        # -4 qk_scale |q_i| max_j |k_j| + 2 MAX_OFFSET on every unmasked tile
-        qf = q.to(tl.float32)
-        q_norm_max = tl.max(tl.sqrt(tl.sum(qf * qf, 1)), 0)
-        kn = tl.load(KN + (b32 * (heads // group) + hk32) * kn_blocks + tl.arange(0, KN_WIDTH),
-                     mask=tl.arange(0, KN_WIDTH) < kn_blocks, other=0.0)
-        clamp_free = 4.0 * qk_scale * q_norm_max * tl.max(kn, 0) - 2.0 * MAX_OFFSET <= PROOF_LIMIT_C
-        if PROOF_SIDE == 2:
-            clamp_free = clamp_free == 0
-        if not clamp_free:
-            return
-    qk_scale2 = 2.0 * qk_scale
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    # tiles [0, full_end) need no mask; [full_end, end) hold the diagonal or the ragged last tile
-    if CAUSAL:
-        full_end = (start_m * BLOCK_M) // BLOCK_N * BLOCK_N
-        end = tl.minimum((start_m + 1) * BLOCK_M, seq)
-    else:
-        full_end = seq // BLOCK_N * BLOCK_N
-        end = seq
-    if not EVEN_N:
-        full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
+def _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end, offs_m, offs_n, offs_d, seq,
+                    stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                    CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, TMA: tl.constexpr,
+                    V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    ROTATE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """Key tiles [0, full_end), none of which needs a mask: the hot loop."""
     if ROTATE:
         # the unmasked loop rotated by one Q.K^T: tile 0's scores before the loop; each iteration issues the next
         # tile's dot, then runs this tile's softmax and P.V; the last unmasked tile's softmax follows the loop.
@@ -370,8 +303,109 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
             acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
                                       offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
                                       False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
-    # the masked tiles (diagonal, ragged end) keep the clamp on the proved side: -inf must give A1's 2^-126
-    MASKED_WEIGHT: tl.constexpr = "A1" if PROOF_SIDE == 1 else WEIGHT
+    return acc, l_i, m_i
+
+
+# Keys per program of the key-norm prologue: 16 heads x 8K keys -> 512 programs, each one read of 256 key rows
+KEY_NORM_BLOCK = 256
+# The proved variant drops the clamp where 4 * qk_scale * |q_i| * max_j |k_j| - 2 * MAX_OFFSET <= PROOF_LIMIT: the
+# clamp binds at t = -252; the margin covers the FP32 rounding of the norms, the bound and the kernel's own
+# scores and maximum (relative 1e-5 at most on values of a few hundred)
+PROOF_LIMIT = 250.0
+PROOF_LIMIT_C = tl.constexpr(PROOF_LIMIT)
+
+
+@triton.jit
+def _key_norm_max(K, KN, seq, kv_heads, stride_kb, stride_ks, stride_kh,
+                  HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    """KN[b * kv_heads + hk, block] = the largest Euclidean norm of this block's key rows of that head (raw
+    stored values; descale factors live in qk_scale). One partial maximum per program, so no atomics and no
+    zero-fill: the attention kernel reduces the few partials of its head."""
+    bh = tl.program_id(0)
+    blk = tl.program_id(1)
+    b = (bh // kv_heads).to(tl.int64)
+    hk = (bh % kv_heads).to(tl.int64)
+    rows = blk * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, HEAD_DIM)
+    k = tl.load(K + b * stride_kb + hk * stride_kh + rows[:, None] * stride_ks + cols[None, :],
+                mask=rows[:, None] < seq, other=0.0).to(tl.float32)
+    norms = tl.sqrt(tl.sum(k * k, 1))
+    tl.store(KN + bh * tl.num_programs(1) + blk, tl.max(norms, 0))
+
+
+@triton.jit
+def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, head_group,
+              stride_qb, stride_qs, stride_qh,
+              stride_kb, stride_ks, stride_kh,
+              stride_vb, stride_vs, stride_vh, stride_vd,
+              stride_ob, stride_os, stride_oh,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+              WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
+              TMA: tl.constexpr = False, V_KMAJOR: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
+              KN_WIDTH: tl.constexpr = 1, ROTATE: tl.constexpr = False):
+    # one flat grid, (batch x heads) / head_group groups of head_group heads; inside a group the query block
+    # index moves slowest, so the G heads' blocks of one index are handed out together (KernelConfig.head_group)
+    n_m = tl.cdiv(seq, BLOCK_M)
+    pid = tl.program_id(0)
+    span = n_m * head_group
+    g = pid // span
+    r = pid - g * span
+    m_idx = r // head_group
+    bh = g * head_group + (r - m_idx * head_group)
+    # causal: the longest rows first, so that the last wave holds the short ones
+    start_m = (n_m - 1 - m_idx) if CAUSAL else m_idx
+    b32 = bh // heads
+    h32 = bh % heads
+    hk32 = h32 // group
+    b, h, hk = b32.to(tl.int64), h32.to(tl.int64), hk32.to(tl.int64)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    if TMA:
+        q = Q.load([b32, start_m * BLOCK_M, h32 * HEAD_DIM]).reshape(BLOCK_M, HEAD_DIM)
+        k_base, v_base = K, V  # unused: the descriptors carry the addresses
+    else:
+        q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qs + offs_d[None, :]
+        if EVEN_M:
+            q = tl.load(q_ptrs)
+        else:
+            q = tl.load(q_ptrs, mask=offs_m[:, None] < seq, other=0.0)
+        k_base = K + b * stride_kb + hk * stride_kh
+        v_base = V + b * stride_vb + hk * stride_vh
+    qk_scale2 = 2.0 * qk_scale
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    # tiles [0, full_end) need no mask; [full_end, end) hold the diagonal or the ragged last tile
+    if CAUSAL:
+        full_end = (start_m * BLOCK_M) // BLOCK_N * BLOCK_N
+        end = tl.minimum((start_m + 1) * BLOCK_M, seq)
+    else:
+        full_end = seq // BLOCK_N * BLOCK_N
+        end = seq
+    if not EVEN_N:
+        full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
+    if WEIGHT == "h15-proved":  # one forward: the key-norm prologue, then this kernel
+        # The proof: |s_ij| <= |q_i| |k_j|, and the running maximum m >= s_ij qk_scale for every tile seen, so
+        # t = 2 (s qk_scale - m + MAX_OFFSET) >= -4 qk_scale |q_i| max_j |k_j| + 2 MAX_OFFSET on every unmasked
+        # tile. A program whose rows all satisfy it runs its unmasked tiles without the clamp; the others send
+        # every tile through the masked loop below, which keeps it (with nothing to mask there, the same
+        # values). Not a branch around the clamp inside the loop: ptxas if-converts that into predicated
+        # instructions, which still take their issue slots; not a second copy of the loop: Triton gives each copy
+        # its own pipeline buffers, and two programs no longer fit in one SM's shared memory
+        qf = q.to(tl.float32)
+        q_norm_max = tl.max(tl.sqrt(tl.sum(qf * qf, 1)), 0)
+        kn = tl.load(KN + (b32 * (heads // group) + hk32) * kn_blocks + tl.arange(0, KN_WIDTH),
+                     mask=tl.arange(0, KN_WIDTH) < kn_blocks, other=0.0)
+        clamp_free = 4.0 * qk_scale * q_norm_max * tl.max(kn, 0) - 2.0 * MAX_OFFSET <= PROOF_LIMIT_C
+        full_end = tl.where(clamp_free, full_end, 0)
+    UNMASKED_WEIGHT: tl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
+    acc, l_i, m_i = _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end, offs_m, offs_n,
+                                    offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2, CAUSAL,
+                                    UNMASKED_WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_M, BLOCK_N, ROTATE,
+                                    WARP_SPECIALIZE)
+    # the masked tiles (diagonal, ragged end) keep the clamp under the proof: -inf must give A1's 2^-126
+    MASKED_WEIGHT: tl.constexpr = "A1" if WEIGHT == "h15-proved" else WEIGHT
     for start_n in range(full_end, end, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
@@ -475,7 +509,7 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     hk = k.shape[2]
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
     qk_scale = scale * LOG2_E * descale[0] * descale[1]
-    grid = (triton.cdiv(s, config.block_m), b * h)
+    grid = (triton.cdiv(s, config.block_m) * b * h,)
     args = ops.descs if config.tma else (q, k, v, o)
     kn_blocks = key_norm_blocks(s)
     if variant == "h15-proved":  # the key norms are part of the call: their cost is in every timing
@@ -484,17 +518,21 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
                                             HEAD_DIM=d, BLOCK=KEY_NORM_BLOCK)
     else:
         kn = o  # not read
-    for side, weight in launches(variant):
-        _attn_fwd[grid](
-            *args, kn, kn_blocks, qk_scale, float(descale[2]), s, h, h // hk,
-            q.stride(0), q.stride(1), q.stride(2),
-            k.stride(0), k.stride(1), k.stride(2),
-            *ops.v_strides,
-            o.stride(0), o.stride(1), o.stride(2),
-            **kernel_constants(config, s, d, causal, q.dtype in _FP8, weight, side),
-            num_warps=config.num_warps, num_stages=config.num_stages, **launch_options(config),
-        )
+    _attn_fwd[grid](
+        *args, kn, kn_blocks, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        *ops.v_strides,
+        o.stride(0), o.stride(1), o.stride(2),
+        **kernel_constants(config, s, d, causal, q.dtype in _FP8, variant),
+        num_warps=config.num_warps, num_stages=config.num_stages, **launch_options(config),
+    )
     return o
+
+
+def effective_head_group(config: KernelConfig, batch_heads: int) -> int:
+    """config.head_group reduced to a divisor of batch x heads, so that every group is whole."""
+    return math.gcd(config.head_group, batch_heads)
 
 
 def key_norm_blocks(seq: int) -> int:
@@ -502,20 +540,13 @@ def key_norm_blocks(seq: int) -> int:
     return triton.cdiv(seq, KEY_NORM_BLOCK)
 
 
-def launches(variant: str) -> tuple[tuple[int, str], ...]:
-    """(PROOF_SIDE, WEIGHT) of each _attn_fwd launch one forward of `variant` makes: h15-proved is its clamp-free
-    side (the hot one, first) and its clamped side, every other variant one launch of itself."""
-    return ((1, "h15-noclamp"), (2, "A1")) if variant == "h15-proved" else ((0, variant),)
-
-
-def kernel_constants(config: KernelConfig, seq: int, head_dim: int, causal: bool, fp8: bool, weight: str,
-                     side: int) -> dict:
+def kernel_constants(config: KernelConfig, seq: int, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
     """_attn_fwd's compile-time arguments (shared with triton_compile's cross-compilation)."""
-    return dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=bool(causal), WEIGHT=weight,
-                MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=seq % config.block_m == 0,
+    return dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=bool(causal),
+                WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=seq % config.block_m == 0,
                 EVEN_N=seq % config.block_n == 0, TMA=config.tma, V_KMAJOR=config.v_kmajor,
                 WARP_SPECIALIZE=config.warp_specialize,
-                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if side else 1, PROOF_SIDE=side,
+                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant == "h15-proved" else 1,
                 ROTATE=config.rotate)
 
 

@@ -17,7 +17,31 @@ from softbench.kernels.inputs import Inputs
 from softbench.shapes import Shape
 
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
-                 "max_registers", "rotate")
+                 "max_registers", "rotate", "head_group")
+
+
+def _import_triton():
+    """The triton package, or the refusal that names it: asked by load() and by resolve_config(), which the gates
+    call before any worker loads the backend."""
+    try:
+        import triton
+    except ImportError:
+        raise UnsupportedError("--backend triton needs the triton package, which is not installed here",
+                               hint="pip install triton (or pip install -e .[triton])") from None
+    return triton
+
+
+def resolve_config(torch_dtype, head_dim: int, overrides: dict):
+    """The KernelConfig that build() tries first: the table's for (dtype, head dim) with `overrides` on top.
+    `overrides` may be a backend-options mapping: only CONFIG_FIELDS count (fallback, device are not
+    configuration) and None keeps the table's value. One answer for the backend and for the gates, whose
+    single-tile length is this configuration's block_n."""
+    _import_triton()
+    from softbench.kernels.triton_attn import KernelConfig, default_config
+
+    base = default_config(torch_dtype, head_dim)
+    given = {f: overrides[f] for f in CONFIG_FIELDS if overrides.get(f) is not None}
+    return KernelConfig(**{**{f: getattr(base, f) for f in CONFIG_FIELDS}, **given})
 
 
 class TritonBackend:
@@ -26,11 +50,11 @@ class TritonBackend:
     def __init__(self, block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
                  num_stages: int | None = None, v_kmajor: bool | None = None, tma: bool | None = None,
                  warp_specialize: bool | None = None, max_registers: int | None = None, rotate: bool | None = None,
-                 fallback: bool = True, device: str | None = None):
+                 head_group: int | None = None, fallback: bool = True, device: str | None = None):
         self.device = detect_device(prefer_cuda=device != "cpu")
         given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
                      v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers,
-                     rotate=rotate)
+                     rotate=rotate, head_group=head_group)
         self.overrides = {k: v for k, v in given.items() if v is not None}
         self.fallback = fallback
         self.variant: str | None = None
@@ -41,11 +65,7 @@ class TritonBackend:
         from softbench.kernels.variants import get_variant
 
         get_variant(variant)  # unknown names answered with the closest ones
-        try:
-            import triton
-        except ImportError:
-            raise UnsupportedError("--backend triton needs the triton package, which is not installed here",
-                                   hint="pip install triton (or pip install -e .[triton])") from None
+        triton = _import_triton()
         from softbench.kernels.triton_attn import check_variant
 
         check_variant(variant)
@@ -55,10 +75,7 @@ class TritonBackend:
                 "fallback_allowed": self.fallback}
 
     def config_for(self, shape: Shape, torch_dtype):
-        from softbench.kernels.triton_attn import KernelConfig, default_config
-
-        base = default_config(torch_dtype, shape.head_dim)
-        return KernelConfig(**{**{f: getattr(base, f) for f in CONFIG_FIELDS}, **self.overrides})
+        return resolve_config(torch_dtype, shape.head_dim, self.overrides)
 
     def build(self, shape: Shape, inputs: Inputs):
         from softbench.kernels import triton_attn as ta

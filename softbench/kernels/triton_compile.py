@@ -6,7 +6,7 @@ Triton ships ptxas and cuobjdump, so this runs on a CPU-only machine; it is how 
 triton_attn was checked without a GPU. It needs the real compiler: run it in a process without TRITON_INTERPRET.
 
     python -m softbench.kernels.triton_compile fp8 128 A1 [--causal] [--config 64,128,4,3,1] [--tma]
-        [--max-registers 128] [--warp-specialize] [--rotate]
+        [--max-registers 128] [--warp-specialize] [--rotate] [--label m128n64w8s2-tma-r128-hg8]
 
 Spills: ptxas reports register spills as STACK bytes (LOCAL stays 0), so stack_bytes and the STL/LDL counts
 are what to check. loop_*: one iteration of the steady-state key loop in the SASS."""
@@ -56,6 +56,7 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
     else:
         v_strides = (s * hk * d, hk * d, d, 1)
     ints = dict(seq=s, heads=h, group=h // hk, kn_blocks=ta.key_norm_blocks(s),
+                head_group=ta.effective_head_group(config, shape.batch * h),
                 stride_qb=s * h * d, stride_qs=h * d, stride_qh=d,
                 stride_kb=s * hk * d, stride_ks=hk * d, stride_kh=d,
                 stride_vb=v_strides[0], stride_vs=v_strides[1], stride_vh=v_strides[2], stride_vd=v_strides[3],
@@ -84,9 +85,7 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
             _int_arg(name, ints[name], i, sig, consts, attrs)
         else:
             sig[name] = "constexpr"
-    # h15-proved is two launches (triton_attn.launches); the one compiled here is its clamp-free side, the hot one
-    side, weight = ta.launches(variant)[0]
-    consts.update(ta.kernel_constants(config, s, d, shape.causal, shape.dtype == "fp8", weight, side))
+    consts.update(ta.kernel_constants(config, s, d, shape.causal, shape.dtype == "fp8", variant))
     compiled = triton.compile(ASTSource(fn=ta._attn_fwd, signature=sig, constexprs=consts, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages,
@@ -276,9 +275,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--warp-specialize", action="store_true", help="KernelConfig.warp_specialize")
     p.add_argument("--max-registers", type=int, default=None, help="KernelConfig.max_registers (maxnreg)")
     p.add_argument("--rotate", action="store_true", help="KernelConfig.rotate (Q.K^T of the next tile first)")
+    p.add_argument("--label", help="a whole configuration by its label, e.g. m128n64w8s2-tma-r128-hg8 (instead of "
+                   "--config and the flags)")
     a = p.parse_args(argv)
     shape = Shape(dtype=a.dtype, seq=a.seq, causal=a.causal, head_dim=a.head_dim)
-    if a.config:
+    if a.label:
+        config = KernelConfig.from_label(a.label)
+    elif a.config:
         parts = [int(x) for x in a.config.split(",")]
         config = KernelConfig(*parts[:4], v_kmajor=bool(parts[4]) if len(parts) > 4 else a.dtype == "fp8")
     else:

@@ -41,7 +41,7 @@ import concurrent.futures
 import math
 import os
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -470,7 +470,7 @@ class GatesOptions:
     heads: int = 4
     kv_heads: int | None = None
     head_dim: int = 128
-    single_seq: int = 128
+    single_seq: int | None = None  # None: one whole key tile of the kernel (resolve_options)
     multi_seq: int = 512
     seed: int = 0
     out_dir: Path = Path("sessions")
@@ -488,11 +488,20 @@ class GatesOptions:
         return f"{self.shape(self.multi_seq).tag()}-{self.backend}-{self.variant}-vs-{self.baseline}"
 
 
-def key_tile(backend: str, head_dim: int, backend_options: dict) -> int:
-    """Keys per tile of the kernel. The simulation's is an option. FA4 on sm_90 uses 128 keys per tile up to head
-    dim 128 and fewer above (its _tile_size_fwd_sm90 table: 64 to 128); sm_100 uses 128 at head dims <= 128."""
+def key_tile(backend: str, dtype: str, head_dim: int, backend_options: dict) -> int:
+    """Keys per tile of the kernel (dtype as softbench names it: bf16, fp16, fp8). The single-tile gate must stay
+    inside one tile: Rowmax-H15 weights depend on where the running maximum is re-anchored, which a second tile
+    moves. The simulation's tile is an option. softbench's Triton forward uses its configuration's BLOCK_N, the
+    table's for the dtype and head dim or the one the backend options override (resolve_config, which its
+    build() uses too; 64 at BF16/FP16 d128). FA4 on sm_90 uses 128 keys per tile up to head dim 128 and fewer
+    above (its _tile_size_fwd_sm90 table: 64 to 128); sm_100 uses 128 at head dims <= 128."""
     if backend == "sim":
         return int(backend_options.get("tile", 128))
+    if backend == "triton":
+        from softbench.kernels.inputs import TORCH_DTYPES
+        from softbench.kernels.triton_backend import resolve_config  # imports triton: only when asked
+
+        return resolve_config(TORCH_DTYPES[dtype], head_dim, backend_options).block_n
     return 128 if head_dim <= 128 else 64
 
 
@@ -506,11 +515,23 @@ def rescale_threshold(backend: str, arch: int | None, dtype: str, backend_option
     return 0.0
 
 
-def check_options(opts: GatesOptions) -> None:
-    tile = key_tile(opts.backend, opts.head_dim, opts.backend_options)
+def resolve_options(opts: GatesOptions) -> GatesOptions:
+    """opts with the single-tile length filled in (None: one whole key tile of the kernel, the most keys the gate
+    can check), checked. Done before protocol.yaml is written, so that a session records the length that ran."""
+    tile = key_tile(opts.backend, opts.dtype, opts.head_dim, opts.backend_options)
+    if opts.single_seq is None:
+        opts = replace(opts, single_seq=tile)
+    check_options(opts, tile)
+    return opts
+
+
+def check_options(opts: GatesOptions, tile: int) -> None:
+    """Refuse lengths that do not fit the gates' premises: the single-tile gate at most one key tile of `tile`
+    keys, the multi-tile gates more than one."""
     if opts.single_seq > tile:
-        raise UsageError(f"the single-tile gate needs at most {tile} keys (one key tile of {opts.backend} at head dim "
-                         f"{opts.head_dim}), not {opts.single_seq}", hint=f"use a single-tile length <= {tile}")
+        raise UsageError(f"the single-tile gate needs at most {tile} keys (one key tile of {opts.backend} at "
+                         f"{opts.dtype} head dim {opts.head_dim}), not {opts.single_seq}",
+                         hint=f"use a single-tile length <= {tile}, or leave it out for one whole tile")
     if opts.multi_seq <= tile:
         raise UsageError(f"the multi-tile gate needs more than one key tile ({tile} keys), not {opts.multi_seq}")
     for seq in (opts.single_seq, opts.multi_seq):
@@ -541,7 +562,7 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
 
     say = progress or (lambda _msg: None)
     runner = runner or default_runner  # looked up at call time, so a test can swap it
-    check_options(opts)
+    opts = resolve_options(opts)
     base, var = opts.labels()
     session = Session.create(opts.out_dir, "gates", opts.tag())
     session.write_yaml("protocol.yaml", {
