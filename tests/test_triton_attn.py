@@ -191,6 +191,12 @@ def test_backend_builds_and_reports_its_configuration():
     out = forward()
     assert out.dtype == torch.bfloat16
     assert forward.info["config"]["label"] == "m64n64w4s2-vk" and not forward.info["fallback_used"]
+    assert forward.info["effective_head_group"] == 1
+    b16 = TritonBackend(block_m=64, block_n=64, num_warps=4, num_stages=2, head_group=16, device="cpu")
+    b16.load("A1")
+    grouped = b16.build(shape, inputs)  # 1 x 2 heads: a group of 16 is reduced to 2, and the record says so
+    assert grouped.info["config"]["head_group"] == 16 and grouped.info["effective_head_group"] == 2
+    assert torch.equal(grouped().view(torch.int16), out.view(torch.int16))
     sim = sim_attention(inputs.q, inputs.k, inputs.v, True, rowmax_h15, tile=64)
     assert relative_error(out, sim) < 1e-3
     assert forward() is out  # the same output buffer every call: nothing allocated inside the timed call

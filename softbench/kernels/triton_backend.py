@@ -103,8 +103,9 @@ class TritonBackend:
                       + ("trying the fallback" if cfg is not attempts[-1] else "no configuration left"),
                       file=sys.stderr)
                 continue
+            # the head group the launch really used (reduced to a divisor of batch x heads), next to the label's
             info = {"config": cfg.to_dict(), "tuned_config": config.label(), "fallback_used": cfg != config,
-                    "errors": errors}
+                    "effective_head_group": ta.effective_head_group(cfg, shape.batch * shape.heads), "errors": errors}
             forward.info = info
             self.last_info = info
             said = (shape.tag(), cfg.label())
