@@ -307,8 +307,10 @@ def _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end,
     return acc, l_i, m_i
 
 
-# Keys per program of the key-norm prologue: 16 heads x 8K keys -> 512 programs, each one read of 256 key rows
-KEY_NORM_BLOCK = 256
+# Keys per program of the key-norm prologue: 16 heads x 8K keys -> 2048 programs, each one read of 64 key rows.
+# With 256 rows (512 programs, about 4 per SM, one load each) it took 11.0 us at FP8 8K on the H200, three times
+# what reading K at its bandwidth needs; with 64 rows 5.7 us (traces 20261130T164721Z, 20261130T165031Z)
+KEY_NORM_BLOCK = 64
 # The proved variant drops the clamp where 4 * qk_scale * |q_i| * max_j |k_j| - 2 * MAX_OFFSET <= PROOF_LIMIT: the
 # clamp binds at t = -252; the margin covers the FP32 rounding of the norms, the bound and the kernel's own
 # scores and maximum (relative 1e-5 at most on values of a few hundred)
