@@ -250,9 +250,9 @@ def test_unsupported_reasons(monkeypatch):
 
 
 def _bundled_ptxas() -> bool:
-    import triton
+    from softbench.kernels.triton_compile import _bundled_tool
 
-    return os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas"))
+    return _bundled_tool("ptxas") is not None
 
 
 @pytest.mark.skipif(not _bundled_ptxas(), reason="Triton's bundled ptxas is missing")

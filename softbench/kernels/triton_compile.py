@@ -174,10 +174,8 @@ def ptx_loop_schedule(ptx: str) -> dict:
 
 def _ptxas_advisories(ptx: str, arch: int) -> list[str]:
     """ptxas's performance notes (e.g. C7514: wgmma serialized), which Triton's own ptxas run does not show."""
-    import triton
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    if not tool.exists():
+    tool = _bundled_tool("ptxas")
+    if tool is None:
         return []
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.ptx"
@@ -189,16 +187,27 @@ def _ptxas_advisories(ptx: str, arch: int) -> list[str]:
             if re.search(r"\(C7\d+\)", ln)]
 
 
-def _sass(cubin: bytes) -> str:
+def _bundled_tool(name: str) -> Path | None:
+    """One of the CUDA tools Triton ships (ptxas, cuobjdump), or None where this Triton lacks it."""
     import triton
 
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    if not tool.exists():
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    return tool if tool.exists() else None
+
+
+def _cuobjdump(cubin: bytes, flag: str) -> str:
+    """cuobjdump's output for `flag` on the compiled kernel; empty if the tool is missing."""
+    tool = _bundled_tool("cuobjdump")
+    if tool is None:
         return ""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
-        return subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([str(tool), flag, str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def _sass(cubin: bytes) -> str:
+    return _cuobjdump(cubin, "-sass")
 
 
 def main_loop(sass: str) -> list[str] | None:
@@ -240,19 +249,12 @@ def _sass_summary(cubin: bytes) -> dict:
 
 def _resource_usage(cubin: bytes) -> dict:
     """Registers and local memory per thread from cuobjdump (bundled with Triton); empty if it is missing."""
-    import triton
+    from softbench.measure.sass import parse_resource_usage
 
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    if not tool.exists():
-        return {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        text = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True,
-                              check=True).stdout
-    found = dict(re.findall(r"(REG|LOCAL|STACK):(\d+)", text))
-    return {"registers": int(found["REG"]), "local_bytes": int(found.get("LOCAL", 0)),
-            "stack_bytes": int(found.get("STACK", 0))} if "REG" in found else {}
+    # one function in a Triton cubin: the kernel
+    found = next(iter(parse_resource_usage(_cuobjdump(cubin, "--dump-resource-usage")).values()), {})
+    return {"registers": found["REG"], "local_bytes": found.get("LOCAL", 0),
+            "stack_bytes": found.get("STACK", 0)} if "REG" in found else {}
 
 
 def main(argv: list[str]) -> int:
