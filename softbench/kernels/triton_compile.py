@@ -210,41 +210,46 @@ def _sass(cubin: bytes) -> str:
     return _cuobjdump(cubin, "-sass")
 
 
-def main_loop(sass: str) -> list[str] | None:
-    """The instructions of the steady-state key loop: the shortest backward branch whose body holds a matrix
-    instruction, among branches before the last EXIT (after it lie the cold retry paths of mbarrier waits,
-    which jump back into the loop and would otherwise look like loops themselves)."""
-    ins = [(int(a, 16), op.strip()) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
-    exits = [a for a, op in ins if re.search(r"\bEXIT\b", op)]
+def main_loop(instructions: list) -> list | None:
+    """The instructions (softbench.measure.sass.Instruction) of the steady-state key loop: the shortest backward
+    branch whose body holds a matrix instruction, among branches before the last EXIT (after it lie the cold retry
+    paths of mbarrier waits, which jump back into the loop and would otherwise look like loops themselves)."""
+    exits = [i.address for i in instructions if i.base == "EXIT"]
     if not exits:
         return None
     best = None
-    for addr, op in ins:
-        m = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", op)
-        if not m or addr >= exits[-1] or int(m.group(1), 16) > addr:
+    for br in instructions:
+        target = next((int(o, 16) for o in br.operands if re.fullmatch(r"0x[0-9a-f]+", o)), None)
+        if br.base != "BRA" or target is None or br.address >= exits[-1] or target > br.address:
             continue
-        body = [o for a, o in ins if int(m.group(1), 16) <= a <= addr]
-        if any("GMMA" in o for o in body) and (best is None or len(body) < len(best)):
+        body = [i for i in instructions if target <= i.address <= br.address]
+        if any("GMMA" in i.opcode for i in body) and (best is None or len(body) < len(best)):
             best = body
     return best
 
 
 def _sass_summary(cubin: bytes) -> dict:
     """Spill traffic in the whole kernel and the instruction mix of one iteration of the key loop."""
-    sass = _sass(cubin)
-    if not sass:
+    from softbench.measure.sass import parse_sass
+
+    functions = parse_sass(_sass(cubin))
+    if not functions:
         return {}
-    body = main_loop(sass) or []
+    kernel = functions[0].instructions  # one function in a Triton cubin: the kernel
+    body = main_loop(kernel) or []
 
-    def count(pattern: str, ops) -> int:
-        return sum(1 for o in ops if re.search(pattern, o))
+    def count(ins, match) -> int:
+        return sum(1 for i in ins if match(i))
 
-    return {"spill_stores": count(r"\bSTL\b", sass.splitlines()), "spill_loads": count(r"\bLDL\b", sass.splitlines()),
-            "loop_instructions": len(body), "loop_mufu_ex2": count(r"MUFU\.EX2", body),
-            "loop_gmma_waits": count(r"WARPGROUP\.DEPBAR", body),  # one per HGMMA: ptxas serialized them
-            "loop_gmma": count(r"GMMA", body), "loop_bar_sync": count(r"\bBAR\.SYNC", body),
-            "loop_fmnmx": count(r"\bFMNMX\b", body), "loop_fadd": count(r"\bFADD\b", body),
-            "loop_shift": count(r"\bSHF\b|IMAD\.SHL", body)}
+    return {"spill_stores": count(kernel, lambda i: i.base == "STL"),
+            "spill_loads": count(kernel, lambda i: i.base == "LDL"),
+            "loop_instructions": len(body), "loop_mufu_ex2": count(body, lambda i: i.opcode.startswith("MUFU.EX2")),
+            # one per HGMMA when ptxas serialized them
+            "loop_gmma_waits": count(body, lambda i: i.opcode.startswith("WARPGROUP.DEPBAR")),
+            "loop_gmma": count(body, lambda i: "GMMA" in i.opcode),
+            "loop_bar_sync": count(body, lambda i: i.opcode.startswith("BAR.SYNC")),
+            "loop_fmnmx": count(body, lambda i: i.base == "FMNMX"), "loop_fadd": count(body, lambda i: i.base == "FADD"),
+            "loop_shift": count(body, lambda i: i.base == "SHF" or i.opcode.startswith("IMAD.SHL"))}
 
 
 def _resource_usage(cubin: bytes) -> dict:
