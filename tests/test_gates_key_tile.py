@@ -92,9 +92,10 @@ def test_cli_passes_the_triton_config_and_the_resolved_length(tmp_path, monkeypa
     assert code == UsageError.exit_code
     (opts,) = seen
     # no fallback configuration for the gates: the single-tile length is sized to this one's key tile
-    assert opts.single_seq == 32 and opts.backend_options == {**OVERRIDE, "fallback": False}
+    # the label names its kernel too, so that an sm_90 GPU, whose default at BF16 is the Gluon kernel, runs this one
+    assert opts.single_seq == 32 and opts.backend_options == {"kernel": "triton", **OVERRIDE, "fallback": False}
     built = TritonBackend(**opts.backend_options, device="cpu")  # keys the worker accepts
-    assert built.overrides == OVERRIDE and built.fallback is False
+    assert built.overrides == {"kernel": "triton", **OVERRIDE} and built.fallback is False
     seen.clear()
     cli.main(["gates", "--backend", "triton", "--dtype", "fp8", "--out", str(tmp_path)])
     assert seen[0].single_seq == 128 and seen[0].backend_options == {"fallback": False}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import shape_options, shapes_from
+from softbench.commands.options import shape_options, shapes_from, triton_config_option
 
 
 @click.command("energy")
@@ -38,10 +38,12 @@ from softbench.commands.options import shape_options, shapes_from
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False), default=None,
               help="YAML file of these options (e.g. protocols/energy.yaml); options given here override it")
+@triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 @click.pass_context
 def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, order, seconds, interval_ms,
-            trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed, protocol_file, out_dir):
+            trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed, protocol_file,
+            triton_config, out_dir):
     """Energy per forward of each kernel over sustained loops, by sampled NVML power and by the NVML energy counter.
 
     The dtype defaults to FP8 where FA4 has it (sm_100) and to BF16 elsewhere.
@@ -62,6 +64,8 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         order, seconds, interval_ms, trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed = (
             given[k] for k in ("order", "seconds", "interval_ms", "trim_start", "trim_end", "idle_s", "pre_s",
                                "post_s", "warmup", "chunk", "ramp_fraction", "seed"))
+    if triton_config and backend != "triton":
+        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
     names = tuple(v.strip() for v in str(order).split(",") if v.strip())
     if not names:
         raise UsageError("--order names no kernels", hint="e.g. --order A0,A1,A1,A0")
@@ -85,7 +89,8 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     opts = EnergyOptions(shape=shape, order=names, backend=backend, seconds=seconds, interval_s=interval_ms / 1e3,
                          warmup=warmup, chunk=chunk, pre_s=pre_s, post_s=post_s, idle_s=idle_s, trim_start=trim_start,
                          trim_end=trim_end, ramp_fraction=ramp_fraction, seed=seed, out_dir=Path(out_dir),
-                         dtype_note=note, command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+                         dtype_note=note, backend_options=dict(triton_config or {}),
+                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     with RichProgress() as progress:
         session = run_energy(opts, power, progress)
     summary = session.read_json("summary.json")

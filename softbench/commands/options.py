@@ -34,8 +34,9 @@ def shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim) -> tuple[
 
 
 def triton_config_option():
-    """--triton-config LABEL: run softbench's Triton forward with a named configuration instead of its table's
-    (labels as sessions record them, e.g. m128n64w8s4-vk-tma-r128). Parsed into TritonBackend's overrides."""
+    """--triton-config LABEL: run softbench's Triton backend with a named kernel configuration instead of the
+    default's (labels as sessions record them: m128n64w8s4-vk-tma-r128 for the Triton kernel, gluon-n128s2-c240l24-hg8
+    for the Gluon one). Parsed into TritonBackend's overrides, the kernel named in them."""
 
     def parse(ctx, param, value):
         if value is None:
@@ -45,14 +46,19 @@ def triton_config_option():
         from softbench.errors import UsageError
 
         try:
+            if value.strip().startswith("gluon"):
+                from softbench.kernels.gluon_attn import GluonConfig
+
+                return {"kernel": "gluon", **asdict(GluonConfig.from_label(value))}
             from softbench.kernels.triton_attn import KernelConfig
 
-            return asdict(KernelConfig.from_label(value))
+            return {"kernel": "triton", **asdict(KernelConfig.from_label(value))}
         except ImportError as e:
             raise click.BadParameter(f"needs the triton package ({e})") from None
         except UsageError as e:
             raise click.BadParameter(str(e)) from None
 
     return click.option("--triton-config", "triton_config", default=None, callback=parse, metavar="LABEL",
-                        help="triton only: the kernel configuration by label (e.g. m128n64w8s4-vk-tma-r128) "
-                             "[default: the table's for the dtype and head dim]")
+                        help="triton only: the kernel configuration by label (e.g. m128n64w8s4-vk-tma-r128, "
+                             "gluon-n128s2-c240l24-hg8) [default: gluon at BF16/FP16 on sm_90, else the Triton "
+                             "kernel's table for the dtype and head dim]")

@@ -337,6 +337,21 @@ def _key_norm_max(K, KN, seq, kv_heads, stride_kb, stride_ks, stride_kh,
 
 
 @triton.jit
+def _program_tile(pid, n_m, head_group, CAUSAL: tl.constexpr):
+    """(batch x head index, query block) of program pid on one flat grid: (batch x heads) / head_group groups of
+    head_group heads; inside a group the query block index moves slowest, so the G heads' blocks of one index are
+    handed out together (KernelConfig.head_group); causal: the longest rows first, so that the last wave holds the
+    short ones. Shared with the Gluon kernel (gluon_attn), which calls it as it is."""
+    span = n_m * head_group
+    g = pid // span
+    r = pid - g * span
+    m_idx = r // head_group
+    bh = g * head_group + (r - m_idx * head_group)
+    start_m = (n_m - 1 - m_idx) if CAUSAL else m_idx
+    return bh, start_m
+
+
+@triton.jit
 def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, head_group,
               stride_qb, stride_qs, stride_qh,
               stride_kb, stride_ks, stride_kh,
@@ -346,17 +361,7 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
               WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr,
               TMA: tl.constexpr = False, V_KMAJOR: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
               KN_WIDTH: tl.constexpr = 1, ROTATE: tl.constexpr = False):
-    # one flat grid, (batch x heads) / head_group groups of head_group heads; inside a group the query block
-    # index moves slowest, so the G heads' blocks of one index are handed out together (KernelConfig.head_group)
-    n_m = tl.cdiv(seq, BLOCK_M)
-    pid = tl.program_id(0)
-    span = n_m * head_group
-    g = pid // span
-    r = pid - g * span
-    m_idx = r // head_group
-    bh = g * head_group + (r - m_idx * head_group)
-    # causal: the longest rows first, so that the last wave holds the short ones
-    start_m = (n_m - 1 - m_idx) if CAUSAL else m_idx
+    bh, start_m = _program_tile(tl.program_id(0), tl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
     b32 = bh // heads
     h32 = bh % heads
     hk32 = h32 // group

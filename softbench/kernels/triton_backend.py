@@ -1,13 +1,20 @@
-"""softbench's Triton forward (softbench.kernels.triton_attn) as a backend: A0, A1 and noexp on Hopper, BF16/FP16
-and FP8. Each variant is a constexpr of one kernel, compiled on first use; the operand layout (V key-major for
-FP8) is made once in build(), outside the timed call.
+"""softbench's Triton forwards as one backend, BF16/FP16 and FP8 on Hopper. Two kernels:
+  * triton (softbench.kernels.triton_attn): Triton's own language; every dtype and variant, and the one the CPU
+    interpreter runs;
+  * gluon (softbench.kernels.gluon_attn): a warp-specialized Hopper kernel (producer warp, two consumer
+    warpgroups), BF16/FP16 and A0, A1, h15-noclamp, noexp. The default for BF16/FP16 where it can run (an sm_90
+    GPU, compiled Triton); `--triton-config` with a triton label picks the other kernel.
+Each variant is a constexpr of one kernel, compiled on first use; the operand layout (V key-major for FP8) is made
+once in build(), outside the timed call.
 
-build() compiles the table's configuration for the shape (or the one given in the options) with one launch; if
-that fails to compile or launch, it says why on stderr and builds the simple fallback configuration instead.
-The forward it returns carries `.info` (which configuration ran, and the error that forced a fallback)."""
+build() compiles the configuration for the shape (the default's, or the one given in the options) with one
+launch; if that fails to compile or launch, it says why on stderr and builds the next one (gluon: the triton
+table's; then the simple fallback). The forward it returns carries `.info` (which kernel and configuration ran,
+and the error that forced a fallback)."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -18,6 +25,9 @@ from softbench.shapes import Shape
 
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
                  "max_registers", "rotate", "head_group")
+# the Gluon kernel's (softbench.kernels.gluon_attn.GLUON_FIELDS); block_n and head_group are shared names
+GLUON_ONLY_FIELDS = ("stages", "consumer_registers", "loader_registers")
+KERNELS = ("triton", "gluon")
 
 
 def _import_triton():
@@ -31,17 +41,48 @@ def _import_triton():
     return triton
 
 
+def default_kernel(torch_dtype) -> str:
+    """gluon for BF16/FP16 where it can run (sm_90, compiled Triton, not the interpreter), triton otherwise. The
+    answer depends on the dtype and the machine only, never on the variant, so that a baseline and its variant
+    always run in the same kernel."""
+    import torch
+
+    if torch_dtype not in (torch.bfloat16, torch.float16):
+        return "triton"
+    try:
+        from softbench.kernels import gluon_attn
+    except ImportError:  # a Triton without Gluon's Hopper module
+        return "triton"
+    return "gluon" if gluon_attn.usable_here() is None else "triton"
+
+
 def resolve_config(torch_dtype, head_dim: int, overrides: dict):
-    """The KernelConfig that build() tries first: the table's for (dtype, head dim) with `overrides` on top.
-    `overrides` may be a backend-options mapping: only CONFIG_FIELDS count (fallback, device are not
-    configuration) and None keeps the table's value. One answer for the backend and for the gates, whose
-    single-tile length is this configuration's block_n."""
+    """The configuration that build() tries first: the default kernel's for (dtype, head dim), or the kernel the
+    overrides name ("kernel"), with `overrides` on top. `overrides` may be a backend-options mapping: only that
+    kernel's fields count (fallback, device are not configuration) and None keeps the default's value. One answer
+    for the backend and for the gates, whose single-tile length is this configuration's block_n."""
     _import_triton()
+    kernel = overrides.get("kernel") or default_kernel(torch_dtype)
+    if kernel not in KERNELS:
+        raise UsageError(f"unknown Triton-backend kernel {kernel!r}; choose {' or '.join(KERNELS)}")
+    if kernel == "gluon":
+        from dataclasses import asdict
+
+        from softbench.kernels.gluon_attn import GLUON_FIELDS, GluonConfig
+
+        given = {f: overrides[f] for f in GLUON_FIELDS if overrides.get(f) is not None}
+        return GluonConfig(**{**asdict(GluonConfig()), **given})
     from softbench.kernels.triton_attn import KernelConfig, default_config
 
     base = default_config(torch_dtype, head_dim)
     given = {f: overrides[f] for f in CONFIG_FIELDS if overrides.get(f) is not None}
     return KernelConfig(**{**{f: getattr(base, f) for f in CONFIG_FIELDS}, **given})
+
+
+def kernel_of(config) -> str:
+    from softbench.kernels.triton_attn import KernelConfig
+
+    return "triton" if isinstance(config, KernelConfig) else "gluon"
 
 
 class TritonBackend:
@@ -50,11 +91,14 @@ class TritonBackend:
     def __init__(self, block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
                  num_stages: int | None = None, v_kmajor: bool | None = None, tma: bool | None = None,
                  warp_specialize: bool | None = None, max_registers: int | None = None, rotate: bool | None = None,
-                 head_group: int | None = None, fallback: bool = True, device: str | None = None):
+                 head_group: int | None = None, kernel: str | None = None, stages: int | None = None,
+                 consumer_registers: int | None = None, loader_registers: int | None = None,
+                 fallback: bool = True, device: str | None = None):
         self.device = detect_device(prefer_cuda=device != "cpu")
         given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
                      v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers,
-                     rotate=rotate, head_group=head_group)
+                     rotate=rotate, head_group=head_group, kernel=kernel, stages=stages,
+                     consumer_registers=consumer_registers, loader_registers=loader_registers)
         self.overrides = {k: v for k, v in given.items() if v is not None}
         self.fallback = fallback
         self.variant: str | None = None
@@ -88,8 +132,10 @@ class TritonBackend:
         config = self.config_for(shape, inputs.q.dtype)
         attempts = [config]
         if self.fallback:
+            if kernel_of(config) == "gluon":  # then the Triton kernel's table configuration
+                attempts.append(ta.default_config(inputs.q.dtype, shape.head_dim))
             simple = ta.fallback_config(inputs.q.dtype)
-            if simple != config:
+            if simple not in attempts:
                 attempts.append(simple)
         errors: list[str] = []
         for cfg in attempts:
@@ -104,8 +150,9 @@ class TritonBackend:
                       file=sys.stderr)
                 continue
             # the head group the launch really used (reduced to a divisor of batch x heads), next to the label's
-            info = {"config": cfg.to_dict(), "tuned_config": config.label(), "fallback_used": cfg != config,
-                    "effective_head_group": ta.effective_head_group(cfg, shape.batch * shape.heads), "errors": errors}
+            info = {"kernel": kernel_of(cfg), "config": cfg.to_dict(), "tuned_config": config.label(),
+                    "fallback_used": cfg != config,
+                    "effective_head_group": math.gcd(cfg.head_group, shape.batch * shape.heads), "errors": errors}
             forward.info = info
             self.last_info = info
             said = (shape.tag(), cfg.label())
@@ -119,18 +166,34 @@ class TritonBackend:
 
     def _compile(self, shape: Shape, inputs: Inputs, cfg):
         """Lay the operands out for `cfg` (once) and launch once, which compiles; returns the timed call."""
-        from softbench.kernels import triton_attn as ta
-
-        ops = ta.prepare_operands(inputs.q, inputs.k, inputs.v, cfg)
         variant, causal, descale = self.variant, shape.causal, tuple(inputs.descale)
-        ta.launch(ops, causal, variant, cfg, descale=descale)
+        if kernel_of(cfg) == "gluon":
+            from softbench.kernels import gluon_attn as ga
+
+            ga.check_variant(variant)  # a UsageError: refused, not replaced by a fallback running another kernel
+            reason = ga.usable_here()
+            if reason:
+                raise UnsupportedError(f"the Gluon kernel cannot run here: {reason}",
+                                       hint="pass --triton-config with a triton label (e.g. m128n64w8s2-tma-r128-hg16)")
+            ops = ga.prepare_operands(inputs.q, inputs.k, inputs.v, cfg)
+
+            def launch():
+                return ga.launch(ops, causal, variant, cfg, descale=descale)
+        else:
+            from softbench.kernels import triton_attn as ta
+
+            ops = ta.prepare_operands(inputs.q, inputs.k, inputs.v, cfg)
+
+            def launch():
+                return ta.launch(ops, causal, variant, cfg, descale=descale)
+        launch()
         if self.device.kind == "cuda":
             import torch
 
             torch.cuda.synchronize()  # a launch failure surfaces here, inside the try of build()
 
         def forward():
-            return ta.launch(ops, causal, variant, cfg, descale=descale)
+            return launch()
 
         return forward
 

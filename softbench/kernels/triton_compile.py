@@ -38,9 +38,29 @@ def _int_arg(name: str, value: int, index: int, sig: dict, consts: dict, attrs: 
         attrs[(index,)] = [["tt.divisibility", 16]]
 
 
+def _signature(arg_names, typed: dict, ints: dict) -> tuple[dict, dict, dict]:
+    """Triton's (signature, constexprs, attrs) for a kernel's arguments: `typed` names the typed ones (pointers
+    marked 16-byte aligned, as torch allocations are), `ints` the integers, specialised as the launcher does;
+    the rest are compile-time constants, filled in by the caller."""
+    sig: dict = {}
+    consts: dict = {}
+    attrs: dict = {}
+    for i, name in enumerate(arg_names):
+        if name in typed:
+            sig[name] = typed[name]
+            if typed[name].startswith("*"):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+        elif name in ints:
+            _int_arg(name, ints[name], i, sig, consts, attrs)
+        else:
+            sig[name] = "constexpr"
+    return sig, consts, attrs
+
+
 def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
-    """Compile the kernel for `shape` and `config` (softbench.kernels.triton_attn.KernelConfig) for sm_`arch`;
-    returns Triton's compiled kernel (its .asm holds ttgir, ptx and cubin)."""
+    """Compile the kernel for `shape` and `config` (softbench.kernels.triton_attn.KernelConfig, or
+    gluon_attn.GluonConfig for the Gluon kernel) for sm_`arch`; returns Triton's compiled kernel (its .asm holds
+    ttgir, ptx and cubin)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         raise UnsupportedError("cross-compiling needs Triton's compiler; unset TRITON_INTERPRET for this process")
     import triton
@@ -48,6 +68,9 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
     from triton.compiler import ASTSource
 
     from softbench.kernels import triton_attn as ta
+
+    if not isinstance(config, ta.KernelConfig):
+        return _compile_gluon(shape, variant, config, arch)
 
     s, h, hk, d = shape.seq, shape.heads, shape.n_kv_heads, shape.head_dim
     # strides exactly as prepare_operands lays the tensors out
@@ -61,36 +84,50 @@ def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
                 stride_kb=s * hk * d, stride_ks=hk * d, stride_kh=d,
                 stride_vb=v_strides[0], stride_vs=v_strides[1], stride_vh=v_strides[2], stride_vd=v_strides[3],
                 stride_ob=s * h * d, stride_os=h * d, stride_oh=d)
-    sig: dict = {}
-    consts: dict = {}
-    attrs: dict = {}
     out_ptr = "*bf16" if shape.dtype == "fp8" else _PTR[shape.dtype]
     # TMA: the boxes prepare_operands' descriptors use (triton_attn._descriptors)
     boxes = {"Q": [1, config.block_m, d], "K": [1, config.block_n, d], "O": [1, config.block_m, d],
              "V": [1, d, config.block_n] if config.v_kmajor else [1, config.block_n, d]}
-    for i, name in enumerate(ta._attn_fwd.arg_names):
-        if name in boxes:
-            ptr = out_ptr if name == "O" else _PTR[shape.dtype]
-            if config.tma:
-                sig[name] = f"tensordesc<{ptr[1:]}[{','.join(map(str, boxes[name]))}]>"
-            else:
-                sig[name] = ptr
-                attrs[(i,)] = [["tt.divisibility", 16]]
-        elif name == "KN":  # the key-norm partials (h15-proved); another pointer, unread, otherwise
-            sig[name] = "*fp32"
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        elif name in ("qk_scale", "v_scale"):
-            sig[name] = "fp32"
-        elif name in ints:
-            _int_arg(name, ints[name], i, sig, consts, attrs)
-        else:
-            sig[name] = "constexpr"
+    typed = {"qk_scale": "fp32", "v_scale": "fp32", "KN": "*fp32"}  # KN: h15-proved's key norms; unread otherwise
+    for name, box in boxes.items():
+        ptr = out_ptr if name == "O" else _PTR[shape.dtype]
+        typed[name] = f"tensordesc<{ptr[1:]}[{','.join(map(str, box))}]>" if config.tma else ptr
+    sig, consts, attrs = _signature(ta._attn_fwd.arg_names, typed, ints)
     consts.update(ta.kernel_constants(config, s, d, shape.causal, shape.dtype == "fp8", variant))
     compiled = triton.compile(ASTSource(fn=ta._attn_fwd, signature=sig, constexprs=consts, attrs=attrs),
                               target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages,
                                        **ta.launch_options(config)})
     return compiled
+
+
+def _compile_gluon(shape: Shape, variant: str, config, arch: int):
+    """compile_kernel for the Gluon kernel: descriptor arguments typed as its launch passes them (the boxes and
+    shared layouts gluon_attn.prepare_operands makes), integers specialised as Triton's launcher does."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from softbench.kernels import gluon_attn as ga
+
+    d, fp8 = shape.head_dim, shape.dtype == "fp8"
+    elem = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp8": gl.float8e4nv}[shape.dtype]
+    name = _PTR[shape.dtype][1:]
+
+    def desc(box, dtype=elem, dtype_name=name):
+        layout = gl.NVMMASharedLayout.get_default_for(box, dtype)
+        return f"tensordesc<{dtype_name}[{','.join(map(str, box))}],{layout!r}>"
+
+    boxes = {"desc_q": desc([1, ga.WG_ROWS, d]), "desc_k": desc([1, config.block_n, d]),
+             "desc_v": desc([1, d, config.block_n] if fp8 else [1, config.block_n, d]),
+             "desc_o": desc([1, ga.WG_ROWS, d], gl.bfloat16, "bf16") if fp8 else desc([1, ga.WG_ROWS, d])}
+    ints = dict(seq=shape.seq, heads=shape.heads, group=shape.heads // shape.n_kv_heads,
+                head_group=ga.effective_head_group(config, shape.batch * shape.heads))
+    sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, {**boxes, "qk_scale": "fp32", "v_scale": "fp32"}, ints)
+    consts.update(ga.kernel_constants(config, d, shape.causal, fp8, variant))
+    return triton.compile(GluonASTSource(fn=ga._attn_fwd_ws, signature=sig, constexprs=consts, attrs=attrs),
+                          target=GPUTarget("cuda", arch, 32), options={"num_warps": ga.CONSUMER_WARPS})
 
 
 def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
@@ -282,10 +319,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--warp-specialize", action="store_true", help="KernelConfig.warp_specialize")
     p.add_argument("--max-registers", type=int, default=None, help="KernelConfig.max_registers (maxnreg)")
     p.add_argument("--rotate", action="store_true", help="KernelConfig.rotate (Q.K^T of the next tile first)")
-    p.add_argument("--label", help="a whole configuration by its label, e.g. m128n64w8s2-tma-r128-hg8 (instead of "
-                   "--config and the flags)")
+    p.add_argument("--label", help="a whole configuration by its label, e.g. m128n64w8s2-tma-r128-hg8 or "
+                   "gluon-n128s2-c240l24-hg8 (the Gluon kernel) (instead of --config and the flags)")
     a = p.parse_args(argv)
     shape = Shape(dtype=a.dtype, seq=a.seq, causal=a.causal, head_dim=a.head_dim)
+    if a.label and a.label.startswith("gluon"):
+        from softbench.kernels.gluon_attn import GluonConfig
+
+        print(json.dumps(cross_compile(shape, a.variant, GluonConfig.from_label(a.label), a.arch), indent=1))
+        return 0
     if a.label:
         config = KernelConfig.from_label(a.label)
     elif a.config:

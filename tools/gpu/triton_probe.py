@@ -93,7 +93,7 @@ def run_one(shape: Shape, inputs, variant: str, label: str, reference: dict) -> 
     row = {"dtype": shape.dtype, "causal": shape.causal, "variant": variant, "config": label}
     t0 = time.perf_counter()
     try:
-        backend = TritonBackend(fallback=False, **asdict(KernelConfig.from_label(label)))
+        backend = TritonBackend(fallback=False, kernel="triton", **asdict(KernelConfig.from_label(label)))
         backend.load(variant)
         with torch.inference_mode():
             forward = backend.build(shape, inputs)

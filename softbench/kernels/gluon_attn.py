@@ -1,0 +1,439 @@
+"""softbench's warp-specialized attention forward for Hopper (sm_90a), written in Gluon (Triton's tile-level
+language with explicit layouts, shared memory, mbarriers, TMA and asynchronous wgmma).
+
+Why a second kernel: the Triton forward (triton_attn) reaches ~80% of FA4's BF16 throughput on the H200. What it
+lacks against FA3/FA4 is their schedule, which Triton 3.6 does not derive by itself on sm_90:
+  * a producer warp that only moves K and V tiles (TMA into a ring of STAGES buffers, mbarrier hand-offs), so that
+    the math warps never wait on address arithmetic or copies;
+  * two consumer warpgroups, each with its own 64 query rows of one 128-row block, sharing every K/V tile and
+    running independently (each in its own partition, so one's softmax overlaps the other's wgmma);
+  * inside each consumer, the next tile's Q.K^T wgmma is issued before this tile's softmax, and P.V is issued
+    asynchronously and waited for only before O is rescaled (FA3's intra-warpgroup overlap).
+The partitions ask for registers with setmaxnreg: 240 per consumer thread, 24 for the producer.
+
+The online softmax and the weight maps are those of triton_attn (A0 exact exp2, A1 Rowmax-H15 with the clamp,
+h15-noclamp, noexp), in log2 units with the same constants and FA4's max offset at FP8, so the two kernels compute
+the same operator: with equal key tiles their outputs agree bit for bit (H200, tools/gpu/gluon_probe.py).
+BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to e4m3 for P.V, BF16 out); h15-proved stays with
+the Triton kernel. On the H200 this kernel is the faster one at 16 bits (about 95% / 88% of FA4 causal /
+non-causal at 8K, against the Triton kernel's 80% / 77%) and the slower one at FP8 (646 against 766 TFLOP/s
+causal in the probe), so the backend's default is this kernel at 16 bits on sm_90 and the Triton kernel at FP8.
+
+Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim), contiguous; TMA descriptors
+over (batch, seq, heads * dim) views, one (1, rows, dim) box per tile, so that boxes past the end of a sequence
+read zeros and the output box drops rows past seq. Needs sm_90 and the compiled Triton (no interpreter)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import asdict, dataclass
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+
+from softbench.errors import UnsupportedError, UsageError
+from softbench.kernels.triton_attn import _program_tile
+from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, SHIFT
+
+LOG2_E = math.log2(math.e)
+WEIGHT_MAPS = ("A0", "A1", "h15-noclamp", "noexp")
+HEAD_DIMS = (64, 128)
+WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
+CONSUMERS = 2  # consumer warpgroups per program; the program's query block is CONSUMERS * WG_ROWS rows
+BLOCK_M = CONSUMERS * WG_ROWS
+CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
+_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}
+_FP8 = (torch.float8_e4m3fn,)
+FP8_MAX_OFFSET = 8.0  # as triton_attn: the largest weight 2^8, inside E4M3's 448
+
+_CLAMP = gl.constexpr(CLAMP_DOUBLED)
+_MAGIC = gl.constexpr(MAGIC_FOLDED)
+_SHIFT = gl.constexpr(SHIFT)
+
+
+@dataclass(frozen=True)
+class GluonConfig:
+    """block_n: keys per K/V tile; stages: K/V buffers in the ring; consumer_registers / loader_registers: the
+    per-thread register counts the partitions ask for (setmaxnreg); head_group as KernelConfig.head_group.
+    Labels read gluon-n128s2-c240l24-hg8 (what sessions record and --triton-config takes)."""
+
+    block_n: int = 128
+    stages: int = 2
+    consumer_registers: int = 240
+    loader_registers: int = 24
+    head_group: int = 8
+
+    def __post_init__(self):
+        if self.block_n not in (64, 128):
+            raise UsageError(f"the Gluon forward takes key tiles of 64 or 128, not {self.block_n}")
+        if self.stages < 2:
+            raise UsageError(f"the Gluon forward needs at least 2 K/V stages, got {self.stages}")
+        for name in ("consumer_registers", "loader_registers"):
+            v = getattr(self, name)
+            if not 24 <= v <= 256 or v % 8:
+                raise UsageError(f"{name} must be a multiple of 8 in 24..256 (setmaxnreg), got {v}")
+        if self.head_group < 1:
+            raise UsageError(f"head_group must be >= 1, got {self.head_group}")
+
+    def label(self) -> str:
+        return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
+                f"-hg{self.head_group}")
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "kernel": "gluon", "label": self.label()}
+
+    @classmethod
+    def from_label(cls, label: str) -> "GluonConfig":
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)", label.strip())
+        if not m:
+            raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
+                             "key tile, K/V stages, consumer and loader registers, heads per group)")
+        return cls(*(int(g) for g in m.groups()))
+
+
+GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group")
+DEFAULT = GluonConfig()
+
+
+@gluon.jit
+def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
+            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr):
+    """The producer warp: K and V tiles into the ring, each slot reused once both consumers released it. A fresh
+    mbarrier counts as having completed the phase before its first, so the first pass's waits (parity 1) return
+    at once."""
+    for i in range(n_tiles):
+        slot = i % STAGES
+        parity = ((i // STAGES) & 1) ^ 1
+        mbarrier.wait(k_empty.index(slot), parity)
+        mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
+        tma.async_copy_global_to_shared(desc_k, [b32, i * BLOCK_N, hk32 * HEAD_DIM], k_ready.index(slot),
+                                        k_bufs.index(slot))
+        mbarrier.wait(v_empty.index(slot), parity)
+        mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
+        if V_KMAJOR:  # the (b, kv_heads * d, s) copy: one (d, keys) box
+            tma.async_copy_global_to_shared(desc_v, [b32, hk32 * HEAD_DIM, i * BLOCK_N], v_ready.index(slot),
+                                            v_bufs.index(slot))
+        else:
+            tma.async_copy_global_to_shared(desc_v, [b32, i * BLOCK_N, hk32 * HEAD_DIM], v_ready.index(slot),
+                                            v_bufs.index(slot))
+
+
+@gluon.jit
+def _weights(s, m_i, qk_scale, keep, MASK: gl.constexpr, WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr):
+    """One tile's weights, new running maximum and rescale factor from raw scores s (log2 units after qk_scale),
+    as triton_attn._softmax_pv (FP8: exponents from max - MAX_OFFSET). keep: the mask (read only when MASK)."""
+    if MASK:
+        s = gl.where(keep, s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    m_use = m_new - MAX_OFFSET
+    if (WEIGHT == "A1") or (WEIGHT == "h15-noclamp"):
+        t = s * (2.0 * qk_scale) - (2.0 * m_use)[:, None]
+        if WEIGHT == "A1":
+            t = gl.maximum(t, _CLAMP)
+        y = t + _MAGIC
+        p = (y.to(gl.int32, bitcast=True) << _SHIFT).to(gl.float32, bitcast=True)
+    elif WEIGHT == "A0":
+        p = gl.exp2(s * qk_scale - m_use[:, None])
+    else:
+        p = s * qk_scale - m_use[:, None]
+        if MASK:
+            p = gl.where(keep, p, 0.0)
+    alpha = gl.exp2(m_i - m_new)
+    return p, m_new, alpha
+
+
+@gluon.jit
+def _v_operand(v_bufs, slot, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, V_KMAJOR: gl.constexpr):
+    """V of one ring slot as P.V's (keys, d) operand: FP8 wgmma needs it key-major, a transposed view of the
+    (d, keys) box."""
+    if V_KMAJOR:
+        return v_bufs.index(slot).reshape([HEAD_DIM, BLOCK_N]).permute((1, 0))
+    else:
+        return v_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM])
+
+
+@gluon.jit
+def _wait_pv(o_tok, p_op):
+    """Wait for P.V. P's registers are its A operand and must outlive it: at 16 bits they go through the wait as a
+    dependency; Triton 3.6's wait takes no 8-bit values, and at FP8 ptxas keeps them alive by itself (it sees the
+    wgmma read them)."""
+    if p_op.dtype.primitive_bitwidth == 16:
+        o, p_op = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, p_op))
+    else:
+        o = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, ))
+    return o, p_op
+
+
+@gluon.jit
+def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+              qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
+              HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+              WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr):
+    """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
+    which need no mask."""
+    ROWS: gl.constexpr = 64
+    dtype: gl.constexpr = desc_q.dtype
+    out_dtype: gl.constexpr = desc_o.dtype
+    K_STEP: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's k: 16 at 16 bits, 32 at FP8
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, K_STEP])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, K_STEP])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
+                                                 k_width=32 // dtype.primitive_bitwidth)
+    rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+    rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+
+    mbarrier.expect(q_bar, desc_q.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
+    mbarrier.wait(q_bar, 0)
+    q = q_smem.reshape([ROWS, HEAD_DIM])
+
+    offs_m = row0 + gl.arange(0, ROWS, rows_s)
+    offs_n = gl.arange(0, BLOCK_N, cols_s)
+    zero_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
+    l_i = gl.zeros([ROWS], gl.float32, rows_s)
+    o = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
+
+    # tile 0: its scores before the loop
+    mbarrier.wait(k_ready.index(0), 0)
+    s = warpgroup_mma(q, k_bufs.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s, use_acc=False,
+                      is_async=True)
+    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+    mbarrier.arrive(k_empty.index(0), count=1)
+    keys = offs_n
+    keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
+    if n_full > 0:
+        p, m_i, alpha = _weights(s, m_i, qk_scale, keep, False, WEIGHT, MAX_OFFSET)
+    else:
+        p, m_i, alpha = _weights(s, m_i, qk_scale, keep, True, WEIGHT, MAX_OFFSET)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    p_op = gl.convert_layout(p.to(dtype), p_layout)
+
+    for i in range(1, n_tiles):
+        slot = i % STAGES
+        prev = (i - 1) % STAGES
+        # this tile's Q.K^T, then the previous tile's P.V, both in flight while the softmax below runs
+        mbarrier.wait(k_ready.index(slot), (i // STAGES) & 1)
+        s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
+                              use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
+        o_tok = warpgroup_mma(p_op, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
+        mbarrier.arrive(k_empty.index(slot), count=1)
+        keys = i * BLOCK_N + offs_n
+        keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
+        if i >= n_full:
+            p, m_i, alpha = _weights(s, m_i, qk_scale, keep, True, WEIGHT, MAX_OFFSET)
+        else:
+            p, m_i, alpha = _weights(s, m_i, qk_scale, keep, False, WEIGHT, MAX_OFFSET)
+        l_i = l_i * alpha + gl.sum(p, 1)
+        o, p_op = _wait_pv(o_tok, p_op)
+        mbarrier.arrive(v_empty.index(prev), count=1)
+        o = o * gl.convert_layout(alpha, rows_o)[:, None]
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+
+    last = (n_tiles - 1) % STAGES
+    mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
+    o_tok = warpgroup_mma(p_op, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+    o, p_op = _wait_pv(o_tok, p_op)
+    mbarrier.arrive(v_empty.index(last), count=1)
+
+    if WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
+        l_i = gl.where(l_i == 0.0, 1.0, l_i)
+    o = o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]  # V's descale and the normalisation at once
+    # at 16 bits o_smem is Q's buffer (same dtype and box), free once the last Q.K^T has completed
+    o_smem.reshape([ROWS, HEAD_DIM]).store(o.to(out_dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(desc_o, [b32, row0, h32 * HEAD_DIM], o_smem)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, group, head_group,
+                 HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                 WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
+                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+    BLOCK_M: gl.constexpr = 128
+    ROWS: gl.constexpr = 64
+    # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
+    bh, start_m = _program_tile(gl.program_id(0), gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
+    b32 = bh // heads
+    h32 = bh % heads
+    hk32 = h32 // group
+    if CAUSAL:
+        end = gl.minimum((start_m + 1) * BLOCK_M, seq)
+        n_full = gl.minimum(start_m * BLOCK_M, seq) // BLOCK_N
+    else:
+        end = seq
+        n_full = seq // BLOCK_N
+    n_tiles = gl.cdiv(end, BLOCK_N)
+
+    q_layout: gl.constexpr = desc_q.layout
+    kv_layout: gl.constexpr = desc_k.layout
+    dtype: gl.constexpr = desc_q.dtype
+    q0 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+    q1 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+    k_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
+    if V_KMAJOR:
+        v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
+    else:
+        v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
+    if desc_o.dtype == dtype:  # the output tile leaves through Q's buffer
+        o0 = q0
+        o1 = q1
+    else:  # FP8 in, BF16 out
+        o0 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
+        o1 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
+    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    mbarrier.init(q_bars.index(0), count=1)
+    mbarrier.init(q_bars.index(1), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
+
+    row0 = start_m * BLOCK_M
+    gl.warp_specialize([
+        (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                     qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
+                     WEIGHT, MAX_OFFSET, V_KMAJOR)),
+        (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                     qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles, HEAD_DIM, BLOCK_N, STAGES,
+                     CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR)),
+        (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
+                   HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+@dataclass
+class GluonOperands:
+    """Inputs and their descriptors, made once before timing (FP8: V's key-major copy too)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor  # (b, s, hk, d), or the (b, hk, d, s) copy at FP8
+    out: torch.Tensor
+    descs: tuple
+
+
+def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    if q.dim() != 4 or k.dim() != 4 or k.shape != v.shape:
+        raise UsageError(f"expected q (b, s, h, d) and k, v (b, s, kv_heads, d); got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    b, s, h, d = q.shape
+    if k.shape[0] != b or k.shape[1] != s or k.shape[3] != d:
+        raise UnsupportedError(f"the Gluon forward takes q and k/v with the same batch, sequence length and head "
+                               f"dim; got {tuple(q.shape)} and {tuple(k.shape)}")
+    if h % k.shape[2]:
+        raise UsageError(f"heads ({h}) must be a multiple of kv heads ({k.shape[2]})")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise UsageError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.dtype not in _DTYPES:
+        raise UnsupportedError(f"the Gluon forward takes bf16, fp16 or float8_e4m3fn inputs, not {q.dtype}")
+    if d not in HEAD_DIMS:
+        raise UnsupportedError(f"the Gluon forward implements head dims {HEAD_DIMS}, not {d}")
+
+
+def usable_here() -> str | None:
+    """Why the Gluon forward cannot run in this process (None when it can): it needs the compiled Triton (not
+    the interpreter) and an sm_90 GPU, whose wgmma, TMA and setmaxnreg it is written for."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return "Triton's interpreter (TRITON_INTERPRET=1) does not run Gluon kernels"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU in this process"
+    cap = torch.cuda.get_device_capability()
+    if cap != (9, 0):
+        return f"the Gluon forward is written for Hopper (sm_90); this GPU is sm_{cap[0]}{cap[1]}"
+    return None
+
+
+def check_variant(variant: str) -> None:
+    if variant not in WEIGHT_MAPS:
+        raise UsageError(f"the Gluon forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}",
+                         hint="run it in the Triton kernel: --triton-config with a triton label, e.g. "
+                              "m128n64w8s2-tma-r128-hg16 (BF16/FP16) or m64n128w4s3-vk-tma-hg16 (FP8)")
+
+
+def _descriptor(t: torch.Tensor, block: list, shape: list, strides: list):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout.get_default_for(block, _DTYPES[t.dtype])
+    return TensorDescriptor(t, shape, strides, block, layout)
+
+
+def _rows(t: torch.Tensor, block_rows: int):
+    """A TMA descriptor over the (b, s, heads * d) view of a contiguous (b, s, heads, d) tensor, one
+    (1, block_rows, d) box per tile (the batch axis apart, so boxes past a sequence's end read zeros and an output
+    box drops the rows past seq)."""
+    b, s, h, d = t.shape
+    return _descriptor(t, [1, block_rows, d], [b, s, h * d], [t.stride(0), t.stride(1), 1])
+
+
+def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: GluonConfig) -> GluonOperands:
+    check_inputs(q, k, v)
+    q, k = q.contiguous(), k.contiguous()
+    b, s, hk, d = k.shape
+    fp8 = q.dtype in _FP8
+    if fp8:
+        # (b, hk, d, s), keys contiguous, as FP8 wgmma reads its B operand; the key axis padded to 16 bytes for
+        # TMA's row pitch (zeros, never read: the descriptor stops at s)
+        s_pad = -(-s // 16) * 16
+        vt = torch.zeros((b, hk, d, s_pad), dtype=v.dtype, device=v.device)[..., :s]
+        vt.copy_(v.permute(0, 2, 3, 1))
+        v_use = vt
+        v_desc = _descriptor(vt, [1, d, config.block_n], [b, hk * d, s], [vt.stride(0), vt.stride(2), 1])
+    else:
+        v_use = v.contiguous()
+        v_desc = _rows(v_use, config.block_n)
+    out = torch.empty(q.shape, dtype=torch.bfloat16 if fp8 else q.dtype, device=q.device)
+    descs = (_rows(q, WG_ROWS), _rows(k, config.block_n), v_desc, _rows(out, WG_ROWS))
+    return GluonOperands(q, k, v_use, out, descs)
+
+
+def effective_head_group(config: GluonConfig, batch_heads: int) -> int:
+    return math.gcd(config.head_group, batch_heads)
+
+
+def kernel_constants(config: GluonConfig, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
+    """_attn_fwd_ws's compile-time arguments (shared with the cross-compilation)."""
+    return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
+                WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
+                CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers)
+
+
+def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, softmax_scale: float | None = None,
+           descale: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
+    """One forward into ops.out (overwritten and returned)."""
+    check_variant(variant)
+    b, s, h, d = ops.q.shape
+    hk = ops.k.shape[2]
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+    qk_scale = scale * LOG2_E * descale[0] * descale[1]
+    grid = (triton.cdiv(s, BLOCK_M) * b * h,)
+    _attn_fwd_ws[grid](*ops.descs, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
+                       **kernel_constants(config, d, causal, ops.q.dtype in _FP8, variant), num_warps=CONSUMER_WARPS)
+    return ops.out
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, variant: str = "A0",
+              config: GluonConfig | None = None, softmax_scale: float | None = None,
+              descale: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
+    """One-off call (tests): operands and launch together."""
+    config = config or DEFAULT
+    ops = prepare_operands(q, k, v, config)
+    return launch(ops, causal, variant, config, softmax_scale, descale)

@@ -1,0 +1,139 @@
+"""softbench's Gluon forward (softbench.kernels.gluon_attn) on a machine without a GPU: its configurations and
+labels, how the Triton backend picks it (and refuses it where it cannot run instead of replacing it), the gates'
+key tile under it, and a cross-compilation for sm_90a with Triton's bundled ptxas, which checks what Hopper
+gets: warp specialization with a register split, wgmma of the right shapes, no spills, the exponential gone from
+A1's loop. Its arithmetic is checked on the H200 (tools/gpu/gluon_probe.py: against softbench's tile-wise
+simulation, and bit for bit against the Triton kernel where both use the same key tile); Triton's interpreter
+does not run Gluon."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+
+from softbench.errors import UnsupportedError, UsageError  # noqa: E402
+from softbench.kernels import gluon_attn as ga  # noqa: E402
+from softbench.kernels.inputs import make_inputs  # noqa: E402
+from softbench.kernels.triton_attn import KernelConfig  # noqa: E402
+from softbench.kernels.triton_backend import TritonBackend, default_kernel, kernel_of, resolve_config  # noqa: E402
+from softbench.measure.gates import key_tile  # noqa: E402
+from softbench.shapes import Shape  # noqa: E402
+
+
+def test_labels_round_trip_and_bad_ones_are_refused():
+    c = ga.GluonConfig()
+    assert c.label() == "gluon-n128s2-c240l24-hg8"
+    assert ga.GluonConfig.from_label(c.label()) == c
+    other = ga.GluonConfig(block_n=64, stages=4, consumer_registers=232, loader_registers=40, head_group=16)
+    assert ga.GluonConfig.from_label(other.label()) == other
+    assert c.to_dict()["kernel"] == "gluon" and c.to_dict()["label"] == c.label()
+    for bad in ("gluon-n128s2", "m128n64w8s2", "gluon-n128s2-c240l24-hg8-x"):
+        with pytest.raises(UsageError, match="Gluon configuration label"):
+            ga.GluonConfig.from_label(bad)
+    with pytest.raises(UsageError, match="key tiles of 64 or 128"):
+        ga.GluonConfig(block_n=256)
+    with pytest.raises(UsageError, match="at least 2"):
+        ga.GluonConfig(stages=1)
+    with pytest.raises(UsageError, match="multiple of 8"):
+        ga.GluonConfig(consumer_registers=236)
+
+
+def test_resolve_config_follows_the_kernel_named():
+    assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == ga.GluonConfig()
+    assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
+        ga.GluonConfig(block_n=64)
+    # a Triton label's fields do not leak into the Gluon configuration and back
+    triton_label = {"kernel": "triton", **KernelConfig.from_label("m64n32w4s2").__dict__}
+    assert resolve_config(torch.bfloat16, 128, triton_label) == KernelConfig.from_label("m64n32w4s2")
+    with pytest.raises(UsageError, match="unknown Triton-backend kernel"):
+        resolve_config(torch.bfloat16, 128, {"kernel": "cuda"})
+
+
+def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
+    # this machine: no GPU (or the interpreter), so the Triton kernel, whose table stays the default
+    assert ga.usable_here() is not None
+    assert default_kernel(torch.bfloat16) == "triton"
+    assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
+    # an sm_90 GPU with the compiled Triton: Gluon at 16 bits, the Triton kernel at FP8 (faster there on the H200)
+    monkeypatch.setattr(ga, "usable_here", lambda: None)
+    assert default_kernel(torch.bfloat16) == default_kernel(torch.float16) == "gluon"
+    assert default_kernel(torch.float8_e4m3fn) == "triton"
+    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig()
+    # the gates' single-tile length is the key tile of the kernel that runs
+    assert key_tile("triton", "bf16", 128, {}) == 128
+    assert key_tile("triton", "fp8", 128, {}) == 128
+    assert key_tile("triton", "bf16", 128, {"kernel": "triton"}) == 64
+
+
+def test_gates_key_tile_takes_a_gluon_label():
+    assert key_tile("triton", "bf16", 128, {"kernel": "gluon"}) == 128
+    assert key_tile("triton", "bf16", 128, {"kernel": "gluon", "block_n": 64}) == 64
+
+
+def test_backend_refuses_gluon_where_it_cannot_run(monkeypatch):
+    """Asked for by name, the Gluon kernel is refused with the reason; never replaced by the other kernel."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    shape = Shape(dtype="bf16", seq=128, heads=2, head_dim=64)
+    inputs = make_inputs(shape, 0, "cpu")
+    b = TritonBackend(kernel="gluon", device="cpu")
+    b.load("A0")
+    with pytest.raises(UnsupportedError, match="interpreter"):
+        b.build(shape, inputs)
+    proved = TritonBackend(kernel="gluon", device="cpu")
+    proved.load("h15-proved")  # the Triton kernel has it; the Gluon one does not
+    with pytest.raises(UsageError, match="h15-proved") as e:
+        proved.build(shape, inputs)
+    assert "m128n64w8s2-tma-r128-hg16" in e.value.hint
+
+
+def test_inputs_are_checked_before_any_launch():
+    q = torch.zeros(1, 64, 4, 96, dtype=torch.bfloat16)
+    with pytest.raises(UnsupportedError, match="head dims"):
+        ga.check_inputs(q, q[:, :, :2], q[:, :, :2])
+    q = torch.zeros(1, 64, 4, 64, dtype=torch.float32)
+    with pytest.raises(UnsupportedError, match="float32"):
+        ga.check_inputs(q, q, q)
+    q = torch.zeros(1, 64, 3, 64, dtype=torch.bfloat16)
+    with pytest.raises(UsageError, match="multiple of kv heads"):
+        ga.check_inputs(q, q[:, :, :2], q[:, :, :2])
+
+
+def test_cli_takes_gluon_labels(cli):
+    r = cli("latency", "--backend", "fa4", "--triton-config", "gluon-n128s2-c240l24-hg8")
+    assert r.returncode == 2 and "applies to --backend triton only" in r.stderr, r.stderr
+    r = cli("energy", "--backend", "fa4", "--triton-config", "gluon-n128s2-c240l24-hg8")
+    assert r.returncode == 2 and "applies to --backend triton only" in r.stderr, r.stderr
+    r = cli("latency", "--backend", "triton", "--triton-config", "gluon-n96s2-c240l24-hg8")
+    assert r.returncode == 2 and "key tiles of 64 or 128" in r.stderr, r.stderr
+
+
+def _compile(dtype: str, variant: str, label: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-m", "softbench.kernels.triton_compile", dtype, "128", variant, "--causal",
+                        "--label", label], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
+def test_hopper_compile_is_warp_specialized_without_spills():
+    """Cross-compile the kernel for sm_90a (no GPU needed): what the H200 ran (BF16) and its FP8 path."""
+    a0 = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8")
+    a1 = _compile("bf16", "A1", "gluon-n128s2-c240l24-hg8")
+    fp8 = _compile("fp8", "A1", "gluon-n128s3-c240l24-hg8")
+    for rep in (a0, a1, fp8):
+        assert rep["warp_specialized"] and rep["tma_loads"] >= 3, rep
+        assert rep["local_bytes"] == 0 and rep["stack_bytes"] == 0 and rep["spill_stores"] == 0, rep
+        assert rep["shared_bytes"] <= 227 * 1024, rep
+        assert rep["ptxas_advisories"] == [], rep  # no serialized wgmma
+    assert a0["wgmma"] == a1["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
+    assert fp8["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"]
+    # the loop holds both branches (masked and not) of one tile, 64 weights per thread: A0 through MUFU.EX2, A1
+    # through the magic add and the shift, with only the per-row rescale's ex2 left
+    assert a0["loop_mufu_ex2"] >= 128, a0
+    assert a1["loop_mufu_ex2"] <= 4 and a1["loop_shift"] >= 64 and a1["loop_fadd"] - a0["loop_fadd"] >= 64, (a0, a1)

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
+
+    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4]     (from the repository root, on the GPU host)
+
+1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
+   multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
+   (softbench.kernels.sim, key tiles of the kernel's size), and, where the Triton kernel's table uses the same key
+   tile, against its output (the same operator: equal bit for bit expected).
+2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
+   CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
+   same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
+   probe, not a session.
+
+Writes OUTDIR/gluon_probe.json and prints a table."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/gpu: triton_probe's timing
+
+import torch  # noqa: E402
+
+from softbench.kernels import gluon_attn as ga  # noqa: E402
+from softbench.kernels import triton_attn as ta  # noqa: E402
+from softbench.kernels.sim import sim_attention  # noqa: E402
+from softbench.operators import rowmax_h15  # noqa: E402
+from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (this folder: the same timing)
+
+CANDIDATES = {
+    "bf16": [ga.GluonConfig(), ga.GluonConfig(head_group=16), ga.GluonConfig(block_n=64, stages=4)],
+    "fp8": [ga.GluonConfig(stages=3), ga.GluonConfig(stages=2), ga.GluonConfig(stages=4),
+            ga.GluonConfig(stages=3, head_group=16), ga.GluonConfig(block_n=64, stages=4)],
+}
+CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
+    (1, 1000, 4, 2, 128, True),
+    (1, 1000, 4, 2, 128, False),
+    (2, 384, 4, 4, 64, True),
+    (2, 200, 2, 1, 64, False),
+    (1, 2048, 8, 8, 128, True),
+]
+DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
+TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
+
+
+def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
+    """softbench's tile-wise simulation of the same operator (sim_attention: online softmax over key tiles of the
+    kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype)."""
+    weight = torch.exp2 if variant == "A0" else rowmax_h15
+    return sim_attention(q, k, v, causal, weight, tile=tile)
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(torch.linalg.vector_norm(a.double() - b.double()) / torch.linalg.vector_norm(b.double()))
+
+
+def checks(rows: list) -> None:
+    g = torch.Generator().manual_seed(7)
+    for dtype_name, dtype in DTYPES.items():
+        for (b, s, h, hk, d, causal) in CHECK_SHAPES:
+            q = torch.randn(b, s, h, d, generator=g).to(dtype).cuda()
+            k = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
+            v = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
+            for variant in ("A0", "A1", "h15-noclamp"):
+                for config in (ga.GluonConfig(), ga.GluonConfig(block_n=64, stages=3)):
+                    row = {"check": [dtype_name, b, s, h, hk, d, causal], "variant": variant,
+                           "config": config.label()}
+                    try:
+                        out = ga.attention(q, k, v, causal, variant, config)
+                        torch.cuda.synchronize()
+                        ref = reference(q, k, v, causal, variant, config.block_n)
+                        row.update(rel_vs_ref=rel(out, ref), finite=bool(torch.isfinite(out.float()).all()))
+                        tcfg = ta.default_config(dtype, d)
+                        if tcfg.block_n == config.block_n:  # the same tiles: the same operator, bit for bit expected
+                            tri = ta.attention(q, k, v, causal, variant)
+                            row["max_abs_vs_triton_same_tile"] = float((out.float() - tri.float()).abs().max())
+                        row["ok"] = row["finite"] and row["rel_vs_ref"] < TOLERANCE[dtype_name]
+                    except Exception as e:
+                        row["error"] = f"{type(e).__name__}: {str(e).strip()[:400]}"
+                        row["traceback_tail"] = traceback.format_exc().strip().splitlines()[-4:]
+                        row["ok"] = False
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+
+
+def timing(rows: list, fa4: bool) -> None:
+    b, s, h, d = 1, 8192, 16, 128
+    g = torch.Generator().manual_seed(1)
+    base = [torch.randn(b, s, h, d, generator=g) for _ in range(3)]
+    for dtype_name, dtype in DTYPES.items():
+        q, k, v = (x.to(dtype).cuda() for x in base)
+        for causal in (True, False) if dtype_name == "bf16" else (True,):
+            flops = 4 * b * h * s * s * d / (2 if causal else 1)
+            entries = []
+            tcfg = ta.default_config(dtype, d)
+            tops = ta.prepare_operands(q, k, v, tcfg)
+            for variant in ("A0", "A1", "noexp") if dtype_name == "fp8" else ("A0",):
+                entries.append(("triton " + tcfg.label(), variant,
+                                (lambda vv=variant: ta.launch(tops, causal, vv, tcfg))))
+            for config in CANDIDATES[dtype_name]:
+                ops = ga.prepare_operands(q, k, v, config)
+                first = config == CANDIDATES[dtype_name][0]
+                for variant in ("A0", "A1", "h15-noclamp", "noexp") if first else ("A0",):
+                    entries.append((config.label(), variant,
+                                    (lambda o=ops, c=config, vv=variant: ga.launch(o, causal, vv, c))))
+            if fa4 and dtype_name == "bf16":
+                import flash_attn.cute as fa
+                entries.append(("fa4 stock", "A0", lambda: fa.flash_attn_func(q, k, v, causal=causal)))
+            for name, variant, fn in entries:
+                row = {"timing": f"{dtype_name} {'causal' if causal else 'noncausal'}", "kernel": name,
+                       "variant": variant}
+                try:
+                    t0 = time.perf_counter()
+                    out = fn()
+                    out = out[0] if isinstance(out, tuple) else out
+                    torch.cuda.synchronize()
+                    row["first_call_s"] = round(time.perf_counter() - t0, 1)
+                    ms = time_forward(fn)
+                    row.update(ms=round(ms, 5), tflops=round(flops / (ms * 1e-3) / 1e12, 1))
+                except Exception as e:
+                    row["error"] = f"{type(e).__name__}: {str(e).strip()[:400]}"
+                    row["traceback_tail"] = traceback.format_exc().strip().splitlines()[-4:]
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out_dir = Path(argv[0])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    import triton
+
+    rows: list = []
+    meta = {"device": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
+            "warmup": WARMUP, "windows": WINDOWS, "calls": CALLS, "kind": "screening probe, not a session"}
+    checks(rows)
+    if "--checks-only" not in argv:
+        timing(rows, "--fa4" in argv)
+    (out_dir / "gluon_probe.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    return 0 if all(r.get("ok", True) for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
