@@ -137,3 +137,18 @@ def test_hopper_compile_is_warp_specialized_without_spills():
     # through the magic add and the shift, with only the per-row rescale's ex2 left
     assert a0["loop_mufu_ex2"] >= 128, a0
     assert a1["loop_mufu_ex2"] <= 4 and a1["loop_shift"] >= 64 and a1["loop_fadd"] - a0["loop_fadd"] >= 64, (a0, a1)
+
+
+def test_fp8_key_order_is_the_kernels_renumbering():
+    """V's FP8 copy is stored in the key order _p_operand gives P: the same reshape and permute on key indices."""
+    order = ga.fp8_key_order(128)
+    assert sorted(order.tolist()) == list(range(128))
+    kernel = torch.arange(128).reshape(1, 4, 2, 2, 4, 2).permute(0, 1, 2, 4, 3, 5).reshape(128)
+    assert torch.equal(kernel, order)
+    # thread t of a quad holds keys 2t, 2t+1 of every 8 in the accumulator; the operand wants four in a row
+    assert order[:8].tolist() == [0, 1, 8, 9, 2, 3, 10, 11]
+    # P.V is unchanged by renumbering both sides
+    g = torch.Generator().manual_seed(0)
+    p, v = torch.rand(3, 64, generator=g), torch.rand(64, 5, generator=g)
+    o = ga.fp8_key_order(64)
+    assert torch.allclose(p[:, o] @ v[o], p @ v)

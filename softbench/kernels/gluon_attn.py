@@ -16,7 +16,7 @@ h15-noclamp, noexp), in log2 units with the same constants and FA4's max offset 
 the same operator: with equal key tiles their outputs agree bit for bit (H200, tools/gpu/gluon_probe.py).
 BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to e4m3 for P.V, BF16 out); h15-proved stays with
 the Triton kernel. On the H200 this kernel is the faster one at 16 bits (about 95% / 88% of FA4 causal /
-non-causal at 8K, against the Triton kernel's 80% / 77%) and the slower one at FP8 (646 against 766 TFLOP/s
+non-causal at 8K, against the Triton kernel's 80% / 77%) and the slower one at FP8 (679 against 763 TFLOP/s
 causal in the probe), so the backend's default is this kernel at 16 bits on sm_90 and the Triton kernel at FP8.
 
 Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim), contiguous; TMA descriptors
@@ -159,6 +159,21 @@ def _v_operand(v_bufs, slot, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, V_KM
 
 
 @gluon.jit
+def _p_operand(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constexpr):
+    """P as P.V's A operand in registers. At 16 bits the accumulator's pairs are the operand's pairs: a cast. At
+    FP8 the operand holds four consecutive keys per register, the accumulator two (keys 2t, 2t+1 of every 8 for
+    thread t of a quad): moving them costs shuffles. Instead the keys are renumbered inside every 32: key
+    16 gh + 8 gl + 2 t + j goes to 16 gh + 4 t + 2 gl + j, which is where the thread already holds it, and V's
+    key-major copy is stored in that order (prepare_operands), so P.V sums the same products."""
+    if dtype.primitive_bitwidth == 8:
+        ROWS: gl.constexpr = p.shape[0]
+        q8 = p.to(dtype).reshape([ROWS, BLOCK_N // 32, 2, 2, 4, 2]).permute((0, 1, 2, 4, 3, 5))
+        return gl.convert_layout(q8.reshape([ROWS, BLOCK_N]), p_layout)
+    else:
+        return gl.convert_layout(p.to(dtype), p_layout)
+
+
+@gluon.jit
 def _wait_pv(o_tok, p_op):
     """Wait for P.V. P's registers are its A operand and must outlive it: at 16 bits they go through the wait as a
     dependency; Triton 3.6's wait takes no 8-bit values, and at FP8 ptxas keeps them alive by itself (it sees the
@@ -216,7 +231,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     else:
         p, m_i, alpha = _weights(s, m_i, qk_scale, keep, True, WEIGHT, MAX_OFFSET)
     l_i = l_i * alpha + gl.sum(p, 1)
-    p_op = gl.convert_layout(p.to(dtype), p_layout)
+    p_op = _p_operand(p, dtype, p_layout, BLOCK_N)
 
     for i in range(1, n_tiles):
         slot = i % STAGES
@@ -239,7 +254,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)
         o = o * gl.convert_layout(alpha, rows_o)[:, None]
-        p_op = gl.convert_layout(p.to(dtype), p_layout)
+        p_op = _p_operand(p, dtype, p_layout, BLOCK_N)
 
     last = (n_tiles - 1) % STAGES
     mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
@@ -390,19 +405,28 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
     b, s, hk, d = k.shape
     fp8 = q.dtype in _FP8
     if fp8:
-        # (b, hk, d, s), keys contiguous, as FP8 wgmma reads its B operand; the key axis padded to 16 bytes for
-        # TMA's row pitch (zeros, never read: the descriptor stops at s)
-        s_pad = -(-s // 16) * 16
-        vt = torch.zeros((b, hk, d, s_pad), dtype=v.dtype, device=v.device)[..., :s]
-        vt.copy_(v.permute(0, 2, 3, 1))
-        v_use = vt
-        v_desc = _descriptor(vt, [1, d, config.block_n], [b, hk * d, s], [vt.stride(0), vt.stride(2), 1])
+        # (b, hk, d, s), keys contiguous, as FP8 wgmma reads its B operand, in the key order the kernel gives P
+        # (fp8_key_order, in blocks of 32); the key axis padded with zeros to a multiple of 32, which the
+        # descriptor covers, so that a renumbered key never falls outside it
+        s_pad = -(-s // 32) * 32
+        vt = torch.zeros((b, hk, d, s_pad), dtype=v.dtype, device=v.device)
+        vt[..., :s].copy_(v.permute(0, 2, 3, 1))
+        v_use = vt[..., fp8_key_order(s_pad).to(v.device)].contiguous()
+        v_desc = _descriptor(v_use, [1, d, config.block_n], [b, hk * d, s_pad], [v_use.stride(0), v_use.stride(2), 1])
     else:
         v_use = v.contiguous()
         v_desc = _rows(v_use, config.block_n)
     out = torch.empty(q.shape, dtype=torch.bfloat16 if fp8 else q.dtype, device=q.device)
     descs = (_rows(q, WG_ROWS), _rows(k, config.block_n), v_desc, _rows(out, WG_ROWS))
     return GluonOperands(q, k, v_use, out, descs)
+
+
+def fp8_key_order(n: int) -> torch.Tensor:
+    """The key at each position of P's FP8 operand (_p_operand): position 32 blk + 16 gh + 4 t + 2 gl + j holds key
+    32 blk + 16 gh + 8 gl + 2 t + j. n: a multiple of 32."""
+    blk, gh, t, gl_, j = torch.meshgrid(torch.arange(n // 32), torch.arange(2), torch.arange(4), torch.arange(2),
+                                        torch.arange(2), indexing="ij")
+    return (32 * blk + 16 * gh + 8 * gl_ + 2 * t + j).reshape(-1)
 
 
 def effective_head_group(config: GluonConfig, batch_heads: int) -> int:

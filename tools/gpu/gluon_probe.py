@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
-    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4]     (from the repository root, on the GPU host)
+    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--fp8-only] [--checks-only]   (repository root, GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
    multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
@@ -61,9 +61,9 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(a.double() - b.double()) / torch.linalg.vector_norm(b.double()))
 
 
-def checks(rows: list) -> None:
+def checks(rows: list, dtypes: dict) -> None:
     g = torch.Generator().manual_seed(7)
-    for dtype_name, dtype in DTYPES.items():
+    for dtype_name, dtype in dtypes.items():
         for (b, s, h, hk, d, causal) in CHECK_SHAPES:
             q = torch.randn(b, s, h, d, generator=g).to(dtype).cuda()
             k = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
@@ -90,11 +90,11 @@ def checks(rows: list) -> None:
                     print(json.dumps(row), flush=True)
 
 
-def timing(rows: list, fa4: bool) -> None:
+def timing(rows: list, fa4: bool, dtypes: dict) -> None:
     b, s, h, d = 1, 8192, 16, 128
     g = torch.Generator().manual_seed(1)
     base = [torch.randn(b, s, h, d, generator=g) for _ in range(3)]
-    for dtype_name, dtype in DTYPES.items():
+    for dtype_name, dtype in dtypes.items():
         q, k, v = (x.to(dtype).cuda() for x in base)
         for causal in (True, False) if dtype_name == "bf16" else (True,):
             flops = 4 * b * h * s * s * d / (2 if causal else 1)
@@ -142,9 +142,19 @@ def main(argv: list[str]) -> int:
     rows: list = []
     meta = {"device": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
             "warmup": WARMUP, "windows": WINDOWS, "calls": CALLS, "kind": "screening probe, not a session"}
-    checks(rows)
+    dtypes = {"fp8": DTYPES["fp8"]} if "--fp8-only" in argv else DTYPES
+    checks(rows, dtypes)
     if "--checks-only" not in argv:
-        timing(rows, "--fa4" in argv)
+        timing(rows, "--fa4" in argv, dtypes)
+    # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)
+    best: dict = {}
+    for r in rows:
+        if r.get("variant") == "A0" and "tflops" in r:
+            kind = "triton" if r["kernel"].startswith("triton") else "fa4" if r["kernel"].startswith("fa4") else "gluon"
+            key = f"{r['timing'].replace(' ', '-')}-{kind}"
+            if key not in best or r["tflops"] > best[key]["tflops"]:
+                best[key] = {"kernel": r["kernel"], "tflops": r["tflops"]}
+    meta["best_a0"] = best
     (out_dir / "gluon_probe.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     return 0 if all(r.get("ok", True) for r in rows) else 1
 

@@ -7,6 +7,10 @@
 #           goal, in the same hour); the non-causal sweep (A0 again: the null, noexp: the ceiling, h15-noclamp)
 #   part 2: the causal sweep; `softbench gates` for A1 (causal, non-causal); energy per forward, non-causal
 #           (where A1 screened faster than A0), 15 s loops
+#   part 3: FP8 after the P-operand change (keys renumbered so that P needs no shuffles): the probe's FP8 checks
+#           and timings, then, only if its fastest Gluon A0 beats the Triton kernel's, with that configuration the
+#           FP8 causal 8K sweep (A0 again, noexp, A1, h15-noclamp), the design card's FP8 causal 16K latency
+#           (3 rounds) and the FP8 gates
 # Run from the project root after `. /tmp/gpu-site/env.sh`. Sessions go to ${2:-/tmp/softbench-sessions}, outside
 # the checkout, and each part packs them into $OUT when it is set.
 set -uo pipefail
@@ -24,6 +28,21 @@ if [ "$PART" = 1 ]; then
   done
   sb sweep variants --backend triton --dtype bf16 --seq 8K --no-causal --variants A0,noexp,h15-noclamp \
     --triton-config "$BF16" --out "$OUTDIR"
+elif [ "$PART" = 3 ]; then
+  PROBE=/tmp/softbench-gluon-probe
+  python3 tools/gpu/gluon_probe.py "$PROBE" --fp8-only 2>&1 | grep -v "UserWarning\|exe_args" | cut -c1-260
+  ok=${PIPESTATUS[0]}
+  cp "$PROBE/gluon_probe.json" "${OUT:-/tmp}/" 2>/dev/null || true
+  if [ "$ok" != 0 ]; then echo "gluon probe: a check failed; no FP8 sessions"; exit 1; fi
+  read -r G FASTER <<< "$(python3 -c "import json; b = json.load(open('$PROBE/gluon_probe.json'))['meta']['best_a0']; \
+g, t = b['fp8-causal-gluon'], b['fp8-causal-triton']; print(g['kernel'], g['tflops'] > t['tflops'])")"
+  echo "fastest Gluon FP8 A0: $G (faster than the Triton kernel's: $FASTER)"
+  if [ "$FASTER" = True ]; then
+    sb sweep variants --backend triton --dtype fp8 --seq 8K --causal --variants A0,noexp,A1,h15-noclamp \
+      --triton-config "$G" --out "$OUTDIR"
+    sb latency --backend triton --dtype fp8 --seq 16384 --causal --rounds 3 --triton-config "$G" --out "$OUTDIR"
+    sb gates --backend triton --variant A1 --dtype fp8 --causal --triton-config "$G" --out "$OUTDIR"
+  fi
 else
   sb sweep variants --backend triton --dtype bf16 --seq 8K --causal --variants A0,noexp,h15-noclamp \
     --triton-config "$BF16" --out "$OUTDIR"
