@@ -32,6 +32,8 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert ga.GluonConfig.from_label(c.label()) == c
     other = ga.GluonConfig(block_n=64, stages=4, consumer_registers=232, loader_registers=40, head_group=16)
     assert ga.GluonConfig.from_label(other.label()) == other
+    pp = ga.GluonConfig(pingpong=True)
+    assert pp.label() == "gluon-n128s2-c240l24-hg8-pp" and ga.GluonConfig.from_label(pp.label()) == pp
     assert c.to_dict()["kernel"] == "gluon" and c.to_dict()["label"] == c.label()
     for bad in ("gluon-n128s2", "m128n64w8s2", "gluon-n128s2-c240l24-hg8-x"):
         with pytest.raises(UsageError, match="Gluon configuration label"):
@@ -126,12 +128,15 @@ def test_hopper_compile_is_warp_specialized_without_spills():
     a0 = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8")
     a1 = _compile("bf16", "A1", "gluon-n128s2-c240l24-hg8")
     fp8 = _compile("fp8", "A1", "gluon-n128s3-c240l24-hg8")
-    for rep in (a0, a1, fp8):
+    pp = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8-pp")
+    for rep in (a0, a1, fp8, pp):
         assert rep["warp_specialized"] and rep["tma_loads"] >= 3, rep
         assert rep["local_bytes"] == 0 and rep["stack_bytes"] == 0 and rep["spill_stores"] == 0, rep
         assert rep["shared_bytes"] <= 227 * 1024, rep
         assert rep["ptxas_advisories"] == [], rep  # no serialized wgmma
-    assert a0["wgmma"] == a1["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
+    assert a0["wgmma"] == a1["wgmma"] == pp["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
+    # ping-pong adds the turn hand-over (an mbarrier wait and arrive per tile), nothing per element
+    assert 0 < pp["loop_instructions"] - a0["loop_instructions"] < 32, (a0, pp)
     assert fp8["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"]
     # the loop holds both branches (masked and not) of one tile, 64 weights per thread: A0 through MUFU.EX2, A1
     # through the magic add and the shift, with only the per-row rescale's ex2 left

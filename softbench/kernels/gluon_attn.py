@@ -60,14 +60,17 @@ _SHIFT = gl.constexpr(SHIFT)
 @dataclass(frozen=True)
 class GluonConfig:
     """block_n: keys per K/V tile; stages: K/V buffers in the ring; consumer_registers / loader_registers: the
-    per-thread register counts the partitions ask for (setmaxnreg); head_group as KernelConfig.head_group.
-    Labels read gluon-n128s2-c240l24-hg8 (what sessions record and --triton-config takes)."""
+    per-thread register counts the partitions ask for (setmaxnreg); head_group as KernelConfig.head_group;
+    pingpong: the two consumers take turns issuing their wgmmas (FA3's inter-warpgroup schedule: one's softmax
+    runs while the other's matrix products do), handing the turn over through a pair of mbarriers.
+    Labels read gluon-n128s2-c240l24-hg8[-pp] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
     consumer_registers: int = 240
     loader_registers: int = 24
     head_group: int = 8
+    pingpong: bool = False
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -83,21 +86,21 @@ class GluonConfig:
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
-                f"-hg{self.head_group}")
+                f"-hg{self.head_group}" + ("-pp" if self.pingpong else ""))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-pp)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
-                             "key tile, K/V stages, consumer and loader registers, heads per group)")
-        return cls(*(int(g) for g in m.groups()))
+                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong)")
+        return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None)
 
 
-GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group")
+GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong")
 DEFAULT = GluonConfig()
 
 
@@ -187,11 +190,12 @@ def _wait_pv(o_tok, p_op):
 
 @gluon.jit
 def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-              qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
+              my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr):
+              WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
-    which need no mask."""
+    which need no mask. PINGPONG: before issuing tile i's wgmmas wait for turn i on my_turn, after issuing them
+    pass the turn on (their_turn); both consumers take n_tiles turns, the first consumer's first is given."""
     ROWS: gl.constexpr = 64
     dtype: gl.constexpr = desc_q.dtype
     out_dtype: gl.constexpr = desc_o.dtype
@@ -219,9 +223,13 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     o = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
 
     # tile 0: its scores before the loop
+    if PINGPONG:
+        mbarrier.wait(my_turn, 0)
     mbarrier.wait(k_ready.index(0), 0)
     s = warpgroup_mma(q, k_bufs.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s, use_acc=False,
                       is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(their_turn, count=1)
     s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier.arrive(k_empty.index(0), count=1)
     keys = offs_n
@@ -237,11 +245,15 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         slot = i % STAGES
         prev = (i - 1) % STAGES
         # this tile's Q.K^T, then the previous tile's P.V, both in flight while the softmax below runs
+        if PINGPONG:
+            mbarrier.wait(my_turn, i & 1)
         mbarrier.wait(k_ready.index(slot), (i // STAGES) & 1)
         s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                               use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
         o_tok = warpgroup_mma(p_op, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(their_turn, count=1)
         s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
         mbarrier.arrive(k_empty.index(slot), count=1)
         keys = i * BLOCK_N + offs_n
@@ -276,7 +288,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
 def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, group, head_group,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
-                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = False):
     BLOCK_M: gl.constexpr = 128
     ROWS: gl.constexpr = 64
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
@@ -314,8 +326,13 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)  # PINGPONG: whose turn to issue wgmmas
     mbarrier.init(q_bars.index(0), count=1)
     mbarrier.init(q_bars.index(1), count=1)
+    if PINGPONG:
+        mbarrier.init(turns.index(0), count=1)
+        mbarrier.init(turns.index(1), count=1)
+        mbarrier.arrive(turns.index(0), count=1)  # the first consumer's first turn
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
@@ -325,11 +342,11 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
     row0 = start_m * BLOCK_M
     gl.warp_specialize([
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-                     qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
-                     WEIGHT, MAX_OFFSET, V_KMAJOR)),
+                     turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
+                     HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG)),
         (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-                     qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles, HEAD_DIM, BLOCK_N, STAGES,
-                     CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR)),
+                     turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
+                     HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -437,7 +454,8 @@ def kernel_constants(config: GluonConfig, head_dim: int, causal: bool, fp8: bool
     """_attn_fwd_ws's compile-time arguments (shared with the cross-compilation)."""
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
-                CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers)
+                CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
+                PINGPONG=config.pingpong)
 
 
 def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, softmax_scale: float | None = None,

@@ -25,8 +25,6 @@ from softbench.shapes import Shape
 
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
                  "max_registers", "rotate", "head_group")
-# the Gluon kernel's (softbench.kernels.gluon_attn.GLUON_FIELDS); block_n and head_group are shared names
-GLUON_ONLY_FIELDS = ("stages", "consumer_registers", "loader_registers")
 KERNELS = ("triton", "gluon")
 
 
@@ -93,12 +91,12 @@ class TritonBackend:
                  warp_specialize: bool | None = None, max_registers: int | None = None, rotate: bool | None = None,
                  head_group: int | None = None, kernel: str | None = None, stages: int | None = None,
                  consumer_registers: int | None = None, loader_registers: int | None = None,
-                 fallback: bool = True, device: str | None = None):
+                 pingpong: bool | None = None, fallback: bool = True, device: str | None = None):
         self.device = detect_device(prefer_cuda=device != "cpu")
         given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
                      v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers,
                      rotate=rotate, head_group=head_group, kernel=kernel, stages=stages,
-                     consumer_registers=consumer_registers, loader_registers=loader_registers)
+                     consumer_registers=consumer_registers, loader_registers=loader_registers, pingpong=pingpong)
         self.overrides = {k: v for k, v in given.items() if v is not None}
         self.fallback = fallback
         self.variant: str | None = None

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
-    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--fp8-only] [--checks-only]   (repository root, GPU host)
+    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16|fp8] [--checks-only]   (repository root, GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
    multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
@@ -34,17 +34,22 @@ from softbench.kernels.sim import sim_attention  # noqa: E402
 from softbench.operators import rowmax_h15  # noqa: E402
 from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (this folder: the same timing)
 
+# per dtype: (configuration, timed with every variant rather than A0 alone)
 CANDIDATES = {
-    "bf16": [ga.GluonConfig(), ga.GluonConfig(head_group=16), ga.GluonConfig(block_n=64, stages=4)],
-    "fp8": [ga.GluonConfig(stages=3), ga.GluonConfig(stages=2), ga.GluonConfig(stages=4),
-            ga.GluonConfig(stages=3, head_group=16), ga.GluonConfig(block_n=64, stages=4)],
+    "bf16": [(ga.GluonConfig(), True), (ga.GluonConfig(pingpong=True), True), (ga.GluonConfig(head_group=16), False),
+             (ga.GluonConfig(block_n=64, stages=4), False)],
+    "fp8": [(ga.GluonConfig(stages=4), True), (ga.GluonConfig(stages=4, pingpong=True), True),
+            (ga.GluonConfig(stages=3), False), (ga.GluonConfig(stages=2), False),
+            (ga.GluonConfig(block_n=64, stages=4), False)],
 }
+CHECK_CONFIGS = (ga.GluonConfig(), ga.GluonConfig(block_n=64, stages=3), ga.GluonConfig(pingpong=True))
 CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
     (1, 1000, 4, 2, 128, True),
     (1, 1000, 4, 2, 128, False),
     (2, 384, 4, 4, 64, True),
     (2, 200, 2, 1, 64, False),
     (1, 2048, 8, 8, 128, True),
+    (1, 100, 2, 2, 128, True),  # one key tile: no loop iteration
 ]
 DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
 TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
@@ -69,7 +74,7 @@ def checks(rows: list, dtypes: dict) -> None:
             k = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
             v = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
             for variant in ("A0", "A1", "h15-noclamp"):
-                for config in (ga.GluonConfig(), ga.GluonConfig(block_n=64, stages=3)):
+                for config in CHECK_CONFIGS:
                     row = {"check": [dtype_name, b, s, h, hk, d, causal], "variant": variant,
                            "config": config.label()}
                     try:
@@ -104,10 +109,9 @@ def timing(rows: list, fa4: bool, dtypes: dict) -> None:
             for variant in ("A0", "A1", "noexp") if dtype_name == "fp8" else ("A0",):
                 entries.append(("triton " + tcfg.label(), variant,
                                 (lambda vv=variant: ta.launch(tops, causal, vv, tcfg))))
-            for config in CANDIDATES[dtype_name]:
+            for config, every_variant in CANDIDATES[dtype_name]:
                 ops = ga.prepare_operands(q, k, v, config)
-                first = config == CANDIDATES[dtype_name][0]
-                for variant in ("A0", "A1", "h15-noclamp", "noexp") if first else ("A0",):
+                for variant in ("A0", "A1", "h15-noclamp", "noexp") if every_variant else ("A0",):
                     entries.append((config.label(), variant,
                                     (lambda o=ops, c=config, vv=variant: ga.launch(o, causal, vv, c))))
             if fa4 and dtype_name == "bf16":
@@ -142,7 +146,8 @@ def main(argv: list[str]) -> int:
     rows: list = []
     meta = {"device": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
             "warmup": WARMUP, "windows": WINDOWS, "calls": CALLS, "kind": "screening probe, not a session"}
-    dtypes = {"fp8": DTYPES["fp8"]} if "--fp8-only" in argv else DTYPES
+    only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]
+    dtypes = {k: v for k, v in DTYPES.items() if not only or k in only[0].split(",")}
     checks(rows, dtypes)
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, dtypes)

@@ -11,6 +11,9 @@
 #           and timings, then, only if its fastest Gluon A0 beats the Triton kernel's, with that configuration the
 #           FP8 causal 8K sweep (A0 again, noexp, A1, h15-noclamp), the design card's FP8 causal 16K latency
 #           (3 rounds) and the FP8 gates
+#   part 4: BF16 with ping-pong between the consumers (-pp): the probe's BF16 checks and timings (with FA4), then
+#           A0 vs A1 causal and non-causal with GLUON_BF16_PP (default gluon-n128s2-c240l24-hg8-pp) and stock FA4
+#           A0 at the same shapes (one round, the same hour)
 # Run from the project root after `. /tmp/gpu-site/env.sh`. Sessions go to ${2:-/tmp/softbench-sessions}, outside
 # the checkout, and each part packs them into $OUT when it is set.
 set -uo pipefail
@@ -30,7 +33,7 @@ if [ "$PART" = 1 ]; then
     --triton-config "$BF16" --out "$OUTDIR"
 elif [ "$PART" = 3 ]; then
   PROBE=/tmp/softbench-gluon-probe
-  python3 tools/gpu/gluon_probe.py "$PROBE" --fp8-only 2>&1 | grep -v "UserWarning\|exe_args" | cut -c1-260
+  python3 tools/gpu/gluon_probe.py "$PROBE" --only=fp8 2>&1 | grep -v "UserWarning\|exe_args" | cut -c1-260
   ok=${PIPESTATUS[0]}
   cp "$PROBE/gluon_probe.json" "${OUT:-/tmp}/" 2>/dev/null || true
   if [ "$ok" != 0 ]; then echo "gluon probe: a check failed; no FP8 sessions"; exit 1; fi
@@ -43,6 +46,18 @@ g, t = b['fp8-causal-gluon'], b['fp8-causal-triton']; print(g['kernel'], g['tflo
     sb latency --backend triton --dtype fp8 --seq 16384 --causal --rounds 3 --triton-config "$G" --out "$OUTDIR"
     sb gates --backend triton --variant A1 --dtype fp8 --causal --triton-config "$G" --out "$OUTDIR"
   fi
+elif [ "$PART" = 4 ]; then
+  PROBE=/tmp/softbench-gluon-probe-bf16
+  timeout 400 python3 tools/gpu/gluon_probe.py "$PROBE" --only=bf16 --fa4 2>&1 | grep -v "UserWarning\|exe_args" \
+    | grep -v '"ok": true' | cut -c1-260
+  ok=${PIPESTATUS[0]}
+  cp "$PROBE/gluon_probe.json" "${OUT:-/tmp}/" 2>/dev/null || true
+  if [ "$ok" != 0 ]; then echo "gluon probe: a check failed or it timed out ($ok); no sessions"; exit 1; fi
+  PP=${GLUON_BF16_PP:-gluon-n128s2-c240l24-hg8-pp}
+  for m in --causal --no-causal; do
+    sb latency --backend triton --dtype bf16 --seq 8K "$m" --triton-config "$PP" --out "$OUTDIR"
+    sb latency --backend fa4 --dtype bf16 --seq 8K "$m" --baseline A0 --variant A0 --rounds 1 --out "$OUTDIR"
+  done
 else
   sb sweep variants --backend triton --dtype bf16 --seq 8K --causal --variants A0,noexp,h15-noclamp \
     --triton-config "$BF16" --out "$OUTDIR"
