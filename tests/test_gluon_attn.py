@@ -34,6 +34,14 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert ga.GluonConfig.from_label(other.label()) == other
     pp = ga.GluonConfig(pingpong=True)
     assert pp.label() == "gluon-n128s2-c240l24-hg8-pp" and ga.GluonConfig.from_label(pp.label()) == pp
+    one = ga.GluonConfig(consumers=1)
+    assert one.label() == "gluon-n128s2-c240l24-hg8-g1" and ga.GluonConfig.from_label(one.label()) == one
+    # one consumer: a 128-register launch, so that two programs share an SM's registers
+    assert ga.launch_options(one) == {"num_warps": 4, "maxnreg": 128} and "maxnreg" not in ga.launch_options(c)
+    with pytest.raises(UsageError, match="ping-pong needs two"):
+        ga.GluonConfig(pingpong=True, consumers=1)
+    with pytest.raises(UsageError, match="1 or 2 consumer"):
+        ga.GluonConfig(consumers=3)
     assert c.to_dict()["kernel"] == "gluon" and c.to_dict()["label"] == c.label()
     for bad in ("gluon-n128s2", "m128n64w8s2", "gluon-n128s2-c240l24-hg8-x"):
         with pytest.raises(UsageError, match="Gluon configuration label"):

@@ -45,8 +45,6 @@ LOG2_E = math.log2(math.e)
 WEIGHT_MAPS = ("A0", "A1", "h15-noclamp", "noexp")
 HEAD_DIMS = (64, 128)
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
-CONSUMERS = 2  # consumer warpgroups per program; the program's query block is CONSUMERS * WG_ROWS rows
-BLOCK_M = CONSUMERS * WG_ROWS
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}
 _FP8 = (torch.float8_e4m3fn,)
@@ -60,10 +58,14 @@ _SHIFT = gl.constexpr(SHIFT)
 @dataclass(frozen=True)
 class GluonConfig:
     """block_n: keys per K/V tile; stages: K/V buffers in the ring; consumer_registers / loader_registers: the
-    per-thread register counts the partitions ask for (setmaxnreg); head_group as KernelConfig.head_group;
+    per-thread register counts the worker partitions ask for (setmaxnreg: the second consumer and the producer;
+    the first consumer, the default partition, gets what the launch leaves, 240 with two consumers and 232 with
+    one, where consumer_registers has no partition to apply to); head_group as KernelConfig.head_group;
     pingpong: the two consumers take turns issuing their wgmmas (FA3's inter-warpgroup schedule: one's softmax
-    runs while the other's matrix products do), handing the turn over through a pair of mbarriers.
-    Labels read gluon-n128s2-c240l24-hg8[-pp] (what sessions record and --triton-config takes)."""
+    runs while the other's matrix products do), handing the turn over through a pair of mbarriers;
+    consumers: 2 (a program holds 128 query rows, both warpgroups sharing each K/V tile) or 1 (64 rows, a third
+    of the shared memory, so that two programs share an SM as the Triton kernel's FP8 configuration does).
+    Labels read gluon-n128s2-c240l24-hg8[-pp][-g1] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -71,6 +73,7 @@ class GluonConfig:
     loader_registers: int = 24
     head_group: int = 8
     pingpong: bool = False
+    consumers: int = 2
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -83,24 +86,30 @@ class GluonConfig:
                 raise UsageError(f"{name} must be a multiple of 8 in 24..256 (setmaxnreg), got {v}")
         if self.head_group < 1:
             raise UsageError(f"head_group must be >= 1, got {self.head_group}")
+        if self.consumers not in (1, 2):
+            raise UsageError(f"the Gluon forward runs 1 or 2 consumer warpgroups per program, not {self.consumers}")
+        if self.pingpong and self.consumers != 2:
+            raise UsageError("ping-pong needs two consumer warpgroups")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
-                f"-hg{self.head_group}" + ("-pp" if self.pingpong else ""))
+                f"-hg{self.head_group}" + ("-pp" if self.pingpong else "") + ("-g1" if self.consumers == 1 else ""))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-pp)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-pp)?(-g1)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
-                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong)")
-        return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None)
+                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong; "
+                             "-g1: one consumer warpgroup)")
+        return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
+                   consumers=1 if m.group(7) else 2)
 
 
-GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong")
+GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers")
 DEFAULT = GluonConfig()
 
 
@@ -288,9 +297,10 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
 def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, group, head_group,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
-                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = False):
-    BLOCK_M: gl.constexpr = 128
+                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = False,
+                 CONSUMERS: gl.constexpr = 2):
     ROWS: gl.constexpr = 64
+    BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
     bh, start_m = _program_tile(gl.program_id(0), gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
     b32 = bh // heads
@@ -308,7 +318,10 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
     kv_layout: gl.constexpr = desc_k.layout
     dtype: gl.constexpr = desc_q.dtype
     q0 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
-    q1 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+    if CONSUMERS == 2:
+        q1 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+    else:
+        q1 = q0
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
     if V_KMAJOR:
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
@@ -319,7 +332,10 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
         o1 = q1
     else:  # FP8 in, BF16 out
         o0 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
-        o1 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
+        if CONSUMERS == 2:
+            o1 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
+        else:
+            o1 = o0
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
     q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
@@ -336,10 +352,19 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
-        mbarrier.init(v_empty.index(i), count=2)
+        mbarrier.init(k_empty.index(i), count=CONSUMERS)
+        mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
     row0 = start_m * BLOCK_M
+    if CONSUMERS == 1:
+        gl.warp_specialize([
+            (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
+                         v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
+                         n_tiles, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, False)),
+            (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
+        ], [1], [LOADER_REGS])
+        return
     gl.warp_specialize([
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
@@ -455,7 +480,15 @@ def kernel_constants(config: GluonConfig, head_dim: int, causal: bool, fp8: bool
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
-                PINGPONG=config.pingpong)
+                PINGPONG=config.pingpong, CONSUMERS=config.consumers)
+
+
+def launch_options(config: GluonConfig) -> dict:
+    """num_warps (the default partition: one consumer warpgroup) and, with one consumer, a 128-register launch:
+    Triton pads the producer warp's partition to a warpgroup, so a program is 256 threads x 128 = 32768
+    registers, half an SM's, and setmaxnreg gives the consumer 232 of them (the producer 24). Shared with the
+    cross-compilation."""
+    return {"num_warps": CONSUMER_WARPS, **({"maxnreg": 128} if config.consumers == 1 else {})}
 
 
 def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, softmax_scale: float | None = None,
@@ -466,9 +499,9 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     hk = ops.k.shape[2]
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
     qk_scale = scale * LOG2_E * descale[0] * descale[1]
-    grid = (triton.cdiv(s, BLOCK_M) * b * h,)
+    grid = (triton.cdiv(s, WG_ROWS * config.consumers) * b * h,)
     _attn_fwd_ws[grid](*ops.descs, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
-                       **kernel_constants(config, d, causal, ops.q.dtype in _FP8, variant), num_warps=CONSUMER_WARPS)
+                       **kernel_constants(config, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
     return ops.out
 
 

@@ -127,7 +127,7 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, {**boxes, "qk_scale": "fp32", "v_scale": "fp32"}, ints)
     consts.update(ga.kernel_constants(config, d, shape.causal, fp8, variant))
     return triton.compile(GluonASTSource(fn=ga._attn_fwd_ws, signature=sig, constexprs=consts, attrs=attrs),
-                          target=GPUTarget("cuda", arch, 32), options={"num_warps": ga.CONSUMER_WARPS})
+                          target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config))
 
 
 def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
-    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16|fp8] [--checks-only]   (repository root, GPU host)
+    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16|fp8] [--checks-only] [--check-configs=L1,L2]
+    (from the repository root, on the GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
    multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
@@ -38,9 +39,9 @@ from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (th
 CANDIDATES = {
     "bf16": [(ga.GluonConfig(), True), (ga.GluonConfig(pingpong=True), True), (ga.GluonConfig(head_group=16), False),
              (ga.GluonConfig(block_n=64, stages=4), False)],
-    "fp8": [(ga.GluonConfig(stages=4), True), (ga.GluonConfig(stages=4, pingpong=True), True),
-            (ga.GluonConfig(stages=3), False), (ga.GluonConfig(stages=2), False),
-            (ga.GluonConfig(block_n=64, stages=4), False)],
+    "fp8": [(ga.GluonConfig(stages=4), True), (ga.GluonConfig(stages=2, consumers=1), True),
+            (ga.GluonConfig(stages=4, pingpong=True), False), (ga.GluonConfig(stages=3), False),
+            (ga.GluonConfig(block_n=64, stages=4, consumers=1), False)],
 }
 CHECK_CONFIGS = (ga.GluonConfig(), ga.GluonConfig(block_n=64, stages=3), ga.GluonConfig(pingpong=True))
 CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
@@ -66,7 +67,7 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(a.double() - b.double()) / torch.linalg.vector_norm(b.double()))
 
 
-def checks(rows: list, dtypes: dict) -> None:
+def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS) -> None:
     g = torch.Generator().manual_seed(7)
     for dtype_name, dtype in dtypes.items():
         for (b, s, h, hk, d, causal) in CHECK_SHAPES:
@@ -74,7 +75,7 @@ def checks(rows: list, dtypes: dict) -> None:
             k = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
             v = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
             for variant in ("A0", "A1", "h15-noclamp"):
-                for config in CHECK_CONFIGS:
+                for config in check_configs:
                     row = {"check": [dtype_name, b, s, h, hk, d, causal], "variant": variant,
                            "config": config.label()}
                     try:
@@ -148,7 +149,8 @@ def main(argv: list[str]) -> int:
             "warmup": WARMUP, "windows": WINDOWS, "calls": CALLS, "kind": "screening probe, not a session"}
     only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]
     dtypes = {k: v for k, v in DTYPES.items() if not only or k in only[0].split(",")}
-    checks(rows, dtypes)
+    given = [a.split("=", 1)[1] for a in argv if a.startswith("--check-configs=")]
+    checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS)
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, dtypes)
     # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)

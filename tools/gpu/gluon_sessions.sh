@@ -33,7 +33,7 @@ if [ "$PART" = 1 ]; then
     --triton-config "$BF16" --out "$OUTDIR"
 elif [ "$PART" = 3 ]; then
   PROBE=/tmp/softbench-gluon-probe
-  python3 tools/gpu/gluon_probe.py "$PROBE" --only=fp8 2>&1 | grep -v "UserWarning\|exe_args" | cut -c1-260
+  python3 tools/gpu/gluon_probe.py "$PROBE" --only=fp8 ${GLUON_CHECK_CONFIGS:+--check-configs=$GLUON_CHECK_CONFIGS} 2>&1 | grep -v "UserWarning\|exe_args" | cut -c1-260
   ok=${PIPESTATUS[0]}
   cp "$PROBE/gluon_probe.json" "${OUT:-/tmp}/" 2>/dev/null || true
   if [ "$ok" != 0 ]; then echo "gluon probe: a check failed; no FP8 sessions"; exit 1; fi
@@ -43,8 +43,10 @@ g, t = b['fp8-causal-gluon'], b['fp8-causal-triton']; print(g['kernel'], g['tflo
   if [ "$FASTER" = True ]; then
     sb sweep variants --backend triton --dtype fp8 --seq 8K --causal --variants A0,noexp,A1,h15-noclamp \
       --triton-config "$G" --out "$OUTDIR"
-    sb latency --backend triton --dtype fp8 --seq 16384 --causal --rounds 3 --triton-config "$G" --out "$OUTDIR"
-    sb gates --backend triton --variant A1 --dtype fp8 --causal --triton-config "$G" --out "$OUTDIR"
+    [ -z "${GLUON_SWEEP_ONLY:-}" ] && sb latency --backend triton --dtype fp8 --seq 16384 --causal --rounds 3 \
+      --triton-config "$G" --out "$OUTDIR"
+    [ -z "${GLUON_SWEEP_ONLY:-}" ] && sb gates --backend triton --variant A1 --dtype fp8 --causal --triton-config "$G" \
+      --out "$OUTDIR"
   fi
 elif [ "$PART" = 4 ]; then
   PROBE=/tmp/softbench-gluon-probe-bf16
