@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
-    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16|fp8] [--checks-only] [--check-configs=L1,L2]
+    python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16,fp8,fp16] [--checks-only] [--check-configs=L1,L2]
     (from the repository root, on the GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
@@ -52,8 +52,8 @@ CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
     (1, 2048, 8, 8, 128, True),
     (1, 100, 2, 2, 128, True),  # one key tile: no loop iteration
 ]
-DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
-TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
+DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn, "fp16": torch.float16}
+TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2, "fp16": 1e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
 
 
 def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
     meta = {"device": torch.cuda.get_device_name(), "triton": triton.__version__, "torch": torch.__version__,
             "warmup": WARMUP, "windows": WINDOWS, "calls": CALLS, "kind": "screening probe, not a session"}
     only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]
-    dtypes = {k: v for k, v in DTYPES.items() if not only or k in only[0].split(",")}
+    dtypes = {k: v for k, v in DTYPES.items() if (k in only[0].split(",") if only else k != "fp16")}
     given = [a.split("=", 1)[1] for a in argv if a.startswith("--check-configs=")]
     checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS)
     if "--checks-only" not in argv:
