@@ -11,9 +11,10 @@ lacks against FA3/FA4 is their schedule, which Triton 3.6 does not derive by its
     asynchronously and waited for only before O is rescaled (FA3's intra-warpgroup overlap).
 The partitions ask for registers with setmaxnreg: 240 per consumer thread, 24 for the producer.
 
-The online softmax and the weight maps are those of triton_attn (A0 exact exp2, A1 Rowmax-H15 with the clamp,
-h15-noclamp, noexp), in log2 units with the same constants and FA4's max offset at FP8, so the two kernels compute
-the same operator: with equal key tiles their outputs agree bit for bit (H200, tools/gpu/gluon_probe.py).
+The online softmax's per-tile step, with its weight maps (A0 exact exp2, A1 Rowmax-H15 with the clamp,
+h15-noclamp, noexp), is triton_attn's own `_tile_weights`, called from here as it is (log2 units, FA4's max
+offset at FP8), as are its program order, input checks and key-major V copy, so the two kernels compute the same
+operator: with equal key tiles their outputs agree bit for bit (H200, tools/gpu/gluon_probe.py).
 BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to e4m3 for P.V, BF16 out); h15-proved stays with
 the Triton kernel. On the H200 this kernel is the faster one at 16 bits (about 95% / 88% of FA4 causal /
 non-causal at 8K, against the Triton kernel's 80% / 77%) and the slower one at FP8 (679 against 763 TFLOP/s
@@ -37,22 +38,14 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from softbench.errors import UnsupportedError, UsageError
-from softbench.kernels.triton_attn import _program_tile
-from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, SHIFT
+from softbench.errors import UsageError
+from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, LOG2_E, _program_tile, _tile_weights, check_inputs,
+                                           key_major_copy)
 
-LOG2_E = math.log2(math.e)
 WEIGHT_MAPS = ("A0", "A1", "h15-noclamp", "noexp")
-HEAD_DIMS = (64, 128)
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}
-_FP8 = (torch.float8_e4m3fn,)
-FP8_MAX_OFFSET = 8.0  # as triton_attn: the largest weight 2^8, inside E4M3's 448
-
-_CLAMP = gl.constexpr(CLAMP_DOUBLED)
-_MAGIC = gl.constexpr(MAGIC_FOLDED)
-_SHIFT = gl.constexpr(SHIFT)
 
 
 @dataclass(frozen=True)
@@ -134,30 +127,6 @@ def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, 
         else:
             tma.async_copy_global_to_shared(desc_v, [b32, i * BLOCK_N, hk32 * HEAD_DIM], v_ready.index(slot),
                                             v_bufs.index(slot))
-
-
-@gluon.jit
-def _weights(s, m_i, qk_scale, keep, MASK: gl.constexpr, WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr):
-    """One tile's weights, new running maximum and rescale factor from raw scores s (log2 units after qk_scale),
-    as triton_attn._softmax_pv (FP8: exponents from max - MAX_OFFSET). keep: the mask (read only when MASK)."""
-    if MASK:
-        s = gl.where(keep, s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
-    m_use = m_new - MAX_OFFSET
-    if (WEIGHT == "A1") or (WEIGHT == "h15-noclamp"):
-        t = s * (2.0 * qk_scale) - (2.0 * m_use)[:, None]
-        if WEIGHT == "A1":
-            t = gl.maximum(t, _CLAMP)
-        y = t + _MAGIC
-        p = (y.to(gl.int32, bitcast=True) << _SHIFT).to(gl.float32, bitcast=True)
-    elif WEIGHT == "A0":
-        p = gl.exp2(s * qk_scale - m_use[:, None])
-    else:
-        p = s * qk_scale - m_use[:, None]
-        if MASK:
-            p = gl.where(keep, p, 0.0)
-    alpha = gl.exp2(m_i - m_new)
-    return p, m_new, alpha
 
 
 @gluon.jit
@@ -244,9 +213,9 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     keys = offs_n
     keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
     if n_full > 0:
-        p, m_i, alpha = _weights(s, m_i, qk_scale, keep, False, WEIGHT, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, WEIGHT, MAX_OFFSET)
     else:
-        p, m_i, alpha = _weights(s, m_i, qk_scale, keep, True, WEIGHT, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, WEIGHT, MAX_OFFSET)
     l_i = l_i * alpha + gl.sum(p, 1)
     p_op = _p_operand(p, dtype, p_layout, BLOCK_N)
 
@@ -268,9 +237,9 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         keys = i * BLOCK_N + offs_n
         keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
         if i >= n_full:
-            p, m_i, alpha = _weights(s, m_i, qk_scale, keep, True, WEIGHT, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, WEIGHT, MAX_OFFSET)
         else:
-            p, m_i, alpha = _weights(s, m_i, qk_scale, keep, False, WEIGHT, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, WEIGHT, MAX_OFFSET)
         l_i = l_i * alpha + gl.sum(p, 1)
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)
@@ -388,24 +357,6 @@ class GluonOperands:
     descs: tuple
 
 
-def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    if q.dim() != 4 or k.dim() != 4 or k.shape != v.shape:
-        raise UsageError(f"expected q (b, s, h, d) and k, v (b, s, kv_heads, d); got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
-    b, s, h, d = q.shape
-    if k.shape[0] != b or k.shape[1] != s or k.shape[3] != d:
-        raise UnsupportedError(f"the Gluon forward takes q and k/v with the same batch, sequence length and head "
-                               f"dim; got {tuple(q.shape)} and {tuple(k.shape)}")
-    if h % k.shape[2]:
-        raise UsageError(f"heads ({h}) must be a multiple of kv heads ({k.shape[2]})")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise UsageError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
-    if q.dtype not in _DTYPES:
-        raise UnsupportedError(f"the Gluon forward takes bf16, fp16 or float8_e4m3fn inputs, not {q.dtype}")
-    if d not in HEAD_DIMS:
-        raise UnsupportedError(f"the Gluon forward implements head dims {HEAD_DIMS}, not {d}")
-
-
 def usable_here() -> str | None:
     """Why the Gluon forward cannot run in this process (None when it can): it needs the compiled Triton (not
     the interpreter) and an sm_90 GPU, whose wgmma, TMA and setmaxnreg it is written for."""
@@ -451,9 +402,7 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
         # (fp8_key_order, in blocks of 32); the key axis padded with zeros to a multiple of 32, which the
         # descriptor covers, so that a renumbered key never falls outside it
         s_pad = -(-s // 32) * 32
-        vt = torch.zeros((b, hk, d, s_pad), dtype=v.dtype, device=v.device)
-        vt[..., :s].copy_(v.permute(0, 2, 3, 1))
-        v_use = vt[..., fp8_key_order(s_pad).to(v.device)].contiguous()
+        v_use = key_major_copy(v, s_pad)[..., fp8_key_order(s_pad).to(v.device)].contiguous()
         v_desc = _descriptor(v_use, [1, d, config.block_n], [b, hk * d, s_pad], [v_use.stride(0), v_use.stride(2), 1])
     else:
         v_use = v.contiguous()

@@ -202,15 +202,11 @@ def _key_scores(q, K, k_base, b32, hk32, start_n, keys, offs_d, seq, stride_ks,
 
 
 @triton.jit
-def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, offs_d, seq,
-                stride_vs, stride_vd, qk_scale, qk_scale2,
-                MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
-                TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The rest of one key tile, given its scores s: masking, the online-softmax update and P.V."""
+def _tile_weights(s, m_i, keep, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+    """One key tile's weights p, new running maximum and rescale factor alpha from its raw scores s: the operator
+    itself, the one place both kernels take it from (the Gluon kernel calls this as it is). keep: the mask, read
+    only when MASK."""
     if MASK:
-        keep = keys[None, :] < seq
-        if CAUSAL:
-            keep = keep & (keys[None, :] <= offs_m[:, None])
         s = tl.where(keep, s, float("-inf"))
     # running maximum in log2 units; the first tile always holds key 0, so it is finite from then on
     m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
@@ -218,7 +214,7 @@ def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, o
     if (WEIGHT == "A1") or (WEIGHT == "h15-noclamp"):
         # 2x in one FMA (doubling commutes with rounding), the clamp that keeps the exponent field >= 1, the
         # magic add that rounds to an integer with the exponent bias already in place, the shift into the field
-        t = s * qk_scale2 - (2.0 * m_use)[:, None]
+        t = s * (2.0 * qk_scale) - (2.0 * m_use)[:, None]
         if WEIGHT == "A1":
             # h15-noclamp leaves it out: equal to A1 wherever every t >= -252 (masked -inf gives weight 0 there
             # and 2^-126 in A1, both lost in a row sum >= 1 and in P's FP8 rounding), garbage below -254.5. A
@@ -233,6 +229,21 @@ def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, o
         if MASK:  # keep the timing control finite: masked keys would otherwise give -inf * v
             p = tl.where(keep, p, 0.0)
     alpha = tl.math.exp2(m_i - m_new)  # exact rescale; 0 on the first tile (m_i = -inf)
+    return p, m_new, alpha
+
+
+@triton.jit
+def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, offs_d, seq,
+                stride_vs, stride_vd, qk_scale,
+                MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
+                TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The rest of one key tile, given its scores s: masking, the online-softmax update and P.V."""
+    keep = None
+    if MASK:
+        keep = keys[None, :] < seq
+        if CAUSAL:
+            keep = keep & (keys[None, :] <= offs_m[:, None])
+    p, m_new, alpha = _tile_weights(s, m_i, keep, qk_scale, MASK, WEIGHT, MAX_OFFSET)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
     if TMA:
@@ -252,7 +263,7 @@ def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, o
 
 @triton.jit
 def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n, offs_d, seq,
-              stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+              stride_ks, stride_vs, stride_vd, qk_scale,
               MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
               TMA: tl.constexpr, V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr):
     """One key tile of the online softmax. MASK: this tile holds keys past the end or above the diagonal.
@@ -261,13 +272,13 @@ def _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m
     keys = start_n + offs_n
     s = _key_scores(q, K, k_base, b32, hk32, start_n, keys, offs_d, seq, stride_ks, MASK, TMA, HEAD_DIM, BLOCK_N)
     return _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, offs_d, seq,
-                       stride_vs, stride_vd, qk_scale, qk_scale2,
+                       stride_vs, stride_vd, qk_scale,
                        MASK, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
 
 
 @triton.jit
 def _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end, offs_m, offs_n, offs_d, seq,
-                    stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                    stride_ks, stride_vs, stride_vd, qk_scale,
                     CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, TMA: tl.constexpr,
                     V_KMAJOR: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     ROTATE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
@@ -289,20 +300,20 @@ def _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end,
             s_next = _key_scores(q, K, k_base, b32, hk32, start_n + BLOCK_N, start_n + BLOCK_N + offs_n, offs_d,
                                  seq, stride_ks, False, TMA, HEAD_DIM, BLOCK_N)
             acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, start_n + offs_n, offs_m,
-                                        offs_d, seq, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                        offs_d, seq, stride_vs, stride_vd, qk_scale,
                                         False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
             s = s_next
         if full_end > 0:
             last = full_end - BLOCK_N
             acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, last, last + offs_n, offs_m,
-                                        offs_d, seq, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                        offs_d, seq, stride_vs, stride_vd, qk_scale,
                                         False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
     else:
         # WARP_SPECIALIZE asks Triton to split the unmasked loop into producer (loads) and consumer partitions
         for start_n in tl.range(0, full_end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             start_n = tl.multiple_of(start_n, BLOCK_N)
             acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
-                                      offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                      offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale,
                                       False, CAUSAL, WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
     return acc, l_i, m_i
 
@@ -380,7 +391,6 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
             q = tl.load(q_ptrs, mask=offs_m[:, None] < seq, other=0.0)
         k_base = K + b * stride_kb + hk * stride_kh
         v_base = V + b * stride_vb + hk * stride_vh
-    qk_scale2 = 2.0 * qk_scale
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
@@ -409,7 +419,7 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
         full_end = tl.where(clamp_free, full_end, 0)
     UNMASKED_WEIGHT: tl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
     acc, l_i, m_i = _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end, offs_m, offs_n,
-                                    offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2, CAUSAL,
+                                    offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, CAUSAL,
                                     UNMASKED_WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_M, BLOCK_N, ROTATE,
                                     WARP_SPECIALIZE)
     # the masked tiles (diagonal, ragged end) keep the clamp under the proof: -inf must give A1's 2^-126
@@ -417,7 +427,7 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
     for start_n in range(full_end, end, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         acc, l_i, m_i = _key_tile(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, start_n, offs_m, offs_n,
-                                  offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, qk_scale2,
+                                  offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale,
                                   True, CAUSAL, MASKED_WEIGHT, MAX_OFFSET, TMA, V_KMAJOR, HEAD_DIM, BLOCK_N)
     if WEIGHT == "noexp":  # rows whose exponents sum to 0 (the first causal row): keep the control finite
         l_i = tl.where(l_i == 0.0, 1.0, l_i)
@@ -468,9 +478,7 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
         # (b, hk, d, s): keys contiguous. With TMA the row pitch must be a multiple of 16 bytes, so the key axis
         # is padded (with zeros, never read: the descriptor's shape stops at s)
         s_pad = -(-s * v.element_size() // 16) * 16 // v.element_size() if config.tma else s
-        vt = torch.zeros((b, hk, d, s_pad), dtype=v.dtype, device=v.device)[..., :s] if s_pad != s else \
-            torch.empty((b, hk, d, s), dtype=v.dtype, device=v.device)
-        vt.copy_(v.permute(0, 2, 3, 1))
+        vt = key_major_copy(v, s_pad)[..., :s]
         v_use, v_strides = vt, (vt.stride(0), vt.stride(3), vt.stride(1), vt.stride(2))
     else:
         v_use = v.contiguous()
@@ -480,6 +488,15 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
     descs = _descriptors(q, k, v_use, out, config) if config.tma else None
     kn = torch.empty(b * hk * key_norm_blocks(s), dtype=torch.float32, device=q.device)  # a few KB
     return Operands(q, k, v_use, v_strides, out, descs, kn)
+
+
+def key_major_copy(v: torch.Tensor, s_pad: int) -> torch.Tensor:
+    """V (b, s, kv_heads, d) copied to (b, kv_heads, d, s_pad), keys contiguous as FP8 wgmma reads its B operand;
+    zeros past s when padded (the Gluon kernel renumbers keys in this copy too)."""
+    b, s, hk, d = v.shape
+    vt = (torch.zeros if s_pad != s else torch.empty)((b, hk, d, s_pad), dtype=v.dtype, device=v.device)
+    vt[..., :s].copy_(v.permute(0, 2, 3, 1))
+    return vt
 
 
 def _descriptors(q, k, v, out, config: KernelConfig) -> tuple:

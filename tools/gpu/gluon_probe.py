@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 from softbench.kernels import gluon_attn as ga  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
+from softbench.kernels.refs import relative_error  # noqa: E402
 from softbench.kernels.sim import sim_attention  # noqa: E402
 from softbench.operators import rowmax_h15  # noqa: E402
 from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (this folder: the same timing)
@@ -63,10 +64,6 @@ def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
     return sim_attention(q, k, v, causal, weight, tile=tile)
 
 
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float(torch.linalg.vector_norm(a.double() - b.double()) / torch.linalg.vector_norm(b.double()))
-
-
 def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS) -> None:
     g = torch.Generator().manual_seed(7)
     for dtype_name, dtype in dtypes.items():
@@ -82,7 +79,7 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS) -> None:
                         out = ga.attention(q, k, v, causal, variant, config)
                         torch.cuda.synchronize()
                         ref = reference(q, k, v, causal, variant, config.block_n)
-                        row.update(rel_vs_ref=rel(out, ref), finite=bool(torch.isfinite(out.float()).all()))
+                        row.update(rel_vs_ref=relative_error(out, ref), finite=bool(torch.isfinite(out.float()).all()))
                         tcfg = ta.default_config(dtype, d)
                         if tcfg.block_n == config.block_n:  # the same tiles: the same operator, bit for bit expected
                             tri = ta.attention(q, k, v, causal, variant)
