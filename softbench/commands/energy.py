@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import shape_options, shapes_from, triton_config_option
+from softbench.commands.options import check_triton_config, shape_options, shapes_from, triton_config_option
 
 
 @click.command("energy")
@@ -64,8 +64,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         order, seconds, interval_ms, trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed = (
             given[k] for k in ("order", "seconds", "interval_ms", "trim_start", "trim_end", "idle_s", "pre_s",
                                "post_s", "warmup", "chunk", "ramp_fraction", "seed"))
-    if triton_config and backend != "triton":
-        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+    check_triton_config(triton_config, backend)
     names = tuple(v.strip() for v in str(order).split(",") if v.strip())
     if not names:
         raise UsageError("--order names no kernels", hint="e.g. --order A0,A1,A1,A0")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import triton_config_option
+from softbench.commands.options import check_triton_config, triton_config_option
 from softbench.shapes import DTYPES
 
 
@@ -92,8 +92,7 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
         return _report(session, summary)
     if backend != "sim" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
-    if triton_config and backend != "triton":
-        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+    check_triton_config(triton_config, backend)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     if backend == "triton":
         # TritonBackend's keyword arguments. No fallback: the single-tile gate is sized to this configuration's

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import shape_options, shapes_from, triton_config_option
+from softbench.commands.options import check_triton_config, shape_options, shapes_from, triton_config_option
 
 
 @click.command("latency")
@@ -69,9 +69,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     get_variant(baseline)
     get_variant(variant)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
+    check_triton_config(triton_config, backend)
     if triton_config:
-        if backend != "triton":
-            raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
         backend_options = dict(triton_config)
     if backend == "fa4" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")

@@ -33,6 +33,12 @@ def shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim) -> tuple[
                        kv_heads=kv_heads, head_dim=head_dim) for s in seqs)
 
 
+def check_triton_config(triton_config: dict, backend: str) -> None:
+    """--triton-config names a configuration of --backend triton's kernels: refused with any other backend."""
+    if triton_config and backend != "triton":
+        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+
+
 def triton_config_option():
     """--triton-config LABEL: run softbench's Triton backend with a named kernel configuration instead of the
     default's (labels as sessions record them: m128n64w8s4-vk-tma-r128 for the Triton kernel, gluon-n128s2-c240l24-hg8

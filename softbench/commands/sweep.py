@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from softbench.commands.options import shape_options, shapes_from, triton_config_option
+from softbench.commands.options import check_triton_config, shape_options, shapes_from, triton_config_option
 
 
 def _command_line() -> str:
@@ -130,8 +130,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
                       or (fa4_emulation_reason(device) if emulation else None))
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
-    if triton_config and backend != "triton":
-        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+    check_triton_config(triton_config, backend)
     proto = LatencyProtocol().with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, seed=seed)
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
         opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
