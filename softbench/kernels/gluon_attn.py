@@ -377,19 +377,30 @@ def check_variant(variant: str) -> None:
                               "m128n64w8s2-tma-r128-hg16 (BF16/FP16) or m64n128w4s3-vk-tma-hg16 (FP8)")
 
 
-def _descriptor(t: torch.Tensor, block: list, shape: list, strides: list):
+def boxes(config: GluonConfig, head_dim: int, fp8: bool) -> dict:
+    """Each operand's TMA box, as prepare_operands' descriptors and the cross-compiler (triton_compile) take them:
+    (1, rows, d) tiles of the (b, s, heads * d) views; at FP8 V's (1, d, keys) tiles of its key-major copy."""
+    d, n = head_dim, config.block_n
+    return {"q": [1, WG_ROWS, d], "k": [1, n, d], "v": [1, d, n] if fp8 else [1, n, d], "o": [1, WG_ROWS, d]}
+
+
+def shared_layout(box: list, torch_dtype: torch.dtype):
+    """The swizzled shared-memory layout a box of this dtype lands in (the descriptor's and the kernel's)."""
+    return gl.NVMMASharedLayout.get_default_for(box, _DTYPES[torch_dtype])
+
+
+def _descriptor(t: torch.Tensor, box: list, shape: list, strides: list):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    layout = gl.NVMMASharedLayout.get_default_for(block, _DTYPES[t.dtype])
-    return TensorDescriptor(t, shape, strides, block, layout)
+    return TensorDescriptor(t, shape, strides, box, shared_layout(box, t.dtype))
 
 
-def _rows(t: torch.Tensor, block_rows: int):
-    """A TMA descriptor over the (b, s, heads * d) view of a contiguous (b, s, heads, d) tensor, one
-    (1, block_rows, d) box per tile (the batch axis apart, so boxes past a sequence's end read zeros and an output
-    box drops the rows past seq)."""
+def _rows(t: torch.Tensor, box: list):
+    """A TMA descriptor over the (b, s, heads * d) view of a contiguous (b, s, heads, d) tensor, one (1, rows, d)
+    box per tile (the batch axis apart, so boxes past a sequence's end read zeros and an output box drops the rows
+    past seq)."""
     b, s, h, d = t.shape
-    return _descriptor(t, [1, block_rows, d], [b, s, h * d], [t.stride(0), t.stride(1), 1])
+    return _descriptor(t, box, [b, s, h * d], [t.stride(0), t.stride(1), 1])
 
 
 def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: GluonConfig) -> GluonOperands:
@@ -397,18 +408,19 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
     q, k = q.contiguous(), k.contiguous()
     b, s, hk, d = k.shape
     fp8 = q.dtype in _FP8
+    box = boxes(config, d, fp8)
     if fp8:
         # (b, hk, d, s), keys contiguous, as FP8 wgmma reads its B operand, in the key order the kernel gives P
         # (fp8_key_order, in blocks of 32); the key axis padded with zeros to a multiple of 32, which the
         # descriptor covers, so that a renumbered key never falls outside it
         s_pad = -(-s // 32) * 32
         v_use = key_major_copy(v, s_pad)[..., fp8_key_order(s_pad).to(v.device)].contiguous()
-        v_desc = _descriptor(v_use, [1, d, config.block_n], [b, hk * d, s_pad], [v_use.stride(0), v_use.stride(2), 1])
+        v_desc = _descriptor(v_use, box["v"], [b, hk * d, s_pad], [v_use.stride(0), v_use.stride(2), 1])
     else:
         v_use = v.contiguous()
-        v_desc = _rows(v_use, config.block_n)
+        v_desc = _rows(v_use, box["v"])
     out = torch.empty(q.shape, dtype=torch.bfloat16 if fp8 else q.dtype, device=q.device)
-    descs = (_rows(q, WG_ROWS), _rows(k, config.block_n), v_desc, _rows(out, WG_ROWS))
+    descs = (_rows(q, box["q"]), _rows(k, box["k"]), v_desc, _rows(out, box["o"]))
     return GluonOperands(q, k, v_use, out, descs)
 
 

@@ -106,25 +106,22 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     shared layouts gluon_attn.prepare_operands makes), integers specialised as Triton's launcher does."""
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from softbench.kernels import gluon_attn as ga
+    from softbench.kernels.inputs import TORCH_DTYPES
 
     d, fp8 = shape.head_dim, shape.dtype == "fp8"
-    elem = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp8": gl.float8e4nv}[shape.dtype]
-    name = _PTR[shape.dtype][1:]
+    dtypes = {"q": shape.dtype, "k": shape.dtype, "v": shape.dtype, "o": "bf16" if fp8 else shape.dtype}
 
-    def desc(box, dtype=elem, dtype_name=name):
-        layout = gl.NVMMASharedLayout.get_default_for(box, dtype)
-        return f"tensordesc<{dtype_name}[{','.join(map(str, box))}],{layout!r}>"
+    def desc(name: str, box: list) -> str:
+        layout = ga.shared_layout(box, TORCH_DTYPES[dtypes[name]])
+        return f"tensordesc<{_PTR[dtypes[name]][1:]}[{','.join(map(str, box))}],{layout!r}>"
 
-    boxes = {"desc_q": desc([1, ga.WG_ROWS, d]), "desc_k": desc([1, config.block_n, d]),
-             "desc_v": desc([1, d, config.block_n] if fp8 else [1, config.block_n, d]),
-             "desc_o": desc([1, ga.WG_ROWS, d], gl.bfloat16, "bf16") if fp8 else desc([1, ga.WG_ROWS, d])}
+    descs = {f"desc_{name}": desc(name, box) for name, box in ga.boxes(config, d, fp8).items()}
     ints = dict(seq=shape.seq, heads=shape.heads, group=shape.heads // shape.n_kv_heads,
                 head_group=ga.effective_head_group(config, shape.batch * shape.heads))
-    sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, {**boxes, "qk_scale": "fp32", "v_scale": "fp32"}, ints)
+    sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, {**descs, "qk_scale": "fp32", "v_scale": "fp32"}, ints)
     consts.update(ga.kernel_constants(config, d, shape.causal, fp8, variant))
     return triton.compile(GluonASTSource(fn=ga._attn_fwd_ws, signature=sig, constexprs=consts, attrs=attrs),
                           target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config))
