@@ -26,7 +26,6 @@ read zeros and the output box drops rows past seq. Needs sm_90 and the compiled 
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import asdict, dataclass
@@ -39,8 +38,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from softbench.errors import UsageError
-from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, LOG2_E, _program_tile, _tile_weights, check_inputs,
-                                           key_major_copy)
+from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, _program_tile, _tile_weights, check_inputs,
+                                           effective_head_group, key_major_copy, log2_scale)
 
 WEIGHT_MAPS = ("A0", "A1", "h15-noclamp", "noexp")
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
@@ -432,10 +431,6 @@ def fp8_key_order(n: int) -> torch.Tensor:
     return (32 * blk + 16 * gh + 8 * gl_ + 2 * t + j).reshape(-1)
 
 
-def effective_head_group(config: GluonConfig, batch_heads: int) -> int:
-    return math.gcd(config.head_group, batch_heads)
-
-
 def kernel_constants(config: GluonConfig, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
     """_attn_fwd_ws's compile-time arguments (shared with the cross-compilation)."""
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
@@ -458,8 +453,7 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     check_variant(variant)
     b, s, h, d = ops.q.shape
     hk = ops.k.shape[2]
-    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
-    qk_scale = scale * LOG2_E * descale[0] * descale[1]
+    qk_scale = log2_scale(d, softmax_scale, descale)
     grid = (triton.cdiv(s, WG_ROWS * config.consumers) * b * h,)
     _attn_fwd_ws[grid](*ops.descs, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
                        **kernel_constants(config, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))

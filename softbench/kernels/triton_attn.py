@@ -534,8 +534,7 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     q, k, v, o = ops.q, ops.k, ops.v, ops.out
     b, s, h, d = q.shape
     hk = k.shape[2]
-    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
-    qk_scale = scale * LOG2_E * descale[0] * descale[1]
+    qk_scale = log2_scale(d, softmax_scale, descale)
     grid = (triton.cdiv(s, config.block_m) * b * h,)
     args = ops.descs if config.tma else (q, k, v, o)
     kn_blocks = key_norm_blocks(s)
@@ -554,8 +553,16 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     return o
 
 
-def effective_head_group(config: KernelConfig, batch_heads: int) -> int:
-    """config.head_group reduced to a divisor of batch x heads, so that every group is whole."""
+def log2_scale(head_dim: int, softmax_scale: float | None, descale: tuple[float, float, float]) -> float:
+    """The one multiplier that takes raw Q.K^T to log2 units: the softmax scale (1/sqrt(d) by default), log2(e)
+    and the Q and K descale factors (both kernels)."""
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(head_dim)
+    return scale * LOG2_E * descale[0] * descale[1]
+
+
+def effective_head_group(config, batch_heads: int) -> int:
+    """config.head_group (either kernel's configuration) reduced to a divisor of batch x heads, so that every group
+    is whole."""
     return math.gcd(config.head_group, batch_heads)
 
 

@@ -14,7 +14,6 @@ and the error that forced a fallback)."""
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -147,7 +146,7 @@ class TritonBackend:
             # the head group the launch really used (reduced to a divisor of batch x heads), next to the label's
             info = {"kernel": kernel_of(cfg), "config": cfg.to_dict(), "tuned_config": config.label(),
                     "fallback_used": cfg != config,
-                    "effective_head_group": math.gcd(cfg.head_group, shape.batch * shape.heads), "errors": errors}
+                    "effective_head_group": ta.effective_head_group(cfg, shape.batch * shape.heads), "errors": errors}
             forward.info = info
             self.last_info = info
             said = (shape.tag(), cfg.label())
