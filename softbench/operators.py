@@ -20,6 +20,10 @@ MAGIC = 12582912.0  # 0x4B400000 = 2^23 + 2^22: its ulp is 1, so adding it round
 MAGIC_FOLDED = MAGIC + 254.0  # + 254 = 2 * 127: the exponent bias of 1.0 folded into the shifted field
 SHIFT = 22
 MAX_X = 127.5  # largest x whose weight the construction represents (n = 255 -> 1.5 * 2^127)
+# h15-sat: the clamp as a saturation. u = sat((2x + 252) / SAT_SPAN) lies in [0, 1], so 2x from -252 to 260 is
+# represented; u * SAT_SPAN + MAGIC_SAT = (2x + 252) + MAGIC + 2 rounds (RNE) to rne(2x) + MAGIC_FOLDED
+SAT_SPAN = 512.0
+MAGIC_SAT = MAGIC_FOLDED + CLAMP_DOUBLED  # MAGIC + 2
 
 
 def _shl_u32(bits: torch.Tensor, shift: int) -> torch.Tensor:
@@ -36,6 +40,20 @@ def rowmax_h15(x: torch.Tensor) -> torch.Tensor:
     # fmax, not clamp: like PTX max.f32 it returns the non-NaN operand, as the kernel does
     t = torch.fmax(t, torch.tensor(CLAMP_DOUBLED, dtype=torch.float32, device=t.device))
     y = t + torch.tensor(MAGIC_FOLDED, dtype=torch.float32, device=t.device)
+    return _shl_u32(y.view(torch.int32), SHIFT).view(torch.float32)
+
+
+def rowmax_h15_sat(x: torch.Tensor) -> torch.Tensor:
+    """Rowmax-H15 with the clamp as the saturation of an FMA (variant h15-sat): u = sat((2x + 252) / 512) in FP32
+    (NaN -> 0, as FFMA.SAT gives), y = u * 512 + MAGIC_SAT (RNE), weight = bits(y) << 22. Three instructions in a
+    kernel (FFMA.SAT, FFMA, shift) where rowmax_h15 takes four (FFMA, FMNMX, FADD, shift).
+    Equal to rowmax_h15 wherever 2x + 252 is exact in FP32 at u's resolution; otherwise 2x is first rounded to
+    a multiple of 2^-15 (2x >= 4), 2^-16 (2x >= -124), ... and n = rne(2x) can differ from rowmax_h15's by one
+    where 2x lies within that step of a half-integer. Below -252 (and -inf, NaN) both give 2^-126."""
+    t = x.to(torch.float32) * 2.0
+    u = (t - CLAMP_DOUBLED) / SAT_SPAN  # (2x + 252) rounded once in FP32; the division by 2^9 is exact
+    u = torch.clamp(torch.nan_to_num(u, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
+    y = u * SAT_SPAN + torch.tensor(MAGIC_SAT, dtype=torch.float32, device=t.device)
     return _shl_u32(y.view(torch.int32), SHIFT).view(torch.float32)
 
 

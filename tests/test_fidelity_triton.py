@@ -56,7 +56,11 @@ def test_triton_kernel_path_reproduces_exact_and_simulated_attention(tiny64, tmp
                   bootstrap=200, device="cpu")
     kernel = run_fidelity(FidelityOptions(**common, path="kernel", backend="triton", operators=("rowmax-h15",),
                                           out_dir=str(tmp_path / "kernel")))
-    local = run_fidelity(FidelityOptions(**common, path="sim", operators=("sim:exp2", "sim:rowmax-h15"),
+    # the kernel path pairs the stock kernel with one variant per run: h15-sat in its own
+    sat = run_fidelity(FidelityOptions(**common, path="kernel", backend="triton", operators=("rowmax-h15-sat",),
+                                       out_dir=str(tmp_path / "kernel-sat")))
+    local = run_fidelity(FidelityOptions(**common, path="sim",
+                                         operators=("sim:exp2", "sim:rowmax-h15", "sim:rowmax-h15-sat"),
                                          out_dir=str(tmp_path / "sim")))
     assert kernel.status()["complete"] and kernel.path.name.endswith("-kernel-triton")
 
@@ -64,22 +68,26 @@ def test_triton_kernel_path_reproduces_exact_and_simulated_attention(tiny64, tmp
     summary, run = kernel.read_json("summary.json"), kernel.read_json("run.json")
     assert summary["backend"] == "triton" and summary["path"] == "kernel" and summary["blocks_complete"] == N_BLOCKS
     assert run["kernel"]["backend"] == "triton"
-    for variant in ("A0", "A1"):
-        info = run["kernel"]["workers"][variant]
+    sat_workers = sat.read_json("run.json")["kernel"]["workers"]
+    for variant, info in [*run["kernel"]["workers"].items(), ("h15-sat", sat_workers["h15-sat"])]:
         assert info["backend"] == "triton" and info["variant"] == variant and info["interpreter"] is True
+        assert info["kernel"] == "triton"  # the interpreter runs the Triton-language kernel, never Gluon
         assert info["triton_version"] and info["config"]["label"] == default_config(torch.float16, 64).label()
         assert info["device"] == "cpu"
-    assert "(kernel: `triton`)" in (kernel.path / "summary.md").read_text()
+    label = default_config(torch.float16, 64).label()
+    assert summary["kernels"] == {"A0": f"triton {label}", "A1": f"triton {label}"}
+    assert f"(kernel: `triton`, `triton {label}`)" in (kernel.path / "summary.md").read_text()
     assert "Triton forward" in summary["conditions"][0]["note"]
     assert run["gate"]["passed"]
     assert json.loads((kernel.path / "options.json").read_text())["backend"] == "triton"
 
     # A0 through Triton is exact attention up to accumulation order; A1 is the simulated Rowmax-H15
-    k, s = _nll(kernel), _nll(local)
+    k, s = {**_nll(kernel), **_nll(sat)}, _nll(local)
     for b in range(N_BLOCKS):
         a0, a1 = k[(b, "kernel:stock")], k[(b, "kernel:rowmax-h15")]
         assert a0 == pytest.approx(s[(b, "exact")], abs=NLL_TOL)
         assert a1 == pytest.approx(s[(b, "sim:rowmax-h15")], abs=NLL_TOL)
+        assert k[(b, "kernel:rowmax-h15-sat")] == pytest.approx(s[(b, "sim:rowmax-h15-sat")], abs=NLL_TOL)
     assert abs(k[(0, "kernel:rowmax-h15")] - k[(0, "kernel:stock")]) > 10 * NLL_TOL  # a change the test resolves
     kernel_dnll = summary["conditions"][0]["dnll"]
     sim_dnll = next(c for c in local.read_json("summary.json")["conditions"] if c["name"] == "sim:rowmax-h15")["dnll"]

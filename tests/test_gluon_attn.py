@@ -21,6 +21,7 @@ from softbench.errors import UnsupportedError, UsageError  # noqa: E402
 from softbench.kernels import gluon_attn as ga  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 from softbench.kernels.triton_attn import KernelConfig  # noqa: E402
+from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend, default_kernel, kernel_of, resolve_config  # noqa: E402
 from softbench.measure.gates import key_tile  # noqa: E402
 from softbench.shapes import Shape  # noqa: E402
@@ -70,11 +71,14 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert ga.usable_here() is not None
     assert default_kernel(torch.bfloat16) == "triton"
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
-    # an sm_90 GPU with the compiled Triton: Gluon at 16 bits, the Triton kernel at FP8 (faster there on the H200)
+    # an sm_90 GPU with the compiled Triton: Gluon at every dtype, one consumer warpgroup per program at FP8
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16) == default_kernel(torch.float16) == "gluon"
-    assert default_kernel(torch.float8_e4m3fn) == "triton"
+    assert default_kernel(torch.float8_e4m3fn) == "gluon"
     assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig()
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1"
+    # a field given on top of the FP8 default keeps the rest of it
+    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128
@@ -96,10 +100,34 @@ def test_backend_refuses_gluon_where_it_cannot_run(monkeypatch):
     with pytest.raises(UnsupportedError, match="interpreter"):
         b.build(shape, inputs)
     proved = TritonBackend(kernel="gluon", device="cpu")
-    proved.load("h15-proved")  # the Triton kernel has it; the Gluon one does not
-    with pytest.raises(UsageError, match="h15-proved") as e:
+    proved.load("h15-proved")  # both kernels have it now: refused for the machine, not for the variant
+    with pytest.raises(UnsupportedError, match="interpreter"):
         proved.build(shape, inputs)
+
+
+def test_both_kernels_implement_the_same_variants():
+    """So that a sweep or a --triton-config label never changes which variants can run; anything else is refused
+    by name, with the Triton labels as the way out."""
+    assert ga.WEIGHT_MAPS == ta.WEIGHT_MAPS
+    for variant in ga.WEIGHT_MAPS:
+        ga.check_variant(variant)
+    with pytest.raises(UsageError, match="not 'exp2-poly'") as e:
+        ga.check_variant("exp2-poly")
     assert "m128n64w8s2-tma-r128-hg16" in e.value.hint
+
+
+@pytest.mark.parametrize("label", ["gluon-n128s2-c240l24-hg8", "gluon-n128s4-c240l24-hg8-pp",
+                                   "gluon-n128s2-c240l24-hg8-g1", "m64n128w4s3-vk-tma-hg16"])
+def test_every_label_reaches_the_backend_whole(label):
+    """What --triton-config parses a label into is what each worker process builds its backend from: every field
+    of either configuration must be taken (the -g1 label's `consumers` once was not) and give the label back."""
+    from softbench.commands.options import triton_config_option
+
+    parse = triton_config_option()(lambda **kw: None).__click_params__[0].callback
+    options = parse(None, None, label)
+    backend = TritonBackend(**options, device="cpu")
+    dtype = torch.float8_e4m3fn if "-vk" in label else torch.bfloat16
+    assert resolve_config(dtype, 128, backend.overrides).label() == label
 
 
 def test_inputs_are_checked_before_any_launch():
@@ -136,8 +164,9 @@ def test_hopper_compile_is_warp_specialized_without_spills():
     a0 = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8")
     a1 = _compile("bf16", "A1", "gluon-n128s2-c240l24-hg8")
     fp8 = _compile("fp8", "A1", "gluon-n128s3-c240l24-hg8")
+    fp8_a0 = _compile("fp8", "A0", "gluon-n128s4-c240l24-hg8")
     pp = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8-pp")
-    for rep in (a0, a1, fp8, pp):
+    for rep in (a0, a1, fp8, fp8_a0, pp):
         assert rep["warp_specialized"] and rep["tma_loads"] >= 3, rep
         assert rep["local_bytes"] == 0 and rep["stack_bytes"] == 0 and rep["spill_stores"] == 0, rep
         assert rep["shared_bytes"] <= 227 * 1024, rep
@@ -146,14 +175,37 @@ def test_hopper_compile_is_warp_specialized_without_spills():
     # ping-pong adds the turn hand-over (an mbarrier wait and arrive per tile), nothing per element
     assert 0 < pp["loop_instructions"] - a0["loop_instructions"] < 32, (a0, pp)
     assert fp8["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"]
+    # P's FP8 operand: two conversions and one byte permute per four keys (carried across the loop as bytes it
+    # took 108 PRMT, 64 LOP3 and 32 SHF more per tile)
+    for rep in (fp8, fp8_a0):
+        assert rep["loop_f2fp"] == 32 and rep["loop_prmt"] <= rep["loop_f2fp"] // 2, rep
     # the loop holds both branches (masked and not) of one tile, 64 weights per thread: A0 through MUFU.EX2, A1
     # through the magic add and the shift, with only the per-row rescale's ex2 left
     assert a0["loop_mufu_ex2"] >= 128, a0
     assert a1["loop_mufu_ex2"] <= 4 and a1["loop_shift"] >= 64 and a1["loop_fadd"] - a0["loop_fadd"] >= 64, (a0, a1)
 
 
+def test_proved_variant_drops_the_clamp_from_unmasked_tiles_only():
+    """h15-proved in the Gluon kernel: the unmasked branch is A1 without the clamp (64 FMNMX fewer per tile and
+    thread), the masked branch keeps it; both dtypes, no spills."""
+    for dtype, label in (("bf16", "gluon-n128s2-c240l24-hg8"), ("fp8", "gluon-n128s4-c240l24-hg8")):
+        a1, proved = _compile(dtype, "A1", label), _compile(dtype, "h15-proved", label)
+        assert proved["warp_specialized"] and proved["stack_bytes"] == 0 and proved["ptxas_advisories"] == []
+        assert a1["loop_fmnmx"] - proved["loop_fmnmx"] == 64, (a1, proved)
+        assert proved["loop_mufu_ex2"] <= 4 and proved["loop_shift"] == a1["loop_shift"], (a1, proved)
+
+
+def test_sat_variant_folds_the_clamp_into_the_scaling_fma():
+    """h15-sat: the weight in FFMA.SAT, FFMA and a shift (no clamp FMNMX, no magic FADD), both branches."""
+    a0 = _compile("fp8", "A0", "gluon-n128s4-c240l24-hg8")
+    sat = _compile("fp8", "h15-sat", "gluon-n128s4-c240l24-hg8")
+    assert sat["stack_bytes"] == 0 and sat["ptxas_advisories"] == [], sat
+    assert sat["loop_ffma_sat"] == 128 and sat["loop_fmnmx"] == a0["loop_fmnmx"], (a0, sat)
+    assert sat["loop_mufu_ex2"] <= 4 and sat["loop_shift"] >= 64 and sat["loop_fadd"] - a0["loop_fadd"] < 16
+
+
 def test_fp8_key_order_is_the_kernels_renumbering():
-    """V's FP8 copy is stored in the key order _p_operand gives P: the same reshape and permute on key indices."""
+    """V's FP8 copy is stored in the key order _p_carry gives P: the same reshape and permute on key indices."""
     order = ga.fp8_key_order(128)
     assert sorted(order.tolist()) == list(range(128))
     kernel = torch.arange(128).reshape(1, 4, 2, 2, 4, 2).permute(0, 1, 2, 4, 3, 5).reshape(128)

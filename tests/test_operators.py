@@ -71,3 +71,25 @@ def test_outputs_are_the_two_values_per_octave():
     w = ops.rowmax_h15(x).double()
     mant = w / torch.exp2(torch.floor(torch.log2(w)))
     assert set(torch.unique(mant).tolist()) == {1.0, 1.5}
+
+
+def test_saturated_construction_is_h15_except_next_to_rounding_ties():
+    """h15-sat (the clamp as an FMA's saturation) against rowmax_h15: equal on a dense sweep of the kernel's range
+    and on the special values; where they differ, 2x lies within one step of u's resolution (2^-15) of a
+    half-integer, and the two n differ by one (adjacent weights)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.cat([torch.linspace(-140.0, 8.0, 3_000_001), (torch.rand(1_000_000, generator=g) - 0.9) * 150])
+    ties = torch.arange(-252, 17).float() / 2 + 0.25  # 2x = k + 0.5 exactly, and a step either side
+    x = torch.cat([x, ties, torch.nextafter(ties, ties + 1), torch.nextafter(ties, ties - 1)])
+    a, s = ops.rowmax_h15(x), ops.rowmax_h15_sat(x)
+    differ = a != s
+    two_x = 2.0 * x.double()
+    to_tie = (two_x - torch.floor(two_x) - 0.5).abs()
+    assert differ.float().mean() < 1e-4
+    assert (to_tie[differ] <= 2.0 ** -15).all()
+    ratio = (a[differ].double() / s[differ].double()).log2().abs()
+    assert ((ratio - math.log2(1.5)).abs() < 1e-9).logical_or((ratio - math.log2(4 / 3)).abs() < 1e-9).all()
+    assert torch.equal(ops.rowmax_h15_sat(ties), ops.rowmax_h15(ties))  # exact ties are exact in u too
+    # masked, NaN and far-below inputs all give 2^-126; the top of A1's range (x = 127) is inside the span too
+    special = torch.tensor([float("-inf"), float("nan"), -1e30, -300.0, -126.0, -126.25, 0.0, 8.0, 127.0])
+    assert torch.equal(bits(ops.rowmax_h15_sat(special)), bits(ops.rowmax_h15(special)))

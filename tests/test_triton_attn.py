@@ -26,7 +26,7 @@ from softbench.kernels.inputs import make_inputs  # noqa: E402
 from softbench.kernels.refs import reference_rows, relative_error  # noqa: E402
 from softbench.kernels.sim import probabilities_via_one_hot, sim_attention  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend  # noqa: E402
-from softbench.operators import exact_exp2, half_octave_error_bounds, no_exp, rowmax_h15  # noqa: E402
+from softbench.operators import exact_exp2, half_octave_error_bounds, no_exp, rowmax_h15, rowmax_h15_sat  # noqa: E402
 from softbench.shapes import Shape  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -84,6 +84,25 @@ def test_a1_matches_the_rowmax_h15_simulation(dtype, causal, heads, kv_heads, he
     ref = exact(q, k, v, causal)
     # A1 is visibly different from exact softmax (else the test could not tell the two maps apart) ...
     assert relative_error(out, ref) > 2 * relative_error(a0, ref)
+
+
+@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES[::2] + CASES[3:4])
+def test_saturated_h15_matches_its_simulation_and_a1(dtype, causal, heads, kv_heads, head_dim, seq, config):
+    """h15-sat (the clamp as the scaling FMA's saturation) computes softbench.operators.rowmax_h15_sat, which is
+    A1 except next to rounding ties. The kernel rounds 2x + 252 inside an FMA and the simulation after computing
+    x, so each can flip a different near-tie weight by a factor 1.5; at FP8 such a flip moves P by whole e4m3
+    steps (measured: at most 1.2e-3 against the simulation, 9e-4 against A1, on these cases)."""
+    q, k, v = draw(dtype, heads, kv_heads, head_dim, seq, seed=1)
+    out = ta.attention(q, k, v, causal, "h15-sat", config)
+    assert relative_error(out, sim_attention(q, k, v, causal, rowmax_h15_sat, tile=config.block_n)) < 2e-3
+    a1 = ta.attention(q, k, v, causal, "A1", config)
+    assert relative_error(out, a1) < 2e-3
+    # a key ~570 log2 units under the row maximum (far below A1's clamp) gives both 2^-126 and stays finite
+    k2 = k.float().clone()
+    k2[0, 3, 0] = -50.0 * q.float()[0, 0, 0]
+    k2 = k2.to(dtype)
+    sat, a1 = ta.attention(q, k2, v, False, "h15-sat", config).float(), ta.attention(q, k2, v, False, "A1", config)
+    assert torch.isfinite(sat).all() and relative_error(sat, a1) < 2e-3
 
 
 @pytest.mark.parametrize("causal", [True, False])

@@ -10,7 +10,8 @@ Implementations take transformers' layout, q (b, h, s, d) and k/v (b, kv_h, s, d
 - RowAttention: the same with an operator from the zoo on the whole row (final row maximum), the offline path;
 - SimAttention: softbench.kernels.sim.sim_attention, the tile-wise semantics of the kernel;
 - FA4Attention: flash_attn.cute.flash_attn_func of the variant loaded in this process;
-- TritonAttention: softbench.kernels.triton_attn, softbench's own Triton forward, variant A0 or A1.
+- TritonAttention: softbench's own forward through the Triton backend's kernel choice (the Gluon kernel on an
+  sm_90 GPU, the Triton-language kernel elsewhere and under the interpreter), variant A0, A1 or h15-sat.
 Queries are processed in chunks of 512 rows on the FP32 paths, which does not change any row's statistics.
 
 What cannot be honoured is refused, never silently changed: logit softcapping, a sliding window shorter than
@@ -132,9 +133,11 @@ class FA4Attention:
 
 
 class TritonAttention:
-    """softbench's Triton forward (softbench.kernels.triton_attn) with one variant's weight map: A0 exact exp2,
-    A1 Rowmax-H15. GQA is native. One kernel configuration for the whole run, the tuned one for the model's dtype
-    and head dim (configure(), called by the worker at load so that it is recorded before any block)."""
+    """softbench's Triton-backend forward with one variant's weight map (A0 exact exp2, A1 Rowmax-H15, h15-sat).
+    GQA is native. One kernel and configuration for the whole run, the one `softbench latency --backend triton`
+    times for the model's dtype and head dim (triton_backend.resolve_config: the Gluon kernel on sm_90, the
+    Triton-language kernel's table elsewhere); configure(), called by the worker at load, puts it on record
+    before any block."""
 
     def __init__(self, variant: str):
         self.variant = variant
@@ -149,16 +152,23 @@ class TritonAttention:
             raise UnsupportedError(f"this model's attention head dim is {head_dim}; softbench's Triton forward "
                                    f"implements head dims {dims} only",
                                    hint="--backend fa4 on a GPU, or --path sim (the same semantics in PyTorch)")
-        self.config = triton_attn.default_config(dtype, head_dim)
+        from softbench.kernels.triton_backend import resolve_config
+
+        self.config = resolve_config(dtype, head_dim, {})
         return self.config
 
     def __call__(self, q, k, v, scale):
         from softbench.kernels import triton_attn
+        from softbench.kernels.triton_backend import kernel_of
 
         if self.config is None or q.shape[-1] not in triton_attn.HEAD_DIMS:
             self.configure(q.dtype, q.shape[-1])  # not configured yet, or a refusal that names the head dim
-        return triton_attn.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True,
-                                     variant=self.variant, config=self.config, softmax_scale=scale)
+        if kernel_of(self.config) == "gluon":
+            from softbench.kernels import gluon_attn as kernel
+        else:
+            kernel = triton_attn
+        return kernel.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True,
+                                variant=self.variant, config=self.config, softmax_scale=scale)
 
 
 class SdpaAttention:

@@ -20,13 +20,15 @@ from softbench.errors import UsageError
 from softbench.fidelity.operators_zoo import Operator, parse_operator
 
 PATHS = ("kernel", "sim", "row")
-KERNEL_OPERATORS = {"rowmax-h15": "A1"}  # what the FA4 patch and the Triton kernel implement (A0: the baseline)
+# the operators each backend's kernel implements, by the variant that runs them (A0: the baseline)
+KERNEL_OPERATORS = {"fa4": {"rowmax-h15": "A1"}, "triton": {"rowmax-h15": "A1", "rowmax-h15-sat": "h15-sat"}}
 KERNEL_BACKENDS = ("fa4", "triton")
 KERNEL_LABELS = {"fa4": "FA4", "triton": "Triton"}
 # what each backend's A0 and A1 are, for the conditions' notes (a reader of summary.md sees which kernel ran)
 _KERNEL_NOTES = {"fa4": ("stock FA4 (A0)", "patched FA4 ({variant})"),
                  "triton": ("softbench's Triton forward, exact exp2 (A0)",
                             "softbench's Triton forward, Rowmax-H15 weights ({variant})")}
+# the kernel that runs is on record in each worker's info (kernel and configuration label)
 
 
 @dataclass(frozen=True)
@@ -80,12 +82,13 @@ def build_conditions(path: str, operator_texts: tuple[str, ...] | list[str],
         for text in operator_texts:
             own, rest, _ = _split_path(text, path)
             op = parse_operator(rest)
-            if own != "kernel" or op.canonical not in KERNEL_OPERATORS:
+            implemented = KERNEL_OPERATORS[backend]
+            if own != "kernel" or op.canonical not in implemented:
                 raise UsageError(
                     f"--path kernel runs the {KERNEL_LABELS[backend]} variants only: "
-                    f"{', '.join(KERNEL_OPERATORS)} (got {text!r})",
+                    f"{', '.join(implemented)} (got {text!r})",
                     hint="other operators run on the simulation or whole-row paths: --path sim or --path row")
-            variant = KERNEL_OPERATORS[op.canonical]
+            variant = implemented[op.canonical]
             out.append(Condition(f"kernel:{op.canonical}", "kernel", op, variant=variant,
                                  note=variant_note.format(variant=variant)))
     else:

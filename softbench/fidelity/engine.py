@@ -188,7 +188,15 @@ def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool,
             "device": device, "rescale_threshold": opts.rescale_threshold, "tile": opts.tile, "bos": opts.bos,
             "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
             "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
-            "token_signature": run["token_signature"], "gate": run.get("gate"), **s}
+            "token_signature": run["token_signature"], "gate": run.get("gate"),
+            "kernels": _worker_kernels(run), **s}
+
+
+def _worker_kernels(run: dict) -> dict:
+    """variant -> the kernel and configuration its worker ran (the Triton backend's choice: gluon or triton, and the
+    label), for the summary; empty for FA4 workers and the other paths."""
+    workers = run.get("kernel", {}).get("workers", {})
+    return {v: f"{w['kernel']} {w['config']['label']}" for v, w in workers.items() if "kernel" in w and "config" in w}
 
 
 def _write_tables(session: Session, opts: FidelityOptions, run: dict, complete: bool, reason: str | None,

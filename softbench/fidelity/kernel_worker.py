@@ -97,8 +97,11 @@ class KernelWorker:
         self.head = FP32Head(self.model)
         info["model_load_s"] = round(time.monotonic() - t0, 3)
         if isinstance(impl, attention.TritonAttention):  # the configuration every layer will run, on record
+            from softbench.kernels.triton_backend import kernel_of
+
             config = impl.configure(self.model.dtype, attention_geometry(self.model.config)["head_dim"])
             info["config"] = config.to_dict()
+            info["kernel"] = kernel_of(config)  # gluon on sm_90, triton elsewhere: as latency runs it
         info["device"] = self.device
         info["pid"] = os.getpid()
         return info

@@ -122,6 +122,11 @@ def _build_h15():
     return ops.rowmax_h15
 
 
+def _build_h15_sat():
+    """Rowmax-H15 with the clamp as an FMA's saturation (kernel variant h15-sat, softbench.operators)."""
+    return ops.rowmax_h15_sat
+
+
 def _build_pot_m(m: int):
     def pot_m(x: torch.Tensor) -> torch.Tensor:
         """w = 2^(-round(m*Delta/ln2)/m) with Delta/ln2 = -x; round to nearest even (torch.round)."""
@@ -296,6 +301,10 @@ _register(OperatorDef(
     "rowmax-h15", "element", "running", "Sec. 5.2 Eq. 5; B.1 Eq. 28",
     "n = rne(2x), w = (1 + (n mod 2)/2) 2^floor(n/2), clamp x >= -126; the kernel's add-and-shift construction",
     _build_h15))
+_register(OperatorDef(
+    "rowmax-h15-sat", "element", "running", "Sec. 5.2 Eq. 5 (softbench's Hopper construction)",
+    "rowmax-h15 with the clamp as the saturation of u = (2x + 252)/512: 2x resolved to 2^-15 before n = rne(2x)",
+    _build_h15_sat))
 _register(OperatorDef(
     "pot-m", "element", "row", "A.6 Eq. 18",
     "power-of-two perturbation w = 2^(-round(m Delta/ln2)/m), no tail cutoff; |log error| <= ln2/(2m)",

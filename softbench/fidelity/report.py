@@ -56,7 +56,8 @@ def _kernel(summary: dict) -> str:
     """Which kernel produced a kernel-path session's numbers (sessions before --backend existed ran FA4)."""
     if summary.get("path") != "kernel":
         return ""
-    return f" (kernel: `{summary.get('backend') or 'fa4'}`)"
+    ran = sorted(set((summary.get("kernels") or {}).values()))
+    return f" (kernel: `{summary.get('backend') or 'fa4'}`" + "".join(f", `{k}`" for k in ran) + ")"
 
 
 def fidelity_markdown(summary: dict) -> str:

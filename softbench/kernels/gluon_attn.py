@@ -11,14 +11,14 @@ lacks against FA3/FA4 is their schedule, which Triton 3.6 does not derive by its
     asynchronously and waited for only before O is rescaled (FA3's intra-warpgroup overlap).
 The partitions ask for registers with setmaxnreg: 240 per consumer thread, 24 for the producer.
 
-The online softmax's per-tile step, with its weight maps (A0 exact exp2, A1 Rowmax-H15 with the clamp,
+The online softmax's per-tile step, with its weight maps (A0 exact exp2, A1 Rowmax-H15 with the clamp, h15-sat,
 h15-noclamp, noexp), is triton_attn's own `_tile_weights`, called from here as it is (log2 units, FA4's max
-offset at FP8), as are its program order, input checks and key-major V copy, so the two kernels compute the same
-operator: with equal key tiles their outputs agree bit for bit (H200, tools/gpu/gluon_probe.py).
-BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to e4m3 for P.V, BF16 out); h15-proved stays with
-the Triton kernel. On the H200 this kernel is the faster one at 16 bits (about 95% / 88% of FA4 causal /
-non-causal at 8K, against the Triton kernel's 80% / 77%) and the slower one at FP8 (679 against 763 TFLOP/s
-causal in the probe), so the backend's default is this kernel at 16 bits on sm_90 and the Triton kernel at FP8.
+offset at FP8), as are its program order, input checks, key-major V copy and h15-proved's key-norm prologue and
+bound, so the two kernels compute the same operator: with equal key tiles their outputs agree bit for bit (H200,
+tools/gpu/gluon_probe.py). BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to e4m3 for P.V, BF16
+out). On the H200 this kernel is the faster one at every dtype: about 95% / 88% of FA4 causal / non-causal at BF16
+8K (the Triton kernel 80% / 77%), and at FP8 causal 8K 754 against 719 TFLOP/s (since P's FP8 operand is packed at
+the wgmma, _p_carry / _p_operand), so it is the backend's default on sm_90 (default_config per dtype).
 
 Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim), contiguous; TMA descriptors
 over (batch, seq, heads * dim) views, one (1, rows, dim) box per tile, so that boxes past the end of a sequence
@@ -38,10 +38,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from softbench.errors import UsageError
-from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, _program_tile, _tile_weights, check_inputs,
-                                           effective_head_group, key_major_copy, log2_scale)
+from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, _clamp_free, _program_tile, _tile_weights,
+                                           check_inputs, effective_head_group, key_major_copy, key_norm_blocks,
+                                           launch_key_norms, log2_scale)
 
-WEIGHT_MAPS = ("A0", "A1", "h15-noclamp", "noexp")
+WEIGHT_MAPS = ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp", "noexp")
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}
@@ -103,6 +104,15 @@ class GluonConfig:
 
 GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers")
 DEFAULT = GluonConfig()
+# FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
+# sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
+# 20261130T191642Z and 20261130T191733Z, the same hour)
+DEFAULT_FP8 = GluonConfig(consumers=1)
+
+
+def default_config(torch_dtype) -> GluonConfig:
+    """The configuration the backend runs when none is named: DEFAULT at 16 bits, DEFAULT_FP8 at FP8."""
+    return DEFAULT_FP8 if torch_dtype in _FP8 else DEFAULT
 
 
 @gluon.jit
@@ -139,25 +149,43 @@ def _v_operand(v_bufs, slot, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, V_KM
 
 
 @gluon.jit
-def _p_operand(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constexpr):
-    """P as P.V's A operand in registers. At 16 bits the accumulator's pairs are the operand's pairs: a cast. At
-    FP8 the operand holds four consecutive keys per register, the accumulator two (keys 2t, 2t+1 of every 8 for
+def _p_carry(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constexpr):
+    """P as it waits for the next iteration's P.V: at 16 bits the operand itself (the accumulator's pairs are the
+    operand's pairs: a cast). At FP8 still FP32, already in the operand's layout, rounded by _p_operand at the
+    wgmma: carried across the loop as 8-bit values, LLVM kept every byte in its own register and rebuilt each
+    operand register at the wgmma (LOP3/PRMT/SHF for four keys, 1.7 instructions per score; now 0.75, the
+    conversions and one PRMT per four keys).
+    The FP8 operand holds four consecutive keys per register, the accumulator two (keys 2t, 2t+1 of every 8 for
     thread t of a quad): moving them costs shuffles. Instead the keys are renumbered inside every 32: key
     16 gh + 8 gl + 2 t + j goes to 16 gh + 4 t + 2 gl + j, which is where the thread already holds it, and V's
     key-major copy is stored in that order (prepare_operands), so P.V sums the same products."""
     if dtype.primitive_bitwidth == 8:
         ROWS: gl.constexpr = p.shape[0]
-        q8 = p.to(dtype).reshape([ROWS, BLOCK_N // 32, 2, 2, 4, 2]).permute((0, 1, 2, 4, 3, 5))
-        return gl.convert_layout(q8.reshape([ROWS, BLOCK_N]), p_layout)
+        renumbered = p.reshape([ROWS, BLOCK_N // 32, 2, 2, 4, 2]).permute((0, 1, 2, 4, 3, 5))
+        return gl.convert_layout(renumbered.reshape([ROWS, BLOCK_N]), p_layout)
     else:
         return gl.convert_layout(p.to(dtype), p_layout)
 
 
 @gluon.jit
+def _p_operand(p_carried, dtype: gl.constexpr):
+    """P.V's A operand from _p_carry's value. FP8: four FP32 weights to one register of four e4m3 bytes (keys in
+    order from the low byte), rounded as Triton's own conversion rounds (cvt.rn.satfinite), in one asm block so
+    that the bytes are never apart."""
+    if dtype.primitive_bitwidth == 8:
+        packed = gl.inline_asm_elementwise(
+            "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; "
+            "mov.b32 $0, {lo, hi}; }", "=r,r,r,r,r", [p_carried], dtype=gl.int8, is_pure=True, pack=4)
+        return packed.to(dtype, bitcast=True)
+    else:
+        return p_carried
+
+
+@gluon.jit
 def _wait_pv(o_tok, p_op):
-    """Wait for P.V. P's registers are its A operand and must outlive it: at 16 bits they go through the wait as a
-    dependency; Triton 3.6's wait takes no 8-bit values, and at FP8 ptxas keeps them alive by itself (it sees the
-    wgmma read them)."""
+    """Wait for P.V. P's registers are its A operand and must outlive it: at 16 bits (p_op: the carried operand)
+    they go through the wait as a dependency; at FP8 the operand is made at the wgmma (_p_operand), Triton 3.6's
+    wait takes no 8-bit values, and ptxas keeps them alive by itself (it sees the wgmma read them)."""
     if p_op.dtype.primitive_bitwidth == 16:
         o, p_op = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, p_op))
     else:
@@ -166,13 +194,29 @@ def _wait_pv(o_tok, p_op):
 
 
 @gluon.jit
+def _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS: gl.constexpr, HEAD_DIM: gl.constexpr,
+                   MAX_OFFSET: gl.constexpr, KN_WIDTH: gl.constexpr):
+    """h15-proved: n_full where this warpgroup's rows provably never reach A1's clamp (triton_attn._clamp_free,
+    from their largest query norm and the head's largest key norm, which the prologue left in KN), else 0, so
+    that every tile goes through the masked branch, which keeps the clamp."""
+    q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    qf = q_smem.reshape([ROWS, HEAD_DIM]).load(q_layout).to(gl.float32)
+    q_norm_max = gl.max(gl.sqrt(gl.sum(qf * qf, 1)), 0)
+    offs = gl.arange(0, KN_WIDTH, gl.BlockedLayout([1], [32], [4], [0]))
+    kn = gl.load(KN + kn_row * kn_blocks + offs, mask=offs < kn_blocks, other=0.0)
+    return gl.where(_clamp_free(q_norm_max, gl.max(kn, 0), qk_scale, MAX_OFFSET), n_full, 0)
+
+
+@gluon.jit
 def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-              my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
+              my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr):
+              WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
+              KN_WIDTH: gl.constexpr):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
     which need no mask. PINGPONG: before issuing tile i's wgmmas wait for turn i on my_turn, after issuing them
-    pass the turn on (their_turn); both consumers take n_tiles turns, the first consumer's first is given."""
+    pass the turn on (their_turn); both consumers take n_tiles turns, the first consumer's first is given.
+    h15-proved: the unmasked tiles take A1 without its clamp where _proved_n_full says so, the masked ones A1."""
     ROWS: gl.constexpr = 64
     dtype: gl.constexpr = desc_q.dtype
     out_dtype: gl.constexpr = desc_o.dtype
@@ -191,6 +235,11 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
     mbarrier.wait(q_bar, 0)
     q = q_smem.reshape([ROWS, HEAD_DIM])
+    UNMASKED: gl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
+    MASKED: gl.constexpr = "A1" if WEIGHT == "h15-proved" else WEIGHT
+    if WEIGHT == "h15-proved":
+        n_full = _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS, HEAD_DIM, MAX_OFFSET,
+                                KN_WIDTH)
 
     offs_m = row0 + gl.arange(0, ROWS, rows_s)
     offs_n = gl.arange(0, BLOCK_N, cols_s)
@@ -212,11 +261,11 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     keys = offs_n
     keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
     if n_full > 0:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, WEIGHT, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, UNMASKED, MAX_OFFSET)
     else:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, WEIGHT, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, MASKED, MAX_OFFSET)
     l_i = l_i * alpha + gl.sum(p, 1)
-    p_op = _p_operand(p, dtype, p_layout, BLOCK_N)
+    p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     for i in range(1, n_tiles):
         slot = i % STAGES
@@ -228,7 +277,8 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                               use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
-        o_tok = warpgroup_mma(p_op, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+        o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
+                              is_async=True)
         if PINGPONG:
             mbarrier.arrive(their_turn, count=1)
         s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
@@ -236,18 +286,19 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         keys = i * BLOCK_N + offs_n
         keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
         if i >= n_full:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, WEIGHT, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, MASKED, MAX_OFFSET)
         else:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, WEIGHT, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, UNMASKED, MAX_OFFSET)
         l_i = l_i * alpha + gl.sum(p, 1)
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)
         o = o * gl.convert_layout(alpha, rows_o)[:, None]
-        p_op = _p_operand(p, dtype, p_layout, BLOCK_N)
+        p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     last = (n_tiles - 1) % STAGES
     mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
-    o_tok = warpgroup_mma(p_op, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+    o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
+                          is_async=True)
     o, p_op = _wait_pv(o_tok, p_op)
     mbarrier.arrive(v_empty.index(last), count=1)
 
@@ -262,11 +313,12 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
 
 
 @gluon.jit
-def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, group, head_group,
+def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
+                 head_group,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = False,
-                 CONSUMERS: gl.constexpr = 2):
+                 CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1):
     ROWS: gl.constexpr = 64
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
@@ -281,6 +333,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
         end = seq
         n_full = seq // BLOCK_N
     n_tiles = gl.cdiv(end, BLOCK_N)
+    kn_row = b32 * (heads // group) + hk32  # h15-proved: this head's key-norm partials in KN
 
     q_layout: gl.constexpr = desc_q.layout
     kv_layout: gl.constexpr = desc_k.layout
@@ -328,18 +381,21 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, qk_scale, v_scale, seq, heads, 
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
                          v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
-                         n_tiles, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, False)),
+                         n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
+                         V_KMAJOR, False, KN_WIDTH)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
         return
     gl.warp_specialize([
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-                     turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
-                     HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG)),
+                     turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
+                     kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG,
+                     KN_WIDTH)),
         (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
-                     HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG)),
+                     KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
+                     PINGPONG, KN_WIDTH)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -354,6 +410,7 @@ class GluonOperands:
     v: torch.Tensor  # (b, s, hk, d), or the (b, hk, d, s) copy at FP8
     out: torch.Tensor
     descs: tuple
+    kn: torch.Tensor  # h15-proved: the key-norm partials its prologue writes (triton_attn.launch_key_norms)
 
 
 def usable_here() -> str | None:
@@ -420,23 +477,25 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
         v_desc = _rows(v_use, box["v"])
     out = torch.empty(q.shape, dtype=torch.bfloat16 if fp8 else q.dtype, device=q.device)
     descs = (_rows(q, box["q"]), _rows(k, box["k"]), v_desc, _rows(out, box["o"]))
-    return GluonOperands(q, k, v_use, out, descs)
+    kn = torch.empty(b * hk * key_norm_blocks(s), dtype=torch.float32, device=q.device)  # a few KB
+    return GluonOperands(q, k, v_use, out, descs, kn)
 
 
 def fp8_key_order(n: int) -> torch.Tensor:
-    """The key at each position of P's FP8 operand (_p_operand): position 32 blk + 16 gh + 4 t + 2 gl + j holds key
+    """The key at each position of P's FP8 operand (_p_carry): position 32 blk + 16 gh + 4 t + 2 gl + j holds key
     32 blk + 16 gh + 8 gl + 2 t + j. n: a multiple of 32."""
     blk, gh, t, gl_, j = torch.meshgrid(torch.arange(n // 32), torch.arange(2), torch.arange(4), torch.arange(2),
                                         torch.arange(2), indexing="ij")
     return (32 * blk + 16 * gh + 8 * gl_ + 2 * t + j).reshape(-1)
 
 
-def kernel_constants(config: GluonConfig, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
+def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
     """_attn_fwd_ws's compile-time arguments (shared with the cross-compilation)."""
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
-                PINGPONG=config.pingpong, CONSUMERS=config.consumers)
+                PINGPONG=config.pingpong, CONSUMERS=config.consumers,
+                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant == "h15-proved" else 1)
 
 
 def launch_options(config: GluonConfig) -> dict:
@@ -455,8 +514,11 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     hk = ops.k.shape[2]
     qk_scale = log2_scale(d, softmax_scale, descale)
     grid = (triton.cdiv(s, WG_ROWS * config.consumers) * b * h,)
-    _attn_fwd_ws[grid](*ops.descs, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
-                       **kernel_constants(config, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
+    if variant == "h15-proved":  # the key norms are part of the call: their cost is in every timing
+        launch_key_norms(ops.k, ops.kn)
+    _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,
+                       effective_head_group(config, b * h),
+                       **kernel_constants(config, s, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
     return ops.out
 
 

@@ -6,6 +6,7 @@ from softbench.registry import Registry
 SIM_OPERATORS = Registry("simulation operator")
 SIM_OPERATORS.register("A0", operators.exact_exp2)
 SIM_OPERATORS.register("A1", operators.rowmax_h15)
+SIM_OPERATORS.register("h15-sat", operators.rowmax_h15_sat)
 SIM_OPERATORS.register("noexp", operators.no_exp)
 
 get = SIM_OPERATORS.get

@@ -11,6 +11,9 @@ exponent to weight changes with the variant (a constexpr string):
   h15-proved   A1, with the clamp dropped from the unmasked key tiles of every program whose rows provably
                never reach it (Cauchy-Schwarz bound from the query norms and the head's largest key norm,
                found by a prologue kernel inside the same call): bit-identical to A1 on every input
+  h15-sat      Rowmax-H15 with the clamp as a saturation (softbench.operators.rowmax_h15_sat): u = (2x + 252)/512
+               in one FMA that saturates to [0, 1] (FFMA.SAT), u * 512 + (magic - 252) in a second FMA, the shift:
+               three instructions where A1 takes four; equal to A1 except within 2^-15 of a rounding tie of 2x
   h15-noclamp  A1 without its clamp (timing control: equal to A1 where every 2x >= -252)
   noexp  the exponent itself (timing control; results wrong on purpose)
 
@@ -36,11 +39,11 @@ import triton
 import triton.language as tl
 
 from softbench.errors import UnsupportedError, UsageError
-from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, SHIFT
+from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
 
 LOG2_E = math.log2(math.e)
 FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
-WEIGHT_MAPS = ("A0", "A1", "h15-proved", "h15-noclamp", "noexp")  # the variants this kernel implements
+WEIGHT_MAPS = ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp", "noexp")  # the variants this kernel implements
 HEAD_DIMS = (64, 128)
 _FP8 = (torch.float8_e4m3fn,)
 _SIXTEEN_BIT = (torch.bfloat16, torch.float16)
@@ -185,6 +188,8 @@ def fallback_config(dtype: torch.dtype) -> KernelConfig:
 CLAMP_DOUBLED_C = tl.constexpr(CLAMP_DOUBLED)
 MAGIC_C = tl.constexpr(MAGIC_FOLDED)
 SHIFT_C = tl.constexpr(SHIFT)
+MAGIC_SAT_C = tl.constexpr(MAGIC_SAT)
+SAT_SPAN_C = tl.constexpr(SAT_SPAN)
 
 
 @triton.jit
@@ -221,6 +226,14 @@ def _tile_weights(s, m_i, keep, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constex
             # timing control for what a proof of that bound would save, not a kernel for arbitrary inputs
             t = tl.maximum(t, CLAMP_DOUBLED_C)
         y = t + MAGIC_C
+        p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
+    elif WEIGHT == "h15-sat":
+        # u = (2x + 252) / 512 in one FMA whose result is clamped to [0, 1]: ptxas folds the max and min into
+        # FFMA.SAT (NaN -> 0, -inf -> 0: 2^-126, as A1's clamp gives), then u * 512 + magic - 252 in a second FMA
+        # (its RNE is n = rne(2x) with the bias in place), then the shift
+        c = (-CLAMP_DOUBLED_C - 2.0 * m_use) * (1.0 / SAT_SPAN_C)
+        u = tl.minimum(tl.maximum(s * (2.0 * qk_scale / SAT_SPAN_C) + c[:, None], 0.0), 1.0)
+        y = u * SAT_SPAN_C + MAGIC_SAT_C
         p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
     elif WEIGHT == "A0":
         p = tl.math.exp2(s * qk_scale - m_use[:, None])
@@ -330,6 +343,14 @@ PROOF_LIMIT_C = tl.constexpr(PROOF_LIMIT)
 
 
 @triton.jit
+def _clamp_free(q_norm_max, k_norm_max, qk_scale, MAX_OFFSET: tl.constexpr):
+    """Whether rows whose query norms are at most q_norm_max provably never reach A1's clamp against keys whose
+    norms are at most k_norm_max (h15-proved, both kernels): |s| <= |q| |k| and the running maximum is at most
+    |q| max|k| qk_scale, so t = 2 (s qk_scale - m + MAX_OFFSET) >= -4 qk_scale |q| max|k| + 2 MAX_OFFSET."""
+    return 4.0 * qk_scale * q_norm_max * k_norm_max - 2.0 * MAX_OFFSET <= PROOF_LIMIT_C
+
+
+@triton.jit
 def _key_norm_max(K, KN, seq, kv_heads, stride_kb, stride_ks, stride_kh,
                   HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
     """KN[b * kv_heads + hk, block] = the largest Euclidean norm of this block's key rows of that head (raw
@@ -415,8 +436,7 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
         q_norm_max = tl.max(tl.sqrt(tl.sum(qf * qf, 1)), 0)
         kn = tl.load(KN + (b32 * (heads // group) + hk32) * kn_blocks + tl.arange(0, KN_WIDTH),
                      mask=tl.arange(0, KN_WIDTH) < kn_blocks, other=0.0)
-        clamp_free = 4.0 * qk_scale * q_norm_max * tl.max(kn, 0) - 2.0 * MAX_OFFSET <= PROOF_LIMIT_C
-        full_end = tl.where(clamp_free, full_end, 0)
+        full_end = tl.where(_clamp_free(q_norm_max, tl.max(kn, 0), qk_scale, MAX_OFFSET), full_end, 0)
     UNMASKED_WEIGHT: tl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
     acc, l_i, m_i = _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end, offs_m, offs_n,
                                     offs_d, seq, stride_ks, stride_vs, stride_vd, qk_scale, CAUSAL,
@@ -539,8 +559,7 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     args = ops.descs if config.tma else (q, k, v, o)
     kn_blocks = key_norm_blocks(s)
     if variant == "h15-proved":  # the key norms are part of the call: their cost is in every timing
-        _key_norm_max[(b * hk, kn_blocks)](k, ops.kn, s, hk, k.stride(0), k.stride(1), k.stride(2),
-                                            HEAD_DIM=d, BLOCK=KEY_NORM_BLOCK)
+        launch_key_norms(k, ops.kn)
     _attn_fwd[grid](
         *args, ops.kn, kn_blocks, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
         q.stride(0), q.stride(1), q.stride(2),
@@ -551,6 +570,14 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
         num_warps=config.num_warps, num_stages=config.num_stages, **launch_options(config),
     )
     return o
+
+
+def launch_key_norms(k: torch.Tensor, kn: torch.Tensor) -> None:
+    """h15-proved's prologue (either kernel): the largest key norm of every KEY_NORM_BLOCK keys of each head of k
+    (b, s, kv_heads, d) into kn, which holds key_norm_blocks(s) partials per head."""
+    b, s, hk, d = k.shape
+    _key_norm_max[(b * hk, key_norm_blocks(s))](k, kn, s, hk, k.stride(0), k.stride(1), k.stride(2),
+                                               HEAD_DIM=d, BLOCK=KEY_NORM_BLOCK)
 
 
 def log2_scale(head_dim: int, softmax_scale: float | None, descale: tuple[float, float, float]) -> float:

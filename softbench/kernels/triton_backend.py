@@ -1,9 +1,10 @@
 """softbench's Triton forwards as one backend, BF16/FP16 and FP8 on Hopper. Two kernels:
   * triton (softbench.kernels.triton_attn): Triton's own language; every dtype and variant, and the one the CPU
     interpreter runs;
-  * gluon (softbench.kernels.gluon_attn): a warp-specialized Hopper kernel (producer warp, two consumer
-    warpgroups), BF16/FP16/FP8 and A0, A1, h15-noclamp, noexp. The default for BF16/FP16 where it can run (an
-    sm_90 GPU, compiled Triton; at FP8 the Triton kernel is faster); `--triton-config` with a label picks either.
+  * gluon (softbench.kernels.gluon_attn): a warp-specialized Hopper kernel (a producer warp, one or two consumer
+    warpgroups), BF16/FP16/FP8 and the same variants. The default wherever it can run (an sm_90 GPU, compiled
+    Triton): faster than the Triton kernel at every dtype on the H200 since P's FP8 operand is packed at the wgmma;
+    its configuration per dtype is gluon_attn.default_config's. `--triton-config` with a label picks either.
 Each variant is a constexpr of one kernel, compiled on first use; the operand layout (V key-major for FP8) is made
 once in build(), outside the timed call.
 
@@ -39,12 +40,12 @@ def _import_triton():
 
 
 def default_kernel(torch_dtype) -> str:
-    """gluon for BF16/FP16 where it can run (sm_90, compiled Triton, not the interpreter), triton otherwise. The
-    answer depends on the dtype and the machine only, never on the variant, so that a baseline and its variant
+    """gluon for BF16/FP16/FP8 where it can run (sm_90, compiled Triton, not the interpreter), triton otherwise.
+    The answer depends on the dtype and the machine only, never on the variant, so that a baseline and its variant
     always run in the same kernel."""
     import torch
 
-    if torch_dtype not in (torch.bfloat16, torch.float16):
+    if torch_dtype not in (torch.bfloat16, torch.float16, torch.float8_e4m3fn):
         return "triton"
     try:
         from softbench.kernels import gluon_attn
@@ -63,9 +64,11 @@ def resolve_config(torch_dtype, head_dim: int, overrides: dict):
     if kernel not in KERNELS:
         raise UsageError(f"unknown Triton-backend kernel {kernel!r}; choose {' or '.join(KERNELS)}")
     if kernel == "gluon":
-        from softbench.kernels.gluon_attn import GLUON_FIELDS, GluonConfig
+        from softbench.kernels.gluon_attn import GLUON_FIELDS, GluonConfig, default_config as gluon_default
 
-        return GluonConfig(**{f: overrides[f] for f in GLUON_FIELDS if overrides.get(f) is not None})
+        base = gluon_default(torch_dtype)
+        given = {f: overrides[f] for f in GLUON_FIELDS if overrides.get(f) is not None}
+        return GluonConfig(**{**{f: getattr(base, f) for f in GLUON_FIELDS}, **given})
     from softbench.kernels.triton_attn import KernelConfig, default_config
 
     base = default_config(torch_dtype, head_dim)
@@ -87,12 +90,14 @@ class TritonBackend:
                  warp_specialize: bool | None = None, max_registers: int | None = None, rotate: bool | None = None,
                  head_group: int | None = None, kernel: str | None = None, stages: int | None = None,
                  consumer_registers: int | None = None, loader_registers: int | None = None,
-                 pingpong: bool | None = None, fallback: bool = True, device: str | None = None):
+                 pingpong: bool | None = None, consumers: int | None = None, fallback: bool = True,
+                 device: str | None = None):
         self.device = detect_device(prefer_cuda=device != "cpu")
         given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
                      v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers,
                      rotate=rotate, head_group=head_group, kernel=kernel, stages=stages,
-                     consumer_registers=consumer_registers, loader_registers=loader_registers, pingpong=pingpong)
+                     consumer_registers=consumer_registers, loader_registers=loader_registers, pingpong=pingpong,
+                     consumers=consumers)
         self.overrides = {k: v for k, v in given.items() if v is not None}
         self.fallback = fallback
         self.variant: str | None = None

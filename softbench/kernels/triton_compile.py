@@ -120,9 +120,11 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
 
     descs = {f"desc_{name}": desc(name, box) for name, box in ga.boxes(config, d, fp8).items()}
     ints = dict(seq=shape.seq, heads=shape.heads, group=shape.heads // shape.n_kv_heads,
-                head_group=ga.effective_head_group(config, shape.batch * shape.heads))
-    sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, {**descs, "qk_scale": "fp32", "v_scale": "fp32"}, ints)
-    consts.update(ga.kernel_constants(config, d, shape.causal, fp8, variant))
+                head_group=ga.effective_head_group(config, shape.batch * shape.heads),
+                kn_blocks=ga.key_norm_blocks(shape.seq))
+    typed = {**descs, "KN": "*fp32", "qk_scale": "fp32", "v_scale": "fp32"}
+    sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, typed, ints)
+    consts.update(ga.kernel_constants(config, shape.seq, d, shape.causal, fp8, variant))
     return triton.compile(GluonASTSource(fn=ga._attn_fwd_ws, signature=sig, constexprs=consts, attrs=attrs),
                           target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config))
 
@@ -283,7 +285,10 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_gmma": count(body, lambda i: "GMMA" in i.opcode),
             "loop_bar_sync": count(body, lambda i: i.opcode.startswith("BAR.SYNC")),
             "loop_fmnmx": count(body, lambda i: i.base == "FMNMX"), "loop_fadd": count(body, lambda i: i.base == "FADD"),
-            "loop_shift": count(body, lambda i: i.base == "SHF" or i.opcode.startswith("IMAD.SHL"))}
+            "loop_shift": count(body, lambda i: i.base == "SHF" or i.opcode.startswith("IMAD.SHL")),
+            # byte moves and conversions: what P's FP8 operand costs (one PRMT per two F2FP when packed well)
+            "loop_prmt": count(body, lambda i: i.base == "PRMT"), "loop_f2fp": count(body, lambda i: i.base == "F2FP"),
+            "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT"))}
 
 
 def _resource_usage(cubin: bytes) -> dict:

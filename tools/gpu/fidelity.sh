@@ -14,16 +14,7 @@
 # set they are also packed into $OUT/fidelity-sessions.tgz (a call brings back at most 8 files).
 # Expected runtime: about 4-6 minutes (not yet measured: two FA4 workers, each ~9 s import, GGUF dequantization and
 # one compile, then 97 blocks of two 2048-token forwards; the sim run is 97 blocks x 4 conditions).
-set -uo pipefail
-OUTDIR=${1:-sessions}
-: "${SOFTBENCH_MODEL_FILE:?run . /tmp/softbench-model/env.sh first (tools/stage_model.sh stages it)}"
-: "${SOFTBENCH_AUSTEN_TEXT:?run . /tmp/softbench-model/env.sh first}"
-export PYTHONUNBUFFERED=1
-noise='━|Converting and de-quantizing|Loading weights'
-sb() { python3 -m softbench "$@" 2>&1 | grep -v -E "$noise"; return "${PIPESTATUS[0]}"; }
-common=(--model "$SOFTBENCH_MODEL_FILE" --corpus "$SOFTBENCH_AUSTEN_TEXT" --block-len 2048 --max-blocks 97
-        --dtype bf16 --bootstrap 5000 --seed 0 --out "$OUTDIR")
-status=0
+. "$(dirname "$0")/fidelity_common.sh"  # OUTDIR, common, sb, status
 sb env --record --out "$OUTDIR" > /dev/null || status=1
 sb fidelity "${common[@]}" --path kernel --operator rowmax-h15 || status=1
 sb fidelity "${common[@]}" --path sim --device cuda --rescale-threshold 0 \

@@ -2,12 +2,15 @@
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
     python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16,fp8,fp16] [--checks-only] [--check-configs=L1,L2]
+        [--check-variants=A1,h15-proved] [--timing-only=fp8]
     (from the repository root, on the GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
    multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
    (softbench.kernels.sim, key tiles of the kernel's size), and, where the Triton kernel's table uses the same key
-   tile, against its output (the same operator: equal bit for bit expected).
+   tile, against its output (the same operator: equal bit for bit expected). h15-proved is also compared with A1
+   of the same kernel (equal bit for bit on every input), on the shapes and on inputs whose query norms are
+   scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES).
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
    CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
    same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
@@ -33,7 +36,7 @@ from softbench.kernels import gluon_attn as ga  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.refs import relative_error  # noqa: E402
 from softbench.kernels.sim import sim_attention  # noqa: E402
-from softbench.operators import rowmax_h15  # noqa: E402
+from softbench.operators import rowmax_h15, rowmax_h15_sat  # noqa: E402
 from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (this folder: the same timing)
 
 # per dtype: (configuration, timed with every variant rather than A0 alone)
@@ -53,6 +56,11 @@ CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
     (1, 2048, 8, 8, 128, True),
     (1, 100, 2, 2, 128, True),  # one key tile: no loop iteration
 ]
+# (batch, seq, heads, kv_heads, head_dim, causal): query heads 0 and 2 scaled by CLAMP_SCALE, so that their proof
+# fails and some of their weights sit at the clamp (A1's 2^-126), the other heads' proof holds
+CLAMP_SHAPES = [(1, 1000, 4, 2, 128, True), (1, 640, 4, 4, 64, False)]
+CLAMP_SCALE = 60.0
+CHECK_VARIANTS = ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp")
 DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn, "fp16": torch.float16}
 TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2, "fp16": 1e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
 
@@ -60,21 +68,26 @@ TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2, "fp16": 1e-2}  # relative to the tile-wi
 def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
     """softbench's tile-wise simulation of the same operator (sim_attention: online softmax over key tiles of the
     kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype)."""
-    weight = torch.exp2 if variant == "A0" else rowmax_h15
+    weight = torch.exp2 if variant == "A0" else rowmax_h15_sat if variant == "h15-sat" else rowmax_h15
     return sim_attention(q, k, v, causal, weight, tile=tile)
 
 
-def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS) -> None:
+def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS) -> None:
     g = torch.Generator().manual_seed(7)
     for dtype_name, dtype in dtypes.items():
-        for (b, s, h, hk, d, causal) in CHECK_SHAPES:
-            q = torch.randn(b, s, h, d, generator=g).to(dtype).cuda()
+        cases = [(shape, 1.0) for shape in CHECK_SHAPES] + [(shape, CLAMP_SCALE) for shape in CLAMP_SHAPES]
+        for (b, s, h, hk, d, causal), scale in cases:
+            q = torch.randn(b, s, h, d, generator=g)
+            q[:, :, ::2] *= scale
+            q = q.clamp(-440, 440).to(dtype).cuda()  # inside E4M3's range (448)
             k = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
             v = torch.randn(b, s, hk, d, generator=g).to(dtype).cuda()
-            for variant in ("A0", "A1", "h15-noclamp"):
+            a1: dict = {}  # config label -> this kernel's A1 output, for h15-proved's bit-for-bit comparison
+            # where the clamp binds h15-noclamp is wrong on purpose: not checked there
+            for variant in (x for x in variants if scale == 1.0 or x != "h15-noclamp"):
                 for config in check_configs:
                     row = {"check": [dtype_name, b, s, h, hk, d, causal], "variant": variant,
-                           "config": config.label()}
+                           "config": config.label(), **({"query_scale": scale} if scale != 1.0 else {})}
                     try:
                         out = ga.attention(q, k, v, causal, variant, config)
                         torch.cuda.synchronize()
@@ -85,6 +98,11 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS) -> None:
                             tri = ta.attention(q, k, v, causal, variant)
                             row["max_abs_vs_triton_same_tile"] = float((out.float() - tri.float()).abs().max())
                         row["ok"] = row["finite"] and row["rel_vs_ref"] < TOLERANCE[dtype_name]
+                        if variant == "A1":
+                            a1[config.label()] = out.clone()
+                        elif variant == "h15-proved" and config.label() in a1:
+                            row["proved_equals_a1"] = bool(torch.equal(out, a1[config.label()]))
+                            row["ok"] = row["ok"] and row["proved_equals_a1"]
                     except Exception as e:
                         row["error"] = f"{type(e).__name__}: {str(e).strip()[:400]}"
                         row["traceback_tail"] = traceback.format_exc().strip().splitlines()[-4:]
@@ -94,6 +112,7 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS) -> None:
 
 
 def timing(rows: list, fa4: bool, dtypes: dict) -> None:
+    """Every variant at FP8 (the Triton kernel's and the Gluon configurations marked so), A0 alone at 16 bits."""
     b, s, h, d = 1, 8192, 16, 128
     g = torch.Generator().manual_seed(1)
     base = [torch.randn(b, s, h, d, generator=g) for _ in range(3)]
@@ -104,12 +123,13 @@ def timing(rows: list, fa4: bool, dtypes: dict) -> None:
             entries = []
             tcfg = ta.default_config(dtype, d)
             tops = ta.prepare_operands(q, k, v, tcfg)
-            for variant in ("A0", "A1", "noexp") if dtype_name == "fp8" else ("A0",):
+            for variant in ("A0", "A1", "h15-proved", "h15-sat", "noexp") if dtype_name == "fp8" else ("A0",):
                 entries.append(("triton " + tcfg.label(), variant,
                                 (lambda vv=variant: ta.launch(tops, causal, vv, tcfg))))
             for config, every_variant in CANDIDATES[dtype_name]:
                 ops = ga.prepare_operands(q, k, v, config)
-                for variant in ("A0", "A1", "h15-noclamp", "noexp") if every_variant else ("A0",):
+                for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp", "noexp") if every_variant \
+                        else ("A0",):
                     entries.append((config.label(), variant,
                                     (lambda o=ops, c=config, vv=variant: ga.launch(o, causal, vv, c))))
             if fa4 and dtype_name == "bf16":
@@ -147,9 +167,12 @@ def main(argv: list[str]) -> int:
     only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]
     dtypes = {k: v for k, v in DTYPES.items() if (k in only[0].split(",") if only else k != "fp16")}
     given = [a.split("=", 1)[1] for a in argv if a.startswith("--check-configs=")]
-    checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS)
+    variants = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--check-variants=")]
+    timed = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--timing-only=")]
+    checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS,
+           tuple(variants[0]) if variants else CHECK_VARIANTS)
     if "--checks-only" not in argv:
-        timing(rows, "--fa4" in argv, dtypes)
+        timing(rows, "--fa4" in argv, {k: v for k, v in dtypes.items() if not timed or k in timed[0]})
     # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)
     best: dict = {}
     for r in rows:
