@@ -26,6 +26,8 @@
 #   part 7: with the backend's defaults (Gluon at FP8 too, gluon-n128s2-c240l24-hg8-g1): the design card's
 #           first example as written (softbench latency --dtype fp8 --seq 16384 --rounds 3, --backend triton, A1)
 #           and with h15-sat; energy per forward at FP8 causal 8K, A0 against h15-sat (15 s loops)
+#   part 8: a second FP8 causal 8K sweep with the backend's defaults (no label: Gluon -g1), A0 again, A1,
+#           h15-proved, h15-sat, noexp: does part 6's ordering (and its high second round) repeat?
 # Run from the project root after `. /tmp/gpu-site/env.sh`. Sessions go to ${2:-/tmp/softbench-sessions}, outside
 # the checkout, and each part packs them into $OUT when it is set.
 set -uo pipefail
@@ -97,6 +99,9 @@ elif [ "$PART" = 7 ]; then
   sb latency --backend triton --dtype fp8 --seq 16384 --rounds 3 --out "$OUTDIR"
   sb latency --backend triton --dtype fp8 --seq 16384 --rounds 3 --variant h15-sat --out "$OUTDIR"
   sb energy --backend triton --dtype fp8 --seq 8K --causal --seconds 15 --order A0,h15-sat,h15-sat,A0 \
+    --out "$OUTDIR"
+elif [ "$PART" = 8 ]; then
+  sb sweep variants --backend triton --dtype fp8 --seq 8K --causal --variants A0,A1,h15-proved,h15-sat,noexp \
     --out "$OUTDIR"
 elif [ "$PART" = 4 ]; then
   PROBE=/tmp/softbench-gluon-probe-bf16
