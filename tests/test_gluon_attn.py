@@ -121,11 +121,9 @@ def test_both_kernels_implement_the_same_variants():
 def test_every_label_reaches_the_backend_whole(label):
     """What --triton-config parses a label into is what each worker process builds its backend from: every field
     of either configuration must be taken (the -g1 label's `consumers` once was not) and give the label back."""
-    from softbench.commands.options import triton_config_option
+    from softbench.commands.options import parse_triton_config
 
-    parse = triton_config_option()(lambda **kw: None).__click_params__[0].callback
-    options = parse(None, None, label)
-    backend = TritonBackend(**options, device="cpu")
+    backend = TritonBackend(**parse_triton_config(label), device="cpu")
     dtype = torch.float8_e4m3fn if "-vk" in label else torch.bfloat16
     assert resolve_config(dtype, 128, backend.overrides).label() == label
 

@@ -39,26 +39,32 @@ def check_triton_config(triton_config: dict, backend: str) -> None:
         raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
 
 
+def parse_triton_config(label: str) -> dict:
+    """A configuration label (m128n64w8s4-vk-tma-r128 for the Triton kernel, gluon-n128s2-c240l24-hg8 for the Gluon
+    one) as TritonBackend's options: every field of that kernel's configuration and the kernel's name. Raises
+    UsageError for a label neither kernel reads, ImportError without triton."""
+    from dataclasses import asdict
+
+    if label.strip().startswith("gluon"):
+        from softbench.kernels.gluon_attn import GluonConfig
+
+        return {"kernel": "gluon", **asdict(GluonConfig.from_label(label))}
+    from softbench.kernels.triton_attn import KernelConfig
+
+    return {"kernel": "triton", **asdict(KernelConfig.from_label(label))}
+
+
 def triton_config_option():
     """--triton-config LABEL: run softbench's Triton backend with a named kernel configuration instead of the
-    default's (labels as sessions record them: m128n64w8s4-vk-tma-r128 for the Triton kernel, gluon-n128s2-c240l24-hg8
-    for the Gluon one). Parsed into TritonBackend's overrides, the kernel named in them."""
+    default's (labels as sessions record them). Parsed by parse_triton_config into TritonBackend's overrides."""
 
     def parse(ctx, param, value):
         if value is None:
             return {}
-        from dataclasses import asdict
-
         from softbench.errors import UsageError
 
         try:
-            if value.strip().startswith("gluon"):
-                from softbench.kernels.gluon_attn import GluonConfig
-
-                return {"kernel": "gluon", **asdict(GluonConfig.from_label(value))}
-            from softbench.kernels.triton_attn import KernelConfig
-
-            return {"kernel": "triton", **asdict(KernelConfig.from_label(value))}
+            return parse_triton_config(value)
         except ImportError as e:
             raise click.BadParameter(f"needs the triton package ({e})") from None
         except UsageError as e:
