@@ -128,6 +128,21 @@ def test_every_label_reaches_the_backend_whole(label):
     assert resolve_config(dtype, 128, backend.overrides).label() == label
 
 
+def test_backend_options_are_the_configurations_fields():
+    """TritonBackend takes exactly the fields of the two configurations (listed in triton_backend so that it need not
+    import triton to check them): a field added to a configuration must be added there, and anything else is
+    refused as an option the backend lacks."""
+    from dataclasses import fields
+
+    from softbench.kernels.backends import make_backend
+    from softbench.kernels.triton_backend import CONFIG_FIELDS, GLUON_FIELDS
+
+    assert CONFIG_FIELDS == tuple(f.name for f in fields(KernelConfig))
+    assert GLUON_FIELDS == tuple(f.name for f in fields(ga.GluonConfig))
+    with pytest.raises(UnsupportedError, match=r"does not take options .*'warps'"):
+        make_backend("triton", warps=8, device="cpu")
+
+
 def test_inputs_are_checked_before_any_launch():
     q = torch.zeros(1, 64, 4, 96, dtype=torch.bfloat16)
     with pytest.raises(UnsupportedError, match="head dims"):

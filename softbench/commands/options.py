@@ -72,5 +72,5 @@ def triton_config_option():
 
     return click.option("--triton-config", "triton_config", default=None, callback=parse, metavar="LABEL",
                         help="triton only: the kernel configuration by label (e.g. m128n64w8s4-vk-tma-r128, "
-                             "gluon-n128s2-c240l24-hg8) [default: gluon at BF16/FP16 on sm_90, else the Triton "
-                             "kernel's table for the dtype and head dim]")
+                             "gluon-n128s2-c240l24-hg8) [default: the Gluon kernel's configuration for the dtype "
+                             "on sm_90, else the Triton kernel's table for the dtype and head dim]")

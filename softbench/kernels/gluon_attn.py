@@ -102,7 +102,6 @@ class GluonConfig:
                    consumers=1 if m.group(7) else 2)
 
 
-GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers")
 DEFAULT = GluonConfig()
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions

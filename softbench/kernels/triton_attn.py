@@ -425,9 +425,8 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
     if not EVEN_N:
         full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
     if WEIGHT == "h15-proved":  # one forward: the key-norm prologue, then this kernel
-        # The proof: |s_ij| <= |q_i| |k_j|, and the running maximum m >= s_ij qk_scale for every tile seen, so
-        # t = 2 (s qk_scale - m + MAX_OFFSET) >= -4 qk_scale |q_i| max_j |k_j| + 2 MAX_OFFSET on every unmasked
-        # tile. A program whose rows all satisfy it runs its unmasked tiles without the clamp; the others send
+        # The bound is _clamp_free's, from the program's largest query norm and the head's largest key norm.
+        # A program whose rows all satisfy it runs its unmasked tiles without the clamp; the others send
         # every tile through the masked loop below, which keeps it (with nothing to mask there, the same
         # values). Not a branch around the clamp inside the loop: ptxas if-converts that into predicated
         # instructions, which still take their issue slots; not a second copy of the loop: Triton gives each copy

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 from softbench.errors import MeasurementError, UnsupportedError, UsageError
 from softbench.kernels.capability import detect_device, triton_unsupported_reason
 from softbench.kernels.inputs import Inputs
 from softbench.shapes import Shape
 
+# the fields of each kernel's configuration (triton_attn.KernelConfig, gluon_attn.GluonConfig), which TritonBackend
+# takes as options; written out here so that the backend checks its options without importing triton
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
                  "max_registers", "rotate", "head_group")
+GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers")
 KERNELS = ("triton", "gluon")
 
 
@@ -64,16 +68,14 @@ def resolve_config(torch_dtype, head_dim: int, overrides: dict):
     if kernel not in KERNELS:
         raise UsageError(f"unknown Triton-backend kernel {kernel!r}; choose {' or '.join(KERNELS)}")
     if kernel == "gluon":
-        from softbench.kernels.gluon_attn import GLUON_FIELDS, GluonConfig, default_config as gluon_default
+        from softbench.kernels.gluon_attn import default_config as gluon_default
 
-        base = gluon_default(torch_dtype)
-        given = {f: overrides[f] for f in GLUON_FIELDS if overrides.get(f) is not None}
-        return GluonConfig(**{**{f: getattr(base, f) for f in GLUON_FIELDS}, **given})
-    from softbench.kernels.triton_attn import KernelConfig, default_config
+        base, fields = gluon_default(torch_dtype), GLUON_FIELDS
+    else:
+        from softbench.kernels.triton_attn import default_config
 
-    base = default_config(torch_dtype, head_dim)
-    given = {f: overrides[f] for f in CONFIG_FIELDS if overrides.get(f) is not None}
-    return KernelConfig(**{**{f: getattr(base, f) for f in CONFIG_FIELDS}, **given})
+        base, fields = default_config(torch_dtype, head_dim), CONFIG_FIELDS
+    return replace(base, **{f: overrides[f] for f in fields if overrides.get(f) is not None})
 
 
 def kernel_of(config) -> str:
@@ -85,20 +87,14 @@ def kernel_of(config) -> str:
 class TritonBackend:
     name = "triton"
 
-    def __init__(self, block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
-                 num_stages: int | None = None, v_kmajor: bool | None = None, tma: bool | None = None,
-                 warp_specialize: bool | None = None, max_registers: int | None = None, rotate: bool | None = None,
-                 head_group: int | None = None, kernel: str | None = None, stages: int | None = None,
-                 consumer_registers: int | None = None, loader_registers: int | None = None,
-                 pingpong: bool | None = None, consumers: int | None = None, fallback: bool = True,
-                 device: str | None = None):
+    def __init__(self, kernel: str | None = None, fallback: bool = True, device: str | None = None, **config):
+        """config: fields of either kernel's configuration (CONFIG_FIELDS, GLUON_FIELDS), None keeping the
+        default's; any other name is a TypeError, which make_backend reports as an option the backend lacks."""
+        unknown = sorted(set(config) - set(CONFIG_FIELDS) - set(GLUON_FIELDS))
+        if unknown:
+            raise TypeError(f"TritonBackend takes no configuration fields {unknown}")
         self.device = detect_device(prefer_cuda=device != "cpu")
-        given = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages,
-                     v_kmajor=v_kmajor, tma=tma, warp_specialize=warp_specialize, max_registers=max_registers,
-                     rotate=rotate, head_group=head_group, kernel=kernel, stages=stages,
-                     consumer_registers=consumer_registers, loader_registers=loader_registers, pingpong=pingpong,
-                     consumers=consumers)
-        self.overrides = {k: v for k, v in given.items() if v is not None}
+        self.overrides = {k: v for k, v in {**config, "kernel": kernel}.items() if v is not None}
         self.fallback = fallback
         self.variant: str | None = None
         self.last_info: dict | None = None
