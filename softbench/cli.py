@@ -1,5 +1,5 @@
-"""The softbench command line: a thin click group. Each command lives in softbench/commands/<name>.py and is
-imported only when used, so `softbench --help` stays fast and nothing touches the GPU at import time.
+"""The softbench command line: a thin click group. Each command lives in its own package
+(softbench/<command>/command.py) and is imported only when used, so `softbench --help` stays fast and nothing touches the GPU at import time.
 Errors become exit codes here, in one place."""
 
 from __future__ import annotations
@@ -10,21 +10,23 @@ import sys
 import click
 
 from softbench import __version__
-from softbench.errors import SoftbenchError
+from softbench.core.errors import SoftbenchError
 
-# command name -> module under softbench.commands defining `command` (a click.Command)
+# command name -> module defining `command` (a click.Command); each command lives in its own package
 COMMANDS = {
-    "latency": "latency",
-    "env": "env",
+    "latency": "softbench.latency.command",
+    "sweep": "softbench.sweep.command",
+    "energy": "softbench.energy.command",
+    "trace": "softbench.trace.command",
+    "audit": "softbench.audit.command",
+    "gates": "softbench.gates.command",
+    "fidelity": "softbench.fidelity.command",
+    "seal": "softbench.predictions.seal_command",
+    "verify": "softbench.predictions.verify_command",
+    "evaluate": "softbench.predictions.evaluate_command",
+    "report": "softbench.report.command",
+    "env": "softbench.env.command",
 }
-# commands being built in parallel register here: name -> module under softbench.commands
-COMMANDS.update({
-    "audit": "audit",
-    "gates": "gates",
-    "seal": "seal", "verify": "verify", "evaluate": "evaluate", "report": "report",
-    "energy": "energy", "trace": "trace", "sweep": "sweep",
-    "fidelity": "fidelity",
-})
 
 
 class LazyGroup(click.Group):
@@ -35,7 +37,7 @@ class LazyGroup(click.Group):
         mod = COMMANDS.get(name)
         if mod is None:
             return None
-        return importlib.import_module(f"softbench.commands.{mod}").command
+        return importlib.import_module(mod).command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

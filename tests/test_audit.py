@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from softbench.commands.audit import audit_markdown, audit_tables
-from softbench.errors import MeasurementError
-from softbench.evaluate import resolve
-from softbench.measure import ncu, sass
-from softbench.measure.audit import AuditOptions, driver_env, run_audit
-from softbench.session import read_jsonl
-from softbench.shapes import Shape
+from softbench.audit.command import audit_markdown, audit_tables
+from softbench.core.errors import MeasurementError
+from softbench.predictions.evaluate import resolve
+from softbench.audit import ncu, sass
+from softbench.audit.engine import AuditOptions, driver_env, run_audit
+from softbench.core.session import read_jsonl
+from softbench.core.shapes import Shape
 
 DATA = Path(__file__).parent / "data" / "audit"
 KERNEL_RX = "FlashAttentionForwardSm"
@@ -271,7 +271,7 @@ def test_engine_keeps_going_when_a_variant_fails(tmp_path, fake_tools, monkeypat
 
 
 def test_large_sass_is_gzipped(tmp_path, fake_tools, monkeypatch):
-    import softbench.measure.audit as audit
+    import softbench.audit.engine as audit
 
     monkeypatch.setattr(audit, "SASS_GZIP_ABOVE_BYTES", 100)
     (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), use_ncu=False))
@@ -286,10 +286,10 @@ def test_driver_env_keeps_other_keep_tokens(tmp_path):
 
 
 def test_real_driver_on_the_cpu_simulation(tmp_path, fake_tools):
-    """The real driver (softbench.measure.audit_driver) runs the sim backend; it has no cubin to audit, and the
+    """The real driver (softbench.audit.driver) runs the sim backend; it has no cubin to audit, and the
     session says so while keeping the run."""
     opts = _opts(tmp_path, fake_tools, backend="sim", variants=("A0",), use_ncu=False,
-                 driver_module="softbench.measure.audit_driver",
+                 driver_module="softbench.audit.driver",
                  shapes=(Shape(seq=128, heads=1, head_dim=64),), warmup=1, calls=1)
     (s,) = run_audit(opts)
     (rec,) = read_jsonl(s.path / "variants.jsonl")
@@ -298,7 +298,7 @@ def test_real_driver_on_the_cpu_simulation(tmp_path, fake_tools):
 
 
 def test_options_are_validated():
-    from softbench.errors import UsageError
+    from softbench.core.errors import UsageError
 
     with pytest.raises(UsageError, match="named twice"):
         AuditOptions(shapes=(Shape(),), variants=("A0", "A0"))
@@ -314,7 +314,7 @@ def test_cli_refuses_clearly_without_a_gpu(cli):
 
 
 def test_tool_runner_reports_timeouts_and_missing_tools(tmp_path):
-    from softbench.measure.audit import _run
+    from softbench.audit.engine import _run
 
     code, text = _run([sys.executable, "-c", "import time; time.sleep(30)"], None, 1)
     assert code == -1 and "timed out after 1 s" in text

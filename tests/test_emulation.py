@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from conftest import fa4_installed
-from softbench.errors import PatchError, UsageError
+from softbench.core.errors import PatchError, UsageError
 from softbench.kernels.patch import apply_edits
-from softbench.measure import emulation as emu
-from softbench.measure.emulation import EmulationSetting, load_sweep, parse_variant
+from softbench.sweep import emulation as emu
+from softbench.sweep.emulation import EmulationSetting, load_sweep, parse_variant
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER_FILE = ROOT / "protocols" / "emulation-sweep-paper.yaml"
+PAPER_FILE = ROOT / "softbench" / "protocols" / "emulation-sweep-paper.yaml"
 # Table B5d's beta column, in the table's order
 PAPER_BETA_PCT = (0.0, 12.5, 25.0, 37.5, 50.0, 50.0, 75.0, 75.0)
 
@@ -123,7 +123,7 @@ def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
 
 
 def test_a_worker_registers_an_emulation_variant_before_loading():
-    from softbench.measure.client import WorkerProcess
+    from softbench.runtime.client import WorkerProcess
 
     w = WorkerProcess("emu", "fa4", "emu-f8-s0", {})
     try:

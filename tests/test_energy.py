@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from softbench.errors import MeasurementError, UnsupportedError, UsageError
-from softbench.measure import energy_summary as es
-from softbench.nvml import GpuReading, PowerSampler
+from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.energy import summary as es
+from softbench.core.nvml import GpuReading, PowerSampler
 
 
 def _stream(points):
@@ -167,8 +167,8 @@ def test_sampler_misuse_and_a_failing_source():
 
 # --- refusals -------------------------------------------------------------------------------------------------
 def test_no_nvml_is_a_clear_error(monkeypatch):
-    import softbench.nvml as nv
-    from softbench.measure.energy import open_power_source
+    import softbench.core.nvml as nv
+    from softbench.energy.engine import open_power_source
 
     def no_nvml():
         raise UnsupportedError("NVML is not available: the nvidia-ml-py package is not installed")
@@ -180,7 +180,7 @@ def test_no_nvml_is_a_clear_error(monkeypatch):
 
 
 def test_energy_command_without_nvml_refuses_with_exit_code_3(monkeypatch, capsys):
-    import softbench.nvml as nv
+    import softbench.core.nvml as nv
     from softbench.cli import main
 
     def no_nvml():
@@ -209,7 +209,7 @@ class FakePower:
 
 def test_energy_command_refuses_a_cpu_backend_even_with_nvml(monkeypatch, capsys):
     import softbench.kernels.capability as cap
-    import softbench.measure.energy as en
+    import softbench.energy.engine as en
     from softbench.cli import main
 
     monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
@@ -220,7 +220,7 @@ def test_energy_command_refuses_a_cpu_backend_even_with_nvml(monkeypatch, capsys
 
 def test_default_dtype_follows_the_gpu():
     from softbench.kernels.capability import Device
-    from softbench.measure.energy import default_dtype
+    from softbench.energy.engine import default_dtype
 
     assert default_dtype("fa4", Device("cuda", "B200", 100))[0] == "fp8"
     dt, note = default_dtype("fa4", Device("cuda", "H200", 90))
@@ -229,8 +229,8 @@ def test_default_dtype_follows_the_gpu():
 
 
 def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
-    from softbench.measure.energy import EnergyOptions
-    from softbench.shapes import Shape
+    from softbench.energy.engine import EnergyOptions
+    from softbench.core.shapes import Shape
 
     with pytest.raises(UsageError, match="leaves nothing"):
         EnergyOptions(shape=Shape(), seconds=1.0, interval_s=0.1, pre_s=2.0, post_s=1.0, trim_start=20, trim_end=20)
@@ -240,9 +240,9 @@ def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
 
 # --- the engine end to end on the CPU ---------------------------------------------------------------------------
 def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
-    from softbench.measure.energy import EnergyOptions, run_energy
-    from softbench.session import read_jsonl
-    from softbench.shapes import Shape
+    from softbench.energy.engine import EnergyOptions, run_energy
+    from softbench.core.session import read_jsonl
+    from softbench.core.shapes import Shape
 
     opts = EnergyOptions(shape=Shape(seq=64, heads=2), order=("A0", "A1", "A1", "A0"), backend="sim", seconds=0.3,
                          interval_s=0.02, pre_s=0.1, post_s=0.05, idle_s=0.06, trim_start=5, trim_end=2, warmup=1,
@@ -277,8 +277,8 @@ def _capture_energy_options(monkeypatch, args, arch=100):
     from click.testing import CliRunner
 
     import softbench.kernels.capability as cap
-    import softbench.measure.energy as en
-    from softbench.commands import energy
+    import softbench.energy.engine as en
+    from softbench.energy import command as energy
 
     seen = {}
 
@@ -296,7 +296,7 @@ def _capture_energy_options(monkeypatch, args, arch=100):
 def test_protocol_file_sets_options_and_the_command_line_wins(monkeypatch, tmp_path):
     from pathlib import Path
 
-    paper = Path(__file__).resolve().parents[1] / "protocols" / "energy.yaml"
+    paper = Path(__file__).resolve().parents[1] / "softbench" / "protocols" / "energy.yaml"
     opts, _ = _capture_energy_options(monkeypatch, ["--protocol", str(paper), "--seconds", "20", "--trim-end", "3"])
     assert opts.seconds == 20.0 and opts.trim_end == 3  # given on the command line
     assert (opts.trim_start, opts.interval_s, opts.pre_s, opts.post_s, opts.warmup, opts.chunk) == (20, 0.1, 2.0, 1.0, 30, 50)
@@ -317,9 +317,9 @@ def test_fp8_on_sm90_is_refused_before_measuring(monkeypatch):
 
 
 def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measured(tmp_path):
-    from softbench.measure.energy import EnergyOptions, run_energy
-    from softbench.session import read_jsonl
-    from softbench.shapes import Shape
+    from softbench.energy.engine import EnergyOptions, run_energy
+    from softbench.core.session import read_jsonl
+    from softbench.core.shapes import Shape
 
     class DiesInTheSecondLoop(FakePower):
         def __init__(self):

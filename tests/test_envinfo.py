@@ -2,14 +2,14 @@
 
 import shutil
 
-from softbench import envinfo
+from softbench.core import envinfo
 
 
 def test_source_hash_follows_every_source_byte_and_name(tmp_path):
     src = tmp_path / "pkg"
-    shutil.copytree(envinfo.Path(envinfo.__file__).parent, src, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(envinfo.Path(envinfo.__file__).parents[1], src, ignore=shutil.ignore_patterns("__pycache__"))
     first = envinfo.source_sha256(src)
-    assert first == envinfo.source_sha256(envinfo.Path(envinfo.__file__).parent)  # a copy hashes the same
+    assert first == envinfo.source_sha256(envinfo.Path(envinfo.__file__).parents[1])  # a copy hashes the same
     victim = src / "kernels" / "triton_attn.py"
     victim.write_text(victim.read_text() + "\n")
     edited = envinfo.source_sha256(src)

@@ -10,13 +10,13 @@ import pytest
 import yaml
 
 from softbench.cli import main
-from softbench.errors import SealError
-from softbench.evaluate import evaluate, holds, load_sessions
-from softbench.seal import normalize, seal_file
+from softbench.core.errors import SealError
+from softbench.predictions.evaluate import evaluate, holds, load_sessions
+from softbench.predictions.seal import normalize, seal_file
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_SESSIONS = ROOT / "sessions"
-PAPER = ROOT / "protocols" / "predictions-paper.yaml"
+PAPER = ROOT / "softbench" / "protocols" / "predictions-paper.yaml"
 
 PREDICTIONS = {
     "predictions": [

@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 from softbench.fidelity import attention
 from softbench.fidelity.conditions import build_conditions
-from softbench.fidelity.operators_zoo import parse_operator
+from softbench.fidelity.operator_zoo import parse_operator
 
 
 def _qkv(seq=300, h=6, hk=2, d=16, seed=0, dtype=torch.float32, spread=3.0):

@@ -11,7 +11,7 @@ import zlib
 import numpy as np
 import pytest
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 from softbench.fidelity import corpus
 from softbench.fidelity.rlazyload import decode_entry, read_lazyload
 

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from softbench.cli import main
-from softbench.errors import UnsupportedError
+from softbench.core.errors import UnsupportedError
 from softbench.fidelity.engine import FidelityOptions, Progress, run_fidelity
-from softbench.session import Session
+from softbench.core.session import Session
 
 from tiny_llama import build_tiny_llama
 

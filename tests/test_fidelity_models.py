@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 from softbench.fidelity import models
 from softbench.kernels.capability import Device
 

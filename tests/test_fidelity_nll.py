@@ -9,7 +9,7 @@ import torch
 
 from softbench.fidelity.nll import BlockScore, FP32Head, score_block
 from softbench.fidelity.summary import blocks_csv, summarize
-from softbench.stats import bootstrap_indices
+from softbench.core.stats import bootstrap_indices
 
 
 class _Head(FP32Head):

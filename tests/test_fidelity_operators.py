@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from softbench.errors import UsageError
-from softbench.fidelity.operators_zoo import grid_boundaries, list_operators, parse_operator
+from softbench.core.errors import UsageError
+from softbench.fidelity.operator_zoo import grid_boundaries, list_operators, parse_operator
 from softbench.operators import rowmax_h15
 
 LN2 = math.log(2.0)

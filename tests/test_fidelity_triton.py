@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from softbench.cli import main
-from softbench.errors import UnsupportedError
+from softbench.core.errors import UnsupportedError
 from softbench.fidelity.engine import FidelityOptions, run_fidelity
 
 from tiny_llama import build_tiny_llama

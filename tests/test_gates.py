@@ -9,10 +9,10 @@ import yaml
 import torch
 
 from softbench import operators
-from softbench.errors import MeasurementError
-from softbench.kernels.operators_for_sim import SIM_OPERATORS
-from softbench.measure import gates as G
-from softbench.measure.gates import GatesOptions, Readback, Storage, run_gates
+from softbench.core.errors import MeasurementError
+from softbench.kernels.sim_weights import SIM_OPERATORS
+from softbench.gates import engine as G
+from softbench.gates.engine import GatesOptions, Readback, Storage, run_gates
 
 from conftest import run_cli
 
@@ -31,11 +31,11 @@ SHIFTED = _register("test-shifted-h15", lambda x: operators.rowmax_h15(x.float()
 
 
 class InProcessRunner:
-    """A worker that runs in this process (softbench.measure.worker.WorkerState without the pipe), so that
+    """A worker that runs in this process (softbench.runtime.worker.WorkerState without the pipe), so that
     operators registered by the test are visible to it."""
 
     def __init__(self, label, backend, variant, options=None):
-        from softbench.measure.worker import WorkerState
+        from softbench.runtime.worker import WorkerState
 
         self.label, self.backend, self.variant, self.options = label, backend, variant, options or {}
         self.state = WorkerState()
@@ -249,7 +249,7 @@ def test_worker_failure_leaves_a_partial_session(tmp_path):
 
 
 def test_single_tile_length_must_fit_one_tile(tmp_path):
-    from softbench.errors import UsageError
+    from softbench.core.errors import UsageError
 
     with pytest.raises(UsageError, match="at most 128 keys"):
         run_gates(GatesOptions(out_dir=tmp_path, single_seq=256, **SMALL), runner=InProcessRunner)
@@ -371,7 +371,7 @@ def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
 # --- re-evaluation from kept readbacks -----------------------------------------------------------------------
 
 def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path):
-    from softbench.measure.gates_reevaluate import reevaluate_gates
+    from softbench.gates.reevaluate import reevaluate_gates
 
     source, first = run_gates(GatesOptions(out_dir=tmp_path / "gpu", variant=SHIFTED, **SMALL), runner=InProcessRunner)
     again, summary = reevaluate_gates(source.path, tmp_path / "cpu", "softbench gates --reevaluate x")
@@ -384,8 +384,8 @@ def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path):
 
 
 def test_reevaluation_refuses_what_it_cannot_read(tmp_path):
-    from softbench.errors import UsageError
-    from softbench.measure.gates_reevaluate import reevaluate_gates
+    from softbench.core.errors import UsageError
+    from softbench.gates.reevaluate import reevaluate_gates
 
     source, _ = run_gates(GatesOptions(out_dir=tmp_path / "gpu", **SMALL), runner=InProcessRunner)
     next(source.path.glob("readback-A1-*.pt")).unlink()

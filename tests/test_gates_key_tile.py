@@ -15,12 +15,12 @@ import torch
 
 pytest.importorskip("triton")
 
-from softbench.errors import UsageError  # noqa: E402
+from softbench.core.errors import UsageError  # noqa: E402
 from softbench.kernels.triton_attn import KernelConfig  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend, resolve_config  # noqa: E402
-from softbench.measure import gates as G  # noqa: E402
-from softbench.measure.gates import GatesOptions, key_tile, resolve_options  # noqa: E402
-from softbench.shapes import Shape  # noqa: E402
+from softbench.gates import engine as G  # noqa: E402
+from softbench.gates.engine import GatesOptions, key_tile, resolve_options  # noqa: E402
+from softbench.core.shapes import Shape  # noqa: E402
 
 OVERRIDE = asdict(KernelConfig.from_label("m64n32w4s2"))  # what --triton-config m64n32w4s2 passes on
 

@@ -17,14 +17,14 @@ import torch
 pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
 
-from softbench.errors import UnsupportedError, UsageError  # noqa: E402
+from softbench.core.errors import UnsupportedError, UsageError  # noqa: E402
 from softbench.kernels import gluon_attn as ga  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 from softbench.kernels.triton_attn import KernelConfig  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend, default_kernel, kernel_of, resolve_config  # noqa: E402
-from softbench.measure.gates import key_tile  # noqa: E402
-from softbench.shapes import Shape  # noqa: E402
+from softbench.gates.engine import key_tile  # noqa: E402
+from softbench.core.shapes import Shape  # noqa: E402
 
 
 def test_labels_round_trip_and_bad_ones_are_refused():
@@ -121,7 +121,7 @@ def test_both_kernels_implement_the_same_variants():
 def test_every_label_reaches_the_backend_whole(label):
     """What --triton-config parses a label into is what each worker process builds its backend from: every field
     of either configuration must be taken (the -g1 label's `consumers` once was not) and give the label back."""
-    from softbench.commands.options import parse_triton_config
+    from softbench.core.options import parse_triton_config
 
     backend = TritonBackend(**parse_triton_config(label), device="cpu")
     dtype = torch.float8_e4m3fn if "-vk" in label else torch.bfloat16

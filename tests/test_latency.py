@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from softbench.errors import UsageError
-from softbench.measure.latency_summary import summarize_latency
-from softbench.protocol import LatencyProtocol, latency_protocol_from_mapping
-from softbench.shapes import Shape, parse_seq
+from softbench.core.errors import UsageError
+from softbench.latency.summary import summarize_latency
+from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping
+from softbench.core.shapes import Shape, parse_seq
 
 from conftest import ROOT
 
@@ -164,20 +164,20 @@ def test_triton_without_gpu_is_refused_before_any_session(tmp_path, cli):
 
 
 def test_shipped_protocol_files_are_valid():
-    from softbench.protocol import latency_plan_from_mapping, load_yaml_mapping
+    from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
 
     for name, n_cells in (("hopper-bf16-matrix", 6), ("paper-main-matrix", 8), ("sequence-sweep-fp8", 6),
                           ("shape-robustness", 8)):
-        path = ROOT / "protocols" / f"{name}.yaml"
+        path = ROOT / "softbench" / "protocols" / f"{name}.yaml"
         plan = latency_plan_from_mapping(load_yaml_mapping(path), str(path))
         shapes = plan.shapes()
         assert len(shapes) == n_cells and plan.protocol.rounds == 3
-    gqa = latency_plan_from_mapping(load_yaml_mapping(ROOT / "protocols" / "shape-robustness.yaml")).shapes()[4]
+    gqa = latency_plan_from_mapping(load_yaml_mapping(ROOT / "softbench" / "protocols" / "shape-robustness.yaml")).shapes()[4]
     assert (gqa.heads, gqa.n_kv_heads, gqa.seq, gqa.dtype) == (32, 8, 8192, "fp8")
 
 
 def test_protocol_cell_errors_name_the_cell():
-    from softbench.protocol import latency_plan_from_mapping
+    from softbench.core.protocol import latency_plan_from_mapping
 
     with pytest.raises(UsageError, match="cell 2 has unknown keys"):
         latency_plan_from_mapping({"protocol": {}, "cells": [{"seq": 128}, {"sequence": 128}]})

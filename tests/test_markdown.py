@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from softbench.commands.audit import audit_markdown
+from softbench.audit.command import audit_markdown
 from softbench.fidelity.report import fidelity_markdown
-from softbench.measure.gates import gates_markdown
-from softbench.render import latency_markdown
-from softbench.render_energy import energy_markdown
-from softbench.render_sweep import sweep_markdown
-from softbench.render_trace import trace_markdown
-from softbench.report import Report, TableData, _markdown, build_report
+from softbench.gates.engine import gates_markdown
+from softbench.latency.render import latency_markdown
+from softbench.energy.render import energy_markdown
+from softbench.sweep.render import sweep_markdown
+from softbench.trace.render import trace_markdown
+from softbench.report.build import Report, TableData, _markdown, build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = ROOT / "sessions"
@@ -86,7 +86,7 @@ def test_report_markdown_of_recorded_sessions(tmp_path):
 
 
 def test_md_table():
-    from softbench.render import md_table
+    from softbench.latency.render import md_table
 
     assert md_table(["a", "b"], [["1", "2"], ["3", "4"]]) == ["| a | b |", "| --- | --- |", "| 1 | 2 |", "| 3 | 4 |"]
     assert md_table(["a"], []) == ["| a |", "| --- |"]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from softbench import operators
-from softbench.errors import PatchError
+from softbench.core.errors import PatchError
 from softbench.kernels import fa4_patches as P
 from softbench.kernels.patch import Edit, NewFile, Patch, apply_edits, build_patched_tree, installed_fa4
 

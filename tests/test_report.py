@@ -13,7 +13,7 @@ import yaml
 from PIL import Image
 
 from softbench.cli import main
-from softbench.report import build_report
+from softbench.report.build import build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_SESSIONS = ROOT / "sessions"

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from softbench.cli import main
-from softbench.errors import SealError, UsageError
-from softbench.seal import SealRecord, canonical_bytes, normalize, seal_file, verify
+from softbench.core.errors import SealError, UsageError
+from softbench.predictions.seal import SealRecord, canonical_bytes, normalize, seal_file, verify
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER = ROOT / "protocols" / "predictions-paper.yaml"
+PAPER = ROOT / "softbench" / "protocols" / "predictions-paper.yaml"
 
 # One predictions file written two ways: the second reorders keys and predictions, adds comments, folds the
 # statement over lines, uses flow style, an alias (`thresholds`, `ge`), 8K for 8192 and ints for floats.

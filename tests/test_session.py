@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from softbench.errors import UsageError
-from softbench.session import Session, atomic_write_json, find_sessions, read_jsonl
+from softbench.core.errors import UsageError
+from softbench.core.session import Session, atomic_write_json, find_sessions, read_jsonl
 
 
 def test_session_folders_are_never_reused(tmp_path):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from softbench import stats
+from softbench.core import stats
 
 
 def test_speedup_definition():

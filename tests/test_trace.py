@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from softbench.errors import UsageError
-from softbench.measure import trace_ingest as ti
-from softbench.measure.trace_summary import b4_rows, non_kernel_pct
+from softbench.core.errors import UsageError
+from softbench.trace import ingest as ti
+from softbench.trace.summary import b4_rows, non_kernel_pct
 
 DATA = Path(__file__).resolve().parent / "data"
 ATTN = "void flash_fwd<128, (bool)1>(Params, int, float)"  # a name with commas, quoted in CSV
@@ -163,7 +163,7 @@ def test_b4_rows_by_hand():
 
 # --- finding nsys -----------------------------------------------------------------------------------------------
 def test_find_nsys_prefers_path_then_the_newest_install(tmp_path):
-    from softbench.measure.trace import find_nsys
+    from softbench.trace.engine import find_nsys
 
     assert find_nsys(which=lambda n: "/usr/bin/nsys", globber=lambda p: []) == "/usr/bin/nsys"
     bins = []
@@ -233,8 +233,8 @@ sys.exit(9)
 
 
 def test_trace_engine_end_to_end_with_a_stand_in_nsys(tmp_path):
-    from softbench.measure.trace import TraceOptions, run_trace
-    from softbench.shapes import Shape
+    from softbench.trace.engine import TraceOptions, run_trace
+    from softbench.core.shapes import Shape
 
     nsys = tmp_path / "nsys"
     nsys.write_text(FAKE_NSYS.format(python=sys.executable))
@@ -266,7 +266,7 @@ def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
     import subprocess
 
     shape = {"dtype": "bf16", "seq": 64, "causal": True, "batch": 1, "heads": 2, "kv_heads": 2, "head_dim": 128}
-    r = subprocess.run([sys.executable, "-m", "softbench.measure.trace_driver", "--backend", "sim", "--variant", "A1",
+    r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A1",
                         "--shape", json.dumps(shape), "--warmup", "2", "--calls", "3", "--out", str(tmp_path),
                         "--torch-profiler"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -281,6 +281,6 @@ def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
 def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):
     import subprocess
 
-    r = subprocess.run([sys.executable, "-m", "softbench.measure.trace_driver", "--backend", "sim", "--variant", "A9",
+    r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A9",
                         "--shape", "{}", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "unknown simulation operator 'A9'" in r.stderr

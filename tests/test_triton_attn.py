@@ -19,7 +19,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from softbench.errors import MeasurementError, UnsupportedError, UsageError  # noqa: E402
+from softbench.core.errors import MeasurementError, UnsupportedError, UsageError  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.capability import Device, triton_unsupported_reason  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
@@ -27,7 +27,7 @@ from softbench.kernels.refs import reference_rows, relative_error  # noqa: E402
 from softbench.kernels.sim import probabilities_via_one_hot, sim_attention  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend  # noqa: E402
 from softbench.operators import exact_exp2, half_octave_error_bounds, no_exp, rowmax_h15, rowmax_h15_sat  # noqa: E402
-from softbench.shapes import Shape  # noqa: E402
+from softbench.core.shapes import Shape  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 C = ta.KernelConfig

@@ -35,8 +35,8 @@ def test_triton_refusals_are_specific(tmp_path, cli):
 
 
 def test_gates_take_the_triton_variants_and_refuse_the_others():
-    from softbench.commands.gates import _check_variant
-    from softbench.errors import SoftbenchError, UsageError
+    from softbench.gates.command import _check_variant
+    from softbench.core.errors import SoftbenchError, UsageError
 
     _check_variant("triton", "h15-proved")  # a Triton-only variant, not an FA4 patch
     with pytest.raises(UsageError, match="Triton forward implements"):

@@ -24,8 +24,8 @@ from typing import Callable, Protocol
 
 import torch
 
-from softbench.errors import UnsupportedError
-from softbench.fidelity.operators_zoo import LOG2_E, Operator
+from softbench.core.errors import UnsupportedError
+from softbench.fidelity.operator_zoo import LOG2_E, Operator
 
 IMPL_NAME = "softbench"
 Q_CHUNK = 512

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from softbench.errors import UsageError
-from softbench.fidelity.operators_zoo import Operator, parse_operator
+from softbench.core.errors import UsageError
+from softbench.fidelity.operator_zoo import Operator, parse_operator
 
 PATHS = ("kernel", "sim", "row")
 # the operators each backend's kernel implements, by the variant that runs them (A0: the baseline)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 
 AUSTEN_DIRS = ("/usr/lib/R/site-library/janeaustenr", "/usr/local/lib/R/site-library/janeaustenr",
                "/usr/lib/R/library/janeaustenr")

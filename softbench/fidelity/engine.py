@@ -17,9 +17,9 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from softbench.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
 from softbench.fidelity.conditions import Condition, build_conditions
-from softbench.session import Session, utc_iso
+from softbench.core.session import Session, utc_iso
 
 COMMAND = "fidelity"
 ROWS_FILE = "blocks.jsonl"
@@ -235,7 +235,7 @@ def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None 
     device = _run_device(opts)
     prep = prepare(opts, conditions, progress, device)
     if session is None:
-        from softbench.envinfo import collect_env
+        from softbench.core.envinfo import collect_env
 
         kernel = f"-{opts.backend}" if opts.path == "kernel" else ""
         session = Session.create(opts.out_dir, COMMAND, tag=f"{prep.run['model']['label']}-{opts.path}{kernel}")

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 import softbench
-from softbench import errors
-from softbench.errors import MeasurementError
+from softbench.core import errors
+from softbench.core.errors import MeasurementError
 from softbench.fidelity.conditions import KERNEL_LABELS, Condition
 
 _ERROR_TYPES = {name: getattr(errors, name) for name in

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 
 STAND_IN_ENV = "SOFTBENCH_FIDELITY_FA4_STAND_IN"
 
@@ -65,7 +65,7 @@ class KernelWorker:
         """Tests only (SOFTBENCH_FIDELITY_FA4_STAND_IN=sim): the CPU simulation of each variant's semantics
         (A0 exact exp2, A1 Rowmax-H15) in place of FA4, so the two-process protocol runs without a GPU."""
         from softbench.fidelity import attention
-        from softbench.fidelity.operators_zoo import parse_operator
+        from softbench.fidelity.operator_zoo import parse_operator
 
         op = {"A0": "exp2", "A1": "rowmax-h15"}[self.variant]
         return attention.SimAttention(parse_operator(op)), {"backend": "sim stand-in for FA4", "variant": self.variant}
@@ -151,7 +151,7 @@ class KernelWorker:
 
 
 def main() -> int:
-    from softbench.measure.pipe import serve
+    from softbench.runtime.pipe import serve
 
     worker = KernelWorker()
 

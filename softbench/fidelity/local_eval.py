@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from softbench.errors import MeasurementError
+from softbench.core.errors import MeasurementError
 from softbench.fidelity import attention
 from softbench.fidelity.conditions import Condition
 

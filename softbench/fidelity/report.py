@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.render import md_table
+from softbench.latency.render import md_table
 
 
 def _f(v, spec: str) -> str:

@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 
 
 def _rdata():

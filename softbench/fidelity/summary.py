@@ -2,7 +2,7 @@
 
 Per condition c and block b: dNLL_b = NLL_b,c - NLL_b,baseline. The estimate is the mean over blocks; its 95%
 interval is the two-sided percentile interval of 5,000 paired block-bootstrap replicates (seed 0), drawn ONCE
-and reused for every condition and contrast (softbench.stats.bootstrap_indices). Perplexity change is
+and reused for every condition and contrast (softbench.core.stats.bootstrap_indices). Perplexity change is
 exp(dNLL) - 1; a contrast is resolved when its interval excludes zero; n_lower counts the blocks where the
 condition's NLL is below the baseline's. Vocabulary-output divergences are averaged over predicted positions.
 Only blocks that every condition completed enter the statistics."""
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from softbench.stats import bootstrap_indices, paired_block_bootstrap
+from softbench.core.stats import bootstrap_indices, paired_block_bootstrap
 
 VOCAB_METRICS = ("kl_forward", "kl_reverse", "jsd", "top1_agreement")
 

@@ -6,12 +6,12 @@ from typing import Callable, Protocol
 
 import torch
 
-from softbench.errors import UnsupportedError
-from softbench.kernels import operators_for_sim
+from softbench.core.errors import UnsupportedError
+from softbench.kernels import sim_weights as operators_for_sim
 from softbench.kernels.capability import Device, detect_device
 from softbench.kernels.inputs import Inputs
-from softbench.registry import Registry
-from softbench.shapes import Shape
+from softbench.core.registry import Registry
+from softbench.core.shapes import Shape
 
 
 class Backend(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from softbench.shapes import Shape
+from softbench.core.shapes import Shape
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ import importlib.metadata
 import sys
 from pathlib import Path
 
-from softbench.errors import PatchError, UnsupportedError
+from softbench.core.errors import PatchError, UnsupportedError
 from softbench.kernels.capability import detect_device, fa4_unsupported_reason
 from softbench.kernels.fa4_patches import FA4_PATCHES
 from softbench.kernels.patch import build_patched_tree
 from softbench.kernels.inputs import Inputs
-from softbench.shapes import Shape
+from softbench.core.shapes import Shape
 
 
 def dist_version(name: str) -> str | None:

@@ -10,7 +10,7 @@ patched."""
 from __future__ import annotations
 
 from softbench.kernels.patch import Edit, NewFile, Patch
-from softbench.registry import Registry
+from softbench.core.registry import Registry
 
 
 def _asm_operator(name: str, registers: tuple[str, ...], body: tuple[str, ...]) -> str:

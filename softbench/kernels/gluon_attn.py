@@ -37,7 +37,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from softbench.errors import UsageError
+from softbench.core.errors import UsageError
 from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, _clamp_free, _program_tile, _tile_weights,
                                            check_inputs, effective_head_group, key_major_copy, key_norm_blocks,
                                            launch_key_norms, log2_scale)

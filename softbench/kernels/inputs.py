@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from softbench.shapes import Shape
+from softbench.core.shapes import Shape
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
 

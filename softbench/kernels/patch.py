@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from softbench.errors import PatchError, UnsupportedError
+from softbench.core.errors import PatchError, UnsupportedError
 
 FA4_DIST = "flash-attn-4"
 FA4_PINNED = "4.0.0b36"  # the sources every anchor below was written against

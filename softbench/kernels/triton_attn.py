@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from softbench.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError, UsageError
 from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
 
 LOG2_E = math.log2(math.e)

@@ -19,10 +19,10 @@ import os
 import sys
 from dataclasses import replace
 
-from softbench.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
 from softbench.kernels.capability import detect_device, triton_unsupported_reason
 from softbench.kernels.inputs import Inputs
-from softbench.shapes import Shape
+from softbench.core.shapes import Shape
 
 # the fields of each kernel's configuration (triton_attn.KernelConfig, gluon_attn.GluonConfig), which TritonBackend
 # takes as options; written out here so that the backend checks its options without importing triton

@@ -20,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from softbench.errors import UnsupportedError
-from softbench.shapes import Shape
+from softbench.core.errors import UnsupportedError
+from softbench.core.shapes import Shape
 
 _PTR = {"bf16": "*bf16", "fp16": "*fp16", "fp8": "*fp8e4nv"}
 
@@ -247,7 +247,7 @@ def _sass(cubin: bytes) -> str:
 
 
 def main_loop(instructions: list) -> list | None:
-    """The instructions (softbench.measure.sass.Instruction) of the steady-state key loop: the shortest backward
+    """The instructions (softbench.audit.sass.Instruction) of the steady-state key loop: the shortest backward
     branch whose body holds a matrix instruction, among branches before the last EXIT (after it lie the cold retry
     paths of mbarrier waits, which jump back into the loop and would otherwise look like loops themselves)."""
     exits = [i.address for i in instructions if i.base == "EXIT"]
@@ -266,7 +266,7 @@ def main_loop(instructions: list) -> list | None:
 
 def _sass_summary(cubin: bytes) -> dict:
     """Spill traffic in the whole kernel and the instruction mix of one iteration of the key loop."""
-    from softbench.measure.sass import parse_sass
+    from softbench.audit.sass import parse_sass
 
     functions = parse_sass(_sass(cubin))
     if not functions:
@@ -293,7 +293,7 @@ def _sass_summary(cubin: bytes) -> dict:
 
 def _resource_usage(cubin: bytes) -> dict:
     """Registers and local memory per thread from cuobjdump (bundled with Triton); empty if it is missing."""
-    from softbench.measure.sass import parse_resource_usage
+    from softbench.audit.sass import parse_resource_usage
 
     # one function in a Triton cubin: the kernel
     found = next(iter(parse_resource_usage(_cuobjdump(cubin, "--dump-resource-usage")).values()), {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from softbench.registry import Registry
+from softbench.core.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ echo "== nsys: $(command -v nsys || echo 'NOT ON PATH')"
 nsys --version || echo "nsys --version failed"
 
 echo "== energy (BF16 causal 16K, ${SECS} s loops, A0,A1,A1,A0)"
-sb energy --backend fa4 --protocol protocols/energy.yaml --seconds "$SECS" --out "$OUTDIR"
+sb energy --backend fa4 --protocol energy --seconds "$SECS" --out "$OUTDIR"
 echo "energy exit code: $?  ($(( $(date +%s) - T0 )) s so far)"
 
 echo "== trace (BF16 causal 4K/8K/16K, A0 and A1)"

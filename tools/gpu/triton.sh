@@ -22,7 +22,7 @@ from softbench.kernels.refs import check_rows, reference_rows, relative_error
 from softbench.kernels.sim import sim_attention
 from softbench.kernels.triton_backend import TritonBackend
 from softbench.operators import exact_exp2, rowmax_h15
-from softbench.shapes import Shape
+from softbench.core.shapes import Shape
 
 print(f"{'dtype':5} {'mask':9} {'var':3} {'config':18} {'vs FP32':>9} {'vs sim':>9}  (expect A0: bf16 ~1e-3, fp8 ~1e-2..3e-2; A1 ~4e-2..1e-1)")
 for dtype in ("bf16", "fp8"):
@@ -49,11 +49,11 @@ echo "== 2. probe: configurations at 8K causal (b1 h16 d128), median of 3 window
 python3 - <<'EOF'
 import statistics
 import torch
-from softbench.errors import SoftbenchError
+from softbench.core.errors import SoftbenchError
 from softbench.kernels.inputs import make_inputs
 from softbench.kernels.triton_backend import TritonBackend
-from softbench.measure.worker import Timer
-from softbench.shapes import Shape
+from softbench.runtime.worker import Timer
+from softbench.core.shapes import Shape
 
 PROBE = {
     "bf16": [dict(), dict(num_stages=3), dict(block_n=64, num_stages=3), dict(block_m=64, block_n=64, num_warps=4, num_stages=3),

@@ -34,7 +34,7 @@ from softbench.kernels.triton_attn import KernelConfig, default_config  # noqa: 
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 from softbench.kernels.refs import relative_error  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend  # noqa: E402
-from softbench.shapes import Shape  # noqa: E402
+from softbench.core.shapes import Shape  # noqa: E402
 
 WARMUP, WINDOWS, CALLS = 10, 3, 20
 # Candidates by label, besides the table's configuration, which is timed first (the reference for the output

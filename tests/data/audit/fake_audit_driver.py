@@ -1,4 +1,4 @@
-"""Stand-in for softbench.measure.audit_driver in tests (hand-made): leaves a fake cubin where CuTe DSL would
+"""Stand-in for softbench.audit.driver in tests (hand-made): leaves a fake cubin where CuTe DSL would
 (CUTE_DSL_DUMP_DIR) and writes a result like the real driver. Variant "broken" fails like a crashed compile."""
 import json
 import os

@@ -1,1 +1,0 @@
-"""One module per CLI command; each defines `command` and keeps its heavy imports inside."""

@@ -1,0 +1,172 @@
+"""Session folders: one per measuring command run, never overwritten.
+
+`sessions/<utc-stamp>-<command>[-<tag>]/` holds env.json, protocol.yaml, raw JSON-lines records and a summary.
+Files are written atomically (temporary file, fsync, rename), raw records are appended and flushed line by line,
+and `status.json` says whether the session is complete, so an interrupted run keeps what it measured and says
+it is partial."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from softbench.core.errors import UsageError
+
+STATUS_FILE = "status.json"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def utc_stamp(now: _dt.datetime | None = None) -> str:
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ")
+
+
+def utc_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _json_default(obj: Any):
+    # numpy scalars and paths appear in records; write them as plain JSON values
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} as JSON")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be read by others
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def atomic_write_yaml(path: Path, data: Any) -> None:
+    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Read a JSON-lines file; a torn last line (a crash mid-write) is dropped, any other bad line is an error."""
+    rows: list[dict] = []
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise UsageError(f"{path}: line {i + 1} is not valid JSON") from None
+    return rows
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_tag(tag: str) -> str:
+    return _SAFE.sub("-", tag).strip("-")
+
+
+@dataclass
+class Session:
+    path: Path
+    command: str
+
+    @classmethod
+    def create(cls, out_dir: Path | str, command: str, tag: str = "") -> "Session":
+        out_dir = Path(out_dir)
+        name = f"{utc_stamp()}-{command}" + (f"-{safe_tag(tag)}" if tag else "")
+        path = out_dir / name
+        n = 1
+        while path.exists():  # two sessions in one second: never reuse a folder
+            n += 1
+            path = out_dir / f"{name}.{n}"
+        path.mkdir(parents=True)
+        s = cls(path=path, command=command)
+        s.set_status(complete=False, state="running")
+        return s
+
+    @classmethod
+    def open(cls, path: Path | str) -> "Session":
+        path = Path(path)
+        if not (path / STATUS_FILE).exists():
+            raise UsageError(f"{path} is not a softbench session (no {STATUS_FILE})")
+        status = json.loads((path / STATUS_FILE).read_text())
+        return cls(path=path, command=status.get("command", "?"))
+
+    # --- writing -------------------------------------------------------------------------------------
+    def write_json(self, name: str, data: Any) -> Path:
+        atomic_write_json(self.path / name, data)
+        return self.path / name
+
+    def write_yaml(self, name: str, data: Any) -> Path:
+        atomic_write_yaml(self.path / name, data)
+        return self.path / name
+
+    def write_text(self, name: str, text: str) -> Path:
+        atomic_write_text(self.path / name, text)
+        return self.path / name
+
+    def append(self, name: str, record: dict) -> None:
+        """Append one record and push it to disk, so a crash loses at most the line being written."""
+        with open(self.path / name, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True, default=_json_default) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def set_status(self, complete: bool, state: str, reason: str | None = None) -> None:
+        data = {"command": self.command, "complete": complete, "state": state, "updated_utc": utc_iso()}
+        if reason:
+            data["reason"] = reason
+        atomic_write_json(self.path / STATUS_FILE, data)
+
+    # --- reading -------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        return json.loads((self.path / STATUS_FILE).read_text())
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text())
+
+    def read_records(self, name: str) -> list[dict]:
+        p = self.path / name
+        return read_jsonl(p) if p.exists() else []
+
+    def has(self, name: str) -> bool:
+        return (self.path / name).exists()
+
+
+def find_sessions(paths: Iterable[Path | str]) -> list[Session]:
+    """Every session folder at or below the given paths (a session folder itself, or a folder of sessions)."""
+    found: list[Session] = []
+    for p in map(Path, paths):
+        if (p / STATUS_FILE).exists():
+            found.append(Session.open(p))
+        elif p.is_dir():
+            found.extend(Session.open(s.parent) for s in sorted(p.glob(f"*/{STATUS_FILE}")))
+        else:
+            raise UsageError(f"{p} is neither a session nor a folder of sessions")
+    return found

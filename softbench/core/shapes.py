@@ -1,0 +1,68 @@
+"""Attention shapes: one frozen description of what a kernel is asked to compute."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from softbench.core.errors import UsageError
+
+DTYPES = ("bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class Shape:
+    dtype: str = "bf16"
+    seq: int = 8192
+    causal: bool = True
+    batch: int = 1
+    heads: int = 16
+    kv_heads: int | None = None  # None: same as heads
+    head_dim: int = 128
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise UsageError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        for name in ("seq", "batch", "heads", "head_dim"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise UsageError(f"{name} must be a positive integer, got {v!r}")
+        kv = self.n_kv_heads
+        if kv < 1 or self.heads % kv:
+            raise UsageError(f"heads ({self.heads}) must be a multiple of kv-heads ({kv})")
+        if self.head_dim % 8:
+            raise UsageError(f"head-dim must be a multiple of 8, got {self.head_dim}")
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def flops(self) -> float:
+        """Matrix-multiply FLOPs of one forward: 2 products of 2*s*s*d per head; causal counts half the square."""
+        full = 4.0 * self.batch * self.heads * self.seq * self.seq * self.head_dim
+        return full / 2.0 if self.causal else full
+
+    def tag(self) -> str:
+        mask = "causal" if self.causal else "noncausal"
+        kv = f"kv{self.n_kv_heads}" if self.n_kv_heads != self.heads else ""
+        return f"{self.dtype}-{seq_label(self.seq)}-{mask}-b{self.batch}h{self.heads}{kv}d{self.head_dim}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["kv_heads"] = self.n_kv_heads
+        return d
+
+
+def seq_label(seq: int) -> str:
+    return f"{seq // 1024}K" if seq % 1024 == 0 else str(seq)
+
+
+def parse_seq(text: str) -> int:
+    """'16384', '16K' or '16k' -> 16384."""
+    t = str(text).strip()
+    try:
+        if t[-1:] in ("k", "K"):
+            return int(t[:-1]) * 1024
+        return int(t)
+    except ValueError:
+        raise UsageError(f"sequence length {text!r} is not an integer (e.g. 8192 or 8K)") from None

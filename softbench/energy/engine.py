@@ -1,0 +1,262 @@
+"""The energy engine (paper B.3, Table B5f): sustained forward loops, board power sampled through NVML, energy
+per forward by the sampled-power and the energy-counter methods.
+
+Phases: check (NVML present, the kernels run on that GPU), prepare (one worker per variant, kept alive for all
+its loops: inputs, compile, smoke check), loops in the given order, summarize. Per loop:
+1. idle: `idle_s` seconds of power samples with no kernel running (every loop, so the idle level's drift is
+   on record; it is reported beside the energies, never subtracted);
+2. the sampler starts, `pre_s` seconds pass, the worker runs `warmup` calls and then the timed loop (chunks of
+   `chunk` calls, each followed by a synchronize, for `seconds`), reading the NVML energy counter right before
+   and after the timed loop; `post_s` seconds later the sampler stops.
+Samples and loop records are appended to the session as soon as each loop ends."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from softbench.core.envinfo import collect_env
+from softbench.core.errors import UnsupportedError, UsageError
+from softbench.runtime.client import WorkerProcess, load_all
+from softbench.energy.summary import summarize_energy, summarize_loop
+from softbench.core.nvml import GpuReading, PowerSampler
+from softbench.core.session import Session, utc_iso
+from softbench.core.shapes import Shape
+
+SAMPLES_FILE = "samples.jsonl"
+LOOPS_FILE = "loops.jsonl"
+
+
+@dataclass(frozen=True)
+class EnergyOptions:
+    shape: Shape
+    order: tuple[str, ...] = ("A0", "A1", "A1", "A0")
+    backend: str = "fa4"
+    seconds: float = 45.0
+    interval_s: float = 0.1
+    warmup: int = 30
+    chunk: int = 50
+    pre_s: float = 2.0
+    post_s: float = 1.0
+    idle_s: float = 5.0
+    trim_start: int = 20
+    trim_end: int = 10
+    ramp_fraction: float = 0.9
+    seed: int = 0
+    out_dir: Path = Path("sessions")
+    backend_options: dict = field(default_factory=dict)
+    dtype_note: str = ""
+    command_line: str = ""
+    require_gpu: bool = True  # False only in tests: a CPU worker with a replayed power source
+
+    def __post_init__(self):
+        if not self.order:
+            raise UsageError("--order names no loops")
+        for name in ("seconds", "interval_s"):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"{name} must be positive")
+        for name in ("pre_s", "post_s", "idle_s"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"{name} must not be negative")
+        if self.trim_start < 0 or self.trim_end < 0:
+            raise UsageError("trim counts must not be negative")
+        if not 0 < self.ramp_fraction <= 1:
+            raise UsageError("ramp fraction must be in (0, 1]")
+        if self.chunk < 1 or self.warmup < 0:
+            raise UsageError("chunk must be positive and warm-up non-negative")
+        expected = (self.pre_s + self.seconds + self.post_s) / self.interval_s
+        if self.trim_start + self.trim_end >= expected:
+            raise UsageError(f"trimming {self.trim_start} + {self.trim_end} samples leaves nothing of the about "
+                             f"{expected:.0f} samples a loop gives", hint="lengthen --seconds or trim less")
+
+    @property
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(self.order))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["shape"] = self.shape.to_dict()
+        d["order"] = list(self.order)
+        d["out_dir"] = str(self.out_dir)
+        d.pop("require_gpu")
+        return d
+
+
+class Progress:
+    def start(self, total_loops: int) -> None: ...
+    def message(self, text: str) -> None: ...
+    def window(self, label: str, record: dict) -> None: ...
+
+
+def open_power_source(index: int = 0):
+    """NVML on GPU `index`, or an UnsupportedError that says why the energy command cannot run without it."""
+    from softbench.core.nvml import Nvml
+
+    try:
+        return Nvml.open(index)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"softbench energy needs NVML to read the GPU board's power: {e}",
+                               hint="run it on a machine with an NVIDIA driver (nvidia-smi works there); "
+                                    "`softbench latency --backend sim` needs no GPU") from None
+
+
+def refuse_cpu_backend(device_kind: str, backend: str) -> None:
+    if device_kind != "cuda":
+        raise UnsupportedError(f"the {backend} backend runs on the CPU here, so the GPU board's energy would not "
+                               "measure it", hint="energy needs the kernel on the GPU: --backend fa4, or sim on a CUDA machine")
+
+
+def default_dtype(backend: str, device) -> tuple[str, str]:
+    """FP8 where the backend has it (FA4: sm_100 family; softbench's Triton forward: sm_89 and newer), else BF16;
+    with the sentence that says why."""
+    if backend == "fa4" and device.arch is not None and device.arch // 10 in (10, 11):
+        return "fp8", f"default on {device.arch_label}: FP8 through FA4"
+    if backend == "triton" and device.arch is not None and device.arch >= 89:
+        return "fp8", f"default on {device.arch_label}: FP8 through softbench's Triton forward"
+    if backend == "fa4":
+        return "bf16", f"default: BF16, FA4 has no FP8 on {device.arch_label}"
+    return "bf16", "default: BF16 for the sim backend"
+
+
+def _sample(source: Callable[[], GpuReading], seconds: float, interval_s: float) -> list[GpuReading]:
+    sampler = PowerSampler(source, interval_s)
+    sampler.start()
+    try:
+        time.sleep(seconds)
+    finally:
+        readings = sampler.stop()
+    return readings
+
+
+def run_energy(opts: EnergyOptions, power, progress: Progress | None = None,
+               worker_factory: Callable[..., WorkerProcess] = WorkerProcess) -> Session:
+    """`power`: an object with read() -> GpuReading, has_energy_counter() and describe() (softbench.core.nvml.Nvml,
+    or a replay in tests)."""
+    progress = progress or Progress()
+    progress.start(len(opts.order))
+    workers = {v: worker_factory(v, opts.backend, v, opts.backend_options) for v in opts.variants}
+    session = None
+    try:
+        progress.message(f"loading {', '.join(workers)} ({opts.backend}) in {len(workers)} processes")
+        load_all(workers.values())
+        for w in workers.values():
+            if opts.require_gpu:
+                refuse_cpu_backend(w.info["device"]["kind"], opts.backend)
+        smoke = {}
+        for label, w in workers.items():
+            progress.message(f"{opts.shape.tag()}: preparing {label} (inputs, compile, smoke check)")
+            smoke[label] = w.request("prepare", shape=opts.shape.to_dict(), seed=opts.seed)["result"]
+        session = Session.create(opts.out_dir, "energy", f"{opts.shape.tag()}-{opts.backend}-{'-'.join(opts.order)}")
+        session.write_json("env.json", {**collect_env(gpu=True), "power_source": power.describe(),
+                                        "workers": {k: w.info for k, w in workers.items()}})
+        session.write_yaml("protocol.yaml", {"command": "energy", "command_line": opts.command_line,
+                                             "started_utc": utc_iso(), **opts.to_dict()})
+        session.write_json("smoke.json", smoke)
+        loops = _run_loops(opts, power, workers, session, progress)
+    except BaseException as exc:
+        if session is not None:
+            reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+            _finish(session, opts, session.read_records(LOOPS_FILE), complete=False, reason=reason)
+            for label, w in workers.items():
+                w.copy_log(session.path / f"worker-{label}.log")
+        raise
+    finally:
+        for w in workers.values():
+            w.close()
+    _finish(session, opts, loops, complete=True)
+    return session
+
+
+def _phase(t: float, loop: dict) -> str:
+    if t < loop["t_start"]:
+        return "pre"
+    return "loop" if t <= loop["t_end"] else "post"
+
+
+def _run_loops(opts: EnergyOptions, power, workers: dict[str, WorkerProcess], session: Session,
+               progress: Progress) -> list[dict]:
+    loops = []
+    for i, variant in enumerate(opts.order):
+        w = workers[variant]
+        progress.message(f"loop {i + 1}/{len(opts.order)}: {variant} (idle {opts.idle_s:g} s, loop {opts.seconds:g} s)")
+        idle = _sample(power.read, opts.idle_s, opts.interval_s) if opts.idle_s > 0 else []
+        idle_w = [r.power_w for r in idle if r.power_w is not None]
+        sampler = PowerSampler(power.read, opts.interval_s)
+        sampler.start()
+        try:
+            time.sleep(opts.pre_s)
+            res = w.request("energy_loop", seconds=opts.seconds, warmup=opts.warmup, chunk=opts.chunk)["result"]
+            time.sleep(opts.post_s)
+        finally:
+            readings = sampler.stop()
+        loop = {"loop": i, "variant": variant, "pid": w.pid, "utc": utc_iso(), **res,
+                "idle_power_w": sum(idle_w) / len(idle_w) if idle_w else None, "idle_samples": len(idle)}
+        for r in idle:
+            session.append(SAMPLES_FILE, _sample_record(r, i, variant, loop, "idle"))
+        records = [_sample_record(r, i, variant, loop, _phase(r.time_s, loop)) for r in readings]
+        for rec in records:
+            session.append(SAMPLES_FILE, rec)
+        stream = [{**rec, "time_s": rec["time_s"] + loop["t_start"]} for rec in records]
+        loop.update(summarize_loop(stream, loop, opts.trim_start, opts.trim_end, opts.ramp_fraction))
+        session.append(LOOPS_FILE, loop)
+        loops.append(loop)
+        progress.window(variant, loop)
+    return loops
+
+
+def _sample_record(r: GpuReading, i: int, variant: str, loop: dict, phase: str) -> dict:
+    d = r.to_dict()
+    d["time_s"] = r.time_s - loop["t_start"]  # relative to the timed loop's start
+    return {"loop": i, "variant": variant, "phase": phase, **d}
+
+
+def _finish(session: Session, opts: EnergyOptions, loops: list[dict], complete: bool,
+            reason: str | None = None) -> None:
+    from softbench.energy.render import energy_markdown
+
+    summary = {
+        "command": "energy", "backend": opts.backend, "shape": opts.shape.to_dict(), "shape_tag": opts.shape.tag(),
+        "dtype": opts.shape.dtype, "dtype_note": opts.dtype_note, "order": list(opts.order),
+        "protocol": opts.to_dict(), "loops": loops, "complete": complete, "finished_utc": utc_iso(),
+        **summarize_energy(loops, opts.order[0]),
+    }
+    if reason:
+        summary["incomplete_reason"] = reason
+    session.write_json("summary.json", summary)
+    session.write_text("summary.md", energy_markdown(summary, session.path.name))
+    if loops:
+        try:
+            plot_power(session.path / SAMPLES_FILE, session.path / "power.png", loops)
+        except Exception as e:  # a plot must never lose the measurement; say that it is missing
+            summary["plot_error"] = f"{type(e).__name__}: {e}"
+            session.write_json("summary.json", summary)
+    session.set_status(complete=complete, state="complete" if complete else "partial", reason=reason)
+
+
+def plot_power(samples_path: Path, dest: Path, loops: list[dict]) -> None:
+    """Power against time from the loop's start, one line per loop; the loop's span shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from softbench.core.session import read_jsonl
+
+    rows = [r for r in read_jsonl(samples_path) if r.get("phase") != "idle" and r.get("power_w") is not None]
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=120)
+    for loop in loops:
+        pts = [(r["time_s"], r["power_w"]) for r in rows if r["loop"] == loop["loop"]]
+        if pts:
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, lw=1, label=f"loop {loop['loop']}: {loop['variant']}")
+    longest = max(loop["loop_s"] for loop in loops)
+    ax.axvspan(0, longest, color="0.92", zorder=0, label="timed loop")
+    ax.set_xlabel("time from the loop's start (s)")
+    ax.set_ylabel("board power (W, NVML)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(dest)
+    plt.close(fig)

@@ -1,0 +1,128 @@
+"""`softbench fidelity`: next-token NLL of a frozen causal LM with exact vs approximate attention (paper 3.1,
+5.4, A.2-A.9, B.2, C.4), paired over aligned blocks."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import click
+
+from softbench.core.console import RichProgress
+
+from softbench.core.shapes import DTYPES
+
+PATH_CHOICES = ("kernel", "sim", "row")
+KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imported here: --help stays light)
+
+
+@click.command("fidelity")
+@click.option("--model", default=None, help="alias (smollm2-135m, qwen2.5-1.5b, mistral-7b, llama-3.1-8b, ...), a "
+              "local model folder, a .gguf file, or a Hugging Face id already in the local cache")
+@click.option("--gguf-file", default=None, help="GGUF file inside --model's folder")
+@click.option("--corpus", default="wikitext-103", show_default=True, help="wikitext-103, austen, or a text file")
+@click.option("--block-len", type=click.IntRange(min=2), default=2048, show_default=True,
+              help="tokens per block (capped at the model's context)")
+@click.option("--max-blocks", type=click.IntRange(min=1), default=97, show_default=True)
+@click.option("--path", type=click.Choice(PATH_CHOICES), default="sim", show_default=True,
+              help="kernel: a real kernel's A0 vs A1 on a GPU (--backend); sim: the kernel's tile-wise semantics "
+                   "in PyTorch; row: every operator on the whole row (offline)")
+@click.option("--backend", type=click.Choice(KERNEL_BACKENDS), default="fa4", show_default=True,
+              help="--path kernel: FA4, or softbench's own Triton forward (head dims 64 and 128; on a machine "
+                   "without CUDA only through Triton's CPU interpreter, TRITON_INTERPRET=1, for tests)")
+@click.option("--operator", "operators", multiple=True, default=("rowmax-h15",), show_default=True,
+              help="[path:]name[:key=value,...], repeatable, e.g. rowmax-pot:kmax=20 or row:rowmax-h15; "
+                   "--list-operators shows them")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True,
+              help="model and attention storage; fp8: BF16 model with FA4's FP8 attention semantics (sim: "
+                   "probability offset 8)")
+@click.option("--fp8-storage", is_flag=True, help="sim, --dtype fp8: also round P to E4M3")
+@click.option("--bootstrap", type=click.IntRange(min=100), default=5000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
+@click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
+              help="sim: skip the rescale while the running max grows by less than tau (8.0: sm_100 at 16-bit)")
+@click.option("--tile", type=click.IntRange(min=1), default=128, show_default=True, help="sim: keys per tile")
+@click.option("--bos", type=click.Choice(["stream", "block"]), default="stream", show_default=True,
+              help="stream: tokenize once, BOS only where the tokenizer puts it; block: BOS first in every block")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None, help="default: cuda when present")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch")
+@click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
+@click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
+              help="continue an interrupted session with its own options")
+@click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")
+def command(model, gguf_file, corpus, block_len, max_blocks, path, backend, operators, dtype, fp8_storage, bootstrap,
+            seed, rescale_threshold, tile, bos, device, threads, out_dir, resume, list_operators):
+    """Per-block NLL with exact and approximate attention; dNLL with a paired block bootstrap.
+
+    Example: softbench fidelity --model smollm2-135m --corpus austen --path sim
+    --operator rowmax-h15 --operator rowmax-pot:kmax=20
+
+    On a GPU: softbench fidelity --model smollm2-135m --path kernel --backend triton --operator rowmax-h15"""
+    from softbench.core.console import err, out, table
+    from softbench.core.errors import UsageError
+
+    if list_operators:
+        from softbench.fidelity.operator_zoo import list_operators as zoo
+
+        out.print(table("operators", ["name", "scope", "anchor", "parameters", "section", "definition"],
+                        [[o["name"], o["scope"], o["anchor"], ", ".join(f"{k}={v}" for k, v in o["params"].items()),
+                          o["section"], o["definition"]] for o in zoo()]))
+        return
+    from softbench.fidelity.engine import FidelityOptions, run_fidelity
+    from softbench.fidelity.report import CONSOLE_COLUMNS, console_rows, headline
+
+    command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    opts = None
+    if resume is None:
+        if not model:
+            raise UsageError("--model is required (or --resume SESSION_DIR)")
+        opts = FidelityOptions(model=model, gguf_file=gguf_file, corpus=corpus, block_len=block_len,
+                               max_blocks=max_blocks, path=path, operators=tuple(operators), dtype=dtype,
+                               bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold, device=device,
+                               out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, threads=threads,
+                               backend=backend, command_line=command_line)
+        opts.check()  # bad operators and combinations fail before anything is loaded
+    else:
+        err.print(f"resuming {resume} with the options it was started with")
+    _terminate_as_interrupt()
+    with BlockProgress(err) as progress:
+        session = run_fidelity(opts, progress, resume=resume)
+    summary = session.read_json("summary.json")
+    out.print(headline(summary))
+    kernel = f" {summary['backend']}" if summary.get("backend") else ""
+    out.print(table(f"fidelity ({summary['path']} path{kernel}, {summary['dtype']})", CONSOLE_COLUMNS,
+                    console_rows(summary)))
+    err.print(f"session: {session.path}")
+
+
+def _terminate_as_interrupt() -> None:
+    """A SIGTERM (a job limit, `kill`) ends the run like Ctrl-C: the session is marked partial and resumable."""
+    import signal
+
+    def raise_interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, raise_interrupt)
+
+
+class BlockProgress(RichProgress):
+    """softbench.fidelity.engine.Progress on a rich progress bar: one step per block, with an ETA."""
+
+    def __init__(self, console):
+        super().__init__(console=console, eta=True)
+
+    def message(self, text: str) -> None:
+        if self.task is None:
+            self.console.print(f"[dim]{text}[/dim]")
+        else:
+            self.bar.update(self.task, description=text)
+
+    def start(self, total: int, done: int, label: str) -> None:
+        self.label = label
+        self.task = self.bar.add_task(label, total=total, completed=done)
+
+    def block(self, index: int, rows: list[dict]) -> None:
+        base = rows[0]["nll"]
+        parts = [f"{r['condition']} {r['nll'] - base:+.5f}" for r in rows[1:]]
+        self.bar.console.print(f"block {index}: baseline NLL {base:.5f}; dNLL " + "; ".join(parts))
+        self.bar.advance(self.task)

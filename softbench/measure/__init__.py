@@ -1,1 +1,0 @@
-"""Measurement engines: they run kernels and write records; printing is elsewhere."""

@@ -1,0 +1,366 @@
+"""Score sealed predictions against recorded sessions: met, failed or unverified, with the evidence named.
+
+Pure functions over session records; nothing here measures or prints.
+
+Rules (also in the command's help):
+- A session is in a prediction's scope when every scope key matches one of its facts: `command`, `backend`,
+  `baseline`, `variant` (protocol.yaml's variant names first, then summary.json), the shape fields (`dtype`, `seq`,
+  `causal`, `head_dim`, `batch`, `heads`, `kv_heads`, from the summary's or protocol's `shape`), any other
+  top-level scalar of summary.json, or a dotted path into summary.json then protocol.yaml. A list in the scope
+  means "any of". A session lacking a scope key is out of scope.
+- A session supplies evidence kind K when K is its command, K is listed in summary.json's `evidence`, or
+  summary.json holds a non-empty value under K (an audit summary with an `ncu` block supplies `ncu`).
+- Partial sessions (status.json complete=false) are skipped unless asked for, and are labelled when used.
+- Each in-scope session with the evidence and a numeric value is scored on its own; a prediction is met only
+  when it holds in every such session, failed when it fails in any, and unverified when none gives a value.
+- Deviations record what did not go as planned: in scope but evidence or quantity missing, values that are not
+  numbers, partial sessions skipped or used."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from softbench.core.errors import UsageError
+from softbench.core.session import STATUS_FILE, utc_iso
+
+SHAPE_KEYS = ("dtype", "seq", "causal", "head_dim", "batch", "heads", "kv_heads")
+MET, FAILED, UNVERIFIED = "met", "failed", "unverified"
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """One recorded session as evaluation sees it."""
+
+    name: str
+    path: str
+    command: str
+    complete: bool
+    summary: dict
+    protocol: dict
+    facts: dict
+    problems: tuple[str, ...] = ()
+
+    def supplies(self, kind: str) -> bool:
+        if kind == self.command:
+            return True
+        listed = self.summary.get("evidence")
+        if isinstance(listed, (list, tuple)) and kind in listed:
+            return True
+        v = self.summary.get(kind)
+        return v is not None and v != {} and v != [] and not isinstance(v, bool)
+
+
+def _read_mapping(path: Path, problems: list[str]) -> dict:
+    """The mapping in a JSON or YAML file; {} when absent. A damaged file is noted in `problems`, not fatal:
+    one broken session must not stop the scoring or the report of the others."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
+    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as e:
+        problems.append(f"{path.name} unreadable ({type(e).__name__})")
+        return {}
+    if not isinstance(data, dict):
+        problems.append(f"{path.name} holds no mapping")
+        return {}
+    return data
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def session_facts(status: dict, summary: dict, protocol: dict) -> dict:
+    facts: dict = {}
+    for source in (summary, protocol):  # protocol.yaml names variants; summary.json may hold labels (A0')
+        facts.update({k: v for k, v in source.items() if _scalar(v)})
+        shape = source.get("shape")
+        if isinstance(shape, dict):
+            facts.update({k: shape[k] for k in SHAPE_KEYS if k in shape})
+    facts.setdefault("command", status.get("command"))
+    return facts
+
+
+def load_session(path: Path | str) -> SessionRecord:
+    path = Path(path)
+    problems: list[str] = []
+    status = _read_mapping(path / STATUS_FILE, problems)
+    summary = _read_mapping(path / "summary.json", problems)
+    protocol = _read_mapping(path / "protocol.yaml", problems)
+    complete = bool(status.get("complete")) and summary.get("complete", True) is not False
+    facts = session_facts(status, summary, protocol)
+    return SessionRecord(name=path.name, path=str(path), command=str(facts.get("command")),
+                         complete=complete, summary=summary, protocol=protocol, facts=facts,
+                         problems=tuple(problems))
+
+
+def session_dirs(paths) -> list[Path]:
+    """Session folders at the given paths (a session itself, or a folder of sessions), like
+    session.find_sessions, but without parsing status.json here, so that a damaged one is reported later."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if (p / STATUS_FILE).exists():
+            found.append(p)
+        elif p.is_dir():
+            found.extend(s.parent for s in sorted(p.glob(f"*/{STATUS_FILE}")))
+        else:
+            raise UsageError(f"{p} is neither a session nor a folder of sessions")
+    return found
+
+
+def load_sessions(paths) -> list[SessionRecord]:
+    return [load_session(p) for p in session_dirs(paths)]
+
+
+# --- looking things up ----------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def resolve(data: Any, path: str) -> Any:
+    """Follow a dotted path through mappings (and lists, by index); _MISSING where it leads nowhere."""
+    cur = data
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
+
+
+def _same(a: Any, b: Any) -> bool:
+    # True == 1 in Python; a scope asking for causal: true must not match a count of 1
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def scope_mismatch(scope: dict, rec: SessionRecord) -> str | None:
+    """None when the session is in scope, else the first key that does not match (for the record)."""
+    for key, want in scope.items():
+        have = rec.facts.get(key, _MISSING) if "." not in key else _MISSING
+        if have is _MISSING:
+            have = resolve(rec.summary, key)
+        if have is _MISSING:
+            have = resolve(rec.protocol, key)
+        if have is _MISSING:
+            return f"{key} absent"
+        options = want if isinstance(want, list) else [want]
+        if not any(_same(have, w) for w in options):
+            return f"{key}={have!r}"
+    return None
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _value_of(rec: SessionRecord, path: str) -> tuple[float | None, str | None]:
+    """(value, problem): the number at `path` in the summary, or why there is none."""
+    v = resolve(rec.summary, path)
+    if v is _MISSING or v is None:
+        return None, f"quantity {path} missing"
+    n = _number(v)
+    if n is None:
+        return None, f"quantity {path} is not a finite number ({v!r})"
+    return n, None
+
+
+def measured_value(pred: dict, rec: SessionRecord) -> tuple[float | None, str | None]:
+    value, problem = _value_of(rec, pred["quantity"])
+    if problem or "relative_to" not in pred:
+        return value, problem
+    ref, problem = _value_of(rec, pred["relative_to"])
+    if problem:
+        return None, problem
+    if ref == 0:
+        return None, f"relative_to {pred['relative_to']} is zero"
+    return 100.0 * (value / ref - 1.0), None
+
+
+def threshold_values(pred: dict, rec: SessionRecord) -> tuple[list[float] | None, str | None]:
+    raw = pred["threshold"] if isinstance(pred["threshold"], list) else [pred["threshold"]]
+    out = []
+    for b in raw:
+        if isinstance(b, dict):
+            v, problem = _value_of(rec, b["quantity"])
+            if problem:
+                return None, f"threshold {problem}"
+            out.append(v)
+        else:
+            out.append(float(b))
+    return out, None
+
+
+def holds(value: float, comparator: str, bounds: list[float]) -> bool:
+    """Between is inclusive at both ends; outside is its complement."""
+    if comparator == ">":
+        return value > bounds[0]
+    if comparator == ">=":
+        return value >= bounds[0]
+    if comparator == "<":
+        return value < bounds[0]
+    if comparator == "<=":
+        return value <= bounds[0]
+    lo, hi = min(bounds), max(bounds)
+    inside = lo <= value <= hi
+    if comparator == "between":
+        return inside
+    if comparator == "outside":
+        return not inside
+    raise UsageError(f"unknown comparator {comparator!r}")
+
+
+def describe_condition(pred: dict) -> str:
+    def b(x):
+        return x["quantity"] if isinstance(x, dict) else f"{x:g}"
+
+    q = pred["quantity"] + (f" vs {pred['relative_to']} (% change)" if "relative_to" in pred else "")
+    t = pred["threshold"]
+    if pred["comparator"] in ("between", "outside"):
+        return f"{q} {pred['comparator']} [{b(t[0])}, {b(t[1])}]"
+    return f"{q} {pred['comparator']} {b(t)}"
+
+
+# --- scoring --------------------------------------------------------------------------------------------
+
+@dataclass
+class Evidence:
+    session: str
+    value: float
+    bounds: list[float]
+    outcome: str
+    partial: bool
+
+
+@dataclass
+class Deviation:
+    prediction: str
+    session: str
+    kind: str
+    detail: str
+
+
+@dataclass
+class Verdict:
+    id: str
+    statement: str
+    condition: str
+    evidence_kinds: list[str]
+    verdict: str
+    reason: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Evaluation:
+    predictions: list[Verdict]
+    deviations: list[Deviation]
+    sessions: list[dict]
+    include_partial: bool
+
+    def counts(self) -> dict:
+        c = {MET: 0, FAILED: 0, UNVERIFIED: 0}
+        for v in self.predictions:
+            c[v.verdict] += 1
+        return c
+
+    def to_dict(self) -> dict:
+        return {"predictions": [asdict(v) for v in self.predictions],
+                "deviations": [asdict(d) for d in self.deviations], "sessions": self.sessions,
+                "include_partial": self.include_partial, "counts": self.counts()}
+
+
+def _score(pred: dict, records: list[SessionRecord], include_partial: bool, deviations: list[Deviation]) -> Verdict:
+    pid = pred["id"]
+    verdict = Verdict(id=pid, statement=pred["statement"], condition=describe_condition(pred),
+                      evidence_kinds=list(pred["evidence"]), verdict=UNVERIFIED, reason="")
+    misses = Counter()
+    in_scope = []
+    for r in records:
+        miss = scope_mismatch(pred["scope"], r)
+        if miss is None:
+            in_scope.append(r)
+        else:
+            misses[miss] += 1
+    if not in_scope:
+        # the commonest mismatches show whether the evidence was never recorded or the scope has a typo
+        seen = "; ".join(f"{m} ({n})" for m, n in misses.most_common(3))
+        verdict.reason = (f"no session in scope, so no {', '.join(pred['evidence'])} evidence"
+                          + (f"; out of scope: {seen}" if seen else "; no sessions read"))
+        return verdict
+    usable = []
+    for r in in_scope:
+        if not r.complete and not include_partial:
+            deviations.append(Deviation(pid, r.name, "partial-skipped",
+                                        "in scope but partial; pass --include-partial to use it"))
+        else:
+            usable.append(r)
+    if not usable:
+        verdict.reason = f"only partial sessions in scope ({len(in_scope)}), not used"
+        return verdict
+    with_evidence = []
+    for r in usable:
+        missing = [k for k in pred["evidence"] if not r.supplies(k)]
+        if missing:
+            deviations.append(Deviation(pid, r.name, "evidence-missing",
+                                        f"in scope but supplies no {', '.join(missing)} evidence"))
+        else:
+            with_evidence.append(r)
+    if not with_evidence:
+        verdict.reason = (f"no session in scope supplies {', '.join(pred['evidence'])} evidence "
+                          f"({len(usable)} in scope without it)")
+        return verdict
+    for r in with_evidence:
+        value, problem = measured_value(pred, r)
+        bounds, bproblem = threshold_values(pred, r) if problem is None else (None, None)
+        problem = problem or bproblem
+        if problem:
+            deviations.append(Deviation(pid, r.name, "quantity-missing", f"in scope but {problem}"))
+            continue
+        if not r.complete:
+            deviations.append(Deviation(pid, r.name, "partial-used", "partial session used (--include-partial)"))
+        verdict.evidence.append(Evidence(session=r.name, value=value, bounds=bounds,
+                                         outcome=MET if holds(value, pred["comparator"], bounds) else FAILED,
+                                         partial=not r.complete))
+    ev = verdict.evidence
+    if not ev:
+        verdict.reason = f"{len(with_evidence)} session(s) in scope, none holds the quantity"
+        return verdict
+    n_met = sum(e.outcome == MET for e in ev)
+    partial_note = f"; {sum(e.partial for e in ev)} of them partial" if any(e.partial for e in ev) else ""
+    if n_met == len(ev):
+        verdict.verdict = MET
+        verdict.reason = (f"holds in the only session in scope{partial_note}" if len(ev) == 1 else
+                          f"holds in all {len(ev)} sessions in scope (met only if all hold){partial_note}")
+    else:
+        verdict.verdict = FAILED
+        verdict.reason = (f"fails in {len(ev) - n_met} of {len(ev)} session(s) in scope "
+                          f"(met only if all hold){partial_note}")
+    return verdict
+
+
+def evaluate(content: dict, records: list[SessionRecord], include_partial: bool = False) -> Evaluation:
+    """Score every prediction of a verified sealed content against session records."""
+    deviations = [Deviation("*", r.name, "session-unreadable", "; ".join(r.problems)) for r in records if r.problems]
+    verdicts = [_score(p, records, include_partial, deviations) for p in content["predictions"]]
+    sessions = [{"session": r.name, "command": r.command, "complete": r.complete, "problems": list(r.problems)}
+                for r in records]
+    return Evaluation(predictions=verdicts, deviations=deviations, sessions=sessions, include_partial=include_partial)
+
+
+def evaluation_document(ev: Evaluation, sealed_path: Path, record) -> dict:
+    """The JSON written by `softbench evaluate --json`: the seal it scored, when, and the verdicts."""
+    return {"sealed": str(sealed_path), "sha256": record.sha256, "sealed_utc": record.meta.get("sealed_utc"),
+            "git_commit": record.meta.get("git_commit"), "evaluated_utc": utc_iso(), **ev.to_dict()}

@@ -1,0 +1,29 @@
+"""`softbench seal`: validate a predictions file and seal it (canonical YAML plus its SHA-256) before any run."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("seal")
+@click.argument("predictions", type=click.Path(dir_okay=False))
+@click.option("--name", default=None, help="sealed name [default: the file's stem]")
+@click.option("--dir", "directory", default="sealed", show_default=True, type=click.Path(file_okay=False))
+def command(predictions: str, name: str | None, directory: str):
+    """Seal PREDICTIONS as DIR/NAME.yaml (canonical form) and DIR/NAME.sha256.
+
+    A seal is never replaced: different content under an existing name is refused, identical content is a
+    no-op. The .sha256 file is in `sha256sum -c` format; its '#' lines hold the UTC time, the git commit and
+    one hash per prediction. Check it later with `softbench verify DIR/NAME.yaml`."""
+    from softbench.core.console import out
+    from softbench.predictions.seal import seal_file
+
+    r = seal_file(predictions, name=name, directory=directory)
+    n = r.record.meta.get("predictions", len(r.record.predictions))
+    if r.created:
+        out.print(f"sealed {n} predictions: {r.yaml_path}")
+        out.print(f"sha256 {r.sha256}  (seal: {r.seal_path}, commit {r.record.meta.get('git_commit')}, "
+                  f"{r.record.meta.get('sealed_utc')})")
+    else:
+        out.print(f"already sealed with identical content, nothing written: {r.yaml_path}")
+        out.print(f"sha256 {r.sha256}  (sealed {r.record.meta.get('sealed_utc', '?')})")

@@ -1,0 +1,28 @@
+"""`softbench report`: tables and figures of recorded sessions (any kind; partial sessions included, marked)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("report")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="folder for report.md and the PNGs [default: out/report-<utc-stamp>]")
+def command(paths: tuple[str, ...], out_dir: str | None):
+    """Write report.md and PNG figures for the sessions at PATHS (session folders or folders of sessions).
+
+    Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock.
+    Energy: power traces per loop. Fidelity: dNLL intervals. Other kinds are listed, not drawn."""
+    from softbench.core.console import err, out, table
+    from softbench.report.build import build_report
+    from softbench.core.session import utc_stamp
+
+    target = out_dir or f"out/report-{utc_stamp()}"
+    with err.status("drawing figures"):
+        rep = build_report(paths, target)
+    for t in rep.tables:
+        out.print(table(t.title, t.columns, t.rows))
+    for name, why in rep.unknown:
+        out.print(f"not drawn: {name}: {why}")
+    out.print(f"{len(rep.figures)} figures and {rep.markdown_path} written under {rep.out_dir}")

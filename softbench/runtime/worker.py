@@ -1,0 +1,196 @@
+"""The per-process timing loop. One worker process serves one kernel variant for a whole command: the parent
+sends it JSON requests on stdin (load, prepare, round, energy_loop, probabilities, exit) and reads JSON replies on the protocol pipe.
+Keeping the worker alive across rounds keeps the alternation of variants without paying FA4's import (about
+9 s) and compile every round.
+
+Everything the libraries print goes to stderr; stdout carries only the protocol."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable
+
+from softbench.core.errors import SoftbenchError, UsageError
+
+
+class Timer:
+    """Times back-to-back calls: CUDA events around the window on a GPU, the monotonic clock on the CPU."""
+
+    def __init__(self, device_kind: str):
+        self.cuda = device_kind == "cuda"
+        if self.cuda:
+            import torch
+
+            self.torch = torch
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def window_ms(self, fn: Callable[[], object], calls: int) -> float:
+        if self.cuda:
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            self.torch.cuda.synchronize()
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end))
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter_ns() - t0) / 1e6
+
+
+# Fault injection for the tests of partial sessions: the worker dies after this many windows, as a crashed
+# kernel would. Unset in normal use.
+_FAULT_AFTER = int(os.environ.get("SOFTBENCH_FAULT_AFTER_WINDOWS", "0") or 0)
+
+
+class WorkerState:
+    def __init__(self):
+        self.windows_done = 0
+        self.backend = None
+        self.variant = None
+        self.shape = None
+        self.inputs = None
+        self.forward = None
+        self.timer = None
+        self.nvml = None
+
+    # --- requests ------------------------------------------------------------------------------------
+    def load(self, req: dict) -> dict:
+        from softbench.kernels.backends import make_backend
+        from softbench.core.nvml import Nvml
+
+        self.backend = make_backend(req["backend"], **req.get("options", {}))
+        self.variant = req["variant"]
+        t0 = time.monotonic()
+        info = self.backend.load(self.variant)
+        info["load_s"] = round(time.monotonic() - t0, 3)
+        info["pid"] = os.getpid()
+        info["device"] = {"kind": self.backend.device.kind, "name": self.backend.device.name,
+                          "arch": self.backend.device.arch}
+        self.timer = Timer(self.backend.device.kind)
+        self.nvml = Nvml.try_open() if self.backend.device.kind == "cuda" else None
+        return info
+
+    def prepare(self, req: dict) -> dict:
+        import torch
+
+        from softbench.kernels.inputs import make_inputs
+        from softbench.kernels.refs import check_rows, reference_rows, relative_error
+        from softbench.core.shapes import Shape
+
+        self.shape = Shape(**req["shape"])
+        device = "cuda" if self.backend.device.kind == "cuda" else "cpu"
+        self.forward = None
+        self.inputs = make_inputs(self.shape, req.get("seed", 0), device)
+        self.forward = self.backend.build(self.shape, self.inputs)
+        t0 = time.monotonic()
+        with torch.inference_mode():
+            out = self.forward()  # first call compiles
+            self.timer.sync()
+            compile_s = time.monotonic() - t0
+            rows = check_rows(self.shape.seq, req.get("check_rows", 64))
+            ref = reference_rows(self.inputs.q, self.inputs.k, self.inputs.v, self.shape.causal, rows,
+                                 descale=self.inputs.descale)
+            got = out[:, rows.to(out.device)]
+            finite = bool(torch.isfinite(out).all())
+            return {
+                "compile_s": round(compile_s, 3),
+                "rel_error_vs_fp32": relative_error(got, ref),
+                "activation_mean": float(out.float().mean()),
+                "finite": finite,
+                "check_rows": int(rows.numel()),
+                "out_dtype": str(out.dtype).replace("torch.", ""),
+                # what the backend actually built (e.g. the Triton tile configuration, or why it fell back)
+                "build_info": getattr(self.forward, "info", None),
+            }
+
+    def round(self, req: dict, emit: Callable[[dict], None]) -> dict:
+        import torch
+
+        if self.forward is None:
+            raise SoftbenchError("round requested before prepare")
+        calls, windows = int(req["calls"]), int(req["windows"])
+        with torch.inference_mode():
+            for _ in range(int(req["warmup"])):
+                self.forward()
+            self.timer.sync()
+            for w in range(windows):
+                ms = self.timer.window_ms(self.forward, calls)
+                reading = self.nvml.read().to_dict() if self.nvml else {}
+                emit({"window": {"window": w, "calls": calls, "window_ms": ms, "ms_per_call": ms / calls,
+                                 **{f"gpu_{k}": v for k, v in reading.items() if k != "time_s"}}})
+                self.windows_done += 1
+                if _FAULT_AFTER and self.windows_done >= _FAULT_AFTER:
+                    os._exit(17)
+        return {"windows": windows}
+
+    def energy_loop(self, req: dict) -> dict:
+        """Sustained loop for energy: warm-up, then chunks of `chunk` calls each followed by a synchronize, for
+        `seconds`; the board's NVML energy counter is read right after the warm-up's synchronize and right after
+        the last chunk's, so the counter brackets exactly the timed loop."""
+        import torch
+
+        if self.forward is None:
+            raise SoftbenchError("energy_loop requested before prepare")
+        chunk, seconds = int(req.get("chunk", 50)), float(req["seconds"])
+        counter = self.nvml is not None and self.nvml.has_energy_counter()
+        with torch.inference_mode():
+            for _ in range(int(req.get("warmup", 30))):
+                self.forward()
+            self.timer.sync()
+            energy_start_j = self.nvml.total_energy_j() if counter else None
+            t_start = time.monotonic()
+            forwards = 0
+            while time.monotonic() - t_start < seconds:
+                for _ in range(chunk):
+                    self.forward()
+                self.timer.sync()
+                forwards += chunk
+            t_end = time.monotonic()
+            energy_end_j = self.nvml.total_energy_j() if counter else None
+        return {"forwards": forwards, "loop_s": t_end - t_start, "t_start": t_start, "t_end": t_end,
+                "chunk": chunk, "energy_start_j": energy_start_j, "energy_end_j": energy_end_j}
+
+    def register_variant(self, req: dict) -> dict:
+        """Register a variant that exists only by name (FA4's emulation settings, `emu-f8-s1`) in this
+        process's patch registry, before `load` asks for it."""
+        from softbench.sweep.emulation import ensure_registered
+
+        return ensure_registered(req["variant"])
+
+    def probabilities(self, req: dict) -> dict:
+        """The kernel's probabilities read back through one-hot V blocks and saved to req["path"] with the q and k
+        they came from (for `softbench gates`, which builds its references in the parent)."""
+        from softbench.gates.engine import write_readback
+
+        return write_readback(self.backend, req)
+
+
+_RESULT_OPS = ("load", "prepare", "energy_loop", "register_variant", "probabilities")
+
+
+def main() -> int:
+    from softbench.runtime.pipe import serve
+
+    state = WorkerState()
+
+    def handle(op: str, req: dict, send) -> dict:
+        if op == "round":
+            return state.round(req, send)
+        if op in _RESULT_OPS:
+            return {"result": getattr(state, op)(req)}
+        raise UsageError(f"unknown op {op!r}")
+
+    return serve(handle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""`softbench trace`: kernel duration against call latency (paper B.3 "Kernel duration", Table B4)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from softbench.core.options import shape_options, shapes_from
+
+
+@click.group("trace")
+def command():
+    """Trace kernels with Nsight Systems (or torch.profiler), or read Nsight exports."""
+
+
+@command.command("run")
+@shape_options()
+@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
+@click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
+@click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
+@click.option("--calls", type=click.IntRange(min=1), default=200, show_default=True, help="timed calls per process")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
+@click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
+def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, seed, no_nsys, out_dir):
+    """Each variant and length in its own process under `nsys profile --trace=cuda`; kernel medians and host
+    call latency side by side.
+
+    Example: softbench trace run --seq 4K --seq 8K --seq 16K --variants A0,A1"""
+    from softbench.core.console import RichProgress, err, out, table
+    from softbench.core.errors import UnsupportedError, UsageError
+    from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.kernels.variants import get_variant
+    from softbench.trace.engine import TraceOptions, find_nsys, run_trace
+    from softbench.trace.render import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_rows
+
+    names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    if not names:
+        raise UsageError("--variants is empty")
+    for n in names:
+        get_variant(n)
+    shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    device = detect_device()
+    if device.kind != "cuda":
+        raise UnsupportedError("kernel durations need a CUDA GPU and none is visible here",
+                               hint="trace on the GPU machine, then read its exports here: softbench trace ingest FILE...")
+    if backend != "sim":
+        for shape in shapes:
+            reason = unsupported_reason(backend, shape, device)
+            if reason:
+                raise UnsupportedError(f"{shape.tag()}: {reason}")
+    nsys = None if no_nsys else find_nsys()
+    if nsys:
+        err.print(f"Nsight Systems: {nsys}")
+    else:
+        err.print("Nsight Systems not found (PATH, /opt/nvidia/nsight-systems/*/bin, /opt/nvidia/nsight-compute/*/host/"
+                  "target-linux-x64, /usr/local/cuda/bin)" if not no_nsys else "--no-nsys given",
+                  "; kernel durations come from torch.profiler (CUPTI)")
+    opts = TraceOptions(shapes=shapes, variants=names, backend=backend, warmup=warmup, calls=calls, seed=seed,
+                        nsys=nsys, out_dir=Path(out_dir),
+                        command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    with RichProgress() as progress:
+        session = run_trace(opts, progress)
+    summary = session.read_json("summary.json")
+    out.print(table(f"traced points (source: {summary['source']})", POINT_COLUMNS, point_rows(summary)))
+    if summary["table"]:
+        out.print(table(f"Table B4 form: {names[0]} against {', '.join(names[1:])}", B4_COLUMNS, b4_table_rows(summary)))
+    err.print(f"session: {session.path}")
+
+
+for _p in run.params:  # the shared option's help speaks of one session per length; a trace holds them all
+    if _p.name == "seqs":
+        _p.help = "sequence length(s), e.g. --seq 4K --seq 8K; all lengths in one session"
+
+
+@command.command("ingest")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="print the kernels as JSON instead of tables")
+def ingest(files, as_json):
+    """Read Nsight Systems exports: cuda_gpu_kern_sum CSV, SQLite (nsys export --type sqlite), or a
+    torch.profiler Chrome trace; print each kernel's instances and median duration."""
+    import json
+
+    from softbench.core.console import out, table
+    from softbench.trace.ingest import read_any
+    from softbench.trace.render import KERNEL_COLUMNS, kernel_rows
+
+    results = []
+    for f in files:
+        t = read_any(f)
+        if as_json:
+            results.append({"path": t.path, "source": t.source, "attention_kernel": t.dominant().name,
+                            "kernels": [r.to_dict() for r in t.by_total()]})
+            continue
+        out.print(table(f"{f} ({t.source}); largest total time: {t.dominant().name[:60]}", KERNEL_COLUMNS,
+                        kernel_rows(t)))
+    if as_json:
+        click.echo(json.dumps(results, indent=2))

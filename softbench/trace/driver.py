@@ -1,0 +1,106 @@
+"""One traced point: one kernel variant at one shape, in its own process (run under Nsight Systems, or alone).
+
+    python -m softbench.trace.driver --backend fa4 --variant A0 --shape '{"seq": 8192, ...}' --out DIR
+
+Steps: load the variant, fixed-seed inputs, one call that compiles, then (inside a CUDA profiler range, which
+`nsys --capture-range=cudaProfilerApi` records) `warmup` calls and `calls` timed calls between two CUDA
+events. The host call latency (event time / calls) goes to DIR/latency.json. With --torch-profiler, a further
+`calls` calls run under torch.profiler (CUPTI) and their kernels go to DIR/torch_trace.json: the fallback when
+Nsight Systems is missing. Library output goes to stderr; stdout stays quiet."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="softbench.trace.driver")
+    ap.add_argument("--backend", required=True)
+    ap.add_argument("--variant", required=True)
+    ap.add_argument("--shape", required=True, help="Shape as JSON")
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--torch-profiler", action="store_true")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from softbench.kernels.backends import make_backend
+    from softbench.kernels.inputs import make_inputs
+    from softbench.runtime.worker import Timer
+    from softbench.core.nvml import Nvml
+    from softbench.core.shapes import Shape
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shape = Shape(**json.loads(args.shape))
+    backend = make_backend(args.backend)
+    t0 = time.monotonic()
+    info = backend.load(args.variant)
+    load_s = time.monotonic() - t0
+    cuda = backend.device.kind == "cuda"
+    inputs = make_inputs(shape, args.seed, "cuda" if cuda else "cpu")
+    forward = backend.build(shape, inputs)
+    timer = Timer(backend.device.kind)
+    nvml = Nvml.try_open() if cuda else None
+    with torch.inference_mode():
+        t0 = time.monotonic()
+        forward()  # compiles; outside the profiler range so the trace holds only the measured calls
+        timer.sync()
+        compile_s = time.monotonic() - t0
+        if cuda:
+            torch.cuda.profiler.start()
+        for _ in range(args.warmup):
+            forward()
+        timer.sync()
+        window_ms = timer.window_ms(forward, args.calls)
+        if cuda:
+            torch.cuda.profiler.stop()
+        reading = nvml.read().to_dict() if nvml else {}
+        profiled = None
+        if args.torch_profiler:
+            profiled = _torch_profile(forward, timer, args.calls, out / "torch_trace.json", cuda)
+    record = {
+        "backend": args.backend, "variant": args.variant, "shape": shape.to_dict(), "pid": os.getpid(),
+        "device": {"kind": backend.device.kind, "name": backend.device.name, "arch": backend.device.arch},
+        "info": info, "load_s": load_s, "compile_s": compile_s,
+        "warmup": args.warmup, "calls": args.calls, "window_ms": window_ms,
+        "call_latency_us": window_ms / args.calls * 1e3,
+        "gpu_after_window": {k: v for k, v in reading.items() if k != "time_s"},
+        "profiler_range": "cudaProfilerStart/Stop around the warm-up and timed calls" if cuda else None,
+        "torch_profiler_calls": profiled,
+    }
+    (out / "latency.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    return 0
+
+
+def _torch_profile(forward, timer, calls: int, dest: Path, cuda: bool) -> int:
+    """Kernels of `calls` further calls through torch.profiler (CUPTI), as a Chrome trace."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            forward()
+        timer.sync()
+    prof.export_chrome_trace(str(dest))
+    return calls
+
+
+if __name__ == "__main__":
+    from softbench.core.errors import SoftbenchError
+
+    # keep stdout free: whatever FA4 or CuTe DSL prints goes to stderr
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    try:
+        sys.exit(main())
+    except SoftbenchError as e:  # the parent shows the end of this process's log
+        print(f"error: {e}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        sys.exit(e.exit_code)

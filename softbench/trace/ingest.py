@@ -1,0 +1,192 @@
+"""Reading kernel durations from Nsight Systems exports and from torch.profiler traces.
+
+Every reader returns a `KernelTable`: one row per kernel name with instances, total/median/min/max time in
+nanoseconds, and, where the source has them, each instance's duration in start order.
+
+- `cuda_gpu_kern_sum` CSV (`nsys stats --report cuda_gpu_kern_sum --format csv`): the header is found after any
+  preamble lines; names are quoted and may hold commas; nsys versions spell columns differently
+  (`Time(%)` / `Time (%)`, `Avg (ns)` / `Average (ns)`, `Med (ns)` / `Median (ns)`, `Min (ns)` / `Minimum (ns)`).
+- SQLite (`nsys export --type sqlite`): table CUPTI_ACTIVITY_KIND_KERNEL (start, end in ns; demangledName or
+  shortName, ids into StringIds).
+- torch.profiler Chrome trace JSON: events with cat "kernel" (ts, dur in microseconds)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from softbench.core.errors import UsageError
+
+
+@dataclass
+class KernelRow:
+    name: str
+    instances: int
+    total_ns: float
+    median_ns: float
+    avg_ns: float | None = None
+    min_ns: float | None = None
+    max_ns: float | None = None
+    std_ns: float | None = None
+    time_pct: float | None = None
+    durations_ns: list[float] = field(default_factory=list)  # per instance, in start order, where known
+
+    def to_dict(self, with_durations: bool = False) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "durations_ns"}
+        if with_durations:
+            d["durations_ns"] = list(self.durations_ns)
+        return d
+
+
+@dataclass
+class KernelTable:
+    source: str  # "nsys cuda_gpu_kern_sum csv", "nsys sqlite", "torch.profiler"
+    path: str
+    rows: list[KernelRow]
+
+    def by_total(self) -> list[KernelRow]:
+        return sorted(self.rows, key=lambda r: -r.total_ns)
+
+    def dominant(self) -> KernelRow:
+        """The kernel with the largest total time: the attention kernel in a trace of attention forwards."""
+        if not self.rows:
+            raise UsageError(f"{self.path}: no kernels in this {self.source} export")
+        return self.by_total()[0]
+
+
+def _rows_from_durations(durations: dict[str, list[float]]) -> list[KernelRow]:
+    total = sum(sum(d) for d in durations.values()) or 1.0
+    rows = []
+    for name, d in durations.items():
+        a = np.asarray(d, dtype=np.float64)
+        rows.append(KernelRow(name=name, instances=int(a.size), total_ns=float(a.sum()), median_ns=float(np.median(a)),
+                              avg_ns=float(a.mean()), min_ns=float(a.min()), max_ns=float(a.max()),
+                              std_ns=float(a.std(ddof=1)) if a.size > 1 else 0.0,
+                              time_pct=100.0 * float(a.sum()) / total, durations_ns=list(d)))
+    return rows
+
+
+# --- cuda_gpu_kern_sum CSV -----------------------------------------------------------------------------------
+def _column_key(header: str) -> str | None:
+    """Map one nsys column title (any spelling seen across versions) to a field of KernelRow."""
+    h = re.sub(r"\s+", "", header.strip().lower())
+    h = h.replace("(ns)", "")
+    table = {
+        "time(%)": "time_pct", "time%": "time_pct", "time": "time_pct",
+        "totaltime": "total_ns", "instances": "instances", "count": "instances",
+        "avg": "avg_ns", "average": "avg_ns", "med": "median_ns", "median": "median_ns",
+        "min": "min_ns", "minimum": "min_ns", "max": "max_ns", "maximum": "max_ns",
+        "stddev": "std_ns", "std": "std_ns", "name": "name",
+    }
+    return table.get(h)
+
+
+def _find_header(lines: list[str]) -> int:
+    for i, line in enumerate(lines):
+        try:
+            cells = next(csv.reader([line]))
+        except (csv.Error, StopIteration):
+            continue
+        keys = {_column_key(c) for c in cells}
+        if {"name", "instances", "total_ns"} <= keys:
+            return i
+    return -1
+
+
+def read_kern_sum_csv(path: Path | str) -> KernelTable:
+    import pandas as pd
+
+    p = Path(path)
+    lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
+    start = _find_header(lines)
+    if start < 0:
+        raise UsageError(f"{p}: no cuda_gpu_kern_sum header (Name, Instances, Total Time) found",
+                         hint="make it with: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep")
+    df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False)
+    rename = {c: _column_key(c) for c in df.columns if _column_key(c)}
+    df = df.rename(columns=rename)[list(dict.fromkeys(rename.values()))]
+    if "median_ns" not in df.columns:
+        raise UsageError(f"{p}: the report has no median column (Med/Median)")
+    rows = []
+    for rec in df.to_dict("records"):
+        if not rec.get("name"):
+            continue  # trailing blank lines or notes
+
+        def num(key):
+            v = str(rec.get(key, "")).replace(",", "").strip()
+            return float(v) if v not in ("", "-") else None
+
+        rows.append(KernelRow(name=rec["name"], instances=int(num("instances") or 0), total_ns=num("total_ns") or 0.0,
+                              median_ns=num("median_ns"), avg_ns=num("avg_ns"), min_ns=num("min_ns"),
+                              max_ns=num("max_ns"), std_ns=num("std_ns"), time_pct=num("time_pct")))
+    return KernelTable("nsys cuda_gpu_kern_sum csv", str(p), rows)
+
+
+# --- SQLite -------------------------------------------------------------------------------------------------
+def read_kernels_sqlite(path: Path | str) -> KernelTable:
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{p} does not exist")
+    con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+            raise UsageError(f"{p}: no CUPTI_ACTIVITY_KIND_KERNEL table (was the trace taken with --trace=cuda, and "
+                             "did any kernel run?)")
+        cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+        name_col = next((c for c in ("demangledName", "shortName", "mangledName") if c in cols), None)
+        if name_col is None:
+            raise UsageError(f"{p}: the kernel table has no name column")
+        if "StringIds" in tables:
+            query = (f"SELECT s.value, k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                     f"JOIN StringIds s ON s.id = k.{name_col} ORDER BY k.start")
+        else:  # very old exports kept names inline
+            query = f"SELECT {name_col}, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start"
+        durations: dict[str, list[float]] = {}
+        for name, start, end in con.execute(query):
+            durations.setdefault(str(name), []).append(float(end - start))
+    except sqlite3.DatabaseError as e:
+        raise UsageError(f"{p}: not a readable SQLite export: {e}") from None
+    finally:
+        con.close()
+    return KernelTable("nsys sqlite", str(p), _rows_from_durations(durations))
+
+
+# --- torch.profiler Chrome trace ------------------------------------------------------------------------------
+def read_chrome_trace(path: Path | str) -> KernelTable:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{p}: not JSON: {e}") from None
+    events = data.get("traceEvents", data) if isinstance(data, dict) else data
+    durations: dict[str, list[float]] = {}
+    for ev in sorted((e for e in events if isinstance(e, dict) and e.get("cat") == "kernel" and "dur" in e),
+                     key=lambda e: e.get("ts", 0)):
+        durations.setdefault(ev["name"], []).append(float(ev["dur"]) * 1e3)  # Chrome traces count microseconds
+    return KernelTable("torch.profiler", str(p), _rows_from_durations(durations))
+
+
+def read_any(path: Path | str) -> KernelTable:
+    """By file type: .csv (kern_sum), .sqlite/.db (nsys export), .json (torch.profiler Chrome trace)."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{p} does not exist")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return read_kern_sum_csv(p)
+    if suffix in (".sqlite", ".db", ".sqlite3"):
+        return read_kernels_sqlite(p)
+    if suffix == ".json":
+        return read_chrome_trace(p)
+    if suffix == ".nsys-rep":
+        raise UsageError(f"{p}: a raw Nsight Systems report; export it first",
+                         hint=f"nsys export --type sqlite -o {p.with_suffix('.sqlite')} {p}")
+    raise UsageError(f"{p}: unknown export type {suffix or '(none)'}; expected .csv, .sqlite or .json")
