@@ -52,8 +52,10 @@ def main(argv=None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
-    except KeyboardInterrupt:
-        click.echo("interrupted: the session is kept and marked partial", err=True)
+    except KeyboardInterrupt as e:
+        where = getattr(e, "partial_session", None)
+        click.echo(f"interrupted: the session is kept and marked partial: {where}" if where else
+                   "interrupted: the session is kept and marked partial", err=True)
         return 130
     except click.ClickException as e:
         e.show()

@@ -17,7 +17,7 @@ from softbench.core.shapes import Shape, parse_seq
 
 from conftest import ROOT
 
-TINY = ["--backend", "sim", "--seq", "256", "--heads", "2", "--rounds", "3", "--windows", "2", "--calls", "5",
+TINY = ["--backend", "sim", "--protocol", "paper", "--seq", "256", "--heads", "2", "--rounds", "3", "--windows", "2", "--calls", "5",
         "--warmup", "2"]
 
 
@@ -30,7 +30,7 @@ def test_round_order_alternates():
 def test_protocol_validation():
     with pytest.raises(UsageError, match="rounds"):
         LatencyProtocol(rounds=0)
-    with pytest.raises(UsageError, match="unknown protocol keys"):
+    with pytest.raises(UsageError, match="unknown paper protocol keys"):
         latency_protocol_from_mapping({"protocol": {"rounds": 3, "windowz": 7}})
     assert latency_protocol_from_mapping({"rounds": 5}).rounds == 5
 
@@ -91,7 +91,7 @@ def test_latency_end_to_end_sim(tmp_path, cli):
     # smoke check: exact A0 is close to FP32; A1 differs by the half-octave lattice but stays sane
     assert summary["smoke"]["A0"]["rel_error_vs_fp32"] < 1e-2
     assert 1e-3 < summary["smoke"]["A1"]["rel_error_vs_fp32"] < 0.3
-    assert "speed-up of A1 over A0" in r.stdout
+    assert "speed-up of A1 over A0 (paper rounds" in r.stdout
 
 
 @pytest.mark.slow
@@ -207,3 +207,62 @@ def test_fp8_through_fa4_on_hopper_points_to_the_triton_backend():
     assert "sm_100" in reason and "--backend triton" in reason
     assert fa4_unsupported_reason(Shape(dtype="bf16", seq=16384), Device("cuda", "NVIDIA H200", 90)) is None
     assert fa4_unsupported_reason(Shape(dtype="fp8", seq=16384), Device("cuda", "NVIDIA B200", 100)) is None
+
+
+QUICK_INTERLEAVED = ("protocol:\n  kind: interleaved\n  calls: 2\n  untimed: 0\n  min_pairs: 10\n  check_every: 5\n"
+                     "  budget_s: 3\n  warmup_min_s: 0.2\n  warmup_max_s: 1\n")
+
+
+def test_interleaved_sim_run_names_its_quantity_its_null_and_cpu_timings(tmp_path, cli):
+    proto = tmp_path / "quick.yaml"
+    proto.write_text(QUICK_INTERLEAVED)
+    out = tmp_path / "s"
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64", "--variant", "h15-sat",
+            "--null", "--protocol", str(proto), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    (session,) = list(out.iterdir())
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["protocol_kind"] == "interleaved" and summary["quantity"] == "at equal clock"
+    assert set(summary["kernels"]) == {"A0", "h15-sat", "A0'"}
+    assert summary["null"] == "A0'" and summary["comparisons"]["A0'"]["role"] == "null"
+    assert summary["run"]["warmup"]["reason"] == "no readings: fixed warm-up"
+    assert summary["run"]["rounds"][0]["stop_reason"]
+    windows = [json.loads(l) for l in (session / "windows.jsonl").read_text().splitlines()]
+    measured = [w for w in windows if w["phase"] == "measure"]
+    # ABBA over three kernels: each cycle holds each kernel once, the order reversed every other cycle
+    first_two = [[w["label"] for w in measured if w["cycle"] == c] for c in (0, 1)]
+    assert first_two[0] == list(reversed(first_two[1])) and sorted(first_two[0]) == ["A0", "A0'", "h15-sat"]
+    assert "speed-up at equal clock (interleaved protocol)" in r.stdout
+    assert "A/A null (A0' vs A0, same run)" in r.stdout
+    assert "CPU wall-clock timings of the pure-torch simulation, not kernel timings" in r.stdout
+
+
+def test_protocol_knobs_of_another_protocol_are_refused(tmp_path, cli):
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--windows", "3", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--windows does not apply to the interleaved protocol" in r.stderr
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--protocol", "sustained", "--rounds", "3",
+            "--out", str(tmp_path))
+    assert r.returncode == 2 and "--rounds does not apply to the sustained protocol" in r.stderr
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--protocol", "paper", "--null", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--null needs the interleaved or sustained protocol" in r.stderr
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--reference", "fa9", "--out", str(tmp_path))
+    assert r.returncode == 2 and "unknown reference kernel fa9" in r.stderr
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--seq", "128", "--out", str(tmp_path))
+    assert r.returncode == 2 and "more than once" in r.stderr
+    assert not any(tmp_path.iterdir()), "a refused run writes no session"
+
+
+def test_sustained_sim_run_pairs_settled_blocks(tmp_path, cli):
+    proto = tmp_path / "quick.yaml"
+    proto.write_text("protocol:\n  kind: sustained\n  calls: 2\n  cycles: 2\n  measure_s: 0.3\n"
+                     "  settle_min_s: 0.1\n  settle_max_s: 1\n")
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64", "--variant", "A1",
+            "--protocol", str(proto), "--out", str(tmp_path / "s"))
+    assert r.returncode == 0, r.stderr
+    (session,) = list((tmp_path / "s").iterdir())
+    blocks = [json.loads(l) for l in (session / "blocks.jsonl").read_text().splitlines()]
+    assert [b["label"] for b in blocks] == ["A0", "A1", "A1", "A0"]
+    assert all(b["settle"]["reason"] == "no readings: fixed warm-up" and b["windows"] >= 1 for b in blocks)
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["quantity"] == "sustained" and summary["comparisons"]["A1"]["paired"]["n_pairs"] == 2
+    assert "speed-up sustained (sustained protocol)" in r.stdout

@@ -74,3 +74,81 @@ def triton_config_option():
                         help="triton only: the kernel configuration by label (e.g. m128n64w8s4-vk-tma-r128, "
                              "gluon-n128s2-c240l24-hg8) [default: the Gluon kernel's configuration for the dtype "
                              "on sm_90, else the Triton kernel's table for the dtype and head dim]")
+
+
+# --- latency protocols on the command line (latency, sweep variants) ------------------------------------------
+
+# option name -> (protocol field, the protocols that have it)
+PROTOCOL_FLAGS = {
+    "rounds": ("rounds", ("interleaved", "paper")),
+    "windows": ("windows", ("paper",)),
+    "calls": ("calls", ("interleaved", "sustained", "paper")),
+    "warmup": ("warmup", ("paper",)),
+    "order": ("order", ("paper",)),
+    "seed": ("seed", ("interleaved", "sustained", "paper")),
+    "target_pp": ("target_pp", ("interleaved",)),
+    "budget_s": ("budget_s", ("interleaved",)),
+    "cycles": ("cycles", ("sustained",)),
+    "measure_s": ("measure_s", ("sustained",)),
+}
+
+
+def protocol_options(fn):
+    """The protocol and its knobs. Each knob belongs to the protocols that have it; giving one to another
+    protocol is refused by `apply_protocol_flags` rather than silently ignored."""
+    opts = [
+        click.option("--protocol", "protocol_name", default="interleaved", show_default=True, metavar="NAME|FILE",
+                     help="interleaved (the speed-up at equal clock: windows of every kernel alternated ABBA), "
+                          "sustained (each kernel in settled blocks: the speed-up under the board's power cap), "
+                          "paper (the paper's rounds, B.3: both effects mixed), or a YAML protocol file"),
+        click.option("--rounds", type=click.IntRange(min=1), default=None,
+                     help="interleaved: repetitions of the whole measurement, each with its own stopping rule "
+                          "[default: 1]; paper: rounds [default: 3]"),
+        click.option("--calls", type=click.IntRange(min=1), default=None, help="calls per window [default: 100]"),
+        click.option("--target-pp", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="interleaved: stop when every 95%% interval is within +-this many points [default: 0.25]"),
+        click.option("--budget-s", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="interleaved: seconds of measuring per round at most [default: 30]"),
+        click.option("--cycles", type=click.IntRange(min=2), default=None,
+                     help="sustained: blocks per kernel, in ABBA order [default: 4]"),
+        click.option("--measure-s", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="sustained: measured seconds per block, after settling [default: 4]"),
+        click.option("--windows", type=click.IntRange(min=1), default=None,
+                     help="paper: windows per kernel per round [default: 7]"),
+        click.option("--warmup", type=click.IntRange(min=0), default=None,
+                     help="paper: warm-up calls per round [default: 50]"),
+        click.option("--order", type=click.Choice(["alternate", "fixed"]), default=None,
+                     help="paper: [default: alternate]"),
+        click.option("--seed", type=int, default=None, help="input seed [default: 0]"),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def apply_protocol_flags(proto, flags: dict):
+    """`proto` with the knobs given on the command line; a knob the protocol does not have is refused."""
+    from softbench.core.errors import UsageError
+
+    given = {k: v for k, v in flags.items() if v is not None}
+    wrong = [k for k in given if proto.kind not in PROTOCOL_FLAGS[k][1]]
+    if wrong:
+        names = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        owners = sorted({p for k in wrong for p in PROTOCOL_FLAGS[k][1]})
+        raise UsageError(f"{names} {'does' if len(wrong) == 1 else 'do'} not apply to the {proto.kind} protocol",
+                         hint=f"{'it belongs' if len(wrong) == 1 else 'they belong'} to: {', '.join(owners)} "
+                              f"(choose one with --protocol)")
+    return proto.with_overrides(**{PROTOCOL_FLAGS[k][0]: v for k, v in given.items()})
+
+
+def reference_option(fn):
+    return click.option(
+        "--reference", "references", default="auto", show_default=True, metavar="LIST",
+        help="exact reference kernels timed in the same run, comma-separated from fa3, fa4, sdpa; 'auto': the "
+             "fastest exact kernel this machine has (FlashAttention-3 on Hopper where installed); 'none'")(fn)
+
+
+def null_option(fn):
+    return click.option("--null/--no-null", "null", default=False, show_default=True,
+                        help="add a second process of the baseline to the run: the A/A null beside every speed-up "
+                             "(interleaved and sustained)")(fn)

@@ -1,20 +1,113 @@
-"""Measurement protocols: how many rounds, windows and calls, in which order. Frozen and validated, loadable
-from YAML so that a session records exactly the protocol it ran."""
+"""Measurement protocols as data: frozen, validated, loadable from YAML, so that a session records exactly the
+protocol it ran. Three latency protocols, each answering a different question on a power-capped GPU:
+
+- `interleaved` (the default): every kernel process alive, single windows alternated in a balanced order, so
+  both kernels of a pair run at the same SM clock: the speed-up *at equal clock* (what the instructions buy).
+- `sustained`: each kernel in its own long block, measured once the board has settled at that kernel's own power
+  and clock equilibrium: the speed-up a user running the kernel continuously gets (*sustained*, at the cap).
+- `paper`: the paper's Appendix B.3 rounds (A0A1, A1A0, ...), kept unchanged for reproducing it; it mixes the two
+  quantities, since each kernel's process starts from the clock the other left."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import ClassVar
 
 import yaml
 
 from softbench.core.errors import UsageError
 
 
+def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=()) -> None:
+    for name in positive_ints:
+        v = getattr(proto, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise UsageError(f"protocol: {name} must be a positive integer, got {v!r}")
+    for name in non_negative_ints:
+        v = getattr(proto, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise UsageError(f"protocol: {name} must be a non-negative integer, got {v!r}")
+    for name in positive_floats:
+        v = getattr(proto, name)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            raise UsageError(f"protocol: {name} must be a positive number, got {v!r}")
+
+
+class _ProtocolBase:
+    kind: ClassVar[str]
+    quantity: ClassVar[str]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, **asdict(self)}
+
+    def with_overrides(self, **overrides):
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
 @dataclass(frozen=True)
-class LatencyProtocol:
+class InterleavedProtocol(_ProtocolBase):
+    """Single windows of every kernel alternated, the order reversed each cycle (A B, B A, ...: ABBA), after a
+    warm-up that ends when the power and SM clock readings settle; pairs of windows until the 95% interval of
+    every gated paired speed-up is at most `target_pp` wide on each side, or `budget_s` of measuring is spent.
+    `rounds` repeats that measurement (each with its own stopping rule) inside the same processes."""
+
+    kind: ClassVar[str] = "interleaved"
+    quantity: ClassVar[str] = "at equal clock"
+    calls: int = 100
+    untimed: int = 5  # calls before each timed window: another process has just used the GPU
+    target_pp: float = 0.25
+    min_pairs: int = 20
+    max_pairs: int = 5000
+    budget_s: float = 30.0
+    check_every: int = 10  # cycles between two evaluations of the stopping rule (a bootstrap each)
+    rounds: int = 1
+    warmup_min_s: float = 3.0
+    warmup_max_s: float = 20.0
+    seed: int = 0
+
+    def __post_init__(self):
+        _check_fields(self, positive_ints=("calls", "min_pairs", "max_pairs", "check_every", "rounds"),
+                      non_negative_ints=("untimed", "seed"), positive_floats=("target_pp", "budget_s"))
+        if not (0 <= self.warmup_min_s <= self.warmup_max_s):
+            raise UsageError(f"protocol: need 0 <= warmup_min_s <= warmup_max_s, got {self.warmup_min_s}, "
+                             f"{self.warmup_max_s}")
+        if self.min_pairs > self.max_pairs:
+            raise UsageError(f"protocol: min_pairs ({self.min_pairs}) exceeds max_pairs ({self.max_pairs})")
+
+
+@dataclass(frozen=True)
+class SustainedProtocol(_ProtocolBase):
+    """Blocks of one kernel each, `cycles` blocks per kernel in ABBA order (for two kernels: A B B A A B B A,
+    an even number of at least 4 blocks); each block runs until that kernel's power and clock have settled
+    (between `settle_min_s` and `settle_max_s`), then measures `measure_s` seconds of windows with the energy
+    counter around them."""
+
+    kind: ClassVar[str] = "sustained"
+    quantity: ClassVar[str] = "sustained"
+    calls: int = 100
+    cycles: int = 4
+    measure_s: float = 4.0
+    settle_min_s: float = 2.0
+    settle_max_s: float = 20.0
+    seed: int = 0
+
+    def __post_init__(self):
+        _check_fields(self, positive_ints=("calls",), non_negative_ints=("seed",), positive_floats=("measure_s",))
+        if not isinstance(self.cycles, int) or isinstance(self.cycles, bool) or self.cycles < 2:
+            raise UsageError(f"protocol: cycles must be an integer of at least 2 (4 blocks for two kernels), "
+                             f"got {self.cycles!r}")
+        if not (0 <= self.settle_min_s <= self.settle_max_s):
+            raise UsageError(f"protocol: need 0 <= settle_min_s <= settle_max_s, got {self.settle_min_s}, "
+                             f"{self.settle_max_s}")
+
+
+@dataclass(frozen=True)
+class LatencyProtocol(_ProtocolBase):
     """Paper B.3 defaults: 3 rounds in alternating order, 50 warm-up calls, 7 windows of 100 calls each."""
 
+    kind: ClassVar[str] = "paper"
+    quantity: ClassVar[str] = "rounds (paper B.3: equal-clock and sustained effects mixed)"
     rounds: int = 3
     windows: int = 7
     calls: int = 100
@@ -40,11 +133,10 @@ class LatencyProtocol:
             out.append((second, first) if swap else (first, second))
         return out
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
-    def with_overrides(self, **overrides) -> "LatencyProtocol":
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+PaperProtocol = LatencyProtocol
+PROTOCOL_KINDS = {c.kind: c for c in (InterleavedProtocol, SustainedProtocol, LatencyProtocol)}
+AnyProtocol = InterleavedProtocol | SustainedProtocol | LatencyProtocol
 
 
 def packaged_protocols() -> list[str]:
@@ -95,14 +187,33 @@ def load_yaml_mapping(path: Path | str) -> dict:
 
 
 def latency_protocol_from_mapping(data: dict, source: str = "protocol") -> LatencyProtocol:
-    known = {f.name for f in fields(LatencyProtocol)}
+    """The paper's rounds protocol from a mapping (the emulation sweep runs only this one)."""
+    proto = any_protocol_from_mapping(data, source, default_kind="paper")
+    if not isinstance(proto, LatencyProtocol):
+        raise UsageError(f"{source}: this command runs the paper's rounds protocol, not {proto.kind}")
+    return proto
+
+
+def any_protocol_from_mapping(data: dict, source: str = "protocol", default_kind: str | None = None) -> AnyProtocol:
+    """One of the three protocols from a mapping; `kind` names it. Without `kind`, a mapping that names the
+    paper's keys (rounds, windows, warmup, order) is the paper's protocol, as every file written before the
+    other two existed; anything else is `default_kind` (interleaved unless said)."""
     section = data.get("protocol", data)
     if not isinstance(section, dict):
         raise UsageError(f"{source}: 'protocol' must be a mapping")
+    section = dict(section)
+    kind = section.pop("kind", None)
+    if kind is None:
+        paper_keys = {"windows", "warmup", "order"} & set(section)
+        kind = "paper" if paper_keys else (default_kind or "interleaved")
+    cls = PROTOCOL_KINDS.get(kind)
+    if cls is None:
+        raise UsageError(f"{source}: unknown protocol kind {kind!r} (known: {', '.join(PROTOCOL_KINDS)})")
+    known = {f.name for f in fields(cls)}
     unknown = set(section) - known
     if unknown:
-        raise UsageError(f"{source}: unknown protocol keys {sorted(unknown)} (known: {sorted(known)})")
-    return LatencyProtocol(**section)
+        raise UsageError(f"{source}: unknown {kind} protocol keys {sorted(unknown)} (known: {sorted(known)})")
+    return cls(**section)
 
 
 @dataclass(frozen=True)
@@ -110,7 +221,7 @@ class LatencyPlan:
     """A latency protocol file: the protocol, and optionally the cells (shapes) and the pair of variants it is for.
     Shape keys of a cell override the file's `shape` defaults."""
 
-    protocol: LatencyProtocol
+    protocol: AnyProtocol
     shape_defaults: dict
     cells: tuple[dict, ...]
     baseline: str | None = None
@@ -140,11 +251,11 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
     """Validate a protocol file. A file with only protocol keys (rounds, windows, ...) at the top level is a plan
     with no cells, for compatibility with the short form."""
     if "protocol" not in data and "cells" not in data:
-        return LatencyPlan(latency_protocol_from_mapping(data, source), {}, ())
+        return LatencyPlan(any_protocol_from_mapping(data, source), {}, ())
     unknown = set(data) - _PLAN_KEYS
     if unknown:
         raise UsageError(f"{source}: unknown keys {sorted(unknown)} (known: {sorted(_PLAN_KEYS)})")
-    proto = latency_protocol_from_mapping(data.get("protocol") or {}, source)
+    proto = any_protocol_from_mapping(data.get("protocol") or {}, source)
     defaults = data.get("shape") or {}
     cells = data.get("cells") or []
     if not isinstance(defaults, dict) or not isinstance(cells, list):

@@ -68,8 +68,27 @@ BACKENDS.register("fa4", _fa4_backend)
 BACKENDS.register("triton", _triton_backend)
 
 
+def _reference(name: str):
+    def factory(**kw):
+        from softbench.kernels import references
+
+        if kw:
+            raise UnsupportedError(f"the {name} reference kernel takes no options, got {sorted(kw)}")
+        return {"fa3": references.FA3Backend, "sdpa": references.SdpaBackend,
+                "fa4": references.fa4_reference_backend}[name]()
+
+    return factory
+
+
+# exact kernels timed beside the baseline (--reference); their workers are named ref-<name>
+REFERENCE_BACKENDS: Registry[Callable[..., Backend]] = Registry("reference kernel")
+for _name in ("fa3", "fa4", "sdpa"):
+    REFERENCE_BACKENDS.register(_name, _reference(_name))
+
+
 def make_backend(name: str, **options) -> Backend:
-    factory = BACKENDS.get(name)
+    """A measured backend by name, or a reference kernel as `ref-<name>` (e.g. ref-fa3)."""
+    factory = REFERENCE_BACKENDS.get(name[4:]) if name.startswith("ref-") else BACKENDS.get(name)
     try:
         return factory(**options)
     except TypeError as e:

@@ -1,4 +1,5 @@
-"""`softbench latency`: paired baseline/variant attention-forward call latency (paper B.3)."""
+"""`softbench latency`: the speed-up of a kernel variant over its baseline, each kernel in its own process, under
+one of three protocols (interleaved: at equal clock, the default; sustained; paper: the paper's rounds)."""
 
 from __future__ import annotations
 
@@ -8,92 +9,132 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import (apply_protocol_flags, check_triton_config, null_option, protocol_options,
+                                    reference_option, shape_options, shapes_from, triton_config_option)
 
 
 @click.command("latency")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
-              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
-                   "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
+@click.option("--backend", type=click.Choice(["auto", "fa4", "triton", "sim"]), default="auto", show_default=True,
+              help="fa4: FlashAttention-4 on a CUDA GPU; triton: softbench's own Triton/Gluon forward (BF16/FP16 "
+                   "and FP8 on Hopper); sim: the pure-torch simulation (any machine; CPU timings, not kernel "
+                   "timings); auto: fa4 where it runs every shape, else triton")
 @click.option("--baseline", default="A0", show_default=True, help="variant timed as the baseline")
 @click.option("--variant", default="A1", show_default=True,
-              help="variant timed against it (A1, noexp; the baseline again for the A/A null)")
-@click.option("--rounds", type=click.IntRange(min=1), default=None, help="[default: 3]")
-@click.option("--windows", type=click.IntRange(min=1), default=None, help="windows per kernel per round [default: 7]")
-@click.option("--calls", type=click.IntRange(min=1), default=None, help="back-to-back calls per window [default: 100]")
-@click.option("--warmup", type=click.IntRange(min=0), default=None, help="warm-up calls per round [default: 50]")
-@click.option("--order", type=click.Choice(["alternate", "fixed"]), default=None, help="[default: alternate]")
-@click.option("--seed", type=int, default=None, help="input seed [default: 0]")
-@click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False), default=None,
-              help="YAML protocol file; command-line options override it")
+              help="variant timed against it (A1, h15-sat, noexp, ...; the baseline again for an A/A run alone)")
+@protocol_options
+@null_option
+@reference_option
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, rounds, windows,
-            calls, warmup, order, seed, protocol_file, rescale_threshold, triton_config, out_dir):
-    """Time BASELINE against VARIANT in alternating rounds, each kernel in its own process.
+def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, protocol_name,
+            rounds, calls, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null, references,
+            rescale_threshold, triton_config, out_dir):
+    """Time BASELINE against VARIANT, each kernel in its own process.
 
-    Example: softbench latency --dtype bf16 --seq 8K --seq 16K --rounds 3"""
+    The default protocol, interleaved, alternates single windows of every kernel (ABBA) after a warm-up that
+    ends when power and SM clock settle, until the paired speed-up's 95% interval is within +-0.25 pp: the
+    speed-up at equal clock. --protocol sustained gives the speed-up with each kernel at its own equilibrium
+    under the power cap; --null adds the A/A null to the same run; --reference times the fastest exact kernels.
+
+    Example: softbench latency --dtype fp8 --seq 16384 --rounds 3"""
     from softbench.core.console import RichProgress, err, out, table
-    from softbench.core.errors import UnsupportedError
-    from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.core.errors import UnsupportedError, UsageError
+    from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
     from softbench.kernels.backends import BACKENDS
+    from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.kernels.references import resolve_references
     from softbench.kernels.variants import get_variant
     from softbench.latency.engine import LatencyOptions, run_latency
-    from softbench.core.errors import UsageError
-    from softbench.core.protocol import LatencyPlan, LatencyProtocol, latency_plan_from_mapping, load_yaml_mapping
-    from softbench.latency.render import latency_headline, latency_rows
+    from softbench.latency.render import latency_headline, latency_rows, paired_columns, paired_rows
 
     ctx = click.get_current_context()
     given = {n for n in ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim", "backend", "baseline",
                          "variant") if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
-    plan = (latency_plan_from_mapping(load_yaml_mapping(protocol_file), protocol_file) if protocol_file
-            else LatencyPlan(LatencyProtocol(), {}, ()))
-    proto = plan.protocol.with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, order=order,
-                                         seed=seed)
+    plan = latency_plan_from_mapping(load_yaml_mapping(protocol_name), protocol_name)
+    proto = apply_protocol_flags(plan.protocol, {
+        "rounds": rounds, "calls": calls, "target_pp": target_pp, "budget_s": budget_s, "cycles": cycles,
+        "measure_s": measure_s, "windows": windows, "warmup": warmup, "order": order, "seed": seed})
     if plan.cells:
         clash = sorted(given & {"dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim"})
         if clash:
             flags = {p.name: p.opts[0] for p in ctx.command.params}
-            raise UsageError(f"{protocol_file} lists its own cells; drop {', '.join(flags[c] for c in clash)}")
+            raise UsageError(f"{protocol_name} lists its own cells; drop {', '.join(flags[c] for c in clash)}")
         shapes = plan.shapes()
     else:
         shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    repeats = sorted({s.tag() for s in shapes if sum(t.tag() == s.tag() for t in shapes) > 1})
+    if repeats:
+        raise UsageError(f"the same cell is asked for more than once: {', '.join(repeats)}")
     # the file names the pair and backend it is for; the command line wins
     backend = backend if "backend" in given or not plan.backend else plan.backend
     baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
     variant = variant if "variant" in given or not plan.variant else plan.variant
-    BACKENDS.get(backend)
     get_variant(baseline)
     get_variant(variant)
+    device = detect_device() if backend != "sim" else None
+    if backend == "auto":
+        backend = choose_backend(shapes, device)
+        err.print(f"backend: {backend} (auto)")
+    BACKENDS.get(backend)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     check_triton_config(triton_config, backend)
     if triton_config:
         backend_options = dict(triton_config)
-    if backend == "fa4" and rescale_threshold:
+    if backend != "sim" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
+    if proto.kind == "paper" and ctx.get_parameter_source("references") != click.core.ParameterSource.COMMANDLINE:
+        references = "none"  # the paper's rounds pair exactly two kernels
+    refs, skipped = resolve_references(references, shapes, backend, device or detect_device(prefer_cuda=False))
 
     def check(shape):
         # refuse before any worker starts or any session folder is made
         if backend != "sim":
-            reason = unsupported_reason(backend, shape, detect_device())
+            reason = unsupported_reason(backend, shape, device)
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
 
     opts = LatencyOptions(shapes=shapes, protocol=proto, backend=backend, baseline=baseline, variant=variant,
-                          out_dir=Path(out_dir), backend_options=backend_options,
+                          out_dir=Path(out_dir), backend_options=backend_options, null=null, references=refs,
                           command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     with RichProgress() as progress:
         sessions = run_latency(opts, progress, check=check)
     for s in sessions:
         summary = s.read_json("summary.json")
-        out.print(table(f"{summary['shape_tag']} ({backend})",
-                        ["kernel", "median ms/call", "TFLOP/s", "windows", "SM MHz", "throttled"],
-                        latency_rows(summary)))
-        out.print(latency_headline(summary))
+        title = f"{summary['shape_tag']} ({backend}, {proto.kind} protocol)"
+        if summary.get("protocol_kind") in ("interleaved", "sustained"):
+            out.print(table(title, paired_columns(summary), paired_rows(summary)))
+        else:
+            out.print(table(title, ["kernel", "median ms/call", "TFLOP/s", "windows", "SM MHz", "throttled"],
+                            latency_rows(summary)))
+        out.print(latency_headline(summary), soft_wrap=True)
+        if skipped and not refs and backend != "sim":
+            out.print("no reference kernel timed: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()),
+                      soft_wrap=True)
         for label, sm in summary["smoke"].items():
             out.print(f"  smoke {label}: rel. error vs FP32 {sm['rel_error_vs_fp32']:.3e}, "
                       f"activation mean {sm['activation_mean']:.6f}")
-        err.print(f"session: {s.path}")
+        err.print(f"session: {s.path}", soft_wrap=True)
+
+
+def choose_backend(shapes, device) -> str:
+    """--backend auto: FlashAttention-4 where it runs every shape, else softbench's Triton/Gluon forward; on a
+    machine with no GPU, refuse and point at the simulation rather than time the CPU silently."""
+    from softbench.core.errors import UnsupportedError
+    from softbench.kernels.capability import unsupported_reason
+
+    for name in ("fa4", "triton"):
+        if all(unsupported_reason(name, s, device) is None for s in shapes) and _installed(name):
+            return name
+    raise UnsupportedError(
+        f"no kernel backend can run {', '.join(s.tag() for s in shapes)} here "
+        f"({device.arch_label if device else 'no GPU'}): {unsupported_reason('triton', shapes[0], device)}",
+        hint="--backend sim runs the pure-torch simulation on any machine (CPU timings, not kernel timings)")
+
+
+def _installed(backend: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec({"fa4": "flash_attn", "triton": "triton"}[backend]) is not None

@@ -1,132 +1,181 @@
-"""The latency engine: paired baseline/variant call latency in alternating rounds, one process per kernel.
+"""The latency engine: which kernels run (baseline, variants, the null's second baseline process, exact
+reference kernels), one worker process each, and one session per shape measured under one of three protocols
+(softbench.core.protocol): interleaved (at equal clock), sustained, or the paper's rounds.
 
-Phases per shape: check (can the backend run it?), prepare (fixed-seed inputs, compile, smoke check against
-FP32 attention), rounds (warm-up, then windows of back-to-back calls, clocks read after each window), summarize.
-Every window is appended to the session as soon as it is measured."""
+Phases per shape: check (before any worker starts), prepare (fixed-seed inputs, compile, smoke check against
+FP32 attention), measure (the protocol's engine; every window is appended to the session as it is measured),
+summarize (also for a partial session)."""
 
 from __future__ import annotations
 
-import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from softbench.core.envinfo import collect_env
-from softbench.core.errors import MeasurementError, UsageError
-from softbench.runtime.client import WorkerProcess, load_all
-from softbench.latency.summary import summarize_latency
-from softbench.core.protocol import LatencyProtocol
-from softbench.latency.render import latency_markdown
+from softbench.core.errors import UsageError
+from softbench.core.protocol import AnyProtocol, InterleavedProtocol, LatencyProtocol
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
+from softbench.runtime.client import WorkerProcess
+from softbench.runtime.kernels import KernelSpec, close_all, prepare_all, start_workers
+from softbench.runtime.session_runner import session_run
 
 WINDOWS_FILE = "windows.jsonl"
+BLOCKS_FILE = "blocks.jsonl"
 
 
 @dataclass(frozen=True)
 class LatencyOptions:
     shapes: tuple[Shape, ...]
-    protocol: LatencyProtocol = LatencyProtocol()
+    protocol: AnyProtocol = InterleavedProtocol()
     backend: str = "sim"
     baseline: str = "A0"
     variant: str = "A1"
     out_dir: Path = Path("sessions")
     backend_options: dict = field(default_factory=dict)
     command_line: str = ""
+    null: bool = False  # a second process of the baseline, interleaved with the others: the A/A null in the same run
+    references: tuple[str, ...] = ()  # exact reference kernels timed alongside (fa3, fa4, sdpa)
+    more_variants: tuple[str, ...] = ()  # further variants in the same interleaving (sweep variants)
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
         return (self.baseline, self.variant) if self.baseline != self.variant else (self.baseline, self.variant + "'")
 
+    def kernel_specs(self) -> list[KernelSpec]:
+        base_label, var_label = self.labels()
+        variants = (self.variant, *self.more_variants)
+        if len(set(variants)) != len(variants):
+            raise UsageError(f"variants repeat: {', '.join(variants)}")
+        specs = [KernelSpec(base_label, self.backend, self.baseline, "baseline", self.backend_options)]
+        role = "null" if self.variant == self.baseline else "variant"
+        specs.append(KernelSpec(var_label, self.backend, self.variant, role, self.backend_options))
+        specs += [KernelSpec(v, self.backend, v, "variant", self.backend_options) for v in self.more_variants]
+        if self.null:
+            if self.variant == self.baseline:
+                raise UsageError("--null adds a second process of the baseline; with --variant equal to the "
+                                 "baseline the run is already the A/A null")
+            if self.protocol.kind == "paper":
+                raise UsageError("--null needs the interleaved or sustained protocol (the paper's rounds pair "
+                                 "exactly two kernels; run --variant A0 for its null)")
+            specs.append(KernelSpec(self.baseline + "'", self.backend, self.baseline, "null", self.backend_options))
+        if self.references and self.protocol.kind == "paper":
+            raise UsageError("--reference needs the interleaved or sustained protocol (the paper's rounds pair "
+                             "exactly two kernels)")
+        specs += [KernelSpec(f"ref-{r}", f"ref-{r}", "A0", "reference") for r in self.references]
+        return specs
+
 
 class Progress:
     """What the engine tells the outside world; the CLI passes a rich-backed implementation."""
 
-    def start(self, total_windows: int) -> None: ...
+    def start(self, total_windows: int | None) -> None: ...
     def message(self, text: str) -> None: ...
     def window(self, label: str, record: dict) -> None: ...
 
 
 def run_latency(opts: LatencyOptions, progress: Progress | None = None,
-                check: Callable[[Shape], None] | None = None) -> list[Session]:
+                check: Callable[[Shape], None] | None = None,
+                worker_factory: Callable[..., WorkerProcess] = WorkerProcess,
+                clock: Callable[[], float] = time.monotonic) -> list[Session]:
     progress = progress or Progress()
     if not opts.shapes:
         raise UsageError("no shapes to measure")
+    specs = opts.kernel_specs()
     for shape in opts.shapes:
         if check:
             check(shape)
-    base_label, var_label = opts.labels()
     p = opts.protocol
-    progress.start(len(opts.shapes) * p.rounds * 2 * p.windows)
-    workers = {
-        base_label: WorkerProcess(base_label, opts.backend, opts.baseline, opts.backend_options),
-        var_label: WorkerProcess(var_label, opts.backend, opts.variant, opts.backend_options),
-    }
+    progress.start(len(opts.shapes) * p.rounds * 2 * p.windows if p.kind == "paper" else None)
+    progress.message(f"loading {opts.backend} {', '.join(s.label for s in specs)}: {len(specs)} processes")
+    workers = start_workers(specs, worker_factory)
     sessions: list[Session] = []
     try:
-        progress.message(f"loading {opts.backend} {opts.baseline} and {opts.variant} in two processes")
-        load_all(workers.values())
         env = collect_env(gpu=True)
         for shape in opts.shapes:
-            sessions.append(run_shape(opts, shape, workers, env, progress))
+            sessions.append(run_shape(opts, shape, workers, env, progress, clock=clock))
     finally:
-        for w in workers.values():
-            w.close()
+        close_all(workers.values())
     return sessions
 
 
-def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProcess], env: dict,
-              progress: Progress) -> Session:
-    """One shape's session with workers that are already loaded (the sweeps reuse one baseline process)."""
-    base_label, var_label = opts.labels()
-    p = opts.protocol
-    tag = f"{shape.tag()}-{opts.backend}-{opts.baseline}-vs-{opts.variant}"
-    session = Session.create(opts.out_dir, "latency", tag)
-    session.write_json("env.json", {**env, "workers": {k: w.info for k, w in workers.items()}})
-    order = p.round_order(base_label, var_label)
-    session.write_yaml("protocol.yaml", {
+def session_tag(opts: LatencyOptions, shape: Shape) -> str:
+    extra = f"+{len(opts.more_variants)}" if opts.more_variants else ""
+    return f"{shape.tag()}-{opts.backend}-{opts.baseline}-vs-{opts.variant}{extra}-{opts.protocol.kind}"
+
+
+def protocol_record(opts: LatencyOptions, shape: Shape, workers: dict) -> dict:
+    return {
         "command": "latency", "command_line": opts.command_line, "backend": opts.backend,
         "backend_options": opts.backend_options, "baseline": opts.baseline, "variant": opts.variant,
-        "labels": [base_label, var_label], "shape": shape.to_dict(), "protocol": p.to_dict(),
-        "order": [list(o) for o in order], "started_utc": utc_iso(),
-    })
-    smoke: dict = {}
-    windows: list[dict] = []
-    try:
-        for label, w in workers.items():
-            progress.message(f"{shape.tag()}: preparing {label} (inputs, compile, smoke check)")
-            smoke[label] = w.request("prepare", shape=shape.to_dict(), seed=p.seed)["result"]
-        session.write_json("smoke.json", smoke)
-        for r, pair in enumerate(order):
-            for pos, label in enumerate(pair):
-                w = workers[label]
-                progress.message(f"{shape.tag()}: round {r + 1}/{p.rounds}, {label}")
+        "labels": list(workers), "roles": {k: getattr(w, "role", None) for k, w in workers.items()},
+        "null": opts.null, "references": list(opts.references), "shape": shape.to_dict(),
+        "protocol": opts.protocol.to_dict(),
+    }
 
-                def on_window(msg: dict, r=r, pos=pos, label=label, w=w) -> None:
-                    rec = {"round": r, "position": pos, "label": label, "variant": w.variant, "pid": w.pid,
-                           "utc": utc_iso(), **msg["window"]}
-                    session.append(WINDOWS_FILE, rec)
-                    windows.append(rec)
-                    progress.window(label, rec)
 
-                w.request("round", on_stream=on_window, round=r, warmup=p.warmup, windows=p.windows, calls=p.calls)
-    except BaseException as exc:
-        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-        _finish(session, opts, shape, windows, smoke, order, complete=False, reason=reason)
-        for label, w in workers.items():
-            w.copy_log(session.path / f"worker-{label.replace(chr(39), 'b')}.log")
-        raise
-    _finish(session, opts, shape, windows, smoke, order, complete=True)
+def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProcess], env: dict,
+              progress: Progress, clock: Callable[[], float] = time.monotonic) -> Session:
+    """One shape's session with workers that are already loaded (the sweeps reuse one baseline process)."""
+    if opts.protocol.kind == "paper":
+        from softbench.latency.rounds import run_rounds
+
+        return run_rounds(opts, shape, workers, env, progress)
+    from softbench.latency.interleaved import measure_interleaved
+    from softbench.latency.summary import summarize_paired
+    from softbench.latency.sustained import measure_sustained
+
+    p = opts.protocol
+    kernels = {label: {"role": getattr(w, "role", "variant"), "variant": w.variant, "backend": w.backend}
+               for label, w in workers.items()}
+    base_label = opts.labels()[0]
+    gated = [lbl for lbl, k in kernels.items() if k["role"] in ("variant", "null")]
+    state: dict = {"windows": [], "blocks": [], "smoke": {}, "run": {}}
+
+    def finish(session: Session, complete: bool, reason: str | None) -> None:
+        measured = [w for w in state["windows"] if w.get("phase") in ("measure", None)]
+        if p.kind == "interleaved":
+            summary = summarize_paired(measured, kernels, base_label, shape.flops, p.kind, "ms_per_call")
+        else:
+            summary = summarize_paired(state["blocks"], kernels, base_label, shape.flops, p.kind, "median_ms",
+                                       windows=measured)
+        _write_summary(session, opts, shape, summary, state, env, complete, reason)
+
+    with session_run(opts.out_dir, "latency", session_tag(opts, shape),
+                     env={**env, "workers": {k: w.info for k, w in workers.items()}},
+                     protocol=protocol_record(opts, shape, workers), finish=finish,
+                     workers=lambda: workers.values()) as session:
+        state["smoke"] = prepare_all(workers, shape, p.seed, progress.message)
+        session.write_json("smoke.json", state["smoke"])
+
+        def record(rec: dict) -> None:
+            rec = {**rec, "pid": workers[rec["label"]].pid, "utc": utc_iso()}
+            session.append(WINDOWS_FILE, rec)
+            state["windows"].append(rec)
+
+        if p.kind == "interleaved":
+            state["run"] = measure_interleaved(p, workers, base_label, gated, record, progress, clock=clock)
+        else:
+            def record_block(block: dict) -> None:
+                session.append(BLOCKS_FILE, block)
+                state["blocks"].append(block)
+
+            state["run"] = measure_sustained(p, workers, record, record_block, progress)
     return session
 
 
-def _finish(session: Session, opts: LatencyOptions, shape: Shape, windows: list[dict], smoke: dict,
-            order: list, complete: bool, reason: str | None = None) -> None:
-    base_label, var_label = opts.labels()
-    summary = summarize_latency(windows, base_label, var_label, shape.flops)
+def _write_summary(session: Session, opts: LatencyOptions, shape: Shape, summary: dict, state: dict, env: dict,
+                   complete: bool, reason: str | None) -> None:
+    from softbench.latency.render import latency_markdown
+
     summary.update({
         "command": "latency", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
-        "order": [list(o) for o in order], "protocol": opts.protocol.to_dict(), "smoke": smoke,
+        "protocol": opts.protocol.to_dict(), "smoke": state["smoke"], "run": state["run"],
+        "device": (env.get("gpu") or {}).get("name") if isinstance(env.get("gpu"), dict) else None,
+        "timings_are": "CPU wall-clock timings of the pure-torch simulation, not kernel timings"
+        if opts.backend == "sim" else "CUDA event timings of the kernel calls",
         "complete": complete, "finished_utc": utc_iso(),
     })
     if reason:
@@ -134,8 +183,3 @@ def _finish(session: Session, opts: LatencyOptions, shape: Shape, windows: list[
     session.write_json("summary.json", summary)
     session.write_text("summary.md", latency_markdown(summary, session.path.name))
     session.set_status(complete=complete, state="complete" if complete else "partial", reason=reason)
-
-
-def fail_if_worker_missing() -> None:
-    if not sys.executable:
-        raise MeasurementError("cannot find the Python interpreter to start worker processes")

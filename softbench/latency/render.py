@@ -39,14 +39,80 @@ def latency_rows(summary: dict) -> list[list[str]]:
 
 
 def latency_headline(summary: dict) -> str:
+    if summary.get("protocol_kind") in ("interleaved", "sustained"):
+        return "\n".join(paired_headline(summary))
     s = summary.get("speedup_pct")
     if s is None:
         return "speed-up: not available (one of the kernels has no windows)"
     per_round = ", ".join(f"{x:+.2f}%" for x in summary["per_round_speedup_pct"])
     lo, hi = summary.get("bootstrap_ci95_pct", [None, None])
-    return (f"speed-up of {summary['variant']} over {summary['baseline']}: {s:+.2f}% (pooled medians); "
+    return (f"speed-up of {summary['variant']} over {summary['baseline']} (paper rounds: equal-clock and sustained "
+            f"effects mixed): {s:+.2f}% (pooled medians); "
             f"per round {per_round}; per-round sd {_fmt(summary['per_round_sd_pp'], '.2f')} pp; "
             f"window bootstrap 95% [{_fmt(lo, '+.2f')}, {_fmt(hi, '+.2f')}]%")
+
+
+def _estimate(paired: dict | None) -> str:
+    if not paired:
+        return "not measured"
+    lo, hi = paired["ci95_pct"]
+    interval = (f"[{lo:+.2f}, {hi:+.2f}]" if lo == lo and hi == hi else "(no interval: too few pairs)")
+    return f"{paired['estimate_pct']:+.2f}% {interval} over {paired['n_pairs']} pairs"
+
+
+def paired_headline(summary: dict) -> list[str]:
+    """The lines that say what was measured: each variant's speed-up with its quantity and protocol, the A/A
+    null of the same run, the fastest exact kernel beside them, and why the measurement stopped."""
+    kind, quantity, base = summary["protocol_kind"], summary["quantity"], summary["baseline"]
+    comps = summary.get("comparisons", {})
+    lines = []
+    for v in summary.get("variants", []):
+        lines.append(f"{v} vs {base}, speed-up {quantity} ({kind} protocol): {_estimate(comps.get(v, {}).get('paired'))}"
+                     f"; pooled medians {_fmt(comps.get(v, {}).get('pooled_speedup_pct'), '+.2f')}%")
+    null = summary.get("null")
+    if null:
+        lines.append(f"A/A null ({null} vs {base}, same run): {_estimate(comps.get(null, {}).get('paired'))}")
+    else:
+        lines.append("A/A null: not measured in this run (add --null)")
+    best = summary.get("best_exact")
+    refs = summary.get("references") or []
+    if best:
+        vs = summary.get("vs_best_exact", {})
+        ratios = "; ".join(f"{lbl} / {best['label']} {vs[lbl]:.3f}" for lbl in [base, *summary.get("variants", [])]
+                           if lbl in vs)
+        lines.append(f"fastest exact kernel timed: {best['label']} ({_fmt(best.get('tflops'), '.0f')} TFLOP/s); "
+                     f"{ratios}" + ("" if refs else " (no reference kernel timed: add --reference)"))
+    for r in (summary.get("run") or {}).get("rounds", []):
+        lines.append(f"round {r['round'] + 1}: {r['pairs']} pairs in {r['measure_s']:.1f} s, stopped: {r['stop_reason']}")
+    warm = (summary.get("run") or {}).get("warmup")
+    if warm:
+        lines.append(f"warm-up: {warm['elapsed_s']:.1f} s, {warm['reason']}"
+                     + (f" at {warm['power_w']:.0f} W, {warm['sm_clock_mhz']:.0f} MHz" if warm.get("power_w") else ""))
+    if summary.get("timings_are", "").startswith("CPU"):
+        lines.append(f"note: {summary['timings_are']}")
+    return lines
+
+
+PAIRED_COLUMNS = ["kernel", "role", "median ms/call", "TFLOP/s", "vs fastest exact", "units", "SM MHz (median)",
+                  "power W (median)", "power-capped windows"]
+
+
+def paired_rows(summary: dict) -> list[list[str]]:
+    vs = summary.get("vs_best_exact", {})
+    rows = []
+    for label, k in summary.get("kernels", {}).items():
+        row = [label, k["role"], _fmt(k["median_ms"], ".4f"), _fmt(k["tflops"], ".1f"), _fmt(vs.get(label), ".3f"),
+               str(k["units"]), _fmt(k["sm_clock_mhz_median"], ".0f"), _fmt(k["power_w_median"], ".0f"),
+               f"{k['power_capped_windows']}/{k['windows']}"]
+        if summary.get("protocol_kind") == "sustained":
+            row.append(_fmt(k.get("energy_per_forward_mj"), ".2f"))
+        rows.append(row)
+    return rows
+
+
+def paired_columns(summary: dict) -> list[str]:
+    extra = ["energy/forward mJ"] if summary.get("protocol_kind") == "sustained" else []
+    return PAIRED_COLUMNS + extra
 
 
 def latency_markdown(summary: dict, title: str) -> str:
@@ -54,19 +120,29 @@ def latency_markdown(summary: dict, title: str) -> str:
     if not summary.get("complete"):
         lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
     shape = summary.get("shape", {})
+    paired = summary.get("protocol_kind") in ("interleaved", "sustained")
     lines += [
         f"- backend: `{summary.get('backend')}`; shape: `{summary.get('shape_tag')}` "
         f"(batch {shape.get('batch')}, heads {shape.get('heads')}/{shape.get('kv_heads')}, head dim {shape.get('head_dim')})",
         f"- protocol: {summary.get('protocol')}",
-        f"- order per round: {', '.join(''.join(o) for o in summary.get('order', []))}",
-        "", latency_headline(summary), "",
     ]
-    lines += md_table(LATENCY_COLUMNS, latency_rows(summary))
+    if not paired:
+        lines.append(f"- order per round: {', '.join(''.join(o) for o in summary.get('order', []))}")
+    lines += ["", *latency_headline(summary).splitlines(), ""]
+    if paired:
+        lines += md_table(paired_columns(summary), paired_rows(summary))
+    else:
+        lines += md_table(LATENCY_COLUMNS, latency_rows(summary))
     smoke = summary.get("smoke") or {}
     if smoke:
         lines += [""] + md_table(SMOKE_COLUMNS, [
             [label, _fmt(s.get("rel_error_vs_fp32"), ".3e"), _fmt(s.get("activation_mean"), ".6f"),
              _fmt(s.get("compile_s"), ".2f")] for label, s in smoke.items()])
-    lines += ["", "Speed-up = 100 (median A0 / median A1 - 1) over pooled windows; the per-round sd is a spread, "
-              "not a confidence interval.", ""]
+    if paired:
+        lines += ["", "Speed-up = 100 (baseline / variant - 1) per pair of units measured next to each other "
+                  "(interleaved: one window each, so both at the same SM clock; sustained: one settled block each); "
+                  "the estimate and its 95% interval are over pairs (method in summary.json).", ""]
+    else:
+        lines += ["", "Speed-up = 100 (median A0 / median A1 - 1) over pooled windows; the per-round sd is a spread, "
+                  "not a confidence interval.", ""]
     return "\n".join(lines)

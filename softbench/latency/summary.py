@@ -47,3 +47,93 @@ def summarize_latency(windows: list[dict], baseline: str, variant: str, flops: f
         out["per_round_sd_pp"] = None
         out["rounds_complete"] = 0
     return out
+
+
+# --- the interleaved and sustained protocols ---------------------------------------------------------------
+
+QUANTITY = {"interleaved": "at equal clock", "sustained": "sustained"}
+
+
+def _median_or_none(values) -> float | None:
+    vals = [v for v in values if v is not None]
+    return float(np.median(vals)) if vals else None
+
+
+def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str, flops: float, kind: str,
+                     value_key: str, windows: list[dict] | None = None) -> dict:
+    """The summary of an interleaved or sustained measurement.
+
+    units: the paired units with 'label', 'round', 'cycle' and `value_key` (ms per call): measured windows for
+    interleaved, block summaries for sustained. kernels: label -> {'role', 'variant', 'backend'}. windows: every
+    measured window (for clocks, power and throttling); defaults to `units`.
+    Every comparison is against `baseline`: the paired estimate (median of per-pair speed-ups with a bootstrap
+    over pairs for interleaved windows; mean with a t interval over the few block pairs of sustained), and the
+    pooled-median speed-up beside it."""
+    from softbench.latency.schedule import pairs_by_cycle
+
+    windows = units if windows is None else windows
+    by_label: dict[str, list[float]] = defaultdict(list)
+    for u in units:
+        by_label[u["label"]].append(u[value_key])
+    out: dict = {"protocol_kind": kind, "quantity": QUANTITY[kind], "baseline": baseline,
+                 "kernels": {}, "comparisons": {}}
+    for label, k in kernels.items():
+        ws = [w for w in windows if w["label"] == label]
+        med = stats.median(by_label[label]) if by_label.get(label) else None
+        entry = {**k, "median_ms": med, "tflops": (flops / (med * 1e-3) / 1e12) if med else None,
+                 "units": len(by_label.get(label, [])), "windows": len(ws),
+                 "sm_clock_mhz_median": _median_or_none(w.get("gpu_sm_clock_mhz") for w in ws),
+                 "power_w_median": _median_or_none(w.get("gpu_power_w") for w in ws),
+                 "throttled_windows": sum(bool(w.get("gpu_throttled")) for w in ws),
+                 "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in ws)}
+        if kind == "sustained":
+            entry["energy_per_forward_mj"] = _median_or_none(u.get("energy_per_forward_mj") for u in units
+                                                             if u["label"] == label)
+        out["kernels"][label] = entry
+    estimator = stats.paired_median_estimate if kind == "interleaved" else stats.paired_mean_t_estimate
+    rounds = sorted({u.get("round", 0) for u in units})
+    for label, k in kernels.items():
+        if label == baseline:
+            continue
+        b, o = pairs_by_cycle(units, baseline, label, value_key)
+        if not b:
+            out["comparisons"][label] = {"role": k["role"], "paired": None, "pooled_speedup_pct": None}
+            continue
+        per_round = []
+        for r in rounds:
+            rb, ro = pairs_by_cycle([u for u in units if u.get("round", 0) == r], baseline, label, value_key)
+            if rb:
+                per_round.append(estimator(stats.pair_speedups_pct(rb, ro)).to_dict())
+        out["comparisons"][label] = {
+            "role": k["role"],
+            "paired": estimator(stats.pair_speedups_pct(b, o)).to_dict(),
+            "pooled_speedup_pct": stats.pooled_speedup_pct(by_label[baseline], by_label[label]),
+            "per_round": per_round,
+        }
+    # the fastest exact kernel measured: the baseline and every reference (the null is the baseline again)
+    exact = [lbl for lbl, k in kernels.items() if k["role"] in ("baseline", "reference")
+             and out["kernels"][lbl]["median_ms"]]
+    if exact:
+        best = min(exact, key=lambda lbl: out["kernels"][lbl]["median_ms"])
+        best_ms = out["kernels"][best]["median_ms"]
+        out["best_exact"] = {"label": best, "median_ms": best_ms, "tflops": out["kernels"][best]["tflops"]}
+        # speed relative to the best exact kernel: above 1 is faster than it
+        out["vs_best_exact"] = {lbl: best_ms / e["median_ms"] for lbl, e in out["kernels"].items() if e["median_ms"]}
+    # compatibility with the paper-protocol summaries that tables and reports read
+    out["median_ms"] = {lbl: e["median_ms"] for lbl, e in out["kernels"].items()}
+    out["tflops"] = {lbl: e["tflops"] for lbl, e in out["kernels"].items()}
+    out["n_windows"] = {lbl: e["windows"] for lbl, e in out["kernels"].items()}
+    out["sm_clock_mhz_median"] = {lbl: e["sm_clock_mhz_median"] for lbl, e in out["kernels"].items()}
+    out["throttled_windows"] = {lbl: e["throttled_windows"] for lbl, e in out["kernels"].items()}
+    variants = [lbl for lbl, k in kernels.items() if k["role"] == "variant"]
+    nulls = [lbl for lbl, k in kernels.items() if k["role"] == "null"]
+    out["variants"], out["null"] = variants, (nulls[0] if nulls else None)
+    out["references"] = [lbl for lbl, k in kernels.items() if k["role"] == "reference"]
+    head = out["comparisons"].get(variants[0]) if variants else None
+    out["variant"] = variants[0] if variants else None
+    out["speedup_pct"] = head["paired"]["estimate_pct"] if head and head["paired"] else None
+    out["speedup_ci95_pct"] = head["paired"]["ci95_pct"] if head and head["paired"] else None
+    nul = out["comparisons"].get(out["null"]) if out["null"] else None
+    out["null_pct"] = nul["paired"]["estimate_pct"] if nul and nul["paired"] else None
+    out["null_ci95_pct"] = nul["paired"]["ci95_pct"] if nul and nul["paired"] else None
+    return out

@@ -1,5 +1,5 @@
 """The per-process timing loop. One worker process serves one kernel variant for a whole command: the parent
-sends it JSON requests on stdin (load, prepare, round, energy_loop, probabilities, exit) and reads JSON replies on the protocol pipe.
+sends it JSON requests on stdin (load, prepare, window, block, round, energy_loop, probabilities, exit) and reads JSON replies on the protocol pipe.
 Keeping the worker alive across rounds keeps the alternation of variants without paying FA4's import (about
 9 s) and compile every round.
 
@@ -123,14 +123,66 @@ class WorkerState:
                 self.forward()
             self.timer.sync()
             for w in range(windows):
-                ms = self.timer.window_ms(self.forward, calls)
-                reading = self.nvml.read().to_dict() if self.nvml else {}
-                emit({"window": {"window": w, "calls": calls, "window_ms": ms, "ms_per_call": ms / calls,
-                                 **{f"gpu_{k}": v for k, v in reading.items() if k != "time_s"}}})
-                self.windows_done += 1
-                if _FAULT_AFTER and self.windows_done >= _FAULT_AFTER:
-                    os._exit(17)
+                emit({"window": {"window": w, **self._timed_window(calls)}})
         return {"windows": windows}
+
+    def _reading(self) -> dict:
+        reading = self.nvml.read().to_dict() if self.nvml else {}
+        return {f"gpu_{k}": v for k, v in reading.items() if k != "time_s"}
+
+    def _timed_window(self, calls: int) -> dict:
+        ms = self.timer.window_ms(self.forward, calls)
+        self.windows_done += 1
+        if _FAULT_AFTER and self.windows_done >= _FAULT_AFTER:
+            os._exit(17)
+        return {"calls": calls, "window_ms": ms, "ms_per_call": ms / calls, "t_s": time.monotonic(),
+                **self._reading()}
+
+    def window(self, req: dict) -> dict:
+        """One window of the interleaved protocol: `untimed` calls first (the kernel's caches and the clock have
+        just served another process), then `calls` timed back to back."""
+        import torch
+
+        if self.forward is None:
+            raise SoftbenchError("window requested before prepare")
+        with torch.inference_mode():
+            for _ in range(int(req.get("untimed", 0))):
+                self.forward()
+            return self._timed_window(int(req["calls"]))
+
+    def block(self, req: dict, emit: Callable[[dict], None]) -> dict:
+        """One block of the sustained protocol: windows back to back until this kernel's own power and clock
+        equilibrium (softbench.runtime.settle), then `measure_s` seconds of windows bracketed by the energy
+        counter. Every window is streamed with its phase."""
+        import torch
+
+        from softbench.runtime.settle import SettleRule, Settler
+
+        if self.forward is None:
+            raise SoftbenchError("block requested before prepare")
+        calls, measure_s = int(req["calls"]), float(req["measure_s"])
+        rule = SettleRule(**req.get("settle", {}))
+        counter = self.nvml is not None and self.nvml.has_energy_counter()
+        with torch.inference_mode():
+            settler = Settler(rule, time.monotonic())
+            while True:
+                rec = self._timed_window(calls)
+                settler.add(rec["t_s"], rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz"))
+                emit({"window": {**rec, "phase": "settle"}})
+                verdict = settler.verdict()
+                if verdict.done:
+                    break
+            energy_start_j = self.nvml.total_energy_j() if counter else None
+            t0 = time.monotonic()
+            forwards = 0
+            while time.monotonic() - t0 < measure_s:
+                rec = self._timed_window(calls)
+                forwards += calls
+                emit({"window": {**rec, "phase": "measure"}})
+            t1 = time.monotonic()
+            energy_end_j = self.nvml.total_energy_j() if counter else None
+        return {"settle": verdict.to_dict(), "measure_s": t1 - t0, "forwards": forwards,
+                "energy_j": (energy_end_j - energy_start_j) if counter else None}
 
     def energy_loop(self, req: dict) -> dict:
         """Sustained loop for energy: warm-up, then chunks of `chunk` calls each followed by a synchronize, for
@@ -174,7 +226,7 @@ class WorkerState:
         return write_readback(self.backend, req)
 
 
-_RESULT_OPS = ("load", "prepare", "energy_loop", "register_variant", "probabilities")
+_RESULT_OPS = ("load", "prepare", "window", "energy_loop", "register_variant", "probabilities")
 
 
 def main() -> int:
@@ -185,6 +237,8 @@ def main() -> int:
     def handle(op: str, req: dict, send) -> dict:
         if op == "round":
             return state.round(req, send)
+        if op == "block":
+            return {"result": state.block(req, send)}
         if op in _RESULT_OPS:
             return {"result": getattr(state, op)(req)}
         raise UsageError(f"unknown op {op!r}")

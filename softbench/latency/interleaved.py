@@ -1,0 +1,79 @@
+"""The interleaved protocol's engine (softbench.core.protocol.InterleavedProtocol): the speed-up at equal clock.
+
+Phases: warm-up (windows of every kernel in the measuring order until the board's power and SM clock settle,
+softbench.runtime.settle), then per round: cycles of one window per kernel in the balanced order
+(softbench.latency.schedule) until every gated comparison's paired interval is narrow enough, the time budget is
+spent, or the pair limit is reached. Each window is handed to `record` as soon as it is measured.
+
+The engine speaks to its workers only through `request(op, **fields)`, and reads time only through `clock`, so
+that the tests drive it with a fake worker and a fake clock."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from softbench.core import stats
+from softbench.core.protocol import InterleavedProtocol
+from softbench.latency.schedule import cycle_order, pairs_by_cycle
+from softbench.runtime.settle import SettleRule, Settler
+
+
+def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str, gated: list[str],
+                        record: Callable[[dict], None], progress, clock: Callable[[], float] = time.monotonic) -> dict:
+    """Returns what happened: the warm-up's verdict and, per round, its cycles, pairs, time and stopping reason.
+    `gated`: the labels whose paired interval against `baseline` must reach the target (the variants and the
+    null; reference kernels are measured alongside but do not hold the run up)."""
+    labels = list(workers)
+    window_fields = {"calls": proto.calls, "untimed": proto.untimed}
+
+    def one_window(label: str, extra: dict) -> dict:
+        rec = workers[label].request("window", **window_fields)["result"]
+        rec = {"label": label, "variant": workers[label].variant, **extra, **rec, "t_parent_s": clock()}
+        record(rec)
+        progress.window(label, rec)
+        return rec
+
+    # --- warm-up: the same mix of kernels the measurement runs, until power and clock settle ---------------
+    progress.message(f"warm-up: at least {proto.warmup_min_s:g} s, until power and SM clock settle")
+    settler = Settler(SettleRule(min_s=proto.warmup_min_s, max_s=proto.warmup_max_s), clock())
+    cycle = 0
+    while True:
+        for label in cycle_order(labels, cycle):
+            rec = one_window(label, {"phase": "warmup", "round": -1, "cycle": cycle})
+            settler.add(clock(), rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz"))
+        cycle += 1
+        verdict = settler.verdict()
+        if verdict.done:
+            break
+    run = {"warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": []}
+
+    # --- rounds: cycles until the stopping rule says so -----------------------------------------------------
+    for rnd in range(proto.rounds):
+        measured: list[dict] = []
+        t0 = clock()
+        cycle, reason, widths = 0, None, {}
+        while reason is None:
+            for pos, label in enumerate(cycle_order(labels, cycle)):
+                measured.append(one_window(label, {"phase": "measure", "round": rnd, "cycle": cycle,
+                                                   "position": pos}))
+            cycle += 1
+            n_pairs = cycle
+            elapsed = clock() - t0
+            if n_pairs >= proto.min_pairs and (n_pairs % proto.check_every == 0 or elapsed >= proto.budget_s):
+                widths = {g: stats.paired_median_estimate(
+                    stats.pair_speedups_pct(*pairs_by_cycle(measured, baseline, g)), seed=proto.seed).half_width_pp
+                    for g in gated}
+                if all(w <= proto.target_pp for w in widths.values()):
+                    reason = f"target reached: every 95% half-width <= {proto.target_pp} pp"
+                    break
+            if elapsed >= proto.budget_s:
+                reason = f"time budget of {proto.budget_s:g} s spent"
+            elif n_pairs >= proto.max_pairs:
+                reason = f"pair limit of {proto.max_pairs} reached"
+            progress.message(f"round {rnd + 1}/{proto.rounds}: {n_pairs} pairs, {elapsed:.1f} s"
+                             + (", half-widths " + ", ".join(f"{g} {w:.2f} pp" for g, w in widths.items())
+                                if widths else ""))
+        run["rounds"].append({"round": rnd, "pairs": cycle, "measure_s": clock() - t0, "stop_reason": reason,
+                              "half_width_pp_at_stop": widths})
+    return run

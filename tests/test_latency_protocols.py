@@ -1,0 +1,288 @@
+"""The interleaved and sustained protocols' logic on the CPU: the balanced order, the settling rule, the stopping
+rule and the paired estimator, driven by fake workers whose window times follow a known model of a board that
+drifts, on a fake clock."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from softbench.core import stats
+from softbench.core.protocol import (InterleavedProtocol, SustainedProtocol, any_protocol_from_mapping,
+                                     latency_plan_from_mapping, load_yaml_mapping)
+from softbench.core.errors import UsageError
+from softbench.latency.interleaved import measure_interleaved
+from softbench.latency.schedule import cycle_order, pairs_by_cycle
+from softbench.latency.summary import summarize_paired
+from softbench.latency.sustained import measure_sustained
+from softbench.runtime.settle import SettleRule, Settler
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class FakeBoard:
+    """Window time = base_ms * factor * (1 + drift_per_s * t) * (1 + noise); power ramps to a cap over
+    `ramp_s` and the SM clock with it. Advances the fake clock by each window's length."""
+
+    def __init__(self, clock: FakeClock, drift_per_s=0.0, noise=0.0, ramp_s=1.5, seed=0, readings=True):
+        self.clock, self.drift, self.noise, self.ramp_s = clock, drift_per_s, noise, ramp_s
+        self.rng = np.random.default_rng(seed)
+        self.readings = readings
+
+    def reading(self) -> dict:
+        if not self.readings:
+            return {}
+        x = min(self.clock.t / self.ramp_s, 1.0)
+        return {"gpu_power_w": 125 + 575 * x, "gpu_sm_clock_mhz": 1980 - 200 * x, "gpu_throttled": x >= 1,
+                "gpu_throttle_reasons": ["sw_power_cap"] if x >= 1 else []}
+
+    def window(self, base_ms: float, calls: int) -> dict:
+        ms = base_ms * (1 + self.drift * self.clock.t) * (1 + self.noise * self.rng.standard_normal())
+        self.clock.t += ms * calls / 1e3 + 0.001  # the window, then a millisecond of request round trip
+        return {"calls": calls, "window_ms": ms * calls, "ms_per_call": ms, "t_s": self.clock.t, **self.reading()}
+
+
+class FakeWorker:
+    def __init__(self, board: FakeBoard, label: str, variant: str, base_ms: float, role: str, backend="fake"):
+        self.board, self.label, self.variant, self.base_ms, self.role = board, label, variant, base_ms, role
+        self.backend, self.pid, self.info, self.requests = backend, 1000 + len(label), {}, []
+
+    def request(self, op, on_stream=None, **fields):
+        self.requests.append(op)
+        if op == "window":
+            return {"result": self.board.window(self.base_ms, fields["calls"])}
+        if op == "block":
+            settler = Settler(SettleRule(**fields["settle"]), self.board.clock.t)
+            while True:
+                rec = self.board.window(self.base_ms, fields["calls"])
+                settler.add(rec["t_s"], rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz"))
+                on_stream({"window": {**rec, "phase": "settle"}})
+                verdict = settler.verdict()
+                if verdict.done:
+                    break
+            t0, forwards = self.board.clock.t, 0
+            while self.board.clock.t - t0 < fields["measure_s"]:
+                rec = self.board.window(self.base_ms, fields["calls"])
+                forwards += fields["calls"]
+                on_stream({"window": {**rec, "phase": "measure"}})
+            return {"result": {"settle": verdict.to_dict(), "measure_s": self.board.clock.t - t0,
+                               "forwards": forwards, "energy_j": 0.7 * forwards * self.base_ms}}
+        raise AssertionError(f"unexpected op {op}")
+
+
+class Quiet:
+    def start(self, total): ...
+    def message(self, text): ...
+    def window(self, label, rec): ...
+
+
+def workers_for(board, kernels):
+    return {label: FakeWorker(board, label, variant, ms, role) for label, variant, ms, role in kernels}
+
+
+def run_interleaved(proto, kernels, **board_kw):
+    clock = FakeClock()
+    board = FakeBoard(clock, **board_kw)
+    ws = workers_for(board, kernels)
+    records = []
+    gated = [k[0] for k in kernels if k[3] in ("variant", "null")]
+    run = measure_interleaved(proto, ws, kernels[0][0], gated, records.append, Quiet(), clock=clock)
+    meta = {k[0]: {"role": k[3], "variant": k[1], "backend": "fake"} for k in kernels}
+    measured = [r for r in records if r["phase"] == "measure"]
+    return run, records, summarize_paired(measured, meta, kernels[0][0], 1e12, "interleaved", "ms_per_call")
+
+
+# --- order ---------------------------------------------------------------------------------------------------
+
+def test_two_kernels_alternate_abba():
+    seq = [x for c in range(4) for x in cycle_order(["A", "B"], c)]
+    assert "".join(seq) == "ABBAABBA"
+
+
+def test_more_kernels_reverse_every_other_cycle():
+    assert cycle_order(["A", "B", "C"], 0) == ["A", "B", "C"]
+    assert cycle_order(["A", "B", "C"], 1) == ["C", "B", "A"]
+    assert cycle_order(["A", "B", "C"], 2) == ["A", "B", "C"]
+
+
+def test_pairs_are_taken_within_a_cycle_and_round():
+    recs = [{"round": 0, "cycle": 0, "label": "A", "ms_per_call": 2.0},
+            {"round": 0, "cycle": 0, "label": "B", "ms_per_call": 1.0},
+            {"round": 0, "cycle": 1, "label": "B", "ms_per_call": 4.0},  # its A is missing: no pair
+            {"round": 1, "cycle": 0, "label": "B", "ms_per_call": 3.0},
+            {"round": 1, "cycle": 0, "label": "A", "ms_per_call": 6.0}]
+    assert pairs_by_cycle(recs, "A", "B") == ([2.0, 6.0], [1.0, 3.0])
+
+
+# --- settling --------------------------------------------------------------------------------------------------
+
+def test_settles_once_power_and_clock_stop_moving():
+    rule = SettleRule(min_s=0.5, max_s=30, span_s=1.0)
+    s = Settler(rule, 0.0)
+    for i in range(400):
+        t = i * 0.02
+        x = min(t / 3.0, 1.0)  # a 3 s ramp, then flat
+        s.add(t, 125 + 575 * x, 1980 - 200 * x)
+        v = s.verdict()
+        if v.done:
+            break
+    assert v.reason == "settled"
+    # not during the ramp, nor before the recent span lies past its end (3 s + 1 span); at the latest once the
+    # span before it does too (3 s + 2 spans); between those, when the spans' means differ by at most 2%
+    assert 4.0 < v.elapsed_s <= 5.02
+    assert v.power_change_rel <= 0.02
+    assert v.power_w == pytest.approx(700)
+
+
+def test_without_readings_the_warmup_is_its_minimum_and_says_so():
+    s = Settler(SettleRule(min_s=1.0, max_s=5.0), 10.0)
+    s.add(10.5, None, None)
+    assert not s.verdict().done
+    s.add(11.01, None, None)
+    assert s.verdict().reason == "no readings: fixed warm-up"
+
+
+def test_a_board_that_never_settles_stops_at_the_limit():
+    s = Settler(SettleRule(min_s=0.5, max_s=4.0), 0.0)
+    for i in range(1000):
+        t = i * 0.01
+        s.add(t, 200 + 100 * t, 1500 + 50 * t)  # keeps climbing
+        if s.verdict().done:
+            break
+    assert s.verdict().reason == "time limit"
+    assert s.verdict().elapsed_s == pytest.approx(4.0, abs=0.02)
+
+
+# --- the paired estimator ---------------------------------------------------------------------------------------
+
+def test_pair_speedups_hand_computed():
+    assert stats.pair_speedups_pct([2.0, 3.0], [1.0, 2.0]).tolist() == [100.0, 50.0]
+    with pytest.raises(ValueError):
+        stats.pair_speedups_pct([1.0], [1.0, 2.0])
+
+
+def test_median_estimate_has_no_interval_below_the_minimum():
+    e = stats.paired_median_estimate([1.0] * (stats.MIN_BOOTSTRAP_PAIRS - 1))
+    assert e.estimate_pct == 1.0 and math.isnan(e.ci_low) and "no interval" in e.method
+    e = stats.paired_median_estimate(list(range(21)))
+    assert e.estimate_pct == 10.0 and e.ci_low < 10.0 < e.ci_high
+
+
+def test_t_interval_hand_computed():
+    e = stats.paired_mean_t_estimate([1.0, 2.0, 3.0, 4.0])
+    half = 3.182446305284263 * np.std([1, 2, 3, 4], ddof=1) / 2.0  # t(0.975, 3)
+    assert e.estimate_pct == 2.5
+    assert (e.ci_low, e.ci_high) == pytest.approx((2.5 - half, 2.5 + half))
+
+
+# --- the interleaved engine ---------------------------------------------------------------------------------------
+
+FAST = dict(calls=10, untimed=0, target_pp=0.25, min_pairs=20, check_every=5, budget_s=60.0,
+            warmup_min_s=0.5, warmup_max_s=10.0)
+
+
+def test_aa_null_under_drift_is_near_zero_and_covered():
+    proto = InterleavedProtocol(**FAST)
+    run, records, s = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A0'", "A0", 1.0, "null")],
+                                      drift_per_s=0.01, noise=0.002)
+    null = s["comparisons"]["A0'"]["paired"]
+    assert abs(null["estimate_pct"]) < 0.1
+    assert null["ci95_pct"][0] <= 0 <= null["ci95_pct"][1]
+    assert run["rounds"][0]["stop_reason"].startswith("target reached")
+    assert run["warmup"]["reason"] == "settled"
+    assert all(r["phase"] == "warmup" for r in records[:4])
+
+
+def test_order_in_rounds_cancels_a_linear_drift_that_fixed_order_would_not():
+    # the same drift with the variant always second would read about drift * window apart; ABBA cancels it
+    proto = InterleavedProtocol(**{**FAST, "min_pairs": 40})
+    _, records, s = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A0'", "A0", 1.0, "null")],
+                                    drift_per_s=0.2)
+    ab = [r for r in records if r["phase"] == "measure" and r["cycle"] % 2 == 0]
+    one_way = stats.pair_speedups_pct(*pairs_by_cycle(ab, "A0", "A0'")).mean()
+    assert one_way < -0.1  # within one AB cycle the second window is measurably slower
+    assert abs(s["comparisons"]["A0'"]["paired"]["estimate_pct"]) < abs(one_way) / 5
+
+
+def test_a_ten_percent_faster_variant_reads_ten_percent():
+    proto = InterleavedProtocol(**FAST)
+    _, _, s = run_interleaved(proto, [("A0", "A0", 1.1, "baseline"), ("h15-sat", "h15-sat", 1.0, "variant")],
+                              noise=0.002)
+    assert s["speedup_pct"] == pytest.approx(10.0, abs=0.1)
+    assert s["quantity"] == "at equal clock"
+
+
+def test_noisy_boards_stop_at_the_budget_and_say_so():
+    proto = InterleavedProtocol(**{**FAST, "budget_s": 2.0, "target_pp": 0.01})
+    run, _, _ = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 1.0, "variant")], noise=0.05)
+    r = run["rounds"][0]
+    assert r["stop_reason"] == "time budget of 2 s spent"
+    assert r["measure_s"] >= 2.0
+
+
+def test_rounds_repeat_the_measurement_with_their_own_stopping_rule():
+    proto = InterleavedProtocol(**{**FAST, "rounds": 3})
+    run, records, s = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.95, "variant")],
+                                      noise=0.002)
+    assert [r["round"] for r in run["rounds"]] == [0, 1, 2]
+    assert len(s["comparisons"]["A1"]["per_round"]) == 3
+    assert {r["round"] for r in records if r["phase"] == "measure"} == {0, 1, 2}
+
+
+def test_references_do_not_hold_the_run_up_and_the_fastest_exact_kernel_is_named():
+    proto = InterleavedProtocol(**FAST)
+    _, _, s = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("h15-sat", "h15-sat", 0.9, "variant"),
+                                      ("ref-fa3", "A0", 0.95, "reference")], noise=0.002)
+    assert s["best_exact"]["label"] == "ref-fa3"
+    assert s["vs_best_exact"]["A0"] == pytest.approx(0.95, abs=0.005)
+    assert s["vs_best_exact"]["h15-sat"] == pytest.approx(0.95 / 0.9, abs=0.005)
+    assert s["comparisons"]["ref-fa3"]["role"] == "reference"
+
+
+# --- the sustained engine ----------------------------------------------------------------------------------------
+
+def test_sustained_blocks_run_abba_settle_first_and_pair_by_cycle():
+    clock = FakeClock()
+    board = FakeBoard(clock, ramp_s=1.0)
+    ws = workers_for(board, [("A0", "A0", 1.0, "baseline"), ("h15-sat", "h15-sat", 0.94, "variant")])
+    proto = SustainedProtocol(calls=20, cycles=4, measure_s=1.0, settle_min_s=0.5, settle_max_s=10.0)
+    windows, blocks = [], []
+    measure_sustained(proto, ws, windows.append, blocks.append, Quiet())
+    assert "".join(b["label"][0] for b in blocks) == "AhhAAhhA"
+    assert blocks[0]["settle"]["reason"] == "settled" and blocks[0]["settle_windows"] > 0
+    meta = {"A0": {"role": "baseline", "variant": "A0", "backend": "fake"},
+            "h15-sat": {"role": "variant", "variant": "h15-sat", "backend": "fake"}}
+    s = summarize_paired(blocks, meta, "A0", 1e12, "sustained", "median_ms",
+                         windows=[w for w in windows if w["phase"] == "measure"])
+    assert s["comparisons"]["h15-sat"]["paired"]["n_pairs"] == 4
+    assert s["speedup_pct"] == pytest.approx(100 * (1 / 0.94 - 1), abs=0.01)
+    assert "Student-t" in s["comparisons"]["h15-sat"]["paired"]["method"]
+    assert s["kernels"]["A0"]["energy_per_forward_mj"] == pytest.approx(700.0)
+    assert s["quantity"] == "sustained"
+
+
+# --- protocols as data --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kind", [("interleaved", "interleaved"), ("sustained", "sustained"), ("paper", "paper")])
+def test_packaged_protocols_load_by_name(name, kind):
+    plan = latency_plan_from_mapping(load_yaml_mapping(name), name)
+    assert plan.protocol.kind == kind
+
+
+def test_protocol_kinds_refuse_each_others_keys():
+    with pytest.raises(UsageError, match="unknown interleaved protocol keys"):
+        any_protocol_from_mapping({"kind": "interleaved", "cycles": 4})
+    with pytest.raises(UsageError, match="unknown protocol kind"):
+        any_protocol_from_mapping({"kind": "rounds"})
+    with pytest.raises(UsageError, match="at least 2"):
+        SustainedProtocol(cycles=1)
+    # a file written before the kinds existed is the paper's protocol
+    assert any_protocol_from_mapping({"rounds": 3, "windows": 7}).kind == "paper"
