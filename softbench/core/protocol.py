@@ -60,7 +60,7 @@ class InterleavedProtocol(_ProtocolBase):
     min_pairs: int = 20
     max_pairs: int = 5000
     budget_s: float = 30.0
-    check_every: int = 10  # cycles between two evaluations of the stopping rule (a bootstrap each)
+    check_every: int = 2  # cycles (n*n windows each) between two evaluations of the stopping rule
     rounds: int = 1
     warmup_min_s: float = 3.0
     warmup_max_s: float = 20.0

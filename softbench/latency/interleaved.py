@@ -1,9 +1,10 @@
 """The interleaved protocol's engine (softbench.core.protocol.InterleavedProtocol): the speed-up at equal clock.
 
 Phases: warm-up (windows of every kernel in the measuring order until the board's power and SM clock settle,
-softbench.runtime.settle), then per round: cycles of one window per kernel in the balanced order
-(softbench.latency.schedule) until every gated comparison's paired interval is narrow enough, the time budget is
-spent, or the pair limit is reached. Each window is handed to `record` as soon as it is measured.
+softbench.runtime.settle), then per round: cycles of n*n windows in which every kernel follows every kernel once
+(softbench.latency.schedule), until every gated comparison's paired interval (pairs: windows with the same
+predecessor) is narrow enough, the time budget is spent, or the pair limit is reached. Each window is handed to
+`record` as soon as it is measured, with its predecessor.
 
 The engine speaks to its workers only through `request(op, **fields)`, and reads time only through `clock`, so
 that the tests drive it with a fake worker and a fake clock."""
@@ -15,7 +16,7 @@ from typing import Callable
 
 from softbench.core import stats
 from softbench.core.protocol import InterleavedProtocol
-from softbench.latency.schedule import cycle_order, pairs_by_cycle
+from softbench.latency.schedule import carryover_circuit, circuit_cycle, pairs_by_cycle
 from softbench.runtime.settle import SettleRule, Settler
 
 
@@ -25,11 +26,15 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
     `gated`: the labels whose paired interval against `baseline` must reach the target (the variants and the
     null; reference kernels are measured alongside but do not hold the run up)."""
     labels = list(workers)
+    circuit = carryover_circuit(labels)
     window_fields = {"calls": proto.calls, "untimed": proto.untimed}
+    last: list[str] = []
 
     def one_window(label: str, extra: dict) -> dict:
         rec = workers[label].request("window", **window_fields)["result"]
-        rec = {"label": label, "variant": workers[label].variant, **extra, **rec, "t_parent_s": clock()}
+        rec = {"label": label, "variant": workers[label].variant, "predecessor": last[-1] if last else None,
+               **extra, **rec, "t_parent_s": clock()}
+        last[:] = [label]
         record(rec)
         progress.window(label, rec)
         return rec
@@ -39,14 +44,15 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
     settler = Settler(SettleRule(min_s=proto.warmup_min_s, max_s=proto.warmup_max_s), clock())
     cycle = 0
     while True:
-        for label in cycle_order(labels, cycle):
+        for label in circuit_cycle(circuit, cycle):
             rec = one_window(label, {"phase": "warmup", "round": -1, "cycle": cycle})
             settler.add(clock(), rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz"))
         cycle += 1
         verdict = settler.verdict()
         if verdict.done:
             break
-    run = {"warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": []}
+    run = {"warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": [],
+           "order": {"circuit": circuit, "pairing": "windows with the same predecessor, per cycle"}}
 
     # --- rounds: cycles until the stopping rule says so -----------------------------------------------------
     for rnd in range(proto.rounds):
@@ -54,15 +60,15 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
         t0 = clock()
         cycle, reason, widths = 0, None, {}
         while reason is None:
-            for pos, label in enumerate(cycle_order(labels, cycle)):
+            for pos, label in enumerate(circuit_cycle(circuit, cycle)):
                 measured.append(one_window(label, {"phase": "measure", "round": rnd, "cycle": cycle,
                                                    "position": pos}))
             cycle += 1
-            n_pairs = cycle
+            n_pairs = cycle * len(labels)  # one pair per predecessor per cycle
             elapsed = clock() - t0
-            if n_pairs >= proto.min_pairs and (n_pairs % proto.check_every == 0 or elapsed >= proto.budget_s):
-                widths = {g: stats.paired_median_estimate(
-                    stats.pair_speedups_pct(*pairs_by_cycle(measured, baseline, g)), seed=proto.seed).half_width_pp
+            if n_pairs >= proto.min_pairs and (cycle % proto.check_every == 0 or elapsed >= proto.budget_s):
+                widths = {g: stats.paired_median_estimate(stats.pair_speedups_pct(
+                    *pairs_by_cycle(measured, baseline, g, slot="predecessor")), seed=proto.seed).half_width_pp
                     for g in gated}
                 if all(w <= proto.target_pp for w in widths.values()):
                     reason = f"target reached: every 95% half-width <= {proto.target_pp} pp"
@@ -74,6 +80,7 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
             progress.message(f"round {rnd + 1}/{proto.rounds}: {n_pairs} pairs, {elapsed:.1f} s"
                              + (", half-widths " + ", ".join(f"{g} {w:.2f} pp" for g, w in widths.items())
                                 if widths else ""))
-        run["rounds"].append({"round": rnd, "pairs": cycle, "measure_s": clock() - t0, "stop_reason": reason,
+        run["rounds"].append({"round": rnd, "cycles": cycle, "pairs": n_pairs, "measure_s": clock() - t0,
+                              "stop_reason": reason,
                               "half_width_pp_at_stop": widths})
     return run

@@ -60,7 +60,7 @@ def _median_or_none(values) -> float | None:
 
 
 def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str, flops: float, kind: str,
-                     value_key: str, windows: list[dict] | None = None) -> dict:
+                     value_key: str, windows: list[dict] | None = None, slot: str | None = None) -> dict:
     """The summary of an interleaved or sustained measurement.
 
     units: the paired units with 'label', 'round', 'cycle' and `value_key` (ms per call): measured windows for
@@ -95,13 +95,13 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
     for label, k in kernels.items():
         if label == baseline:
             continue
-        b, o = pairs_by_cycle(units, baseline, label, value_key)
+        b, o = pairs_by_cycle(units, baseline, label, value_key, slot)
         if not b:
             out["comparisons"][label] = {"role": k["role"], "paired": None, "pooled_speedup_pct": None}
             continue
         per_round = []
         for r in rounds:
-            rb, ro = pairs_by_cycle([u for u in units if u.get("round", 0) == r], baseline, label, value_key)
+            rb, ro = pairs_by_cycle([u for u in units if u.get("round", 0) == r], baseline, label, value_key, slot)
             if rb:
                 per_round.append(estimator(stats.pair_speedups_pct(rb, ro)).to_dict())
         out["comparisons"][label] = {

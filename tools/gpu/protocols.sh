@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 14 on the H200: the interleaved and sustained protocols with the null and FlashAttention-3 in the same
+# run. Part 1: three interleaved invocations each at FP8 and BF16 causal 8K (h15-sat, --null, --reference fa3)
+# and the design card's FP8 16K command as written. Part 2: three sustained invocations at FP8 causal 8K.
+# Usage (after `. /tmp/gpu-site/env.sh`): bash tools/gpu/protocols.sh 1|2 SESSIONS_DIR
+set -uo pipefail
+PART=${1:?part 1 or 2}
+DIR=${2:-/tmp/softbench-sessions}
+mkdir -p "$DIR"
+export PYTHONUNBUFFERED=1
+sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+python3 -c "import fa3_fwd_interface, triton; print('fa3', fa3_fwd_interface.__file__, 'triton', triton.__version__)"
+case "$PART" in
+1)
+  for i in 1 2 3; do
+    sb latency --backend triton --dtype fp8 --seq 8192 --variant h15-sat --null --reference fa3
+  done
+  for i in 1 2 3; do
+    sb latency --backend triton --dtype bf16 --seq 8192 --variant h15-sat --null --reference fa3
+  done
+  sb latency --dtype fp8 --seq 16384 --rounds 3   # the design card's command, as written
+  ;;
+2)
+  for i in 1 2 3; do
+    sb latency --backend triton --dtype fp8 --seq 8192 --variant h15-sat --null --reference fa3 --protocol sustained
+  done
+  ;;
+esac
