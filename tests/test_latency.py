@@ -229,11 +229,12 @@ def test_interleaved_sim_run_names_its_quantity_its_null_and_cpu_timings(tmp_pat
     assert summary["run"]["rounds"][0]["stop_reason"]
     windows = [json.loads(l) for l in (session / "windows.jsonl").read_text().splitlines()]
     measured = [w for w in windows if w["phase"] == "measure"]
-    # three kernels: each cycle of nine windows has every kernel after every kernel once, the next cycle backwards
-    first_two = [[w["label"] for w in measured if w["cycle"] == c] for c in (0, 1)]
-    assert first_two[0] == list(reversed(first_two[1])) and len(first_two[0]) == 9
-    assert sorted({(w["predecessor"], w["label"]) for w in measured if w["cycle"] == 0}) == sorted(
-        (a, b) for a in ("A0", "A0'", "h15-sat") for b in ("A0", "A0'", "h15-sat"))
+    # the default order: every kernel once per cycle, each cycle in a fresh (seeded) random order
+    cycles = {}
+    for w in measured:
+        cycles.setdefault(w["cycle"], []).append(w["label"])
+    assert all(sorted(v) == ["A0", "A0'", "h15-sat"] for v in cycles.values())
+    assert summary["run"]["order"]["kind"] == "random"
     assert "speed-up at equal clock (interleaved protocol)" in r.stdout
     assert "A/A null (A0' vs A0, same run)" in r.stdout
     assert "CPU wall-clock timings of the pure-torch simulation, not kernel timings" in r.stdout

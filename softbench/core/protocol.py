@@ -47,8 +47,8 @@ class _ProtocolBase:
 
 @dataclass(frozen=True)
 class InterleavedProtocol(_ProtocolBase):
-    """Single windows of every kernel alternated, the order reversed each cycle (A B, B A, ...: ABBA), after a
-    warm-up that ends when the power and SM clock readings settle; pairs of windows until the 95% interval of
+    """Single windows of every kernel alternated, each cycle in a fresh random order (or the carry-over circuit),
+    after a warm-up that ends when the power and SM clock readings settle; pairs of windows until the 95% interval of
     every gated paired speed-up is at most `target_pp` wide on each side, or `budget_s` of measuring is spent.
     `rounds` repeats that measurement (each with its own stopping rule) inside the same processes."""
 
@@ -60,7 +60,11 @@ class InterleavedProtocol(_ProtocolBase):
     min_pairs: int = 20
     max_pairs: int = 5000
     budget_s: float = 30.0
-    check_every: int = 2  # cycles (n*n windows each) between two evaluations of the stopping rule
+    check_every: int = 2  # cycles between two evaluations of the stopping rule
+    # random: a random permutation of the kernels every cycle, one pair per cycle (the default: no carry-over of
+    # any order favours a kernel); circuit: every kernel after every kernel once per n*n windows, pairs by
+    # predecessor (balances the previous window only; softbench.latency.schedule says why that is not enough)
+    order: str = "random"
     rounds: int = 1
     warmup_min_s: float = 3.0
     warmup_max_s: float = 20.0
@@ -74,6 +78,8 @@ class InterleavedProtocol(_ProtocolBase):
                              f"{self.warmup_max_s}")
         if self.min_pairs > self.max_pairs:
             raise UsageError(f"protocol: min_pairs ({self.min_pairs}) exceeds max_pairs ({self.max_pairs})")
+        if self.order not in ("random", "circuit"):
+            raise UsageError(f"protocol: the interleaved order must be 'random' or 'circuit', got {self.order!r}")
 
 
 @dataclass(frozen=True)

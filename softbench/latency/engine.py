@@ -138,7 +138,7 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
         measured = [w for w in state["windows"] if w.get("phase") in ("measure", None)]
         if p.kind == "interleaved":
             summary = summarize_paired(measured, kernels, base_label, shape.flops, p.kind, "ms_per_call",
-                                       slot="predecessor")
+                                       slot="predecessor" if p.order == "circuit" else None)
         else:
             summary = summarize_paired(state["blocks"], kernels, base_label, shape.flops, p.kind, "median_ms",
                                        windows=measured)

@@ -1,9 +1,8 @@
 """The interleaved protocol's engine (softbench.core.protocol.InterleavedProtocol): the speed-up at equal clock.
 
 Phases: warm-up (windows of every kernel in the measuring order until the board's power and SM clock settle,
-softbench.runtime.settle), then per round: cycles of n*n windows in which every kernel follows every kernel once
-(softbench.latency.schedule), until every gated comparison's paired interval (pairs: windows with the same
-predecessor) is narrow enough, the time budget is spent, or the pair limit is reached. Each window is handed to
+softbench.runtime.settle), then per round: cycles of one window per kernel in a fresh random order (or the
+carry-over circuit; softbench.latency.schedule), until every gated comparison's paired interval is narrow enough, the time budget is spent, or the pair limit is reached. Each window is handed to
 `record` as soon as it is measured, with its predecessor.
 
 The engine speaks to its workers only through `request(op, **fields)`, and reads time only through `clock`, so
@@ -16,7 +15,9 @@ from typing import Callable
 
 from softbench.core import stats
 from softbench.core.protocol import InterleavedProtocol
-from softbench.latency.schedule import carryover_circuit, circuit_cycle, pairs_by_cycle
+import numpy as np
+
+from softbench.latency.schedule import carryover_circuit, circuit_cycle, pairs_by_cycle, random_cycle
 from softbench.runtime.settle import SettleRule, Settler
 
 
@@ -26,7 +27,13 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
     `gated`: the labels whose paired interval against `baseline` must reach the target (the variants and the
     null; reference kernels are measured alongside but do not hold the run up)."""
     labels = list(workers)
-    circuit = carryover_circuit(labels)
+    circuit = carryover_circuit(labels) if proto.order == "circuit" else None
+    rng = np.random.default_rng(proto.seed)
+    slot = "predecessor" if circuit else None
+
+    def cycle_windows(cycle: int) -> list[str]:
+        return circuit_cycle(circuit, cycle) if circuit else random_cycle(labels, rng)
+
     window_fields = {"calls": proto.calls, "untimed": proto.untimed}
     last: list[str] = []
 
@@ -44,7 +51,7 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
     settler = Settler(SettleRule(min_s=proto.warmup_min_s, max_s=proto.warmup_max_s), clock())
     cycle = 0
     while True:
-        for label in circuit_cycle(circuit, cycle):
+        for label in cycle_windows(cycle):
             rec = one_window(label, {"phase": "warmup", "round": -1, "cycle": cycle})
             settler.add(clock(), rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz"))
         cycle += 1
@@ -52,7 +59,8 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
         if verdict.done:
             break
     run = {"warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": [],
-           "order": {"circuit": circuit, "pairing": "windows with the same predecessor, per cycle"}}
+           "order": {"kind": proto.order, "circuit": circuit, "seed": proto.seed,
+                     "pairing": "windows with the same predecessor, per cycle" if circuit else "one pair per cycle"}}
 
     # --- rounds: cycles until the stopping rule says so -----------------------------------------------------
     for rnd in range(proto.rounds):
@@ -60,15 +68,15 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
         t0 = clock()
         cycle, reason, widths = 0, None, {}
         while reason is None:
-            for pos, label in enumerate(circuit_cycle(circuit, cycle)):
+            for pos, label in enumerate(cycle_windows(cycle)):
                 measured.append(one_window(label, {"phase": "measure", "round": rnd, "cycle": cycle,
                                                    "position": pos}))
             cycle += 1
-            n_pairs = cycle * len(labels)  # one pair per predecessor per cycle
+            n_pairs = cycle * len(labels) if circuit else cycle  # circuit: one pair per predecessor per cycle
             elapsed = clock() - t0
             if n_pairs >= proto.min_pairs and (cycle % proto.check_every == 0 or elapsed >= proto.budget_s):
                 widths = {g: stats.paired_median_estimate(stats.pair_speedups_pct(
-                    *pairs_by_cycle(measured, baseline, g, slot="predecessor")), seed=proto.seed).half_width_pp
+                    *pairs_by_cycle(measured, baseline, g, slot=slot)), seed=proto.seed).half_width_pp
                     for g in gated}
                 if all(w <= proto.target_pp for w in widths.values()):
                     reason = f"target reached: every 95% half-width <= {proto.target_pp} pp"

@@ -10,6 +10,13 @@ cancels inside each pair. Every other cycle runs the circuit backwards (still ba
 is the complete graph), which puts each kernel early and late alike against a slow drift. For two kernels the
 cycles are A B B A, then A B B A again (the circuit A A B B, started on its loop).
 
+The circuit balances the window just before, not the ones before that, and the H200's power controller remembers
+more: at FP8 causal 8K a window after two h15-sat windows ran 1.5-3% slower than one after A0 then h15-sat, and
+the circuit's A/A null read -0.5 to -1.2% (sessions 20261201T0932-0934). `random_cycle` is the default order
+instead: a fresh random permutation of the kernels every cycle, so that every kernel's history of any length has
+the same distribution and no carry-over of any order can favour one of them; it costs variance, not bias, and
+the bootstrap over pairs (one pair per cycle) carries that variance into the interval.
+
 Sustained blocks settle before they measure, so their order only alternates (A B, B A, ...: ABBA)."""
 
 from __future__ import annotations
@@ -51,6 +58,11 @@ def circuit_cycle(circuit: list[str], cycle: int) -> list[str]:
     position in time, which cancels a linear drift."""
     forwards = circuit[1:] + circuit[:1]
     return forwards if cycle % 2 == 0 else list(reversed(forwards))
+
+
+def random_cycle(labels: list[str], rng) -> list[str]:
+    """One cycle of the default interleaved order: every kernel once, in a random order (numpy Generator)."""
+    return [labels[i] for i in rng.permutation(len(labels))]
 
 
 def pairs_by_cycle(records: list[dict], baseline: str, other: str, key: str = "ms_per_call",
