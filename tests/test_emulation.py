@@ -118,8 +118,10 @@ def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
     assert FA4_PATCHES.get("emu-f16-s1").name == "emu-f16-s1"
     assert emu.ensure_registered("emu-f16-s1")["variant"] == "emu-f16-s1"
     assert emu.ensure_registered("A1")["patch"] == "rowmax-h15"  # existing variants pass through
-    with pytest.raises(UsageError, match="unknown FA4 patch"):
+    with pytest.raises(UsageError, match="unknown kernel variant 'emu-fast'"):
         emu.ensure_registered("emu-fast")
+    with pytest.raises(UsageError, match="built by the triton backend, not by fa4"):
+        emu.ensure_registered("h15-proved")
 
 
 def test_a_worker_registers_an_emulation_variant_before_loading():

@@ -10,7 +10,8 @@ import torch
 
 from softbench import operators
 from softbench.core.errors import MeasurementError
-from softbench.kernels.sim_weights import SIM_OPERATORS
+from softbench.kernels.catalog import VARIANTS, Variant
+from softbench.kernels.sim_weights import SIM_WEIGHTS
 from softbench.gates import engine as G
 from softbench.gates.engine import GatesOptions, Readback, Storage, run_gates
 
@@ -20,8 +21,10 @@ BF16 = torch.bfloat16
 
 
 def _register(name, fn):
-    if name not in SIM_OPERATORS:
-        SIM_OPERATORS.register(name, fn)
+    """A variant of the simulation only, whose operator of the same name is `fn`."""
+    if name not in VARIANTS:
+        SIM_WEIGHTS.register(name, fn)
+        VARIANTS.register(name, Variant(name, "control", name, "deliberately wrong (tests)", ("sim",)))
     return name
 
 

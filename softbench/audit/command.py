@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import shape_options, shapes_from
+from softbench.core.options import backend_option, shape_options, shapes_from
 from softbench.latency.render import md_table
 
 # static SASS columns: family key in summary["sass"][v], column title
@@ -26,8 +26,7 @@ NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", 
 
 @click.command("audit")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4"]), default="fa4", show_default=True,
-              help="the compiled kernels audited (FlashAttention-4 on a CUDA GPU)")
+@backend_option("the compiled kernels audited (FlashAttention-4 on a CUDA GPU)", only=("fa4",))
 @click.option("--variants", default="A0,A1,noexp", show_default=True,
               help="comma-separated variants; A0 and noexp give the per-element estimate its reference")
 @click.option("--ncu/--no-ncu", "use_ncu", default=True, show_default=True,
@@ -55,14 +54,14 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, fa4_unsupported_reason
-    from softbench.kernels.variants import get_variant
+    from softbench.kernels.catalog import check as check_variant
     from softbench.audit.engine import DEFAULT_KERNEL_REGEX, AuditOptions, run_audit
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
     if not names:
         raise UsageError("--variants names no variant", hint="e.g. --variants A0,A1,noexp")
     for v in names:
-        get_variant(v)
+        check_variant(backend, v)
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     device = detect_device()
     for shape in shapes:

@@ -8,27 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import check_triton_config, triton_config_option
+from softbench.core.options import BACKEND_HELP, backend_option, check_triton_config, triton_config_option
 from softbench.core.shapes import DTYPES
-
-
-def _check_variant(backend: str, name: str) -> None:
-    """Each backend builds its own set of variants; an unknown one is refused before any process starts."""
-    if backend == "sim":
-        from softbench.kernels.sim_weights import SIM_OPERATORS as known
-    elif backend == "triton":
-        from softbench.kernels.variants import get_variant
-
-        get_variant(name)  # unknown names answered with the closest ones
-        try:
-            from softbench.kernels.triton_attn import check_variant
-        except ImportError:
-            return  # the backend's own load says that triton is missing
-        check_variant(name)
-        return
-    else:
-        from softbench.kernels.fa4_patches import FA4_PATCHES as known
-    known.get(name)
 
 
 def _table(title: str, rows: list[list[str]]):
@@ -44,9 +25,7 @@ def _table(title: str, rows: list[list[str]]):
 
 
 @click.command("gates")
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
-              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
-                   "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
+@backend_option(BACKEND_HELP)
 @click.option("--variant", default="A1", show_default=True, help="the kernel under test")
 @click.option("--baseline", default="A0", show_default=True, help="the stock kernel it is compared with")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
@@ -98,8 +77,10 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
         # TritonBackend's keyword arguments. No fallback: the single-tile gate is sized to this configuration's
         # key tile, and a silently substituted one would span another number of tiles
         backend_options = {**triton_config, "fallback": False}
-    _check_variant(backend, baseline)
-    _check_variant(backend, variant)
+    from softbench.kernels.catalog import check as check_variant
+
+    check_variant(backend, baseline)
+    check_variant(backend, variant)
     opts = GatesOptions(backend=backend, variant=variant, baseline=baseline, dtype=dtype, causal=causal, batch=batch,
                         heads=heads, kv_heads=kv_heads, head_dim=head_dim, single_seq=single_seq,
                         multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir), backend_options=backend_options,

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import (BACKEND_HELP, backend_option, check_triton_config, shape_options, shapes_from,
+                                    triton_config_option)
 
 
 @click.command("latency")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
-              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
-                   "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
+@backend_option(BACKEND_HELP)
 @click.option("--baseline", default="A0", show_default=True, help="variant timed as the baseline")
 @click.option("--variant", default="A1", show_default=True,
               help="variant timed against it (A1, noexp; the baseline again for the A/A null)")
@@ -39,8 +38,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.kernels.backends import BACKENDS
-    from softbench.kernels.variants import get_variant
+    from softbench.kernels.catalog import check as check_variant
     from softbench.latency.engine import LatencyOptions, run_latency
     from softbench.core.errors import UsageError
     from softbench.core.protocol import LatencyPlan, LatencyProtocol, latency_plan_from_mapping, load_yaml_mapping
@@ -65,9 +63,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     backend = backend if "backend" in given or not plan.backend else plan.backend
     baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
     variant = variant if "variant" in given or not plan.variant else plan.variant
-    BACKENDS.get(backend)
-    get_variant(baseline)
-    get_variant(variant)
+    check_variant(backend, baseline)
+    check_variant(backend, variant)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     check_triton_config(triton_config, backend)
     if triton_config:
