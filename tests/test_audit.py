@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from softbench.audit.command import audit_markdown, audit_tables
+from softbench.audit.render import audit_markdown, audit_tables
 from softbench.core.errors import MeasurementError
 from softbench.predictions.evaluate import resolve
 from softbench.audit import ncu, sass

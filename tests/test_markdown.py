@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from softbench.audit.command import audit_markdown
+from softbench.audit.render import audit_markdown
 from softbench.fidelity.report import fidelity_markdown
 from softbench.gates.engine import gates_markdown
 from softbench.latency.render import latency_markdown
@@ -86,7 +86,7 @@ def test_report_markdown_of_recorded_sessions(tmp_path):
 
 
 def test_md_table():
-    from softbench.latency.render import md_table
+    from softbench.core.tables import md_table
 
     assert md_table(["a", "b"], [["1", "2"], ["3", "4"]]) == ["| a | b |", "| --- | --- |", "| 1 | 2 |", "| 3 | 4 |"]
     assert md_table(["a"], []) == ["| a |", "| --- |"]

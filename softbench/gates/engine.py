@@ -49,7 +49,7 @@ import torch
 
 from softbench import operators
 from softbench.core.errors import MeasurementError, SoftbenchError, UsageError
-from softbench.latency.render import md_table
+from softbench.core.tables import md_heading, md_table
 from softbench.core.shapes import Shape
 
 ENVELOPE = operators.half_octave_error_bounds()  # (a, b) = (-1/4, log2(1.5) - 1/4), paper B.1
@@ -705,9 +705,7 @@ def gates_headline(summary: dict) -> str:
 
 
 def gates_markdown(summary: dict, title: str) -> str:
-    lines = [f"# {title}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(title, summary)
     lines += [f"- backend: `{summary.get('backend')}`; {summary.get('variant')} against {summary.get('baseline')}",
               f"- shapes: {summary.get('shapes', {})}", f"- storage: {summary.get('storage', {})}",
               f"- rescale threshold tau: {summary.get('rescale_threshold')}", "", gates_headline(summary), ""]

@@ -2,25 +2,7 @@
 
 from __future__ import annotations
 
-
-def _fmt(v, spec: str = ".4f", none: str = "-") -> str:
-    if v is None:
-        return none
-    try:
-        return format(v, spec)
-    except (TypeError, ValueError):
-        return str(v)
-
-
-def md_table(columns, rows, bar: str | None = None) -> list[str]:
-    """A Markdown table as lines: header, separator, one line per row. `bar`, when given, replaces '|' inside
-    the row cells (the header is written as it is)."""
-    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
-    for row in rows:
-        cells = row if bar is None else (c.replace("|", bar) for c in row)
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
+from softbench.core.tables import fmt, md_heading, md_table
 
 LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
 SMOKE_COLUMNS = ["kernel", "rel. error vs FP32 (checked rows)", "activation mean", "compile s"]
@@ -31,8 +13,8 @@ def latency_rows(summary: dict) -> list[list[str]]:
     rows = []
     for label, ms in summary.get("median_ms", {}).items():
         rows.append([
-            label, _fmt(ms, ".4f"), _fmt(summary["tflops"].get(label), ".1f"),
-            str(summary["n_windows"].get(label, 0)), _fmt(summary["sm_clock_mhz_median"].get(label), ".0f"),
+            label, fmt(ms, ".4f"), fmt(summary["tflops"].get(label), ".1f"),
+            str(summary["n_windows"].get(label, 0)), fmt(summary["sm_clock_mhz_median"].get(label), ".0f"),
             str(summary["throttled_windows"].get(label, 0)),
         ])
     return rows
@@ -45,14 +27,12 @@ def latency_headline(summary: dict) -> str:
     per_round = ", ".join(f"{x:+.2f}%" for x in summary["per_round_speedup_pct"])
     lo, hi = summary.get("bootstrap_ci95_pct", [None, None])
     return (f"speed-up of {summary['variant']} over {summary['baseline']}: {s:+.2f}% (pooled medians); "
-            f"per round {per_round}; per-round sd {_fmt(summary['per_round_sd_pp'], '.2f')} pp; "
-            f"window bootstrap 95% [{_fmt(lo, '+.2f')}, {_fmt(hi, '+.2f')}]%")
+            f"per round {per_round}; per-round sd {fmt(summary['per_round_sd_pp'], '.2f')} pp; "
+            f"window bootstrap 95% [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]%")
 
 
 def latency_markdown(summary: dict, title: str) -> str:
-    lines = [f"# {title}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(title, summary)
     shape = summary.get("shape", {})
     lines += [
         f"- backend: `{summary.get('backend')}`; shape: `{summary.get('shape_tag')}` "
@@ -65,8 +45,8 @@ def latency_markdown(summary: dict, title: str) -> str:
     smoke = summary.get("smoke") or {}
     if smoke:
         lines += [""] + md_table(SMOKE_COLUMNS, [
-            [label, _fmt(s.get("rel_error_vs_fp32"), ".3e"), _fmt(s.get("activation_mean"), ".6f"),
-             _fmt(s.get("compile_s"), ".2f")] for label, s in smoke.items()])
+            [label, fmt(s.get("rel_error_vs_fp32"), ".3e"), fmt(s.get("activation_mean"), ".6f"),
+             fmt(s.get("compile_s"), ".2f")] for label, s in smoke.items()])
     lines += ["", "Speed-up = 100 (median A0 / median A1 - 1) over pooled windows; the per-round sd is a spread, "
               "not a confidence interval.", ""]
     return "\n".join(lines)

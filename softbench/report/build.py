@@ -23,7 +23,7 @@ from typing import Any
 
 from softbench.core.errors import UsageError
 from softbench.predictions.evaluate import SessionRecord, load_sessions
-from softbench.latency.render import md_table
+from softbench.core.tables import fmt, md_table
 from softbench.core.session import atomic_write_text, read_jsonl
 from softbench.core.shapes import seq_label
 
@@ -48,14 +48,6 @@ class Report:
 
 
 # --- small helpers -----------------------------------------------------------------------------------------
-
-def _fmt(v: Any, spec: str = ".2f") -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    return format(v, spec)
-
 
 def _mark(rec: SessionRecord) -> str:
     return rec.name + ("" if rec.complete else " (partial)")
@@ -123,8 +115,8 @@ def latency_table(recs: list[SessionRecord]) -> TableData:
         s, f = r.summary, r.facts
         rows.append([_mark(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", _mask(f.get("causal")),
-                     f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", _fmt(s.get("speedup_pct"), "+.2f"),
-                     _fmt(s.get("per_round_sd_pp"), ".2f"),
+                     f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", fmt(s.get("speedup_pct"), "+.2f"),
+                     fmt(s.get("per_round_sd_pp"), ".2f"),
                      ", ".join(f"{x:+.2f}" for x in s.get("per_round_speedup_pct") or []) or "-",
                      ", ".join(f"{k} {v:.4f}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
     return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison",
@@ -327,7 +319,7 @@ def energy_table(recs: list[SessionRecord], max_fields: int = 8) -> TableData:
         for name, x in entries:
             leaves = _numeric_leaves(x)
             keys = sorted(leaves, key=_rank)[:max_fields]
-            rows.append([_mark(r), name, ", ".join(f"{k} {_fmt(leaves[k], '.4g')}" for k in keys) or "-"])
+            rows.append([_mark(r), name, ", ".join(f"{k} {fmt(leaves[k], '.4g')}" for k in keys) or "-"])
     return TableData("energy sessions", ["session", "loop", "numbers (summary.json)"], rows)
 
 
@@ -350,8 +342,8 @@ def fidelity_table(recs: list[SessionRecord]) -> TableData:
     for r in recs:
         for name, c in fidelity_conditions(r.summary):
             resolved = c["ci_low"] > 0 or c["ci_high"] < 0
-            rows.append([_mark(r), name, _fmt(c["dnll"], "+.5f"), f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]",
-                         _fmt(100 * (math.exp(c["dnll"]) - 1), "+.3f"), "yes" if resolved else "no"])
+            rows.append([_mark(r), name, fmt(c["dnll"], "+.5f"), f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]",
+                         fmt(100 * (math.exp(c["dnll"]) - 1), "+.3f"), "yes" if resolved else "no"])
     return TableData("fidelity sessions", ["session", "condition", "dNLL", "95% interval", "ppl change %",
                                            "resolved"], rows)
 
@@ -392,10 +384,10 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
             base, var = p.get("baseline", "A0"), p.get("variant", "A1")
             k, c, nk = p.get("kernel_us") or {}, p.get("call_latency_us") or {}, p.get("non_kernel_pct") or {}
             rows.append([_mark(r), str(r.summary.get("source", "-")), seq_label(p["seq"]), _mask(p.get("causal")),
-                         f"{_fmt(k.get(base), '.1f')} / {_fmt(k.get(var), '.1f')}",
-                         f"{_fmt(c.get(base), '.1f')} / {_fmt(c.get(var), '.1f')}",
-                         _fmt(p.get("kernel_only_speedup_pct"), "+.1f"), _fmt(p.get("call_latency_speedup_pct"), "+.1f"),
-                         f"{_fmt(nk.get(base), '.1f')} / {_fmt(nk.get(var), '.1f')}"])
+                         f"{fmt(k.get(base), '.1f')} / {fmt(k.get(var), '.1f')}",
+                         f"{fmt(c.get(base), '.1f')} / {fmt(c.get(var), '.1f')}",
+                         fmt(p.get("kernel_only_speedup_pct"), "+.1f"), fmt(p.get("call_latency_speedup_pct"), "+.1f"),
+                         f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}"])
     return TableData("trace sessions (kernel duration against call latency)",
                      ["session", "source", "seq", "mask", "kernel us", "call us", "kernel-only %", "call %",
                       "non-kernel %"], rows)
