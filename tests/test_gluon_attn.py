@@ -23,7 +23,7 @@ from softbench.kernels.inputs import make_inputs  # noqa: E402
 from softbench.kernels.triton_attn import KernelConfig  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend, default_kernel, kernel_of, resolve_config  # noqa: E402
-from softbench.gates.engine import key_tile  # noqa: E402
+from softbench.gates.options import key_tile  # noqa: E402
 from softbench.core.shapes import Shape  # noqa: E402
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from softbench.audit.render import audit_markdown
 from softbench.fidelity.report import fidelity_markdown
-from softbench.gates.engine import gates_markdown
+from softbench.gates.render import gates_markdown
 from softbench.latency.render import latency_markdown
 from softbench.energy.render import energy_markdown
 from softbench.sweep.render import sweep_markdown
