@@ -20,7 +20,8 @@ from softbench.latency.render import latency_markdown
 from softbench.energy.render import energy_markdown
 from softbench.sweep.render import sweep_markdown
 from softbench.trace.render import trace_markdown
-from softbench.report.build import Report, TableData, _markdown, build_report
+from softbench.report.build import Report, _markdown, build_report
+from softbench.report.tables import TableData
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = ROOT / "sessions"
