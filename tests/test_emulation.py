@@ -167,6 +167,7 @@ def test_real_sweep_refuses_without_sm100(cli, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
     r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--heads", "2", "--variants", "A1,noexp",
             "--rounds", "1", "--windows", "2", "--calls", "1", "--warmup", "1", "--out", str(tmp_path))

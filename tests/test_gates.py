@@ -281,6 +281,7 @@ def test_single_tile_length_defaults_to_one_whole_tile_and_is_recorded(tmp_path)
 
 # --- the command ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_end_to_end_with_worker_processes(tmp_path):
     r = run_cli("gates", "--backend", "sim", "--heads", "1", "--head-dim", "64", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
