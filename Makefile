@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test demo clean
+.PHONY: setup test test-fast demo clean
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -17,6 +17,12 @@ setup:
 
 test:
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# the tier to run before every commit (under 3 minutes on 2 cores): no end-to-end runs marked slow, and none of the
+# Triton/Gluon kernels through the CPU interpreter (their name checks run here: tests/test_catalog.py)
+test-fast:
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --ignore=tests/test_triton_attn.py \
+		--ignore=tests/test_gluon_attn.py
 
 demo:
 	$(BIN)/softbench latency --backend sim --seq 256 --rounds 3 --windows 2 --calls 5 --warmup 2

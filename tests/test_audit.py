@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from softbench.audit.command import audit_markdown, audit_tables
+from softbench.audit.render import audit_markdown, audit_tables
 from softbench.core.errors import MeasurementError
 from softbench.predictions.evaluate import resolve
 from softbench.audit import ncu, sass
@@ -259,10 +259,6 @@ def test_engine_drops_a_metric_ncu_refuses(tmp_path, fake_tools, monkeypatch):
 
 
 def test_engine_keeps_going_when_a_variant_fails(tmp_path, fake_tools, monkeypatch):
-    from softbench.kernels import variants as reg
-
-    if "broken" not in reg.VARIANTS:
-        reg.VARIANTS.register("broken", reg.Variant("broken", "control", "exp2", "fails on purpose (tests)"))
     (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0", "broken"), use_ncu=False))
     summary = s.read_json("summary.json")
     assert "compile failed" in summary["errors"]["broken"]["run"]

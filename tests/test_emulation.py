@@ -118,8 +118,10 @@ def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
     assert FA4_PATCHES.get("emu-f16-s1").name == "emu-f16-s1"
     assert emu.ensure_registered("emu-f16-s1")["variant"] == "emu-f16-s1"
     assert emu.ensure_registered("A1")["patch"] == "rowmax-h15"  # existing variants pass through
-    with pytest.raises(UsageError, match="unknown FA4 patch"):
+    with pytest.raises(UsageError, match="unknown kernel variant 'emu-fast'"):
         emu.ensure_registered("emu-fast")
+    with pytest.raises(UsageError, match="built by the triton backend, not by fa4"):
+        emu.ensure_registered("h15-proved")
 
 
 def test_a_worker_registers_an_emulation_variant_before_loading():
@@ -165,6 +167,7 @@ def test_real_sweep_refuses_without_sm100(cli, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
     r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--heads", "2", "--variants", "A1,noexp",
             "--rounds", "1", "--windows", "2", "--calls", "1", "--warmup", "1", "--out", str(tmp_path))

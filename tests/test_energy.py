@@ -239,6 +239,7 @@ def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
 
 
 # --- the engine end to end on the CPU ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
     from softbench.energy.engine import EnergyOptions, run_energy
     from softbench.core.session import read_jsonl

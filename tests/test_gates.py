@@ -10,9 +10,15 @@ import torch
 
 from softbench import operators
 from softbench.core.errors import MeasurementError
-from softbench.kernels.sim_weights import SIM_OPERATORS
-from softbench.gates import engine as G
-from softbench.gates.engine import GatesOptions, Readback, Storage, run_gates
+from softbench.kernels.catalog import VARIANTS, Variant
+from softbench.kernels.sim_weights import SIM_WEIGHTS
+from softbench.gates import engine as gates_engine
+from softbench.gates.checks import multi_tile_gates, readback_gate, single_tile_gate
+from softbench.gates.engine import GatesFailed, run_gates
+from softbench.gates.options import GatesOptions
+from softbench.gates.readback import Readback
+from softbench.gates.references import exact_exponents, rowmax_h15_probabilities
+from softbench.gates.tolerances import ACCUM_U_FP8, ENVELOPE, FP8_MMA_K, Storage, rounding_octaves, unit_roundoff
 
 from conftest import run_cli
 
@@ -20,8 +26,10 @@ BF16 = torch.bfloat16
 
 
 def _register(name, fn):
-    if name not in SIM_OPERATORS:
-        SIM_OPERATORS.register(name, fn)
+    """A variant of the simulation only, whose operator of the same name is `fn`."""
+    if name not in VARIANTS:
+        SIM_WEIGHTS.register(name, fn)
+        VARIANTS.register(name, Variant(name, "control", name, "deliberately wrong (tests)", ("sim",)))
     return name
 
 
@@ -61,17 +69,17 @@ def test_unit_roundoff_follows_the_significand():
     # p significand bits (with the implicit one) give u = 2^-p under round to nearest
     for dtype in (BF16, torch.float16, torch.float8_e4m3fn, torch.float32):
         p = torch.finfo(dtype).nmant + 1 if hasattr(torch.finfo(dtype), "nmant") else None
-        u = G.unit_roundoff(dtype)
+        u = unit_roundoff(dtype)
         one_plus = torch.tensor(1.0 + u * 1.5, dtype=torch.float64).to(dtype).double().item()
         assert one_plus == 1.0 + 2 * u  # 1 + 1.5u rounds up to the next value, 1 + 2u: u is half the spacing
         if p:
             assert u == 2.0 ** -p
-    assert G.unit_roundoff(BF16) == 2.0 ** -8
+    assert unit_roundoff(BF16) == 2.0 ** -8
 
 
 def test_rounding_octaves_bounds_both_sides():
-    u = G.unit_roundoff(BF16)
-    r = G.rounding_octaves(u)
+    u = unit_roundoff(BF16)
+    r = rounding_octaves(u)
     assert r >= abs(math.log2(1 + u)) and r == pytest.approx(abs(math.log2(1 - u)))
 
 
@@ -87,7 +95,7 @@ def _hand_made(weight_fn, seq=256, heads=2, causal=True, seed=0):
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(1, seq, heads, 64, generator=g).to(BF16)
     k = torch.randn(1, seq, heads, 64, generator=g).to(BF16)
-    x, valid, eta = G.exact_exponents(q, k, causal, 1 / 8)
+    x, valid, eta = exact_exponents(q, k, causal, 1 / 8)
     w = weight_fn(x.float()).double().masked_fill(~valid, 0.0)
     p = (w.to(BF16).double() / w.sum(-1, keepdim=True)).to(BF16).double()
     return _readback(p, x, valid, eta, q, k, seq)
@@ -111,19 +119,19 @@ def _by_name(gates):
 
 def test_hand_made_rowmax_h15_passes_every_gate():
     stock, patched = _hand_made(_exact), _hand_made(_h15)
-    gates = [G.readback_gate(stock), G.single_tile_gate(patched), *G.multi_tile_gates(stock, patched)]
+    gates = [readback_gate(stock), single_tile_gate(patched), *multi_tile_gates(stock, patched)]
     assert {g.name for g in gates} >= {"readback", "single_tile", "normalized_ratio", "recovered_error", "row_sums",
                                        "row_max_attained", "masked"}
     assert all(g.passed for g in gates), [g.to_dict() for g in gates if not g.passed]
     rec = _by_name(gates)["recovered_error"]
-    a, b = G.ENVELOPE
+    a, b = ENVELOPE
     # the recovered error spans most of the envelope: the gate sees the operator's real error, not a constant
     assert rec.observed[0] < a + 0.05 and rec.observed[1] > b - 0.05
 
 
 def test_octave_lattice_fails_the_envelope_and_the_reference():
     stock, wrong = _hand_made(_exact), _hand_made(_octave)
-    g = _by_name([G.single_tile_gate(wrong), *G.multi_tile_gates(stock, wrong)])
+    g = _by_name([single_tile_gate(wrong), *multi_tile_gates(stock, wrong)])
     assert g["single_tile"].passed is False
     assert g["recovered_error"].passed is False
     assert g["recovered_error"].details["fraction_below_before_tolerance"] > 0
@@ -132,7 +140,7 @@ def test_octave_lattice_fails_the_envelope_and_the_reference():
 def test_row_sum_off_by_one_percent_fails_row_sums():
     stock, patched = _hand_made(_exact), _hand_made(_h15)
     scaled = _readback(patched.p * 1.01, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
-    g = _by_name(G.multi_tile_gates(stock, scaled))
+    g = _by_name(multi_tile_gates(stock, scaled))
     assert g["row_sums"].passed is False and g["recovered_error"].passed  # a uniform scale leaves ratios alone
 
 
@@ -141,7 +149,7 @@ def test_masked_leak_fails_masked_gate():
     p = patched.p.clone()
     p[0, 0, 0, 5] = 1e-3  # key 5 is masked for query 0
     leaky = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
-    assert _by_name(G.multi_tile_gates(stock, leaky))["masked"].passed is False
+    assert _by_name(multi_tile_gates(stock, leaky))["masked"].passed is False
 
 
 def test_row_maximum_moved_fails_row_max_attained():
@@ -150,7 +158,7 @@ def test_row_maximum_moved_fails_row_max_attained():
     i = stock.p.argmax(-1, keepdim=True)
     p.scatter_(-1, i, p.gather(-1, i) * 0.5)  # the stock maximum's weight halved: no longer the row maximum
     moved = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
-    g = _by_name(G.multi_tile_gates(stock, moved))["row_max_attained"]
+    g = _by_name(multi_tile_gates(stock, moved))["row_max_attained"]
     assert g.passed is False and g.details["rows_attained"] < g.details["rows"]
 
 
@@ -159,12 +167,12 @@ def test_nan_never_passes():
     p = patched.p.clone()
     p[0, 0, 3, 1] = math.nan
     broken = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
-    assert _by_name(G.multi_tile_gates(stock, broken))["row_sums"].passed is False
+    assert _by_name(multi_tile_gates(stock, broken))["row_sums"].passed is False
 
 
 def test_deferred_rescale_marks_the_row_maximum_gates_not_applicable():
     stock, patched = _hand_made(_exact), _hand_made(_h15)
-    g = _by_name(G.multi_tile_gates(stock, patched, rescale_threshold=8.0))
+    g = _by_name(multi_tile_gates(stock, patched, rescale_threshold=8.0))
     assert g["recovered_error"].passed is None and g["row_max_attained"].passed is None
     assert g["normalized_ratio"].passed  # holds for any tau
 
@@ -173,7 +181,7 @@ def test_reference_on_a_hand_computed_row():
     # 2x = 0, -0.6, -2.4 -> n = 0, -1, -2 -> weights 1, 0.75, 0.5
     x = torch.tensor([[0.0, -0.3, -1.2]], dtype=torch.float64)
     valid = torch.ones_like(x, dtype=torch.bool)
-    p, amb = G.rowmax_h15_probabilities(x, valid, torch.zeros_like(x))
+    p, amb = rowmax_h15_probabilities(x, valid, torch.zeros_like(x))
     assert torch.equal(p, torch.tensor([[1.0, 0.75, 0.5]], dtype=torch.float64) / 2.25) and not amb.any()
 
 
@@ -184,7 +192,7 @@ def test_reference_follows_the_kernel_only_at_a_rounding_boundary():
     eta = torch.full_like(x, 1e-6)
     for kernel_w in (0.75, 1.0):
         kw = torch.tensor([[1.0, kernel_w, 1.0]], dtype=torch.float64)  # last entry disagrees and must not matter
-        p, amb = G.rowmax_h15_probabilities(x, valid, eta, kw)
+        p, amb = rowmax_h15_probabilities(x, valid, eta, kw)
         assert amb.tolist() == [[False, True, False]]
         w = torch.tensor([[1.0, kernel_w, 0.5]], dtype=torch.float64)
         assert torch.allclose(p, w / w.sum())
@@ -273,6 +281,7 @@ def test_single_tile_length_defaults_to_one_whole_tile_and_is_recorded(tmp_path)
 
 # --- the command ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_end_to_end_with_worker_processes(tmp_path):
     r = run_cli("gates", "--backend", "sim", "--heads", "1", "--head-dim", "64", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
@@ -285,10 +294,10 @@ def test_cli_end_to_end_with_worker_processes(tmp_path):
 def test_cli_exit_code_on_failed_gate(tmp_path, monkeypatch, capsys):
     from softbench import cli
 
-    monkeypatch.setattr(G, "default_runner", InProcessRunner)
+    monkeypatch.setattr(gates_engine, "default_runner", InProcessRunner)
     code = cli.main(["gates", "--backend", "sim", "--variant", OCTAVE, "--heads", "1", "--head-dim", "64",
                      "--out", str(tmp_path)])
-    assert code == G.GatesFailed.exit_code != 0
+    assert code == GatesFailed.exit_code != 0
     captured = capsys.readouterr()
     assert "FAIL" in captured.out and "gate(s) failed" in captured.err
 
@@ -304,7 +313,7 @@ FP8 = torch.float8_e4m3fn
 
 
 def test_fp8_storage_rounds_only_the_subnormal_tail_of_h15_weights():
-    st = Storage(FP8, BF16, 512, max_offset=8.0, accum_u=G.ACCUM_U_FP8)
+    st = Storage(FP8, BF16, 512, max_offset=8.0, accum_u=ACCUM_U_FP8)
     x = torch.arange(-60.0, 0.25, 0.25, dtype=torch.float64)
     w = operators.rowmax_h15_reference(x).double()
     stored = st.stored(w)
@@ -313,15 +322,15 @@ def test_fp8_storage_rounds_only_the_subnormal_tail_of_h15_weights():
     assert not torch.equal(stored[~normal], w[~normal])  # its subnormals round the tail (1.5 x 2^-9 -> 2^-8 ...)
     assert (stored[~normal] - w[~normal]).abs().max() <= 2.0**-10 / 2.0**8  # half a subnormal step, unscaled
     assert torch.equal(Storage(BF16, BF16, 512).stored(w), w)
-    assert st.to_dict()["accum_u"] == G.ACCUM_U_FP8
+    assert st.to_dict()["accum_u"] == ACCUM_U_FP8
 
 
 def test_fp8_scores_get_the_wider_accumulation_bound():
     g = torch.Generator().manual_seed(0)
     q = torch.randn(1, 64, 2, 128, generator=g).to(FP8)
     k = torch.randn(1, 64, 2, 128, generator=g).to(FP8)
-    x32, _, eta32 = G.exact_exponents(q, k, True, 128 ** -0.5)
-    x8, valid, eta8 = G.exact_exponents(q, k, True, 128 ** -0.5, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    x32, _, eta32 = exact_exponents(q, k, True, 128 ** -0.5)
+    x8, valid, eta8 = exact_exponents(q, k, True, 128 ** -0.5, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
     assert torch.equal(x32, x8)
     # 4 wgmma steps at 2^-13 against 128 FP32 additions at 2^-23: 2^10 / 32 = 32 times wider on that term
     ratio = eta8[valid] / eta32[valid]
@@ -337,16 +346,16 @@ def test_fp8_single_tile_reference_follows_the_kernel_storage():
     seq = 128
     q = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
     k = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
-    x, valid, eta = G.exact_exponents(q, k, False, 1 / 8, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
-    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    x, valid, eta = exact_exponents(q, k, False, 1 / 8, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
     w = operators.rowmax_h15_reference(x.float()).double().masked_fill(~valid, 0.0)
     p = (st.stored(w) / w.sum(-1, keepdim=True)).to(BF16).double()
     rb = Readback(p=p, x=x, valid=valid, eta=torch.zeros_like(eta), storage=st, q=q, k=k)
     assert (w * 256 < 2.0**-6).sum() > 100, "the inputs must reach E4M3's subnormal range"
-    assert G.single_tile_gate(rb).passed
+    assert single_tile_gate(rb).passed
     unrounded = Readback(p=p, x=x, valid=valid, eta=torch.zeros_like(eta),
                          storage=Storage(BF16, BF16, seq, max_offset=8.0), q=q, k=k)
-    assert G.single_tile_gate(unrounded).observed[1] > G.single_tile_gate(rb).observed[1]
+    assert single_tile_gate(unrounded).observed[1] > single_tile_gate(rb).observed[1]
 
 
 def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
@@ -356,16 +365,16 @@ def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
     seq = 128
     q = torch.randn(1, seq, 2, 128, generator=g).to(FP8)
     k = torch.randn(1, seq, 2, 128, generator=g).to(FP8)
-    x, valid, eta = G.exact_exponents(q, k, True, 128 ** -0.5, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
-    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=G.ACCUM_U_FP8, accum_chunk=G.FP8_MMA_K)
+    x, valid, eta = exact_exponents(q, k, True, 128 ** -0.5, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
 
     def readback(fn):
         w = fn(x.float()).double().masked_fill(~valid, 0.0)
         p = (st.stored(w) / w.sum(-1, keepdim=True)).to(BF16).double()
         return Readback(p=p, x=x, valid=valid, eta=eta, storage=st, q=q, k=k)
 
-    assert G.single_tile_gate(readback(_h15)).passed
-    assert not G.single_tile_gate(readback(lambda t: operators.rowmax_h15(t + 0.3))).passed
+    assert single_tile_gate(readback(_h15)).passed
+    assert not single_tile_gate(readback(lambda t: operators.rowmax_h15(t + 0.3))).passed
 
 
 # --- re-evaluation from kept readbacks -----------------------------------------------------------------------

@@ -18,8 +18,9 @@ pytest.importorskip("triton")
 from softbench.core.errors import UsageError  # noqa: E402
 from softbench.kernels.triton_attn import KernelConfig  # noqa: E402
 from softbench.kernels.triton_backend import TritonBackend, resolve_config  # noqa: E402
-from softbench.gates import engine as G  # noqa: E402
-from softbench.gates.engine import GatesOptions, key_tile, resolve_options  # noqa: E402
+from softbench.gates import engine as gates_engine  # noqa: E402
+from softbench.gates.engine import run_gates  # noqa: E402
+from softbench.gates.options import GatesOptions, key_tile, resolve_options  # noqa: E402
 from softbench.core.shapes import Shape  # noqa: E402
 
 OVERRIDE = asdict(KernelConfig.from_label("m64n32w4s2"))  # what --triton-config m64n32w4s2 passes on
@@ -70,7 +71,7 @@ def test_default_single_seq_is_one_triton_tile():
 def test_single_tile_gate_refuses_two_triton_tiles(tmp_path):
     # the length that failed on the H200: 128 keys are two BF16 d128 tiles
     with pytest.raises(UsageError, match="at most 64 keys .*triton at bf16 head dim 128.*not 128"):
-        G.run_gates(GatesOptions(backend="triton", dtype="bf16", head_dim=128, single_seq=128, out_dir=tmp_path))
+        run_gates(GatesOptions(backend="triton", dtype="bf16", head_dim=128, single_seq=128, out_dir=tmp_path))
     with pytest.raises(UsageError, match="more than one key tile \\(128 keys\\)"):
         resolve_options(GatesOptions(backend="triton", dtype="fp8", head_dim=128, multi_seq=128))
     assert not any(tmp_path.iterdir())  # refused before a session folder is made
@@ -87,7 +88,7 @@ def test_cli_passes_the_triton_config_and_the_resolved_length(tmp_path, monkeypa
         seen.append(opts)
         raise UsageError("stop before any worker")
 
-    monkeypatch.setattr(G, "run_gates", run_gates)
+    monkeypatch.setattr(gates_engine, "run_gates", run_gates)
     code = cli.main(["gates", "--backend", "triton", "--triton-config", "m64n32w4s2", "--out", str(tmp_path)])
     assert code == UsageError.exit_code
     (opts,) = seen

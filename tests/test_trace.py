@@ -283,4 +283,4 @@ def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):
 
     r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A9",
                         "--shape", "{}", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 2 and "unknown simulation operator 'A9'" in r.stderr
+    assert r.returncode == 2 and "unknown kernel variant 'A9'" in r.stderr

@@ -35,11 +35,11 @@ def test_triton_refusals_are_specific(tmp_path, cli):
 
 
 def test_gates_take_the_triton_variants_and_refuse_the_others():
-    from softbench.gates.command import _check_variant
-    from softbench.core.errors import SoftbenchError, UsageError
+    from softbench.kernels.catalog import check
+    from softbench.core.errors import UsageError
 
-    _check_variant("triton", "h15-proved")  # a Triton-only variant, not an FA4 patch
-    with pytest.raises(UsageError, match="Triton forward implements"):
-        _check_variant("triton", "h15-wg")  # an FA4 sm_90 patch the Triton kernel lacks
-    with pytest.raises(SoftbenchError):
-        _check_variant("fa4", "h15-proved")
+    check("triton", "h15-proved")  # a Triton-only variant, not an FA4 patch
+    with pytest.raises(UsageError, match="built by the fa4 backend, not by triton"):
+        check("triton", "h15-wg")  # an FA4 sm_90 patch the Triton kernel lacks
+    with pytest.raises(UsageError, match="built by the triton backend, not by fa4"):
+        check("fa4", "h15-proved")

@@ -54,6 +54,19 @@ def parse_triton_config(label: str) -> dict:
     return {"kernel": "triton", **asdict(KernelConfig.from_label(label))}
 
 
+def backend_option(help: str | None = None, only: tuple[str, ...] | None = None):
+    """--backend, its choices the names of the backends registry (softbench.kernels.backends.BACKENDS), or those
+    of them in `only` for a command that runs fewer; fa4 is the default."""
+    from softbench.kernels.backends import BACKENDS
+
+    names = [n for n in BACKENDS if only is None or n in only]
+    return click.option("--backend", type=click.Choice(names), default="fa4", show_default=True, help=help)
+
+
+BACKEND_HELP = ("fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
+                "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
+
+
 def triton_config_option():
     """--triton-config LABEL: run softbench's Triton backend with a named kernel configuration instead of the
     default's (labels as sessions record them). Parsed by parse_triton_config into TritonBackend's overrides."""

@@ -87,6 +87,12 @@ def read_jsonl(path: Path) -> list[dict]:
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def file_label(label: str) -> str:
+    """A kernel label as file names carry it: the A/A null's second label A0' written A0b (no quote for a shell
+    to trip on)."""
+    return label.replace("'", "b")
+
+
 def safe_tag(tag: str) -> str:
     return _SAFE.sub("-", tag).strip("-")
 

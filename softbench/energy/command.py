@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
 
 
 @click.command("energy")
 @shape_options(default_seq="16384")
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
+@backend_option()
 @click.option("--order", default="A0,A1,A1,A0", show_default=True,
               help="loops in this order, comma-separated; one worker per kernel serves all its loops")
 @click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=45.0, show_default=True,
@@ -52,7 +52,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.kernels.variants import get_variant
+    from softbench.kernels.catalog import check as check_variant
     from softbench.energy.engine import (EnergyOptions, default_dtype, open_power_source, refuse_cpu_backend,
                                           run_energy)
     from softbench.energy.render import LOOP_COLUMNS, VARIANT_COLUMNS, loop_rows, ratio_lines, variant_rows
@@ -69,7 +69,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     if not names:
         raise UsageError("--order names no kernels", hint="e.g. --order A0,A1,A1,A0")
     for n in names:
-        get_variant(n)
+        check_variant(backend, n)
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
     power = open_power_source()  # first: without NVML there is nothing to measure

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from softbench.energy.summary import METHODS
-from softbench.latency.render import _fmt, md_table
+from softbench.core.tables import fmt, md_heading, md_table
 
 LOOP_COLUMNS = ["loop", "kernel", "forwards", "ms/forward", "mean W", "idle W", "mJ (sampled)", "mJ (counter)",
                 "ramp samples", "SM MHz", "throttled"]
@@ -15,9 +15,9 @@ def loop_rows(summary: dict) -> list[list[str]]:
     rows = []
     for lp in summary.get("loops", []):
         e = lp["energy_per_forward_mj"]
-        rows.append([str(lp["loop"]), lp["variant"], str(lp["forwards"]), _fmt(lp["time_per_forward_ms"], ".4f"),
-                     _fmt(lp["mean_power_w"], ".1f"), _fmt(lp.get("idle_power_w"), ".1f"), _fmt(e["sampled"], ".2f"),
-                     _fmt(e.get("counter"), ".2f"), str(lp["ramp"]["samples"]), _fmt(lp.get("median_sm_clock_mhz"), ".0f"),
+        rows.append([str(lp["loop"]), lp["variant"], str(lp["forwards"]), fmt(lp["time_per_forward_ms"], ".4f"),
+                     fmt(lp["mean_power_w"], ".1f"), fmt(lp.get("idle_power_w"), ".1f"), fmt(e["sampled"], ".2f"),
+                     fmt(e.get("counter"), ".2f"), str(lp["ramp"]["samples"]), fmt(lp.get("median_sm_clock_mhz"), ".0f"),
                      f"{lp.get('throttled_samples', 0)}/{lp['kept_samples']}"])
     return rows
 
@@ -26,8 +26,8 @@ def variant_rows(summary: dict) -> list[list[str]]:
     rows = []
     for name, v in summary.get("variants", {}).items():
         e = v["energy_per_forward_mj"]
-        rows.append([name, str(v["loops"]), _fmt(v["time_per_forward_ms"], ".4f"), _fmt(v["mean_power_w"], ".1f")]
-                    + [_fmt(e.get(m), ".2f") for m in METHODS] + [_fmt(v.get("median_sm_clock_mhz"), ".0f")])
+        rows.append([name, str(v["loops"]), fmt(v["time_per_forward_ms"], ".4f"), fmt(v["mean_power_w"], ".1f")]
+                    + [fmt(e.get(m), ".2f") for m in METHODS] + [fmt(v.get("median_sm_clock_mhz"), ".0f")])
     return rows
 
 
@@ -53,9 +53,7 @@ def ratio_lines(summary: dict) -> list[str]:
 
 def energy_markdown(summary: dict, title: str) -> str:
     p = summary.get("protocol", {})
-    lines = [f"# {title}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(title, summary)
     lines += [
         f"- backend `{summary.get('backend')}`, shape `{summary.get('shape_tag')}`; dtype {summary.get('dtype')}"
         + (f" ({summary['dtype_note']})" if summary.get("dtype_note") else ""),

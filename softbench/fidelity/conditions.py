@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 from softbench.core.errors import UsageError
 from softbench.fidelity.operator_zoo import Operator, parse_operator
+from softbench.kernels.catalog import fidelity_variants
 
 PATHS = ("kernel", "sim", "row")
-# the operators each backend's kernel implements, by the variant that runs them (A0: the baseline)
-KERNEL_OPERATORS = {"fa4": {"rowmax-h15": "A1"}, "triton": {"rowmax-h15": "A1", "rowmax-h15-sat": "h15-sat"}}
 KERNEL_BACKENDS = ("fa4", "triton")
+# the operators each backend's kernel implements, by the variant that runs them (A0: the baseline)
+KERNEL_OPERATORS = {backend: fidelity_variants(backend) for backend in KERNEL_BACKENDS}
 KERNEL_LABELS = {"fa4": "FA4", "triton": "Triton"}
 # what each backend's A0 and A1 are, for the conditions' notes (a reader of summary.md sees which kernel ran)
 _KERNEL_NOTES = {"fa4": ("stock FA4 (A0)", "patched FA4 ({variant})"),

@@ -66,8 +66,9 @@ class KernelWorker:
         (A0 exact exp2, A1 Rowmax-H15) in place of FA4, so the two-process protocol runs without a GPU."""
         from softbench.fidelity import attention
         from softbench.fidelity.operator_zoo import parse_operator
+        from softbench.kernels.catalog import get_variant
 
-        op = {"A0": "exp2", "A1": "rowmax-h15"}[self.variant]
+        op = get_variant(self.variant).operator
         return attention.SimAttention(parse_operator(op)), {"backend": "sim stand-in for FA4", "variant": self.variant}
 
     def load(self, req: dict) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.latency.render import md_table
+from softbench.core.tables import md_heading, md_table
 
 
 def _f(v, spec: str) -> str:
@@ -61,9 +61,7 @@ def _kernel(summary: dict) -> str:
 
 
 def fidelity_markdown(summary: dict) -> str:
-    lines = [f"# softbench fidelity: {summary.get('model', {}).get('label', '?')}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(f"softbench fidelity: {summary.get('model', {}).get('label', '?')}", summary)
     lines += [f"- {headline(summary)}",
               f"- path: `{summary.get('path')}`{_kernel(summary)}; dtype: `{summary.get('dtype')}`; "
               f"device: `{summary.get('device')}`; "

@@ -8,45 +8,12 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import check_triton_config, triton_config_option
+from softbench.core.options import BACKEND_HELP, backend_option, check_triton_config, triton_config_option
 from softbench.core.shapes import DTYPES
 
 
-def _check_variant(backend: str, name: str) -> None:
-    """Each backend builds its own set of variants; an unknown one is refused before any process starts."""
-    if backend == "sim":
-        from softbench.kernels.sim_weights import SIM_OPERATORS as known
-    elif backend == "triton":
-        from softbench.kernels.variants import get_variant
-
-        get_variant(name)  # unknown names answered with the closest ones
-        try:
-            from softbench.kernels.triton_attn import check_variant
-        except ImportError:
-            return  # the backend's own load says that triton is missing
-        check_variant(name)
-        return
-    else:
-        from softbench.kernels.fa4_patches import FA4_PATCHES as known
-    known.get(name)
-
-
-def _table(title: str, rows: list[list[str]]):
-    """The gates as a table; each gate's notes follow it as lines, so the numbers fit a narrow terminal."""
-    from rich.table import Table
-
-    t = Table(title=title)
-    for name in ("gate", "observed", "bound", "unit", "result"):
-        t.add_column(name, no_wrap=True)
-    for r in rows:
-        t.add_row(*r[:5], style="red" if r[4] == "FAIL" else None)
-    return t
-
-
 @click.command("gates")
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True,
-              help="fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simulation (any machine); "
-                   "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
+@backend_option(BACKEND_HELP)
 @click.option("--variant", default="A1", show_default=True, help="the kernel under test")
 @click.option("--baseline", default="A0", show_default=True, help="the stock kernel it is compared with")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
@@ -76,7 +43,9 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
 
     Example: softbench gates --backend fa4 --dtype bf16 --no-causal"""
     from softbench.core.console import err
-    from softbench.gates.engine import GatesOptions, resolve_options, run_gates
+    from softbench.gates.engine import run_gates
+    from softbench.gates.options import GatesOptions, resolve_options
+    from softbench.gates.render import print_gates
 
     command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if source:
@@ -89,7 +58,7 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
         from softbench.gates.reevaluate import reevaluate_gates
 
         session, summary = reevaluate_gates(Path(source), Path(out_dir), command_line)
-        return _report(session, summary)
+        return print_gates(session, summary)
     if backend != "sim" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
     check_triton_config(triton_config, backend)
@@ -98,8 +67,10 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
         # TritonBackend's keyword arguments. No fallback: the single-tile gate is sized to this configuration's
         # key tile, and a silently substituted one would span another number of tiles
         backend_options = {**triton_config, "fallback": False}
-    _check_variant(backend, baseline)
-    _check_variant(backend, variant)
+    from softbench.kernels.catalog import check as check_variant
+
+    check_variant(backend, baseline)
+    check_variant(backend, variant)
     opts = GatesOptions(backend=backend, variant=variant, baseline=baseline, dtype=dtype, causal=causal, batch=batch,
                         heads=heads, kv_heads=kv_heads, head_dim=head_dim, single_seq=single_seq,
                         multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir), backend_options=backend_options,
@@ -111,7 +82,7 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
     _refuse_unsupported(opts, opts.single_seq)
     with err.status("starting") as status:
         session, summary = run_gates(opts, progress=status.update)
-    _report(session, summary)
+    print_gates(session, summary)
 
 
 def _refuse_unsupported(opts, seq: int) -> None:
@@ -125,20 +96,3 @@ def _refuse_unsupported(opts, seq: int) -> None:
     reason = unsupported_reason(opts.backend, shape, detect_device())
     if reason:
         raise UnsupportedError(f"{shape.tag()}: {reason}")
-
-
-def _report(session, summary) -> None:
-    """The gates table and headline; a failed gate ends the command with GatesFailed (exit 1)."""
-    from softbench.core.console import err, out
-    from softbench.gates.engine import GatesFailed, gate_rows, gates_headline
-
-    rows = gate_rows(summary)
-    out.print(_table(f"correctness gates: {summary['tag']}", rows))
-    for r in rows:
-        if r[5]:
-            out.print(f"  {r[0]}: {r[5]}", highlight=False)
-    out.print(gates_headline(summary))
-    err.print(f"session: {session.path}")
-    if not summary["all_passed"]:
-        raise GatesFailed(f"{len(summary['failed'])} gate(s) failed: {', '.join(summary['failed'])}",
-                          hint=f"per-element details in {session.path}/gates.json")

@@ -14,7 +14,10 @@ import yaml
 
 from softbench.core.errors import UsageError
 from softbench.kernels.patch import sha256_file
-from softbench.gates import engine as G
+from softbench.gates.engine import evaluate
+from softbench.gates.options import GatesOptions, rescale_threshold
+from softbench.gates.readback import load_readback, readback_path
+from softbench.gates.record import record_gates
 from softbench.core.shapes import Shape
 
 
@@ -35,7 +38,7 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     shapes = {k: Shape(**v) for k, v in proto["shapes"].items()}
     multi = shapes["multi_tile"]
     causal = multi.causal
-    files = {(kind, label): G.readback_path(source, label, shape.seq)
+    files = {(kind, label): readback_path(source, label, shape.seq)
              for kind, shape in shapes.items() for label in (base, var)}
     missing = [p.name for p in files.values() if not p.is_file()]
     if missing:
@@ -43,12 +46,12 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
                          hint="they stay in the session folder the GPU run wrote; copy them back first")
     env = json.loads((source / "env.json").read_text()) if (source / "env.json").is_file() else {}
     arch = (env.get("workers", {}).get(var, {}).get("device") or {}).get("arch")
-    tau = G.rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
-    readbacks = {kind: {label: G.load_readback(files[(kind, label)], causal) for label in (base, var)}
+    tau = rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
+    readbacks = {kind: {label: load_readback(files[(kind, label)], causal) for label in (base, var)}
                  for kind in shapes}
-    gates = G.evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau)
+    gates = evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau)
 
-    opts = G.GatesOptions(backend=proto["backend"], variant=proto["variant"], baseline=proto["baseline"],
+    opts = GatesOptions(backend=proto["backend"], variant=proto["variant"], baseline=proto["baseline"],
                           dtype=multi.dtype, causal=causal, batch=multi.batch, heads=multi.heads,
                           kv_heads=multi.kv_heads, head_dim=multi.head_dim,
                           single_seq=shapes["single_tile"].seq, multi_seq=multi.seq)
@@ -62,6 +65,6 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     session.write_json("env.json", {"source_env": env, "reevaluated_on": collect_env(gpu=False)})
     summary = {"command": "gates", "backend": proto["backend"], "baseline": proto["baseline"],
                "variant": proto["variant"], "tag": tag, "complete": False, "reevaluated_from": source.name}
-    G.record_gates(session, summary, gates, tau, readbacks["multi_tile"][var].storage,
+    record_gates(session, summary, gates, tau, readbacks["multi_tile"][var].storage,
                    {k: s.tag() for k, s in shapes.items()})
     return session, summary

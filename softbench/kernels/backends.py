@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
-
-import torch
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from softbench.core.errors import UnsupportedError
-from softbench.kernels import sim_weights as operators_for_sim
 from softbench.kernels.capability import Device, detect_device
-from softbench.kernels.inputs import Inputs
 from softbench.core.registry import Registry
 from softbench.core.shapes import Shape
+
+if TYPE_CHECKING:  # torch is imported by the worker that builds a kernel, not by a command listing the backends
+    import torch
+
+    from softbench.kernels.inputs import Inputs
 
 
 class Backend(Protocol):
@@ -36,8 +37,10 @@ class SimBackend:
         self.variant = None
 
     def load(self, variant: str) -> dict:
+        from softbench.kernels import sim_weights
+
         self.variant = variant
-        self.weight_fn = operators_for_sim.get(variant)
+        self.weight_fn = sim_weights.weight_fn(variant)
         return {"backend": "sim", "variant": variant, "rescale_threshold": self.rescale_threshold, "tile": self.tile}
 
     def build(self, shape: Shape, inputs: Inputs):
@@ -63,9 +66,9 @@ def _triton_backend(**kw):
 
 
 BACKENDS: Registry[Callable[..., Backend]] = Registry("backend")
-BACKENDS.register("sim", SimBackend)
 BACKENDS.register("fa4", _fa4_backend)
 BACKENDS.register("triton", _triton_backend)
+BACKENDS.register("sim", SimBackend)
 
 
 def _reference(name: str):

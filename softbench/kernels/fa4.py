@@ -10,6 +10,7 @@ from pathlib import Path
 
 from softbench.core.errors import PatchError, UnsupportedError
 from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+from softbench.kernels.catalog import check
 from softbench.kernels.fa4_patches import FA4_PATCHES
 from softbench.kernels.patch import build_patched_tree
 from softbench.kernels.inputs import Inputs
@@ -37,6 +38,7 @@ class FA4Backend:
                                    hint="use --backend sim, the pure-torch simulation of the same kernels")
         if "flash_attn" in sys.modules:
             raise PatchError("flash_attn is already imported in this process; each variant needs its own process")
+        check("fa4", variant)
         patch = FA4_PATCHES.get(variant)
         family = (self.device.arch or 0) // 10
         if patch.arch_families is not None and family not in patch.arch_families:

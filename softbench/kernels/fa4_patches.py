@@ -247,7 +247,8 @@ H15_WG = _online_softmax_patch(
     "h15-wg", "1", "sm_90 only: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second", _SM90_H15_WG,
     H15_NOCLAMP_MODULE, (9,))
 
-# which patch builds each variant of the FA4 backend
+# which patch builds each variant the catalog lists for the FA4 backend (tests/test_catalog.py holds them equal);
+# emulation settings are added by name at run time (softbench.sweep.emulation.ensure_registered)
 FA4_PATCHES: Registry[Patch] = Registry("FA4 patch")
 FA4_PATCHES.register("A0", STOCK)
 FA4_PATCHES.register("A1", ROWMAX_H15)

@@ -39,10 +39,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from softbench.core.errors import UsageError
 from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, _clamp_free, _program_tile, _tile_weights,
-                                           check_inputs, effective_head_group, key_major_copy, key_norm_blocks,
-                                           launch_key_norms, log2_scale)
+                                           WEIGHT_MAPS, check_inputs, effective_head_group, key_major_copy,
+                                           key_norm_blocks, launch_key_norms, log2_scale)
 
-WEIGHT_MAPS = ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp", "noexp")
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}

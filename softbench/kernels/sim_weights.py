@@ -1,12 +1,17 @@
-"""Which exponential map each variant uses in the simulation backend."""
+"""The simulation backend builds a variant from its operator (softbench.kernels.catalog): the weight map of each
+operator it implements."""
 
 from softbench import operators
 from softbench.core.registry import Registry
+from softbench.kernels.catalog import check
 
-SIM_OPERATORS = Registry("simulation operator")
-SIM_OPERATORS.register("A0", operators.exact_exp2)
-SIM_OPERATORS.register("A1", operators.rowmax_h15)
-SIM_OPERATORS.register("h15-sat", operators.rowmax_h15_sat)
-SIM_OPERATORS.register("noexp", operators.no_exp)
+SIM_WEIGHTS = Registry("simulation operator")
+SIM_WEIGHTS.register("exp2", operators.exact_exp2)
+SIM_WEIGHTS.register("rowmax-h15", operators.rowmax_h15)
+SIM_WEIGHTS.register("rowmax-h15-sat", operators.rowmax_h15_sat)
+SIM_WEIGHTS.register("identity", operators.no_exp)
 
-get = SIM_OPERATORS.get
+
+def weight_fn(variant: str):
+    """The weight map of `variant`, refused unless the catalog says the simulation builds it."""
+    return SIM_WEIGHTS.get(check("sim", variant).operator)

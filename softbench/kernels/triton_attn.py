@@ -39,11 +39,13 @@ import triton
 import triton.language as tl
 
 from softbench.core.errors import UnsupportedError, UsageError
+from softbench.kernels.catalog import built_by
 from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
 
 LOG2_E = math.log2(math.e)
 FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
-WEIGHT_MAPS = ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp", "noexp")  # the variants this kernel implements
+# the variants this kernel implements, each a WEIGHT branch below (the Gluon kernel implements the same ones)
+WEIGHT_MAPS = built_by("triton")
 HEAD_DIMS = (64, 128)
 _FP8 = (torch.float8_e4m3fn,)
 _SIXTEEN_BIT = (torch.bfloat16, torch.float16)
@@ -539,7 +541,7 @@ def _descriptors(q, k, v, out, config: KernelConfig) -> tuple:
 
 
 def check_variant(variant: str) -> None:
-    """Refuse a variant this kernel does not implement (the registry knows more: FA4's patches, the simulation's)."""
+    """Refuse a variant this kernel does not implement (the catalog knows more: FA4's patches, the simulation's)."""
     if variant not in WEIGHT_MAPS:
         raise UsageError(f"the Triton forward implements variants {', '.join(WEIGHT_MAPS)}, not {variant!r}")
 

@@ -101,13 +101,10 @@ class TritonBackend:
         self._announced: set[tuple[str, str]] = set()
 
     def load(self, variant: str) -> dict:
-        from softbench.kernels.variants import get_variant
+        from softbench.kernels.catalog import check
 
-        get_variant(variant)  # unknown names answered with the closest ones
+        check("triton", variant)  # unknown names answered with the closest ones, others with who builds them
         triton = _import_triton()
-        from softbench.kernels.triton_attn import check_variant
-
-        check_variant(variant)
         self.variant = variant
         return {"backend": "triton", "variant": variant, "triton_version": triton.__version__,
                 "interpreter": os.environ.get("TRITON_INTERPRET") == "1", "config_overrides": self.overrides,

@@ -11,11 +11,12 @@ import click
 
 from softbench.core.options import (apply_protocol_flags, check_triton_config, null_option, protocol_options,
                                     reference_option, shape_options, shapes_from, triton_config_option)
+from softbench.kernels.backends import BACKENDS
 
 
 @click.command("latency")
 @shape_options()
-@click.option("--backend", type=click.Choice(["auto", "fa4", "triton", "sim"]), default="auto", show_default=True,
+@click.option("--backend", type=click.Choice(["auto", *BACKENDS]), default="auto", show_default=True,
               help="fa4: FlashAttention-4 on a CUDA GPU; triton: softbench's own Triton/Gluon forward (BF16/FP16 "
                    "and FP8 on Hopper); sim: the pure-torch simulation (any machine; CPU timings, not kernel "
                    "timings); auto: fa4 where it runs every shape, else triton")
@@ -43,10 +44,9 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
-    from softbench.kernels.backends import BACKENDS
     from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.kernels.catalog import check as check_variant
     from softbench.kernels.references import resolve_references
-    from softbench.kernels.variants import get_variant
     from softbench.latency.engine import LatencyOptions, run_latency
     from softbench.latency.render import latency_headline, latency_rows, paired_columns, paired_rows
 
@@ -72,13 +72,12 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     backend = backend if "backend" in given or not plan.backend else plan.backend
     baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
     variant = variant if "variant" in given or not plan.variant else plan.variant
-    get_variant(baseline)
-    get_variant(variant)
     device = detect_device() if backend != "sim" else None
     if backend == "auto":
         backend = choose_backend(shapes, device)
         err.print(f"backend: {backend} (auto)")
-    BACKENDS.get(backend)
+    check_variant(backend, baseline)
+    check_variant(backend, variant)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     check_triton_config(triton_config, backend)
     if triton_config:

@@ -2,25 +2,7 @@
 
 from __future__ import annotations
 
-
-def _fmt(v, spec: str = ".4f", none: str = "-") -> str:
-    if v is None:
-        return none
-    try:
-        return format(v, spec)
-    except (TypeError, ValueError):
-        return str(v)
-
-
-def md_table(columns, rows, bar: str | None = None) -> list[str]:
-    """A Markdown table as lines: header, separator, one line per row. `bar`, when given, replaces '|' inside
-    the row cells (the header is written as it is)."""
-    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
-    for row in rows:
-        cells = row if bar is None else (c.replace("|", bar) for c in row)
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
+from softbench.core.tables import fmt, md_heading, md_table
 
 LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
 SMOKE_COLUMNS = ["kernel", "rel. error vs FP32 (checked rows)", "activation mean", "compile s"]
@@ -31,8 +13,8 @@ def latency_rows(summary: dict) -> list[list[str]]:
     rows = []
     for label, ms in summary.get("median_ms", {}).items():
         rows.append([
-            label, _fmt(ms, ".4f"), _fmt(summary["tflops"].get(label), ".1f"),
-            str(summary["n_windows"].get(label, 0)), _fmt(summary["sm_clock_mhz_median"].get(label), ".0f"),
+            label, fmt(ms, ".4f"), fmt(summary["tflops"].get(label), ".1f"),
+            str(summary["n_windows"].get(label, 0)), fmt(summary["sm_clock_mhz_median"].get(label), ".0f"),
             str(summary["throttled_windows"].get(label, 0)),
         ])
     return rows
@@ -48,8 +30,8 @@ def latency_headline(summary: dict) -> str:
     lo, hi = summary.get("bootstrap_ci95_pct", [None, None])
     return (f"speed-up of {summary['variant']} over {summary['baseline']} (paper rounds: equal-clock and sustained "
             f"effects mixed): {s:+.2f}% (pooled medians); "
-            f"per round {per_round}; per-round sd {_fmt(summary['per_round_sd_pp'], '.2f')} pp; "
-            f"window bootstrap 95% [{_fmt(lo, '+.2f')}, {_fmt(hi, '+.2f')}]%")
+            f"per round {per_round}; per-round sd {fmt(summary['per_round_sd_pp'], '.2f')} pp; "
+            f"window bootstrap 95% [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]%")
 
 
 def _estimate(paired: dict | None) -> str:
@@ -68,7 +50,7 @@ def paired_headline(summary: dict) -> list[str]:
     lines = []
     for v in summary.get("variants", []):
         lines.append(f"{v} vs {base}, speed-up {quantity} ({kind} protocol): {_estimate(comps.get(v, {}).get('paired'))}"
-                     f"; pooled medians {_fmt(comps.get(v, {}).get('pooled_speedup_pct'), '+.2f')}%")
+                     f"; pooled medians {fmt(comps.get(v, {}).get('pooled_speedup_pct'), '+.2f')}%")
     null = summary.get("null")
     if null:
         lines.append(f"A/A null ({null} vs {base}, same run): {_estimate(comps.get(null, {}).get('paired'))}")
@@ -80,7 +62,7 @@ def paired_headline(summary: dict) -> list[str]:
         vs = summary.get("vs_best_exact", {})
         ratios = "; ".join(f"{lbl} / {best['label']} {vs[lbl]:.3f}" for lbl in [base, *summary.get("variants", [])]
                            if lbl in vs)
-        lines.append(f"fastest exact kernel timed: {best['label']} ({_fmt(best.get('tflops'), '.0f')} TFLOP/s); "
+        lines.append(f"fastest exact kernel timed: {best['label']} ({fmt(best.get('tflops'), '.0f')} TFLOP/s); "
                      f"{ratios}" + ("" if refs else " (no reference kernel timed: add --reference)"))
     for r in (summary.get("run") or {}).get("rounds", []):
         lines.append(f"round {r['round'] + 1}: {r['pairs']} pairs in {r['measure_s']:.1f} s, stopped: {r['stop_reason']}")
@@ -101,11 +83,11 @@ def paired_rows(summary: dict) -> list[list[str]]:
     vs = summary.get("vs_best_exact", {})
     rows = []
     for label, k in summary.get("kernels", {}).items():
-        row = [label, k["role"], _fmt(k["median_ms"], ".4f"), _fmt(k["tflops"], ".1f"), _fmt(vs.get(label), ".3f"),
-               str(k["units"]), _fmt(k["sm_clock_mhz_median"], ".0f"), _fmt(k["power_w_median"], ".0f"),
+        row = [label, k["role"], fmt(k["median_ms"], ".4f"), fmt(k["tflops"], ".1f"), fmt(vs.get(label), ".3f"),
+               str(k["units"]), fmt(k["sm_clock_mhz_median"], ".0f"), fmt(k["power_w_median"], ".0f"),
                f"{k['power_capped_windows']}/{k['windows']}"]
         if summary.get("protocol_kind") == "sustained":
-            row.append(_fmt(k.get("energy_per_forward_mj"), ".2f"))
+            row.append(fmt(k.get("energy_per_forward_mj"), ".2f"))
         rows.append(row)
     return rows
 
@@ -116,9 +98,7 @@ def paired_columns(summary: dict) -> list[str]:
 
 
 def latency_markdown(summary: dict, title: str) -> str:
-    lines = [f"# {title}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(title, summary)
     shape = summary.get("shape", {})
     paired = summary.get("protocol_kind") in ("interleaved", "sustained")
     lines += [
@@ -136,8 +116,8 @@ def latency_markdown(summary: dict, title: str) -> str:
     smoke = summary.get("smoke") or {}
     if smoke:
         lines += [""] + md_table(SMOKE_COLUMNS, [
-            [label, _fmt(s.get("rel_error_vs_fp32"), ".3e"), _fmt(s.get("activation_mean"), ".6f"),
-             _fmt(s.get("compile_s"), ".2f")] for label, s in smoke.items()])
+            [label, fmt(s.get("rel_error_vs_fp32"), ".3e"), fmt(s.get("activation_mean"), ".6f"),
+             fmt(s.get("compile_s"), ".2f")] for label, s in smoke.items()])
     if paired:
         lines += ["", "Speed-up = 100 (baseline / variant - 1) per pair of units measured next to each other "
                   "(interleaved: one window each, so both at the same SM clock; sustained: one settled block each); "

@@ -25,11 +25,6 @@ class KernelSpec:
             raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
 
-def file_stem(label: str) -> str:
-    """A label as a file-name part: the null's second baseline A0' becomes A0b."""
-    return label.replace("'", "b")
-
-
 def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProcess] = WorkerProcess,
                   register_names: bool = False) -> dict[str, WorkerProcess]:
     """Start one process per kernel and load them concurrently (FA4's import is about 9 s each); a failure closes

@@ -11,8 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from softbench.core.session import Session, utc_iso
-from softbench.runtime.kernels import file_stem
+from softbench.core.session import Session, file_label, utc_iso
 
 
 class Terminated(KeyboardInterrupt):
@@ -66,7 +65,7 @@ def session_run(out_dir: Path, command: str, tag: str, *, env: dict, protocol: d
             except Exception as inner:  # the summary could not be written: the status still says partial
                 session.set_status(complete=False, state="partial", reason=f"{reason}; summary failed: {inner}")
             for w in workers():
-                w.copy_log(session.path / f"worker-{file_stem(w.label)}.log")
+                w.copy_log(session.path / f"worker-{file_label(w.label)}.log")
             try:
                 exc.partial_session = str(session.path)
             except AttributeError:

@@ -221,7 +221,7 @@ class WorkerState:
     def probabilities(self, req: dict) -> dict:
         """The kernel's probabilities read back through one-hot V blocks and saved to req["path"] with the q and k
         they came from (for `softbench gates`, which builds its references in the parent)."""
-        from softbench.gates.engine import write_readback
+        from softbench.gates.readback import write_readback
 
         return write_readback(self.backend, req)
 

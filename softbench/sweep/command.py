@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
 
 
 def _command_line() -> str:
@@ -83,7 +83,7 @@ def emulation(protocol_file, dry_run, out_dir):
 
 @command.command("variants")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
+@backend_option()
 @click.option("--baseline", default="A0", show_default=True)
 @click.option("--variants", "variants", default="A1,noexp", show_default=True,
               help="comma-separated variants, each timed against the baseline in its own session")
@@ -104,7 +104,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.core.console import RichProgress
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, fa4_emulation_reason, unsupported_reason
-    from softbench.kernels.variants import get_variant
+    from softbench.kernels.catalog import check as check_variant
     from softbench.sweep.emulation import parse_variant
     from softbench.sweep.engine import SweepOptions, run_variant_sweep
     from softbench.core.protocol import LatencyProtocol
@@ -116,7 +116,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     for name in (baseline, *names):
         setting = parse_variant(name)  # FA4 emulation settings by name, e.g. emu-f16-s1
         if setting is None:
-            info[name] = {"description": get_variant(name).description}
+            info[name] = {"description": check_variant(backend, name).description}
         else:
             emulation.append(name)
             info[name] = {"description": setting.describe(), "beta_pct": setting.beta_pct, "setting": setting.to_dict()}

@@ -12,12 +12,12 @@ so every setting is the stock kernel with only those constants changed."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
 from softbench.core.errors import UsageError
+from softbench.kernels.catalog import EMULATION_NAME, check
 from softbench.kernels.patch import Edit, Patch
 from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
 from softbench.core.shapes import Shape
@@ -91,12 +91,9 @@ class EmulationSetting:
         return d
 
 
-_VARIANT = re.compile(r"^emu-f(\d+)-s(\d+)(?:-r(\d+))?$")
-
-
 def parse_variant(name: str) -> EmulationSetting | None:
     """`emu-f8-s1` (res 4) or `emu-f8-s1-r2` -> the setting; None for any other name."""
-    m = _VARIANT.match(name)
+    m = EMULATION_NAME.match(name)
     if not m:
         return None
     freq, start, res = m.groups()
@@ -140,10 +137,9 @@ def ensure_registered(name: str) -> dict:
     (FA4_PATCHES lives per process, so each worker calls this before it loads the variant)."""
     from softbench.kernels.fa4_patches import FA4_PATCHES
 
+    check("fa4", name)  # an unknown name is answered with the closest ones, another backend's with its builders
     setting = parse_variant(name)
     if name not in FA4_PATCHES:
-        if setting is None:
-            FA4_PATCHES.get(name)  # raises the registry's own "unknown ... did you mean" error
         FA4_PATCHES.register(name, emulation_patch(setting))
     info = {"variant": name, "patch": FA4_PATCHES.get(name).name}
     if setting is not None:

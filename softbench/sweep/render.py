@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.latency.render import _fmt, md_table
+from softbench.core.tables import fmt, md_heading, md_table
 
 
 def settings_rows(settings: list[dict]) -> list[list[str]]:
@@ -31,8 +31,8 @@ def sweep_rows(summary: dict, wide: bool = True) -> list[list[str]]:
         if r.get("error"):
             rows.append(head + ["failed", "-", "-", "-"] + ([r["error"][:120]] if wide else []))
             continue
-        rows.append(head + [_fmt(r.get("speedup_pct"), "+.2f") + "%", _fmt(r.get("per_round_sd_pp"), ".2f"),
-                            _fmt(r.get("baseline_median_ms"), ".4f"), _fmt(r.get("variant_median_ms"), ".4f")]
+        rows.append(head + [fmt(r.get("speedup_pct"), "+.2f") + "%", fmt(r.get("per_round_sd_pp"), ".2f"),
+                            fmt(r.get("baseline_median_ms"), ".4f"), fmt(r.get("variant_median_ms"), ".4f")]
                     + ([r.get("session", "")] if wide else []))
     return rows
 
@@ -43,9 +43,7 @@ SWEEP_COLUMNS_NARROW = ["variant", "beta", "speed-up", "sd (pp)", "baseline ms",
 
 
 def sweep_markdown(summary: dict, title: str) -> str:
-    lines = [f"# {title}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(title, summary)
     lines += [
         f"- kind: {summary.get('kind')}; backend `{summary.get('backend')}`; shape `{summary.get('shape_tag')}`",
         f"- baseline: {summary.get('baseline')} (one process kept for the whole sweep; one process per variant)",

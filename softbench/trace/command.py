@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import shape_options, shapes_from
+from softbench.core.options import backend_option, shape_options, shapes_from
 
 
 @click.group("trace")
@@ -18,7 +18,7 @@ def command():
 
 @command.command("run")
 @shape_options()
-@click.option("--backend", type=click.Choice(["fa4", "triton", "sim"]), default="fa4", show_default=True)
+@backend_option()
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--calls", type=click.IntRange(min=1), default=200, show_default=True, help="timed calls per process")
@@ -33,7 +33,7 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.kernels.variants import get_variant
+    from softbench.kernels.catalog import check as check_variant
     from softbench.trace.engine import TraceOptions, find_nsys, run_trace
     from softbench.trace.render import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_rows
 
@@ -41,7 +41,7 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     if not names:
         raise UsageError("--variants is empty")
     for n in names:
-        get_variant(n)
+        check_variant(backend, n)
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     device = detect_device()
     if device.kind != "cuda":

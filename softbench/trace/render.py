@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.latency.render import _fmt, md_table
+from softbench.core.tables import fmt, md_heading, md_table
 from softbench.core.shapes import seq_label
 
 B4_COLUMNS = ["seq", "mask", "kernel us (base / var)", "call latency us (base / var)", "kernel-only", "call latency",
@@ -20,16 +20,16 @@ def b4_table_rows(summary: dict) -> list[list[str]]:
         b, v = r["baseline"], r["variant"]
         k, c, nk = r["kernel_us"], r["call_latency_us"], r["non_kernel_pct"]
         rows.append([seq_label(r["seq"]), "causal" if r["causal"] else "non-causal",
-                     f"{_fmt(k.get(b), '.3f')} / {_fmt(k.get(v), '.3f')}", f"{_fmt(c.get(b), '.3f')} / {_fmt(c.get(v), '.3f')}",
+                     f"{fmt(k.get(b), '.3f')} / {fmt(k.get(v), '.3f')}", f"{fmt(c.get(b), '.3f')} / {fmt(c.get(v), '.3f')}",
                      _pct(r.get("kernel_only_speedup_pct")), _pct(r.get("call_latency_speedup_pct")),
-                     f"{_fmt(nk.get(b), '.1f')} / {_fmt(nk.get(v), '.1f')}"])
+                     f"{fmt(nk.get(b), '.1f')} / {fmt(nk.get(v), '.1f')}"])
     return rows
 
 
 def point_rows(summary: dict) -> list[list[str]]:
     return [[seq_label(p["seq"]), p["variant"], p["source"], p["kernel_name"][:48], str(p["kernel_instances"]),
-             _fmt(p["kernel_median_us"], ".3f"), _fmt(p.get("kernel_median_timed_us"), ".3f"),
-             _fmt(p["call_latency_us"], ".3f"), _fmt(p["non_kernel_pct"], ".1f")] for p in summary.get("points", [])]
+             fmt(p["kernel_median_us"], ".3f"), fmt(p.get("kernel_median_timed_us"), ".3f"),
+             fmt(p["call_latency_us"], ".3f"), fmt(p["non_kernel_pct"], ".1f")] for p in summary.get("points", [])]
 
 
 POINT_COLUMNS = ["seq", "variant", "source", "attention kernel", "instances", "median us (all)", "median us (timed)",
@@ -38,14 +38,12 @@ POINT_COLUMNS = ["seq", "variant", "source", "attention kernel", "instances", "m
 
 def kernel_rows(table) -> list[list[str]]:
     """table: a trace_ingest.KernelTable, largest total time first."""
-    return [[str(r.instances), _fmt(None if r.median_ns is None else r.median_ns / 1e3, ".3f"),
-             _fmt(r.total_ns / 1e6, ".3f"), _fmt(r.time_pct, ".1f"), r.name[:160]] for r in table.by_total()]
+    return [[str(r.instances), fmt(None if r.median_ns is None else r.median_ns / 1e3, ".3f"),
+             fmt(r.total_ns / 1e6, ".3f"), fmt(r.time_pct, ".1f"), r.name[:160]] for r in table.by_total()]
 
 
 def trace_markdown(summary: dict, title: str) -> str:
-    lines = [f"# {title}", ""]
-    if not summary.get("complete"):
-        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    lines = md_heading(title, summary)
     tool = summary.get("tool", {})
     lines += [
         f"- source: {summary.get('source')}" + (f" ({tool.get('nsys_version')})" if tool.get("nsys_version") else "")

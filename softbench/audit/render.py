@@ -1,0 +1,83 @@
+"""`softbench audit`'s printers: summary.json -> tables, notes and summary.md (they read results, never measure)."""
+
+from __future__ import annotations
+
+from softbench.core.tables import fmt, md_heading, md_table
+
+# static SASS columns: family key in summary["sass"][v], column title
+SASS_COLUMNS = (("total", "instr."), ("MUFU_EX2", "MUFU.EX2"), ("FFMA", "FFMA"), ("FMUL", "FMUL"),
+                ("FADD", "FADD"), ("FMNMX", "FMNMX"), ("SHIFT", "SHF/SHL"), ("LEA", "LEA"), ("IADD3", "IADD3"),
+                ("CONVERT", "F2F/F2FP"), ("MMA", "GMMA"), ("LDS", "LDS"), ("STS", "STS"))
+NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", ".1f"),
+               ("fma_pipe_pct", "FMA %", ".1f"), ("alu_pipe_pct", "ALU %", ".1f"),
+               ("issue_active_pct", "issue %", ".1f"), ("instructions", "instr. (M)", "M"),
+               ("registers_per_thread", "regs", ".0f"), ("achieved_occupancy_pct", "occupancy %", ".1f"),
+               ("local_load_bytes", "local ld B", ".0f"), ("local_store_bytes", "local st B", ".0f"),
+               ("sm_clock_mhz", "SM MHz", ".0f"))
+
+
+def _ncu_cell(v, spec: str) -> str:
+    """One counter; spec "M": in millions."""
+    if spec == "M":
+        return fmt(None if v is None else v / 1e6, ".1f")
+    return fmt(v, spec)
+
+
+def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, columns, rows) for the static SASS table and, when counters were read, the ncu table."""
+    tag = summary.get("shape_tag", "")
+    variants = summary.get("variants", [])
+    sass, tables = summary.get("sass") or {}, []
+    rows = []
+    for v in variants:
+        fam = sass.get(v)
+        depth = (summary.get("dependency_depth") or {}).get(v) or {}
+        rows.append([v] + [fmt(fam.get(k) if fam else None, "d") for k, _ in SASS_COLUMNS] + [
+            fmt((summary.get("registers") or {}).get(v), "d"), fmt((summary.get("spills") or {}).get(v), "d"),
+            fmt((summary.get("local_bytes") or {}).get(v), "d"),
+            fmt((summary.get("per_element") or {}).get(v), ".2f"),
+            fmt((summary.get("per_element_dynamic") or {}).get(v), ".2f"), fmt(depth.get("median"), ".0f")])
+    tables.append((f"{tag}: attention kernel, static SASS",
+                   ["variant"] + [t for _, t in SASS_COLUMNS] + ["regs", "LDL+STL", "local B", "per elem.",
+                                                               "per elem. (ncu)", "depth"], rows))
+    ncu = summary.get("ncu") or {}
+    if ncu:
+        rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in NCU_COLUMNS] for v in variants if v in ncu]
+        tables.append((f"{tag}: Nsight Compute, one launch each (--clock-control none)",
+                       ["variant"] + [t for _, t, _ in NCU_COLUMNS], rows))
+    return tables
+
+
+def audit_notes(summary: dict) -> list[str]:
+    lines = []
+    ref = summary.get("per_element_reference")
+    if ref:
+        lines.append(f"per element: static instructions of the exponential path per score element, reference "
+                     f"{ref} ({summary.get('per_element_elements_static') or '?'} element exponentials in A0's code)")
+    for v, fams in (summary.get("per_element_by_family") or {}).items():
+        if fams:
+            lines.append(f"  {v}: " + ", ".join(f"{k} {x:+.2f}" for k, x in fams.items()))
+    lines += [f"note: {n}" for n in (summary.get("per_element_notes") or [])]
+    for v, errs in (summary.get("errors") or {}).items():
+        for step, msg in errs.items():
+            lines.append(f"error [{v} {step}]: {msg}")
+    return lines
+
+
+def audit_markdown(summary: dict, title: str) -> str:
+    lines = md_heading(title, summary, complete_if_unsaid=True)
+    lines += [f"- backend `{summary.get('backend')}`, shape `{summary.get('shape_tag')}`, "
+              f"kernel /{summary.get('kernel_regex')}/", ""]
+    for v, name in (summary.get("kernel") or {}).items():
+        lines.append(f"- {v}: `{name}`")
+    lines.append("")
+    for tbl_title, columns, rows in audit_tables(summary):
+        lines += [f"## {tbl_title}", ""] + md_table(columns, rows)
+        lines.append("")
+    lines += [f"- {ln.strip()}" for ln in audit_notes(summary)]
+    lines += ["", "Method, per element: " + str(summary.get("per_element_method", "")), "",
+              "Spills: " + str(summary.get("spills_method", "")), ""]
+    depth = next(iter((summary.get("dependency_depth") or {}).values()), None)
+    if depth:
+        lines += ["Dependency depth: " + depth.get("method", ""), ""]
+    return "\n".join(lines)

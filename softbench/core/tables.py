@@ -1,0 +1,37 @@
+"""The one number formatter and the one Markdown table helper of every printer (summary.json -> text)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+
+def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
+    """`v` formatted by `spec`; None as `none`; booleans and values `spec` does not fit (text, a missing
+    reading recorded as a word) as they print."""
+    if v is None:
+        return none
+    if isinstance(v, bool):
+        return str(v)
+    try:
+        return format(v, spec)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def md_table(columns: Sequence[str], rows: Iterable[Sequence[str]], bar: str | None = None) -> list[str]:
+    """A Markdown table as lines: header, separator, one line per row. `bar`, when given, replaces '|' inside
+    the row cells (the header is written as it is)."""
+    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    for row in rows:
+        cells = row if bar is None else (c.replace("|", bar) for c in row)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def md_heading(title: str, summary: dict, complete_if_unsaid: bool = False) -> list[str]:
+    """A session's Markdown title, and the partial-session warning under it when the session did not finish.
+    complete_if_unsaid: a summary without a "complete" key counts as complete (sessions older than the key)."""
+    lines = [f"# {title}", ""]
+    if not summary.get("complete", complete_if_unsaid):
+        lines += [f"**PARTIAL SESSION**: {summary.get('incomplete_reason', 'not finished')}", ""]
+    return lines

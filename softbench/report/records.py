@@ -1,0 +1,71 @@
+"""What the report reads from a session record: its name, mask, raw records, and the groups and loops its tables
+and figures are made of."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from softbench.core.session import read_jsonl
+from softbench.predictions.evaluate import SessionRecord
+
+
+LOOP_KEYS = ("loop", "label", "kernel", "variant")  # how energy samples name the loop they belong to
+
+
+def marked_name(rec: SessionRecord) -> str:
+    return rec.name + ("" if rec.complete else " (partial)")
+
+
+def mask_label(causal: Any) -> str:
+    return {True: "causal", False: "noncausal"}.get(causal, "?")
+
+
+def safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)
+
+
+def raw_records(rec: SessionRecord, name: str) -> list[dict]:
+    p = Path(rec.path) / name
+    return read_jsonl(p) if p.exists() else []
+
+
+def lat_group(rec: SessionRecord) -> tuple:
+    f = rec.facts
+    return (f.get("backend", "?"), f.get("dtype", "?"), mask_label(f.get("causal")),
+            f"{f.get('baseline', '?')} vs {f.get('variant', '?')}")
+
+
+def loop_name(rec: dict, fallback: Any) -> str:
+    """'0 A0' for a record with a loop index and a variant; else whichever naming key it has."""
+    if "loop" in rec and "variant" in rec:
+        return f"{rec['loop']} {rec['variant']}"
+    return str(next((rec[k] for k in ("name",) + LOOP_KEYS if k in rec), fallback))
+
+
+def loop_entries(summary: dict) -> list[tuple[str, dict]]:
+    """Per-loop mappings of an energy summary, whether kept as a list or as a mapping by name."""
+    for k in ("loops", "per_loop", "variants", "kernels"):
+        v = summary.get(k)
+        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
+            return [(str(n), x) for n, x in v.items()]
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            return [(loop_name(x, i), x) for i, x in enumerate(v)]
+    return []
+
+
+def fidelity_conditions(summary: dict) -> list[tuple[str, dict]]:
+    conds = summary.get("conditions")
+    if isinstance(conds, dict):
+        items = [(str(k), v) for k, v in conds.items() if isinstance(v, dict)]
+    elif isinstance(conds, list):
+        items = [(str(next((c[k] for k in ("name", "condition", "label") if k in c), i)), c)
+                 for i, c in enumerate(conds) if isinstance(c, dict)]
+    else:
+        items = []
+    return [(n, c) for n, c in items if all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high"))]
+
+
+def trace_points(rec: SessionRecord) -> list[dict]:
+    return sorted((p for p in rec.summary.get("table") or [] if isinstance(p.get("seq"), int)),
+                  key=lambda p: (bool(p.get("causal")) is False, p["seq"]))

@@ -1,0 +1,88 @@
+"""The report's tables, one per session kind: rows for the terminal and report.md."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from softbench.core.shapes import seq_label
+from softbench.core.tables import fmt
+from softbench.predictions.evaluate import SessionRecord
+from softbench.report.records import fidelity_conditions, loop_entries, marked_name, mask_label, trace_points
+
+
+@dataclass
+class TableData:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+def latency_table(recs: list[SessionRecord]) -> TableData:
+    rows = []
+    for r in recs:
+        s, f = r.summary, r.facts
+        rows.append([marked_name(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
+                     seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
+                     f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", fmt(s.get("speedup_pct"), "+.2f"),
+                     fmt(s.get("per_round_sd_pp"), ".2f"),
+                     ", ".join(f"{x:+.2f}" for x in s.get("per_round_speedup_pct") or []) or "-",
+                     ", ".join(f"{k} {v:.4f}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
+    return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison",
+                                          "speed-up %", "per-round sd pp", "per-round %", "median ms"], rows)
+
+
+def _numeric_leaves(d: dict, prefix: str = "", depth: int = 2) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and depth > 1:
+            out.update(_numeric_leaves(v, f"{prefix}{k}.", depth - 1))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _rank(key: str) -> tuple:
+    # energy per forward first, then what explains it (time, power, clock), then the rest
+    order = ("per_forward", "mean_power_w", "sm_clock", "forwards")
+    return (next((i for i, o in enumerate(order) if o in key), len(order)), key)
+
+
+def energy_table(recs: list[SessionRecord], max_fields: int = 8) -> TableData:
+    rows = []
+    for r in recs:
+        entries = loop_entries(r.summary)
+        if not entries:
+            rows.append([marked_name(r), "-", "no per-loop entries in summary.json"])
+        for name, x in entries:
+            leaves = _numeric_leaves(x)
+            keys = sorted(leaves, key=_rank)[:max_fields]
+            rows.append([marked_name(r), name, ", ".join(f"{k} {fmt(leaves[k], '.4g')}" for k in keys) or "-"])
+    return TableData("energy sessions", ["session", "loop", "numbers (summary.json)"], rows)
+
+
+def fidelity_table(recs: list[SessionRecord]) -> TableData:
+    rows = []
+    for r in recs:
+        for name, c in fidelity_conditions(r.summary):
+            resolved = c["ci_low"] > 0 or c["ci_high"] < 0
+            rows.append([marked_name(r), name, fmt(c["dnll"], "+.5f"), f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]",
+                         fmt(100 * (math.exp(c["dnll"]) - 1), "+.3f"), "yes" if resolved else "no"])
+    return TableData("fidelity sessions", ["session", "condition", "dNLL", "95% interval", "ppl change %",
+                                           "resolved"], rows)
+
+
+def trace_table(recs: list[SessionRecord]) -> TableData:
+    rows = []
+    for r in recs:
+        for p in trace_points(r):
+            base, var = p.get("baseline", "A0"), p.get("variant", "A1")
+            k, c, nk = p.get("kernel_us") or {}, p.get("call_latency_us") or {}, p.get("non_kernel_pct") or {}
+            rows.append([marked_name(r), str(r.summary.get("source", "-")), seq_label(p["seq"]), mask_label(p.get("causal")),
+                         f"{fmt(k.get(base), '.1f')} / {fmt(k.get(var), '.1f')}",
+                         f"{fmt(c.get(base), '.1f')} / {fmt(c.get(var), '.1f')}",
+                         fmt(p.get("kernel_only_speedup_pct"), "+.1f"), fmt(p.get("call_latency_speedup_pct"), "+.1f"),
+                         f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}"])
+    return TableData("trace sessions (kernel duration against call latency)",
+                     ["session", "source", "seq", "mask", "kernel us", "call us", "kernel-only %", "call %",
+                      "non-kernel %"], rows)

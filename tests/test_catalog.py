@@ -1,0 +1,128 @@
+"""The variant catalog: every entry is built by each backend it names and refused by the others, and every command
+refuses a variant its backend does not build before any worker starts."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from softbench.core.errors import UsageError
+from softbench.core.shapes import Shape
+from softbench.kernels import catalog
+from softbench.kernels.backends import BACKENDS, SimBackend
+from softbench.kernels.catalog import VARIANTS, built_by, check, get_variant
+
+KERNELS = Path(catalog.__file__).parent
+PAIRS = [(name, backend) for name in VARIANTS for backend in BACKENDS]
+
+
+def test_every_entry_names_known_backends_only():
+    for name, v in VARIANTS.items():
+        assert set(v.backends) <= set(BACKENDS), name
+        assert v.name == name
+
+
+@pytest.mark.parametrize("name,backend", PAIRS, ids=[f"{n}-{b}" for n, b in PAIRS])
+def test_check_accepts_the_builders_and_refuses_the_others_by_name(name, backend):
+    v = get_variant(name)
+    if backend in v.backends:
+        assert check(backend, name) is v
+    else:
+        with pytest.raises(UsageError) as e:
+            check(backend, name)
+        message = str(e.value)
+        assert f"variant {name} is built by the" in message and f"not by {backend}" in message
+        assert all(b in message for b in v.backends)
+        assert message.count(".") <= 1  # one sentence
+
+
+@pytest.mark.parametrize("name", built_by("sim"))
+def test_the_simulation_builds_each_of_its_variants_on_a_tiny_shape(name):
+    backend = SimBackend(device="cpu")
+    backend.load(name)
+    from softbench.kernels.inputs import make_inputs
+
+    shape = Shape(dtype="bf16", seq=16, heads=1, head_dim=16, causal=True)
+    out = backend.build(shape, make_inputs(shape, 0, "cpu"))()
+    assert out.shape == (1, 16, 1, 16)
+    if get_variant(name).correct:
+        assert torch.isfinite(out.float()).all()
+
+
+@pytest.mark.parametrize("name", [n for n in VARIANTS if n not in built_by("sim")])
+def test_the_simulation_refuses_the_others_when_loading(name):
+    with pytest.raises(UsageError, match=f"variant {name} is built by"):
+        SimBackend(device="cpu").load(name)
+
+
+def test_fa4_has_a_patch_for_exactly_its_catalog_variants():
+    from softbench.kernels.fa4_patches import FA4_PATCHES
+
+    patched = {n for n in FA4_PATCHES if not catalog.EMULATION_NAME.match(n)}  # emulation: added at run time
+    assert patched == set(built_by("fa4"))
+
+
+def _weights_branched_on(path: Path) -> set[str]:
+    """The variant names a kernel source compares its WEIGHT constexpr with (its weight-map branches)."""
+    return set(re.findall(r'WEIGHT == "([^"]+)"', path.read_text(encoding="utf-8")))
+
+
+def test_the_triton_kernels_branch_on_each_of_their_variants():
+    """A name the kernels never compare WEIGHT with would fall through to the last branch (the exponent itself):
+    each triton variant must have a branch of its own, in the Triton kernel (whose weight function the Gluon kernel
+    calls) or in the Gluon kernel."""
+    branched = _weights_branched_on(KERNELS / "triton_attn.py")
+    assert set(built_by("triton")) <= branched
+    assert branched <= set(VARIANTS)
+    gluon = _weights_branched_on(KERNELS / "gluon_attn.py")
+    assert gluon <= set(built_by("triton")) and "h15-proved" in gluon
+
+
+def test_the_triton_kernels_take_their_list_from_the_catalog():
+    ta = pytest.importorskip("softbench.kernels.triton_attn")
+    assert ta.WEIGHT_MAPS == built_by("triton")
+    ta.check_variant("h15-proved")
+    with pytest.raises(UsageError, match="Triton forward implements"):
+        ta.check_variant("h15-wg")
+
+
+def test_emulation_settings_are_fa4_variants_by_name():
+    assert get_variant("emu-f8-s1").backends == ("fa4",)
+    check("fa4", "emu-f16-s1-r2")
+    with pytest.raises(UsageError, match="built by the fa4 backend, not by triton"):
+        check("triton", "emu-f8-s1")
+    with pytest.raises(UsageError, match="unknown kernel variant 'emu-fast'"):
+        check("fa4", "emu-fast")
+
+
+def test_fidelity_runs_one_variant_per_operator_and_backend():
+    assert catalog.fidelity_variants("fa4") == {"rowmax-h15": "A1"}
+    assert catalog.fidelity_variants("triton") == {"rowmax-h15": "A1", "rowmax-h15-sat": "h15-sat"}
+
+
+# every command that starts workers, with a variant its backend does not build
+REFUSED = {
+    "latency": ["latency", "--backend", "sim", "--variant", "h15-proved"],
+    "sweep": ["sweep", "variants", "--backend", "sim", "--variants", "A1,h15-wg"],
+    "energy": ["energy", "--backend", "sim", "--order", "A0,h15-proved"],
+    "gates": ["gates", "--backend", "sim", "--variant", "h15-noclamp"],
+    "trace": ["trace", "run", "--backend", "triton", "--variants", "A0,h15-1of2"],
+    "audit": ["audit", "--variants", "A0,h15-proved"],
+    "fidelity": ["fidelity", "--model", "smollm2-135m", "--path", "kernel", "--backend", "fa4", "--operator", "rowmax-h15-sat"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(REFUSED))
+def test_every_command_refuses_before_any_process_starts(command, monkeypatch, capsys, tmp_path):
+    from softbench.cli import main
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    assert main([*REFUSED[command], "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert ("is built by the" in err) or ("variants only: rowmax-h15 " in err), err
+    assert not any(tmp_path.iterdir())

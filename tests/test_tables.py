@@ -1,0 +1,25 @@
+"""softbench.core.tables: the printers' one number formatter and Markdown helpers."""
+
+from softbench.core.tables import fmt, md_heading, md_table
+
+
+def test_fmt_formats_numbers_and_passes_the_rest_through():
+    assert fmt(1.23456) == "1.2346"
+    assert fmt(2.5, "+.1f") == "+2.5"
+    assert fmt(None) == "-" and fmt(None, none="n/a") == "n/a"
+    assert fmt(True, ".2f") == "True"  # a flag is not the number 1.00
+    assert fmt("pending", ".2f") == "pending"
+    assert fmt(7, "d") == "7" and fmt(7.0, "d") == "7.0"  # a spec that does not fit: the value as it prints
+
+
+def test_md_table_escapes_bars_in_cells_only():
+    assert md_table(["a|b", "c"], [["x|y", "z"]], bar="/") == ["| a|b | c |", "| --- | --- |", "| x/y | z |"]
+    assert md_table(["a"], []) == ["| a |", "| --- |"]
+
+
+def test_md_heading_warns_of_a_partial_session():
+    assert md_heading("T", {"complete": True}) == ["# T", ""]
+    partial = md_heading("T", {"complete": False, "incomplete_reason": "worker crashed"})
+    assert partial == ["# T", "", "**PARTIAL SESSION**: worker crashed", ""]
+    assert md_heading("T", {})[2] == "**PARTIAL SESSION**: not finished"
+    assert md_heading("T", {}, complete_if_unsaid=True) == ["# T", ""]
