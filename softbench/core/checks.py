@@ -107,7 +107,8 @@ def format_bytes(n: float) -> str:
 
 
 def check_memory(shape: Shape, backend: str, extra_bytes: int = 0, what: str = "",
-                 available: int | None = None) -> int:
+                 available: int | None = None, hint: str = "use a shorter --seq, fewer --heads or a smaller --batch"
+                 ) -> int:
     """Refuse a shape whose host memory (inputs, plus the simulation's work with --backend sim, plus
     `extra_bytes` that the caller knows of) exceeds what this machine has available. Returns the estimate.
     `what` names the shape in the message (e.g. 'the multi-tile gate'); `available` is for tests."""
@@ -117,5 +118,5 @@ def check_memory(shape: Shape, backend: str, extra_bytes: int = 0, what: str = "
         parts = "inputs and the simulation's work" if backend == "sim" else "inputs"
         raise UsageError(f"{what or shape.tag()}: seq {shape.seq} needs about {format_bytes(need)} of memory for its "
                          f"{parts}, and {format_bytes(have)} is available here",
-                         hint="use a shorter --seq, fewer --heads or a smaller --batch")
+                         hint=hint)
     return need
