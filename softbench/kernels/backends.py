@@ -1,17 +1,21 @@
-"""Backends build a zero-argument forward for (variant, shape, inputs). They run inside a worker process."""
+"""Backends build a zero-argument forward for (variant, shape, inputs). They run inside a worker process.
+
+torch is imported only where a backend is made, not with this module: the commands look backends up here to
+check their options, and a refused option should not wait seconds for torch to load."""
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
-
-import torch
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from softbench.core.errors import UnsupportedError
-from softbench.kernels import sim_weights as operators_for_sim
 from softbench.kernels.capability import Device, detect_device
-from softbench.kernels.inputs import Inputs
 from softbench.core.registry import Registry
 from softbench.core.shapes import Shape
+
+if TYPE_CHECKING:
+    import torch
+
+    from softbench.kernels.inputs import Inputs
 
 
 class Backend(Protocol):
@@ -36,8 +40,10 @@ class SimBackend:
         self.variant = None
 
     def load(self, variant: str) -> dict:
+        from softbench.kernels import sim_weights
+
         self.variant = variant
-        self.weight_fn = operators_for_sim.get(variant)
+        self.weight_fn = sim_weights.get(variant)
         return {"backend": "sim", "variant": variant, "rescale_threshold": self.rescale_threshold, "tile": self.tile}
 
     def build(self, shape: Shape, inputs: Inputs):
