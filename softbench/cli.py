@@ -5,6 +5,7 @@ Errors become exit codes here, in one place."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -46,25 +47,61 @@ def group():
     """Measure what a softmax approximation inside a fused attention kernel costs and buys."""
 
 
+def _error(message: str, hint: str | None, code: int) -> int:
+    """The one shape every failure takes: `error: ...` on one line, an optional `hint: ...`, an exit code."""
+    first, _, rest = str(message).partition("\n")
+    click.secho(f"error: {first}", fg="red", err=True)
+    if rest:  # detail that belongs to the error (a seal's diff) follows, never as a second `error:` line
+        click.echo(rest, err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
+    return code
+
+
+def _interrupted() -> int:
+    """Ctrl-C: name the sessions this run left partial, so that the user knows what was kept and where."""
+    from softbench.core.session import CREATED
+
+    unfinished = []
+    for s in CREATED:
+        try:
+            if not s.status().get("complete"):
+                unfinished.append(s.path)
+        except (OSError, ValueError):
+            unfinished.append(s.path)
+    if unfinished:
+        for path in unfinished:
+            click.echo(f"interrupted: the partial session is kept: {path}", err=True)
+    else:
+        click.echo("interrupted: no session had been started, nothing was written", err=True)
+    return 130
+
+
 def main(argv=None) -> int:
     try:
         group.main(args=argv, prog_name="softbench", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__context__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            return _interrupted()
         click.echo("aborted", err=True)
         return 130
-    except KeyboardInterrupt as e:
-        where = getattr(e, "partial_session", None)
-        click.echo(f"interrupted: the session is kept and marked partial: {where}" if where else
-                   "interrupted: the session is kept and marked partial", err=True)
-        return 130
+    except KeyboardInterrupt:
+        return _interrupted()
     except click.ClickException as e:
-        e.show()
-        return e.exit_code
+        ctx = getattr(e, "ctx", None)
+        hint = f"{ctx.command_path} --help lists the options" if ctx is not None else None
+        return _error(e.format_message(), hint, e.exit_code)
     except SoftbenchError as e:
-        click.secho(f"error: {e}", fg="red", err=True)
-        if e.hint:
-            click.echo(f"hint: {e.hint}", err=True)
-        return e.exit_code
+        return _error(str(e), e.hint, e.exit_code)
+    except OSError as e:
+        # the machine refused (disk full, permissions changed mid-run): its words, not a traceback
+        where = f" ({e.filename})" if e.filename else ""
+        return _error(f"{e.strerror or e}{where}", None, 74)
+    except Exception as e:
+        if os.environ.get("SOFTBENCH_TRACEBACK"):
+            raise
+        return _error(f"internal error: {type(e).__name__}: {e}",
+                      "this is a bug in softbench; SOFTBENCH_TRACEBACK=1 shows the traceback", 70)
     return 0
 
 

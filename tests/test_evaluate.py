@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import run_cli
+
 from softbench.cli import main
 from softbench.core.errors import SealError
+from softbench.core.session import utc_iso
 from softbench.predictions.evaluate import evaluate, holds, load_sessions
 from softbench.predictions.seal import normalize, seal_file
 
@@ -43,27 +46,35 @@ PREDICTIONS = {
 
 
 def make_session(root: Path, name: str, command: str, summary: dict | None, protocol: dict | None = None,
-                 complete: bool = True) -> Path:
+                 complete: bool = True, started: str | None = "now", env: dict | None = None) -> Path:
+    """A session folder as the commands write it; `started` (default: now) goes to protocol.yaml's started_utc."""
     d = root / name
     d.mkdir(parents=True)
     (d / "status.json").write_text(json.dumps({"command": command, "complete": complete,
                                                "state": "complete" if complete else "partial"}))
     if summary is not None:
         (d / "summary.json").write_text(json.dumps({"command": command, "complete": complete, **summary}))
+    if started is not None:
+        protocol = {**(protocol or {}), "started_utc": utc_iso() if started == "now" else started}
     if protocol is not None:
         (d / "protocol.yaml").write_text(yaml.safe_dump(protocol))
+    if env is not None:
+        (d / "env.json").write_text(json.dumps(env))
     return d
 
 
 def latency(root: Path, name: str, dtype: str, speedup, seq: int = 8192, causal: bool = True, backend: str = "fa4",
-            variant: str = "A1", complete: bool = True) -> Path:
+            variant: str = "A1", complete: bool = True, started: str | None = "now", env: dict | None = None,
+            rounds: int = 3) -> Path:
     shape = {"dtype": dtype, "seq": seq, "causal": causal, "batch": 1, "heads": 16, "kv_heads": 16, "head_dim": 128}
     label = variant if variant != "A0" else "A0'"  # the A/A null labels its second kernel A0'
     summary = {"backend": backend, "baseline": "A0", "variant": label, "shape": shape, "speedup_pct": speedup,
                "per_round_speedup_pct": [] if speedup is None else [speedup - 0.5, speedup + 0.5],
                "per_round_sd_pp": None if speedup is None else 0.5, "median_ms": {"A0": 1.0, label: 0.9}}
-    protocol = {"command": "latency", "backend": backend, "baseline": "A0", "variant": variant, "shape": shape}
-    return make_session(root, name, "latency", summary, protocol, complete)
+    protocol = {"command": "latency", "backend": backend, "baseline": "A0", "variant": variant, "shape": shape,
+                "protocol": {"rounds": rounds, "windows": 7, "calls": 100, "warmup": 50, "seed": 0,
+                             "order": "alternate"}}
+    return make_session(root, name, "latency", summary, protocol, complete, started, env)
 
 
 def verdicts(records, include_partial=False):
@@ -225,3 +236,89 @@ def test_a_damaged_session_is_reported_and_the_others_still_count(tmp_path):
     v, ev = verdicts(load_sessions([tmp_path]))
     assert v["fp8"].verdict == "met" and [e.session for e in v["fp8"].evidence] == ["fp8-ok"]
     assert [(d.session, d.kind) for d in ev.deviations if d.prediction == "*"] == [("fp8-broken", "session-unreadable")]
+
+
+# --- pre-registration: only sessions started after the seal count ---------------------------------------------
+
+FP8_ONLY = {"predictions": [PREDICTIONS["predictions"][0]]}
+
+
+def test_sessions_started_before_the_seal_are_excluded_with_the_reason(tmp_path):
+    latency(tmp_path, "before", "fp8", 12.0, started="2026-01-01T10:00:00.000+00:00")
+    latency(tmp_path, "after", "fp8", 16.0, started="2026-01-01T12:00:00.000+00:00")
+    latency(tmp_path, "no-time", "fp8", 12.0, started=None)
+    latency(tmp_path, "other-dtype", "bf16", 1.0, started="2026-01-01T10:00:00.000+00:00")
+    records = load_sessions([tmp_path])
+    ev = evaluate(normalize(FP8_ONLY), records, sealed_utc="2026-01-01T11:00:00.000+00:00")
+    (v,) = ev.predictions
+    # only the session after the seal is evidence: it fails, although the earlier one would have "met"
+    assert [e.session for e in v.evidence] == ["after"] and v.verdict == "failed"
+    why = {x.session: x.reason for x in ev.excluded}
+    assert set(why) == {"before", "no-time"}  # out-of-scope sessions are not listed
+    assert "before the seal (2026-01-01T11:00:00.000+00:00)" in why["before"]
+    assert "no start time" in why["no-time"]
+    # without a seal time (the pure scoring), all three count
+    (v,) = evaluate(normalize(FP8_ONLY), records).predictions
+    assert {e.session for e in v.evidence} == {"before", "after", "no-time"}
+
+
+def test_the_earliest_recorded_time_decides_and_the_folder_stamp_counts(tmp_path):
+    # protocol.yaml says after the seal, but env.json was recorded before it: the session may have begun earlier
+    latency(tmp_path, "env-earlier", "fp8", 12.0, started="2026-01-01T12:00:00.000+00:00",
+            env={"recorded_utc": "2026-01-01T10:59:59.000+00:00"})
+    # the folder stamp is rounded down to the second: a start within the seal's second counts as before it
+    latency(tmp_path, "20260101T110000Z-latency-x", "fp8", 12.0, started=None)
+    latency(tmp_path, "20260101T110001Z-latency-y", "fp8", 12.0, started=None)
+    ev = evaluate(normalize(FP8_ONLY), load_sessions([tmp_path]), sealed_utc="2026-01-01T11:00:00.500+00:00")
+    assert {x.session for x in ev.excluded} == {"env-earlier", "20260101T110000Z-latency-x"}
+    assert [e.session for e in ev.predictions[0].evidence] == ["20260101T110001Z-latency-y"]
+
+
+def test_a_source_hash_or_protocol_other_than_the_scope_names_is_excluded(tmp_path):
+    pred = {**PREDICTIONS["predictions"][0],
+            "scope": {**PREDICTIONS["predictions"][0]["scope"], "source_sha256": "a" * 64, "protocol.rounds": 3}}
+    ok_env = {"softbench": {"source_sha256": "a" * 64, "commit": "c0ffee"}}
+    latency(tmp_path, "right", "fp8", 12.0, env=ok_env)
+    latency(tmp_path, "other-code", "fp8", 12.0, env={"softbench": {"source_sha256": "b" * 64}})
+    latency(tmp_path, "no-env", "fp8", 12.0)
+    latency(tmp_path, "one-round", "fp8", 12.0, env=ok_env, rounds=1)
+    ev = evaluate(normalize({"predictions": [pred]}), load_sessions([tmp_path]))
+    assert [e.session for e in ev.predictions[0].evidence] == ["right"]
+    why = {x.session: x.reason for x in ev.excluded}
+    assert why["other-code"].startswith("recorded source_sha256='bbbb") and "the scope names 'aaaa" in why["other-code"]
+    assert why["no-env"].startswith("records no source_sha256")
+    assert why["one-round"] == "recorded protocol.rounds=1, the scope names 3"
+
+
+def test_cli_lists_excluded_sessions_and_an_early_session_cannot_meet(tmp_path):
+    sess = tmp_path / "sessions"
+    latency(sess, "early", "fp8", 12.0)  # would meet the prediction, but it was recorded before the seal
+    src = tmp_path / "p.yaml"
+    src.write_text(yaml.safe_dump(FP8_ONLY))
+    r = seal_file(src, directory=tmp_path / "sealed")
+    out = tmp_path / "ev.json"
+    done = run_cli("evaluate", str(r.yaml_path), "--sessions", str(sess), "--json", str(out),
+                   env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["predictions"][0]["verdict"] == "unverified"
+    assert [x["session"] for x in doc["excluded"]] == ["early"] and "before the seal" in doc["excluded"][0]["reason"]
+    assert "excluded" in done.stdout and "before the seal" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_real_sim_session_recorded_before_the_seal_does_not_count(tmp_path):
+    """The issue's reproduction, end to end: record a sim latency session, then seal a prediction about it."""
+    sess = tmp_path / "sessions"
+    done = run_cli("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "32", "--rounds", "1",
+                   "--windows", "1", "--calls", "1", "--warmup", "0", "--out", str(sess), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    pred = {"predictions": [{"id": "sim", "statement": "anything", "quantity": "speedup_pct", "comparator": ">",
+                             "threshold": -1000, "evidence": "latency",
+                             "scope": {"command": "latency", "backend": "sim"}}]}
+    src = tmp_path / "p.yaml"
+    src.write_text(yaml.safe_dump(pred))
+    r = seal_file(src, directory=tmp_path / "sealed")
+    ev = evaluate(normalize(pred), load_sessions([sess]), sealed_utc=r.record.meta["sealed_utc"])
+    assert ev.predictions[0].verdict == "unverified"
+    assert len(ev.excluded) == 1 and "before the seal" in ev.excluded[0].reason

@@ -148,7 +148,9 @@ def test_bad_inputs_are_clear(tmp_path, cli):
     r = cli("latency", *TINY, "--kv-heads", "3", "--out", str(tmp_path))
     assert r.returncode == 2 and "multiple of kv-heads" in r.stderr
     r = cli("latency", *TINY, "--variant", "A2", "--out", str(tmp_path))
-    assert r.returncode == 2 and "did you mean" in r.stderr
+    assert r.returncode == 2 and "known: A0, A1" in r.stderr
+    r = cli("latency", *TINY, "--variant", "noxp", "--out", str(tmp_path))
+    assert r.returncode == 2 and "did you mean noexp" in r.stderr
     bad = tmp_path / "p.yaml"
     bad.write_text("protocol: [1, 2\n")
     r = cli("latency", *TINY, "--protocol", str(bad), "--out", str(tmp_path))

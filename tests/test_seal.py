@@ -236,3 +236,80 @@ def test_cli_seal_and_verify_exit_codes(tmp_path, capsys):
     p.write_bytes(p.read_bytes().replace(b"P10", b"P11", 1))
     assert main(["verify", str(p)]) == SealError.exit_code != 0
     assert main(["seal", str(tmp_path / "missing.yaml")]) == UsageError.exit_code
+
+
+# --- scope keys and evidence kinds are checked against what sessions record --------------------------------
+
+@pytest.mark.parametrize("old,new,field,message,hint", [
+    ("      seq: 8192\n", "      seq: 8192\n      colour: blue\n", "scope.colour", "no latency session records 'colour'",
+     None),
+    ("      seq: 8192\n", "      seq: 8192\n      varaint: A1\n", "scope.varaint", "records 'varaint'",
+     "did you mean variant"),
+    ("    evidence: latency\n", "    evidence: vibes\n", "evidence", "'vibes' is not an evidence kind", None),
+    ("    evidence: latency\n", "    evidence: latncy\n", "evidence", "'latncy' is not an evidence kind",
+     "did you mean latency"),
+    ("      command: latency\n", "      command: latecny\n", "scope.command", "'latecny' is not a command",
+     "did you mean latency"),
+    ("      seq: 8192\n", "      seq: 8192\n      protocol.rouns: 3\n", "scope.protocol.rouns",
+     "protocol field 'rouns'", "did you mean rounds"),
+    # audit sessions record no speed-up protocol: a latency key under an audit scope is refused
+    ("    scope: {command: audit}\n", "    scope: {command: audit, speedup_pct: 3}\n", "scope.speedup_pct",
+     "no audit session records 'speedup_pct'", None),
+])
+def test_seal_refuses_scope_keys_and_evidence_that_no_session_records(tmp_path, old, new, field, message, hint):
+    assert old in FIRST
+    src = write(tmp_path, "demo.yaml", FIRST.replace(old, new))
+    with pytest.raises(UsageError) as e:
+        seal_file(src, directory=tmp_path / "sealed")
+    assert f"field {field!r}" in str(e.value) and message in str(e.value), str(e.value)
+    if hint:
+        assert hint in (e.value.hint or ""), e.value.hint
+    else:  # nothing close: no misleading suggestion
+        assert "did you mean" not in (e.value.hint or "")
+    assert not (tmp_path / "sealed").exists(), "nothing is written before the file validates"
+
+
+def test_recorded_keys_seal_including_provenance_and_dotted_paths(tmp_path):
+    text = FIRST.replace("      seq: 8192\n", "      seq: 8192\n      source_sha256: abc\n      protocol.rounds: 3\n"
+                                              "      median_ms.A0: 1.0\n")
+    assert seal_file(write(tmp_path, "demo.yaml", text), directory=tmp_path / "sealed").created
+
+
+def test_a_non_utf8_or_binary_predictions_file_is_refused(tmp_path):
+    src = tmp_path / "bin.yaml"
+    src.write_bytes(b"\xff\xfe\x00predictions: \x80\x81")
+    with pytest.raises(UsageError, match="not UTF-8 text"):
+        seal_file(src, directory=tmp_path / "sealed")
+    with pytest.raises(UsageError, match="is a folder"):
+        seal_file(tmp_path, directory=tmp_path / "sealed")
+
+
+# --- a sealed name can be replaced, deliberately, and the old pair is kept --------------------------------
+
+def test_replace_archives_the_old_pair_where_it_still_verifies(tmp_path):
+    sealed = tmp_path / "sealed"
+    first = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
+    old_bytes = (first.yaml_path.read_bytes(), first.seal_path.read_bytes())
+    fixed = write(tmp_path, "fixed.yaml", FIRST.replace("threshold: 0.5", "threshold: 0.25"))
+    with pytest.raises(SealError, match="different sealed content") as e:
+        seal_file(fixed, name="demo", directory=sealed)
+    assert "--replace" in e.value.hint
+    r = seal_file(fixed, name="demo", directory=sealed, replace=True)
+    assert r.created and r.archived is not None and r.archived.parent == sealed / "replaced"
+    assert r.record.meta["replaces"] == first.sha256
+    # the old pair moved unchanged, and verifies where it lies now
+    assert ((r.archived / "demo.yaml").read_bytes(), (r.archived / "demo.sha256").read_bytes()) == old_bytes
+    assert verify(r.archived / "demo.yaml").record.sha256 == first.sha256
+    assert verify(sealed / "demo.yaml").record.sha256 == r.sha256 != first.sha256
+    # identical content with --replace is still a no-op
+    again = seal_file(fixed, name="demo", directory=sealed, replace=True)
+    assert not again.created and len(list((sealed / "replaced").iterdir())) == 1
+
+
+def test_replace_completes_an_incomplete_pair(tmp_path):
+    sealed = tmp_path / "sealed"
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
+    r.seal_path.unlink()
+    again = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed, replace=True)
+    assert again.created and (again.archived / "demo.yaml").exists()
+    assert verify(sealed / "demo.yaml").record.sha256 == r.sha256

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,26 @@ def test_find_sessions(tmp_path):
     assert sorted(s.command for s in find_sessions([tmp_path])) == ["energy", "latency"]
     with pytest.raises(UsageError):
         find_sessions([tmp_path / "missing"])
+
+
+def test_create_takes_the_folder_atomically(tmp_path, monkeypatch):
+    """Another process may make the same folder between any check and the mkdir: creation must not check first."""
+    import softbench.core.session as session_mod
+
+    monkeypatch.setattr(session_mod, "utc_stamp", lambda now=None: "20260101T000000Z")
+    (tmp_path / "20260101T000000Z-latency").mkdir()
+    # as if the other process made it right after a check: exists() answers no
+    monkeypatch.setattr(Path, "exists", lambda self: False)
+    s = Session.create(tmp_path, "latency")
+    assert s.path.name == "20260101T000000Z-latency.2"
+
+
+def test_concurrent_creates_get_distinct_folders(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import softbench.core.session as session_mod
+
+    monkeypatch.setattr(session_mod, "utc_stamp", lambda now=None: "20260101T000000Z")
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda _: Session.create(tmp_path, "gates").path, range(16)))
+    assert len(set(paths)) == 16 and all((p / "status.json").exists() for p in paths)

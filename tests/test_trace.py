@@ -284,3 +284,27 @@ def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):
     r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A9",
                         "--shape", "{}", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "unknown kernel variant 'A9'" in r.stderr
+
+
+def test_the_driver_is_given_the_backend_options(tmp_path):
+    """TraceOptions.backend_options reach make_backend in the driver (--triton-config's configuration did not)."""
+    from softbench.trace.engine import TraceOptions, run_trace
+    from softbench.core.shapes import Shape
+
+    nsys = tmp_path / "nsys"
+    nsys.write_text(FAKE_NSYS.format(python=sys.executable))
+    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
+    opts = TraceOptions(shapes=(Shape(seq=64, heads=1, head_dim=32),), variants=("A0",), backend="sim", warmup=0,
+                        calls=1, nsys=str(nsys), out_dir=tmp_path / "s", backend_options={"rescale_threshold": 8.0})
+    session = run_trace(opts)
+    (point,) = session.path.glob("points/*/latency.json")
+    assert json.loads(point.read_text())["info"]["rescale_threshold"] == 8.0
+
+
+def test_a_non_numeric_cell_is_named_with_its_line_and_column(tmp_path):
+    f = tmp_path / "k.csv"
+    f.write_text("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+                 "50.0,1000,10,100,100,90,110,5,kernel_a\n"
+                 "50.0,1000,10,100,n/a,90,110,5,kernel_b\n")
+    with pytest.raises(UsageError, match=r"line 3, column 'Med \(ns\)': 'n/a' is not a number"):
+        ti.read_kern_sum_csv(f)

@@ -39,6 +39,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     issue activity and instructions executed. One session per shape.
 
     Example: softbench audit --seq 8K --causal --variants A0,A1,noexp"""
+    from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, fa4_unsupported_reason
@@ -52,6 +53,9 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     for v in names:
         check_variant(backend, v)
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    check_out_dir(out_dir)
+    for shape in shapes:
+        check_memory(shape, backend)
     device = detect_device()
     for shape in shapes:
         reason = fa4_unsupported_reason(shape, device)

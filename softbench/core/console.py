@@ -7,8 +7,10 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 from rich.table import Table
 
-out = Console()
-err = Console(stderr=True)
+# soft_wrap: a line longer than the terminal (a session path) is left to the terminal to wrap, so that copying it
+# gives the path back whole; rich would otherwise break it into lines at its own width
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class RichProgress:
@@ -43,7 +45,8 @@ class RichProgress:
 def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
     t = Table(title=title)
     for c in columns:
-        t.add_column(c)
+        # fold: a long session name continues on the next line instead of being cut to "sess..."
+        t.add_column(c, overflow="fold")
     for r in rows:
         t.add_row(*r)
     return t

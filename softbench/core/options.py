@@ -29,8 +29,18 @@ def shape_options(default_seq: str = "8192"):
 
 
 def shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim) -> tuple[Shape, ...]:
-    return tuple(Shape(dtype=dtype, seq=parse_seq(s), causal=causal, batch=batch, heads=heads,
-                       kv_heads=kv_heads, head_dim=head_dim) for s in seqs)
+    """One shape per --seq; a length given twice (8K and 8192 too) is refused rather than run twice unasked."""
+    from softbench.core.errors import UsageError
+
+    seen: dict[int, str] = {}
+    for text in seqs:
+        n = parse_seq(text)
+        if n in seen:
+            raise UsageError(f"--seq {seen[n]} and --seq {text} are the same length ({n}); each length runs once",
+                             hint="give each sequence length once")
+        seen[n] = text
+    return tuple(Shape(dtype=dtype, seq=n, causal=causal, batch=batch, heads=heads, kv_heads=kv_heads,
+                       head_dim=head_dim) for n in seen)
 
 
 def check_triton_config(triton_config: dict, backend: str) -> None:

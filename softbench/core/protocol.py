@@ -164,16 +164,11 @@ def packaged_protocol(name: str) -> str:
 
 def read_protocol_text(path: Path | str) -> tuple[str, str]:
     """(text, source) of a protocol given as a file path or as the name of a packaged protocol ("energy")."""
+    from softbench.core.textfile import read_text_file
+
     p = Path(path)
     if p.exists():
-        if p.is_dir():
-            raise UsageError(f"protocol file {p} is a folder")
-        try:
-            return p.read_bytes().decode("utf-8"), str(p)
-        except UnicodeDecodeError:
-            raise UsageError(f"protocol file {p} is not UTF-8 text (a binary file?)") from None
-        except OSError as e:
-            raise UsageError(f"protocol file {p} cannot be read: {e.strerror}") from None
+        return read_text_file(p, "protocol file"), str(p)
     name = p.name[:-5] if p.name.endswith(".yaml") else p.name
     if str(p) == p.name and name in packaged_protocols():
         return packaged_protocol(name), f"softbench/protocols/{name}.yaml"

@@ -1,13 +1,14 @@
 """A small registry for named things (kernel variants, operators, exporters).
 
-Duplicates are refused; an unknown name is answered with the closest registered names."""
+Duplicates are refused; an unknown name is answered with the known names, and the close ones
+(softbench.core.suggest) when there are any."""
 
 from __future__ import annotations
 
-import difflib
 from typing import Generic, Iterator, TypeVar
 
 from softbench.core.errors import UsageError
+from softbench.core.suggest import did_you_mean
 
 T = TypeVar("T")
 
@@ -27,8 +28,7 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            close = difflib.get_close_matches(name, list(self._items), n=3, cutoff=0.4)
-            hint = f"did you mean {', '.join(close)}?" if close else None
+            hint = did_you_mean(name, self._items)
             known = ", ".join(sorted(self._items))
             raise UsageError(f"unknown {self.kind} {name!r} (known: {known})", hint=hint) from None
 

@@ -21,6 +21,8 @@ import yaml
 from softbench.core.errors import UsageError
 
 STATUS_FILE = "status.json"
+# the sessions this process made, in order: the CLI names the unfinished ones when a run is interrupted
+CREATED: list["Session"] = []
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -106,14 +108,19 @@ class Session:
     def create(cls, out_dir: Path | str, command: str, tag: str = "") -> "Session":
         out_dir = Path(out_dir)
         name = f"{utc_stamp()}-{command}" + (f"-{safe_tag(tag)}" if tag else "")
-        path = out_dir / name
-        n = 1
-        while path.exists():  # two sessions in one second: never reuse a folder
-            n += 1
-            path = out_dir / f"{name}.{n}"
-        path.mkdir(parents=True)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path, n = out_dir / name, 1
+        while True:
+            try:
+                # mkdir itself is the test: two processes starting in the same second cannot both get a folder
+                path.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+                path = out_dir / f"{name}.{n}"
         s = cls(path=path, command=command)
         s.set_status(complete=False, state="running")
+        CREATED.append(s)
         return s
 
     @classmethod

@@ -13,7 +13,9 @@ from softbench.core.options import backend_option, check_triton_config, shape_op
 
 @click.command("energy")
 @shape_options(default_seq="16384")
-@backend_option()
+@backend_option("fa4: FlashAttention-4; triton: softbench's own forward; sim: the pure-torch simulation on a CUDA "
+                "GPU (energy is the GPU board's, read through NVML, so every backend needs a GPU; on a CPU "
+                "machine `softbench latency --backend sim` runs instead)")
 @click.option("--order", default="A0,A1,A1,A0", show_default=True,
               help="loops in this order, comma-separated; one worker per kernel serves all its loops")
 @click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=45.0, show_default=True,
@@ -49,6 +51,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     The dtype defaults to FP8 where FA4 has it (sm_100) and to BF16 elsewhere.
 
     Example: softbench energy --seconds 45 --order A0,A1,A1,A0"""
+    from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
@@ -72,6 +75,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         check_variant(backend, n)
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
+    check_out_dir(out_dir)
     power = open_power_source()  # first: without NVML there is nothing to measure
     device = detect_device()
     refuse_cpu_backend(device.kind, backend)
@@ -80,6 +84,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     else:
         note = "from the protocol file" if _in_file(ctx, "dtype") else "chosen on the command line"
     shape = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)[0]
+    check_memory(shape, backend)
     if backend != "sim":
         reason = unsupported_reason(backend, shape, device)
         if reason:

@@ -12,9 +12,12 @@ import click
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(record: bool, out_dir: str):
     """Show the environment: GPU, driver, CUDA, versions, CPU, OS, power limit, NVML capabilities."""
+    from softbench.core.checks import check_out_dir
     from softbench.core.envinfo import collect_env
     from softbench.core.session import Session
 
+    if record:
+        check_out_dir(out_dir)
     env = collect_env(gpu=True)
     click.echo(json.dumps(env, indent=2, default=str))
     if record:

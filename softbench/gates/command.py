@@ -42,6 +42,9 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
     Exits non-zero when a gate fails.
 
     Example: softbench gates --backend fa4 --dtype bf16 --no-causal"""
+    from softbench.core.checks import check_out_dir
+
+    check_out_dir(out_dir)  # before the engine's imports (torch): a refusal should not wait for them
     from softbench.core.console import err
     from softbench.gates.engine import run_gates
     from softbench.gates.options import GatesOptions, resolve_options
@@ -75,6 +78,7 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
                         heads=heads, kv_heads=kv_heads, head_dim=head_dim, single_seq=single_seq,
                         multi_seq=multi_seq, seed=seed, out_dir=Path(out_dir), backend_options=backend_options,
                         command_line=command_line)
+    _check_memory(opts)
     # The multi-tile shape first: its refusal (no GPU, a head dim the kernel lacks) must come before the kernel's
     # configuration table is asked for the key tile that the single-tile length defaults to.
     _refuse_unsupported(opts, opts.multi_seq)
@@ -83,6 +87,17 @@ def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, h
     with err.status("starting") as status:
         session, summary = run_gates(opts, progress=status.update)
     print_gates(session, summary)
+
+
+def _check_memory(opts) -> None:
+    """The multi-tile gate's inputs, plus both kernels' probabilities read back (b x s x h x s, float32 as the
+    worker saves them and float64 as the gates load them), must fit in this machine's memory."""
+    from softbench.core.checks import check_memory
+
+    shape = opts.shape(opts.multi_seq)
+    readbacks = 2 * (4 + 8) * shape.batch * shape.heads * shape.seq * shape.seq
+    check_memory(shape, opts.backend, extra_bytes=readbacks, what="the multi-tile gate",
+                 hint="use a shorter --multi-seq, fewer --heads or a smaller --batch")
 
 
 def _refuse_unsupported(opts, seq: int) -> None:

@@ -1,4 +1,7 @@
-"""Backends build a zero-argument forward for (variant, shape, inputs). They run inside a worker process."""
+"""Backends build a zero-argument forward for (variant, shape, inputs). They run inside a worker process.
+
+torch is imported only where a backend is made, not with this module: the commands look backends up here to
+check their options, and a refused option should not wait seconds for torch to load."""
 
 from __future__ import annotations
 

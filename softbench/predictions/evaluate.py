@@ -10,6 +10,13 @@ Rules (also in the command's help):
   means "any of". A session lacking a scope key is out of scope.
 - A session supplies evidence kind K when K is its command, K is listed in summary.json's `evidence`, or
   summary.json holds a non-empty value under K (an audit summary with an `ncu` block supplies `ncu`).
+- Pre-registration: with the seal's time given (the command always gives it), a session in scope counts only
+  when it started after the seal: its earliest recorded time (protocol.yaml's started_utc, env.json's
+  recorded_utc, the UTC stamp that starts its folder name) must not be before sealed_utc. Earlier sessions, and
+  sessions with no recorded time, are listed as excluded with the reason.
+- Provenance: scope keys naming the code or the protocol that ran (`source_sha256`, `git_commit` from env.json,
+  `protocol.<field>`) are checked after the others; a session that matches everything else but differs there
+  is listed as excluded with what it recorded, not silently dropped.
 - Partial sessions (status.json complete=false) are skipped unless asked for, and are labelled when used.
 - Each in-scope session with the evidence and a numeric value is scored on its own; a prediction is met only
   when it holds in every such session, failed when it fails in any, and unverified when none gives a value.
@@ -18,8 +25,10 @@ Rules (also in the command's help):
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,8 +38,7 @@ import yaml
 
 from softbench.core.errors import UsageError
 from softbench.core.session import STATUS_FILE, utc_iso
-
-SHAPE_KEYS = ("dtype", "seq", "causal", "head_dim", "batch", "heads", "kv_heads")
+from softbench.predictions.vocabulary import PROVENANCE_KEYS, SHAPE_KEYS
 MET, FAILED, UNVERIFIED = "met", "failed", "unverified"
 
 
@@ -46,6 +54,7 @@ class SessionRecord:
     protocol: dict
     facts: dict
     problems: tuple[str, ...] = ()
+    started: _dt.datetime | None = None  # the earliest time the session records (see session_start)
 
     def supplies(self, kind: str) -> bool:
         if kind == self.command:
@@ -77,7 +86,7 @@ def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
 
 
-def session_facts(status: dict, summary: dict, protocol: dict) -> dict:
+def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None = None) -> dict:
     facts: dict = {}
     for source in (summary, protocol):  # protocol.yaml names variants; summary.json may hold labels (A0')
         facts.update({k: v for k, v in source.items() if _scalar(v)})
@@ -85,7 +94,38 @@ def session_facts(status: dict, summary: dict, protocol: dict) -> dict:
         if isinstance(shape, dict):
             facts.update({k: shape[k] for k in SHAPE_KEYS if k in shape})
     facts.setdefault("command", status.get("command"))
+    own = (env or {}).get("softbench")
+    if isinstance(own, dict):
+        facts.update({k: own[k] for k in PROVENANCE_KEYS if k in own})
+        if "commit" in own:
+            facts["git_commit"] = own["commit"]
     return facts
+
+
+_FOLDER_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
+
+
+def _parse_utc(text: Any) -> _dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+
+
+def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.datetime | None:
+    """The earliest time a session records about its own start. The earliest, because a session that could have
+    begun before a seal must not count as evidence after it; the folder's stamp (Session.create, to the second,
+    rounded down) is one of them, so a session started within the seal's second is counted as before it."""
+    times = [_parse_utc(protocol.get("started_utc")), _parse_utc(summary.get("started_utc")),
+             _parse_utc(env.get("recorded_utc"))]
+    m = _FOLDER_STAMP.match(name)
+    if m:
+        times.append(_dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc))
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 def load_session(path: Path | str) -> SessionRecord:
@@ -94,11 +134,12 @@ def load_session(path: Path | str) -> SessionRecord:
     status = _read_mapping(path / STATUS_FILE, problems)
     summary = _read_mapping(path / "summary.json", problems)
     protocol = _read_mapping(path / "protocol.yaml", problems)
+    env = _read_mapping(path / "env.json", problems)
     complete = bool(status.get("complete")) and summary.get("complete", True) is not False
-    facts = session_facts(status, summary, protocol)
+    facts = session_facts(status, summary, protocol, env)
     return SessionRecord(name=path.name, path=str(path), command=str(facts.get("command")),
                          complete=complete, summary=summary, protocol=protocol, facts=facts,
-                         problems=tuple(problems))
+                         problems=tuple(problems), started=session_start(path.name, summary, protocol, env))
 
 
 def session_dirs(paths) -> list[Path]:
@@ -144,20 +185,42 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def is_provenance(key: str) -> bool:
+    """Scope keys that name the code or the protocol that ran rather than what was measured."""
+    return key in PROVENANCE_KEYS or key == "protocol" or key.startswith("protocol.")
+
+
+def _scope_value(key: str, rec: SessionRecord) -> Any:
+    """What the session records under a scope key: a fact, else a dotted path into summary.json, then
+    protocol.yaml; _MISSING where it records nothing."""
+    have = rec.facts.get(key, _MISSING) if "." not in key else _MISSING
+    if have is _MISSING:
+        have = resolve(rec.summary, key)
+    if have is _MISSING:
+        have = resolve(rec.protocol, key)
+    return have
+
+
+def _matches(have: Any, want: Any) -> bool:
+    return any(_same(have, w) for w in (want if isinstance(want, list) else [want]))
+
+
+def _first_mismatch(scope: dict, rec: SessionRecord) -> tuple[str, Any] | None:
+    """(key, what the session records there, _MISSING if nothing) for the first scope key it does not match."""
+    for key, want in scope.items():
+        have = _scope_value(key, rec)
+        if have is _MISSING or not _matches(have, want):
+            return key, have
+    return None
+
+
 def scope_mismatch(scope: dict, rec: SessionRecord) -> str | None:
     """None when the session is in scope, else the first key that does not match (for the record)."""
-    for key, want in scope.items():
-        have = rec.facts.get(key, _MISSING) if "." not in key else _MISSING
-        if have is _MISSING:
-            have = resolve(rec.summary, key)
-        if have is _MISSING:
-            have = resolve(rec.protocol, key)
-        if have is _MISSING:
-            return f"{key} absent"
-        options = want if isinstance(want, list) else [want]
-        if not any(_same(have, w) for w in options):
-            return f"{key}={have!r}"
-    return None
+    miss = _first_mismatch(scope, rec)
+    if miss is None:
+        return None
+    key, have = miss
+    return f"{key} absent" if have is _MISSING else f"{key}={have!r}"
 
 
 def _number(v: Any) -> float | None:
@@ -253,6 +316,16 @@ class Deviation:
 
 
 @dataclass
+class Exclusion:
+    """A session that the scope would take but that may not count: started before the seal, or recorded
+    another source hash or protocol than the scope names."""
+
+    prediction: str
+    session: str
+    reason: str
+
+
+@dataclass
 class Verdict:
     id: str
     statement: str
@@ -269,6 +342,8 @@ class Evaluation:
     deviations: list[Deviation]
     sessions: list[dict]
     include_partial: bool
+    excluded: list[Exclusion] = field(default_factory=list)
+    sealed_utc: str | None = None
 
     def counts(self) -> dict:
         c = {MET: 0, FAILED: 0, UNVERIFIED: 0}
@@ -279,26 +354,56 @@ class Evaluation:
     def to_dict(self) -> dict:
         return {"predictions": [asdict(v) for v in self.predictions],
                 "deviations": [asdict(d) for d in self.deviations], "sessions": self.sessions,
-                "include_partial": self.include_partial, "counts": self.counts()}
+                "excluded": [asdict(x) for x in self.excluded], "include_partial": self.include_partial,
+                "counts": self.counts()}
 
 
-def _score(pred: dict, records: list[SessionRecord], include_partial: bool, deviations: list[Deviation]) -> Verdict:
+def _fmt_utc(t: _dt.datetime) -> str:
+    return t.astimezone(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | None) -> str | None:
+    """Why a session that the measured part of the scope takes may still not count; None when it counts."""
+    if sealed is not None:
+        if rec.started is None:
+            return "records no start time, so it cannot be shown to have started after the seal"
+        if rec.started < sealed:
+            return f"started {_fmt_utc(rec.started)}, before the seal ({_fmt_utc(sealed)})"
+    miss = _first_mismatch({k: v for k, v in scope.items() if is_provenance(k)}, rec)
+    if miss is None:
+        return None
+    key, have = miss
+    if have is _MISSING:
+        return f"records no {key}, which the scope names ({scope[key]!r})"
+    return f"recorded {key}={have!r}, the scope names {scope[key]!r}"
+
+
+def _score(pred: dict, records: list[SessionRecord], include_partial: bool, deviations: list[Deviation],
+           excluded: list[Exclusion], sealed: _dt.datetime | None) -> Verdict:
     pid = pred["id"]
     verdict = Verdict(id=pid, statement=pred["statement"], condition=describe_condition(pred),
                       evidence_kinds=list(pred["evidence"]), verdict=UNVERIFIED, reason="")
+    measured_scope = {k: v for k, v in pred["scope"].items() if not is_provenance(k)}
     misses = Counter()
     in_scope = []
+    n_excluded = 0
     for r in records:
-        miss = scope_mismatch(pred["scope"], r)
-        if miss is None:
+        miss = scope_mismatch(measured_scope, r)
+        if miss is not None:
+            misses[miss] += 1
+            continue
+        why = exclusion_reason(pred["scope"], r, sealed)
+        if why is None:
             in_scope.append(r)
         else:
-            misses[miss] += 1
+            excluded.append(Exclusion(pid, r.name, why))
+            n_excluded += 1
     if not in_scope:
         # the commonest mismatches show whether the evidence was never recorded or the scope has a typo
         seen = "; ".join(f"{m} ({n})" for m, n in misses.most_common(3))
         verdict.reason = (f"no session in scope, so no {', '.join(pred['evidence'])} evidence"
-                          + (f"; out of scope: {seen}" if seen else "; no sessions read"))
+                          + (f"; {n_excluded} excluded (see excluded)" if n_excluded else "")
+                          + (f"; out of scope: {seen}" if seen else "" if n_excluded else "; no sessions read"))
         return verdict
     usable = []
     for r in in_scope:
@@ -351,13 +456,23 @@ def _score(pred: dict, records: list[SessionRecord], include_partial: bool, devi
     return verdict
 
 
-def evaluate(content: dict, records: list[SessionRecord], include_partial: bool = False) -> Evaluation:
-    """Score every prediction of a verified sealed content against session records."""
+def evaluate(content: dict, records: list[SessionRecord], include_partial: bool = False,
+             sealed_utc: str | None = None) -> Evaluation:
+    """Score every prediction of a verified sealed content against session records. With `sealed_utc` (the
+    seal's time, ISO 8601), only sessions started after it count."""
+    sealed = None
+    if sealed_utc is not None:
+        sealed = _parse_utc(sealed_utc)
+        if sealed is None:
+            raise UsageError(f"the seal's time {sealed_utc!r} is not an ISO 8601 time, so no session can be "
+                             "shown to come after it")
     deviations = [Deviation("*", r.name, "session-unreadable", "; ".join(r.problems)) for r in records if r.problems]
-    verdicts = [_score(p, records, include_partial, deviations) for p in content["predictions"]]
-    sessions = [{"session": r.name, "command": r.command, "complete": r.complete, "problems": list(r.problems)}
-                for r in records]
-    return Evaluation(predictions=verdicts, deviations=deviations, sessions=sessions, include_partial=include_partial)
+    excluded: list[Exclusion] = []
+    verdicts = [_score(p, records, include_partial, deviations, excluded, sealed) for p in content["predictions"]]
+    sessions = [{"session": r.name, "command": r.command, "complete": r.complete, "problems": list(r.problems),
+                 "started_utc": _fmt_utc(r.started) if r.started else None} for r in records]
+    return Evaluation(predictions=verdicts, deviations=deviations, sessions=sessions, include_partial=include_partial,
+                      excluded=excluded, sealed_utc=sealed_utc)
 
 
 def evaluation_document(ev: Evaluation, sealed_path: Path, record) -> dict:

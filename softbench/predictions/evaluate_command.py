@@ -19,11 +19,15 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
 
     Example: softbench evaluate sealed/paper.yaml --sessions sessions
 
-    A prediction is met only when it holds in every session in scope that supplies its evidence and
-    quantity; unverified when no such session exists. Sessions out of scope are ignored; partial ones
-    are skipped unless --include-partial. Exit status is 0 whatever the verdicts (they are results)."""
+    Only sessions started after the seal's time count: earlier ones in scope are listed as excluded, with
+    the reason, as are sessions whose source hash (source_sha256, git_commit) or protocol (protocol.rounds,
+    ...) differs from what the scope names. A prediction is met only when it holds in every session in scope
+    that supplies its evidence and quantity; unverified when no such session exists. Sessions out of scope
+    are ignored; partial ones are skipped unless --include-partial. Exit status is 0 whatever the verdicts
+    (they are results)."""
+    from softbench.core.checks import check_out_file
     from softbench.core.console import out, table
-    from softbench.core.errors import UsageError
+    from softbench.core.errors import SealError, UsageError
     from softbench.predictions.evaluate import evaluate, evaluation_document, load_sessions
     from softbench.predictions.seal import verify
     from softbench.core.session import atomic_write_json
@@ -31,12 +35,21 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     paths = list(sessions) + list(more_sessions)
     if not paths:
         raise UsageError("no sessions given", hint="softbench evaluate SEALED --sessions sessions")
+    if json_file:
+        check_out_file(json_file, "--json")
     v = verify(sealed)
+    sealed_utc = v.record.meta.get("sealed_utc")
+    if not sealed_utc:
+        raise SealError(f"{v.seal_path} records no sealed_utc, so no session can be shown to come after the seal")
     records = load_sessions(paths)
-    ev = evaluate(v.content, records, include_partial=include_partial)
-    out.print(f"seal OK: {v.yaml_path} sha256 {v.record.sha256[:16]}..., {len(records)} sessions read")
-    rows, dev_rows = evaluation_rows(ev)
+    ev = evaluate(v.content, records, include_partial=include_partial, sealed_utc=sealed_utc)
+    out.print(f"seal OK: {v.yaml_path} sha256 {v.record.sha256[:16]}..., sealed {sealed_utc}, "
+              f"{len(records)} sessions read")
+    rows, dev_rows, excl_rows = evaluation_rows(ev)
     out.print(table("predictions", ["id", "verdict", "condition", "evidence (session: value)", "reason"], rows))
+    if excl_rows:
+        out.print(table("excluded (in scope, but not evidence for this seal)", ["prediction", "session", "reason"],
+                        excl_rows))
     if dev_rows:
         out.print(table("deviations", ["prediction", "session", "kind", "detail"], dev_rows))
     c = ev.counts()
@@ -49,8 +62,8 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
 _STYLE = {"met": "green", "failed": "red", "unverified": "yellow"}
 
 
-def evaluation_rows(ev) -> tuple[list[list[str]], list[list[str]]]:
-    """Table rows (rich markup) for the verdicts and for the deviations."""
+def evaluation_rows(ev) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
+    """Table rows (rich markup) for the verdicts, the deviations and the excluded sessions."""
     from rich.markup import escape
 
     rows = []
@@ -60,4 +73,5 @@ def evaluation_rows(ev) -> tuple[list[list[str]], list[list[str]]]:
         rows.append([escape(v.id), f"[{_STYLE[v.verdict]}]{v.verdict}[/]", escape(v.condition), evidence,
                      escape(v.reason)])
     devs = [[escape(d.prediction), escape(d.session), d.kind, escape(d.detail)] for d in ev.deviations]
-    return rows, devs
+    excl = [[escape(x.prediction), escape(x.session), escape(x.reason)] for x in ev.excluded]
+    return rows, devs, excl

@@ -31,9 +31,11 @@ the prediction that changed)."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import difflib
 import hashlib
 import math
+import os
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -43,9 +45,13 @@ from typing import Any
 import yaml
 
 from softbench import __version__
+from softbench.core.checks import check_out_dir
 from softbench.core.errors import SealError, UsageError
 from softbench.core.session import atomic_write_text, utc_iso
 from softbench.core.shapes import DTYPES, parse_seq
+from softbench.core.suggest import did_you_mean
+from softbench.core.textfile import read_text_file
+from softbench.predictions.vocabulary import evidence_problem, scope_key_problem
 
 SEAL_FORMAT = "softbench-seal/1"
 SINGLE_COMPARATORS = (">", ">=", "<", "<=")
@@ -201,10 +207,9 @@ def _prediction(raw: Any, index: int) -> dict:
         raw["threshold"] = raw.pop("thresholds")
     unknown = sorted(set(map(str, raw)) - PREDICTION_KEYS)
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(PREDICTION_KEYS), n=1)
         known = ", ".join(sorted(PREDICTION_KEYS))
         raise ValidationError(f"{_where(pid, unknown[0])}: unknown field",
-                              hint=f"did you mean {close[0]!r}?" if close else f"known: {known}")
+                              hint=did_you_mean(unknown[0], PREDICTION_KEYS) or f"known: {known}")
     for k in REQUIRED_KEYS:
         if k not in raw or raw[k] is None:
             raise ValidationError(f"{_where(pid, k)}: missing")
@@ -252,6 +257,21 @@ def normalize(data: Any, source: str = "predictions") -> dict:
         if data.get(k) is not None:
             out[k] = _text(data[k], None, k)
     return out
+
+
+def check_recorded(content: dict) -> None:
+    """Every scope key and evidence kind must be one that sessions record (predictions.vocabulary), or the
+    prediction could never be scored. Checked when sealing only: a seal made under an older vocabulary still
+    verifies."""
+    for p in content["predictions"]:
+        for key in p["scope"]:
+            problem = scope_key_problem(key, p["scope"])
+            if problem:
+                raise ValidationError(f"{_where(p['id'], f'scope.{key}')}: {problem[0]}", hint=problem[1])
+        for kind in p["evidence"]:
+            problem = evidence_problem(kind)
+            if problem:
+                raise ValidationError(f"{_where(p['id'], 'evidence')}: {problem[0]}", hint=problem[1])
 
 
 def load_yaml_text(text: str, source: str) -> Any:
@@ -324,6 +344,7 @@ class SealResult:
     sha256: str
     created: bool  # False: identical content was already sealed under this name
     record: SealRecord
+    archived: Path | None = None  # --replace: where the pair it replaced now lies
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -352,43 +373,80 @@ def _udiff(a: str, b: str, a_name: str, b_name: str) -> str:
     return "".join(difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True), a_name, b_name))
 
 
-def seal_file(source: Path | str, name: str | None = None, directory: Path | str = "sealed") -> SealResult:
+def _archive_dir(directory: Path, seal_path: Path) -> Path:
+    """<directory>/replaced/<old seal's UTC stamp>-<its sha256 prefix>/: the replaced pair keeps its file names
+    there, so `softbench verify` still reads it."""
+    stamp, digest = "unsealed", "incomplete"
+    if seal_path.exists():
+        try:
+            old = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
+            digest = old.sha256[:12]
+            stamp = _dt.datetime.fromisoformat(old.meta["sealed_utc"]).strftime("%Y%m%dT%H%M%SZ")
+        except (SealError, KeyError, ValueError):
+            pass  # a damaged seal is archived as it is, under a neutral name
+    return directory / "replaced" / f"{stamp}-{digest}"
+
+
+def _archive(yaml_path: Path, seal_path: Path) -> Path:
+    dest = _archive_dir(yaml_path.parent, seal_path)
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in (yaml_path, seal_path):
+        if p.exists():
+            os.replace(p, dest / p.name)
+    return dest
+
+
+def seal_file(source: Path | str, name: str | None = None, directory: Path | str = "sealed",
+              replace: bool = False) -> SealResult:
     """Validate `source` and seal it as <directory>/<name>.yaml plus <name>.sha256.
 
-    Sealing different content under an existing name raises SealError; identical content is a no-op
-    (SealResult.created is False)."""
+    Sealing different content under an existing name raises SealError unless `replace`: then the old pair is
+    moved, unchanged, under <directory>/replaced/ and the new seal names the hash it replaces. Identical content
+    is a no-op (SealResult.created is False). Everything is validated before anything is written."""
     source = Path(source)
-    if not source.is_file():
-        raise UsageError(f"predictions file {source} does not exist")
     name = name or source.stem
     if not _NAME.match(name):
         raise UsageError(f"seal name {name!r} may use letters, digits, '.', '_' and '-' only")
-    content = normalize(load_yaml_text(source.read_text(encoding="utf-8"), str(source)), str(source))
+    text = read_text_file(source, "predictions file")
+    content = normalize(load_yaml_text(text, str(source)), str(source))
+    check_recorded(content)
+    directory = check_out_dir(directory, "--dir")
     data = canonical_bytes(content)
     digest = sha256_hex(data)
     yaml_path, seal_path = paths_for(name, directory)
+    replaced: dict = {}
+    archived = None
     if yaml_path.exists() or seal_path.exists():
-        if not (yaml_path.exists() and seal_path.exists()):
-            present = yaml_path if yaml_path.exists() else seal_path
-            raise SealError(f"{present} exists without its partner file: the seal under {name!r} is incomplete",
-                            hint="restore the missing file from version control, or seal under another --name")
-        old = yaml_path.read_bytes()
+        complete = yaml_path.exists() and seal_path.exists()
+        old = yaml_path.read_bytes() if complete else None
         if old == data:
-            record = SealRecord.parse(seal_path.read_text(encoding="utf-8"), str(seal_path))
+            record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
             return SealResult(yaml_path, seal_path, digest, created=False, record=record)
-        diff = _udiff(old.decode("utf-8", "replace"), data.decode("utf-8"), f"sealed/{yaml_path.name}",
-                      f"{source} (canonical)")
-        raise SealError(f"{yaml_path} already holds different sealed content; a seal is never replaced\n{diff}",
-                        hint="seal the new predictions under another --name; the old seal stays as it was")
+        if not replace:
+            if not complete:
+                present = yaml_path if yaml_path.exists() else seal_path
+                raise SealError(f"{present} exists without its partner file: the seal under {name!r} is incomplete",
+                                hint="restore the missing file from version control, or pass --replace to archive "
+                                     "it and seal anew")
+            diff = _udiff(old.decode("utf-8", "replace"), data.decode("utf-8"), f"sealed/{yaml_path.name}",
+                          f"{source} (canonical)")
+            raise SealError(f"{yaml_path} already holds different sealed content; a seal is not replaced "
+                            f"silently\n{diff}",
+                            hint="seal under another --name, or pass --replace to seal it under this name and keep "
+                                 f"the old pair in {directory / 'replaced'}")
+        old_hash = sha256_hex(old) if old is not None else "none (the pair was incomplete)"
+        archived = _archive(yaml_path, seal_path)
+        replaced = {"replaces": old_hash, "replaced_archive": str(archived)}
     commit, dirty = git_state(source.resolve().parent)
     record = SealRecord(
         sha256=digest, filename=yaml_path.name,
         meta={"format": SEAL_FORMAT, "sealed_utc": utc_iso(), "git_commit": commit, "git_dirty": dirty,
-              "source": str(source), "softbench": __version__, "predictions": len(content["predictions"])},
+              "source": str(source), "softbench": __version__, "predictions": len(content["predictions"]),
+              **replaced},
         predictions=prediction_hashes(content))
     atomic_write_text(yaml_path, data.decode("utf-8"))
     atomic_write_text(seal_path, record.to_text())
-    return SealResult(yaml_path, seal_path, digest, created=True, record=record)
+    return SealResult(yaml_path, seal_path, digest, created=True, record=record, archived=archived)
 
 
 # --- verification ---------------------------------------------------------------------------------------
@@ -457,7 +515,7 @@ def verify(path: Path | str) -> Verified:
         if not p.is_file():
             raise SealError(f"{p} does not exist", hint="a sealed set is <name>.yaml plus <name>.sha256, written by "
                                                         "softbench seal")
-    record = SealRecord.parse(seal_path.read_text(encoding="utf-8"), str(seal_path))
+    record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
     if record.filename != yaml_path.name:
         raise SealError(f"{seal_path} seals {record.filename!r}, not {yaml_path.name!r}")
     actual = yaml_path.read_bytes()

@@ -59,10 +59,14 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
 def build_report(paths, out_dir: Path | str) -> Report:
     """Read the sessions at `paths`, write figures and report.md under `out_dir`, return what was written."""
     out_dir = Path(out_dir)
+    records = load_sessions(paths)  # first: a path that holds no session leaves no empty report folder
+    if not records:
+        raise UsageError(f"no sessions at {', '.join(map(str, paths))}",
+                         hint="give session folders or folders that hold them (each has a status.json)")
     out_dir.mkdir(parents=True, exist_ok=True)
     report = Report(out_dir=out_dir)
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)
-    for r in load_sessions(paths):
+    for r in records:
         by_kind[r.command].append(r)
         if r.problems:
             report.unknown.append((marked_name(r), "; ".join(r.problems)))

@@ -14,11 +14,12 @@ def command(paths: tuple[str, ...], out_dir: str | None):
 
     Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock.
     Energy: power traces per loop. Fidelity: dNLL intervals. Other kinds are listed, not drawn."""
+    from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
     from softbench.core.session import utc_stamp
 
-    target = out_dir or f"out/report-{utc_stamp()}"
+    target = check_out_dir(out_dir or f"out/report-{utc_stamp()}")
     with err.status("drawing figures"):
         rep = build_report(paths, target)
     for t in rep.tables:

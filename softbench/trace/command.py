@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import backend_option, shape_options, shapes_from
+from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
 
 
 @click.group("trace")
@@ -18,18 +18,23 @@ def command():
 
 @command.command("run")
 @shape_options()
-@backend_option()
+@backend_option("fa4: FlashAttention-4; triton: softbench's own forward; sim: the pure-torch simulation, traced "
+                "on a CUDA GPU as well (a trace records GPU kernels, so every backend needs one; on a CPU machine "
+                "read exports with `trace ingest`)")
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--calls", type=click.IntRange(min=1), default=200, show_default=True, help="timed calls per process")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
+@triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, seed, no_nsys, out_dir):
+def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, seed, no_nsys,
+        triton_config, out_dir):
     """Each variant and length in its own process under `nsys profile --trace=cuda`; kernel medians and host
     call latency side by side.
 
     Example: softbench trace run --seq 4K --seq 8K --seq 16K --variants A0,A1"""
+    from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
@@ -42,7 +47,11 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
         raise UsageError("--variants is empty")
     for n in names:
         check_variant(backend, n)
+    check_triton_config(triton_config, backend)
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    check_out_dir(out_dir)
+    for shape in shapes:
+        check_memory(shape, backend)
     device = detect_device()
     if device.kind != "cuda":
         raise UnsupportedError("kernel durations need a CUDA GPU and none is visible here",
@@ -60,7 +69,7 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
                   "target-linux-x64, /usr/local/cuda/bin)" if not no_nsys else "--no-nsys given",
                   "; kernel durations come from torch.profiler (CUPTI)")
     opts = TraceOptions(shapes=shapes, variants=names, backend=backend, warmup=warmup, calls=calls, seed=seed,
-                        nsys=nsys, out_dir=Path(out_dir),
+                        nsys=nsys, out_dir=Path(out_dir), backend_options=dict(triton_config),
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     with RichProgress() as progress:
         session = run_trace(opts, progress)

@@ -1,6 +1,7 @@
 """One traced point: one kernel variant at one shape, in its own process (run under Nsight Systems, or alone).
 
     python -m softbench.trace.driver --backend fa4 --variant A0 --shape '{"seq": 8192, ...}' --out DIR
+        [--backend-options '{"kernel": "gluon", ...}']
 
 Steps: load the variant, fixed-seed inputs, one call that compiles, then (inside a CUDA profiler range, which
 `nsys --capture-range=cudaProfilerApi` records) `warmup` calls and `calls` timed calls between two CUDA
@@ -28,6 +29,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--torch-profiler", action="store_true")
+    ap.add_argument("--backend-options", default="{}", help="the backend's keyword arguments as JSON "
+                    "(TraceOptions.backend_options: --triton-config's configuration)")
     args = ap.parse_args(argv)
 
     import torch
@@ -41,7 +44,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     shape = Shape(**json.loads(args.shape))
-    backend = make_backend(args.backend)
+    backend = make_backend(args.backend, **json.loads(args.backend_options))
     t0 = time.monotonic()
     info = backend.load(args.variant)
     load_s = time.monotonic() - t0

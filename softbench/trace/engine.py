@@ -145,7 +145,7 @@ def run_point(opts: TraceOptions, shape: Shape, variant: str, pdir: Path) -> dic
     log = pdir / "driver.log"
     driver = [sys.executable, "-m", "softbench.trace.driver", "--backend", opts.backend, "--variant", variant,
               "--shape", json.dumps(shape.to_dict()), "--warmup", str(opts.warmup), "--calls", str(opts.calls),
-              "--seed", str(opts.seed), "--out", str(pdir)]
+              "--seed", str(opts.seed), "--out", str(pdir), "--backend-options", json.dumps(opts.backend_options)]
     notes: list[str] = []
     if opts.nsys:
         rep = pdir / "trace"

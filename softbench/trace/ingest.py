@@ -111,17 +111,25 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
                          hint="make it with: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep")
     df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False)
     rename = {c: _column_key(c) for c in df.columns if _column_key(c)}
+    title = {key: header for header, key in reversed(list(rename.items()))}  # for messages: the export's own words
     df = df.rename(columns=rename)[list(dict.fromkeys(rename.values()))]
     if "median_ns" not in df.columns:
         raise UsageError(f"{p}: the report has no median column (Med/Median)")
     rows = []
-    for rec in df.to_dict("records"):
+    for i, rec in enumerate(df.to_dict("records")):
         if not rec.get("name"):
             continue  # trailing blank lines or notes
 
-        def num(key):
+        def num(key, rec=rec, line=start + 2 + i):
             v = str(rec.get(key, "")).replace(",", "").strip()
-            return float(v) if v not in ("", "-") else None
+            if v in ("", "-"):
+                return None
+            try:
+                return float(v)
+            except ValueError:
+                raise UsageError(f"{p}: line {line}, column {title.get(key, key)!r}: {v!r} is not a number",
+                                 hint="a cuda_gpu_kern_sum export holds numbers in every time and count column") \
+                    from None
 
         rows.append(KernelRow(name=rec["name"], instances=int(num("instances") or 0), total_ns=num("total_ns") or 0.0,
                               median_ns=num("median_ns"), avg_ns=num("avg_ns"), min_ns=num("min_ns"),
@@ -161,16 +169,21 @@ def read_kernels_sqlite(path: Path | str) -> KernelTable:
 
 # --- torch.profiler Chrome trace ------------------------------------------------------------------------------
 def read_chrome_trace(path: Path | str) -> KernelTable:
+    from softbench.core.textfile import read_text_file
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(read_text_file(p, "trace"))
     except json.JSONDecodeError as e:
         raise UsageError(f"{p}: not JSON: {e}") from None
     events = data.get("traceEvents", data) if isinstance(data, dict) else data
     durations: dict[str, list[float]] = {}
     for ev in sorted((e for e in events if isinstance(e, dict) and e.get("cat") == "kernel" and "dur" in e),
                      key=lambda e: e.get("ts", 0)):
-        durations.setdefault(ev["name"], []).append(float(ev["dur"]) * 1e3)  # Chrome traces count microseconds
+        dur = ev["dur"]
+        if isinstance(dur, bool) or not isinstance(dur, (int, float)):
+            raise UsageError(f"{p}: kernel event {ev.get('name', '?')!r} has a duration {dur!r} that is not a number")
+        durations.setdefault(str(ev.get("name", "?")), []).append(float(dur) * 1e3)  # Chrome traces count us
     return KernelTable("torch.profiler", str(p), _rows_from_durations(durations))
 
 

@@ -1,0 +1,85 @@
+"""What the command line prints around the work itself: errors in one shape, paths and tables at 80 columns,
+and what Ctrl-C leaves (the partial session's path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+import softbench.core.session as session_mod
+from softbench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = "a-long-folder-name-that-does-not-fit-beside-its-label-on-one-line-of-eighty-columns"
+PRED = {"predictions": [{"id": "P1", "statement": "s", "quantity": "speedup_pct", "comparator": "<",
+                         "threshold": 50, "evidence": "latency", "scope": {"command": "latency"}}]}
+
+
+def run80(*args, cwd):
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "softbench", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_long_path_is_printed_on_one_line_at_80_columns(tmp_path):
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(PRED))
+    done = run80("seal", "p.yaml", "--dir", f"{LONG}/sealed", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"sealed 1 predictions: {LONG}/sealed/p.yaml" in done.stdout.splitlines()
+
+
+def test_session_names_in_tables_are_folded_not_cut(tmp_path):
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(PRED))
+    name = "20260101T000000Z-latency-bf16-16K-causal-b1h16d128-fa4-A0-vs-A1-and-more"
+    s = tmp_path / "sessions" / name
+    s.mkdir(parents=True)
+    (s / "status.json").write_text(json.dumps({"command": "latency", "complete": True}))
+    (s / "summary.json").write_text(json.dumps({"command": "latency", "speedup_pct": 1.0}))
+    assert run80("seal", "p.yaml", cwd=tmp_path).returncode == 0
+    done = run80("evaluate", "sealed/p.yaml", "--sessions", "sessions", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout and "..." not in done.stdout.split("\n", 1)[1]
+    # the excluded table's session column, read down its rows, gives the name back whole
+    rows = [line.split("│") for line in done.stdout.splitlines() if line.count("│") == 4]
+    assert name in "".join(r[2].strip() for r in rows)
+    assert max(len(line) for line in done.stdout.splitlines()[1:]) <= 80
+
+
+def test_ctrl_c_names_the_partial_session(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(session_mod, "CREATED", [])
+
+    def interrupted(self, name, data):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session_mod.Session, "write_json", interrupted)
+    assert main(["env", "--record", "--out", str(tmp_path)]) == 130
+    (made,) = tmp_path.iterdir()
+    assert f"interrupted: the partial session is kept: {made}" in capsys.readouterr().err
+
+
+def test_ctrl_c_before_any_session_says_nothing_was_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(session_mod, "CREATED", [])
+
+    def interrupted(gpu=True):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("softbench.core.envinfo.collect_env", interrupted)
+    assert main(["env", "--record", "--out", str(tmp_path)]) == 130
+    assert "no session had been started" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_unexpected_exception_is_one_error_line(monkeypatch, capsys):
+    def broken(gpu=True):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("softbench.core.envinfo.collect_env", broken)
+    monkeypatch.delenv("SOFTBENCH_TRACEBACK", raising=False)
+    assert main(["env"]) == 70
+    err = capsys.readouterr().err
+    assert err.startswith("error: internal error: ZeroDivisionError: division by zero\n") and "SOFTBENCH_TRACEBACK" in err
