@@ -29,7 +29,7 @@ PREDICTIONS = {"predictions": [{
     "id": "P1", "statement": "the sim gains nothing", "quantity": "speedup_pct", "comparator": "<", "threshold": 50,
     "evidence": "latency", "scope": {"command": "latency", "backend": "sim"}}]}
 KERN_HEADER = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
-SIM = ["--backend", "sim", "--heads", "1", "--head-dim", "32", "--rounds", "1", "--windows", "1", "--calls", "1",
+SIM = ["--backend", "sim", "--protocol", "paper", "--heads", "1", "--head-dim", "32", "--rounds", "1", "--windows", "1", "--calls", "1",
        "--warmup", "0"]
 
 
@@ -96,8 +96,6 @@ def case(id, *args, code=2, says="", no_guess=False, xfail=""):
     return Case(id, tuple(args), code, says, no_guess, xfail)
 
 
-LATENCY_OUT = "latency creates its session only after its workers started: needs check_out_dir before run_latency"
-MEMORY = "latency/sweep allocate before estimating: needs check_memory before the workers start"
 
 CASES = [
     # --- integrity: seal validates every key before anything is written ----------------------------------------
@@ -137,7 +135,7 @@ CASES = [
     case("latency-protocol-broken", "latency", "--backend", "sim", "--protocol", "broken.yaml",
          says="not valid YAML"),
     case("latency-protocol-unknown-key", "latency", "--backend", "sim", "--protocol", "protocol-unknown.yaml",
-         says="unknown protocol keys"),
+         says="protocol keys"),
     case("latency-protocol-missing", "latency", "--backend", "sim", "--protocol", "nothing.yaml",
          says="does not exist"),
     case("latency-protocol-cells-and-seq", "latency", "--backend", "sim", "--protocol", "protocol-cells.yaml",
@@ -163,17 +161,16 @@ CASES = [
     case("trace-out-under-file", "trace", "run", "--out", "somefile/sub", says="which is a file"),
     case("audit-out-under-file", "audit", "--out", "somefile/sub", says="which is a file"),
     case("energy-out-under-file", "energy", "--out", "somefile/sub", says="which is a file"),
-    case("latency-out-under-file", "latency", *SIM, "--seq", "128", "--out", "somefile/sub", says="which is a file",
-         xfail=LATENCY_OUT),
+    case("latency-out-under-file", "latency", *SIM, "--seq", "128", "--out", "somefile/sub", says="which is a file"),
     case("latency-out-read-only", "latency", *SIM, "--seq", "128", "--out", "/proc/softbench",
-         says="cannot be written", xfail=LATENCY_OUT),
+         says="cannot be written"),
     case("sweep-out-under-file", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A1", "--out",
-         "somefile/sub", says="which is a file", xfail=LATENCY_OUT.replace("latency", "sweep", 1)),
+         "somefile/sub", says="which is a file"),
     # --- shapes too large for this machine, refused with the number -------------------------------------------
     case("gates-multi-seq-too-large", "gates", "--backend", "sim", "--multi-seq", "100000000", says="needs about"),
     case("trace-seq-too-large", "trace", "run", "--seq", "1000000000", says="needs about"),
     case("audit-seq-too-large", "audit", "--seq", "1000000000", says="needs about"),
-    case("latency-seq-too-large", "latency", *SIM, "--seq", "1000000000", says="needs about", xfail=MEMORY),
+    case("latency-seq-too-large", "latency", *SIM, "--seq", "1000000000", says="needs about"),
     # --- names: suggestions only when close -----------------------------------------------------------------
     case("gates-variant-nonsense", "gates", "--backend", "sim", "--variant", "nonsense", says="unknown",
          no_guess=True),

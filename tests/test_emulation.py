@@ -169,7 +169,7 @@ def test_real_sweep_refuses_without_sm100(cli, tmp_path):
 
 @pytest.mark.slow
 def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
-    r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--heads", "2", "--variants", "A1,noexp",
+    r = cli("sweep", "variants", "--backend", "sim", "--protocol", "paper", "--seq", "128", "--heads", "2", "--variants", "A1,noexp",
             "--rounds", "1", "--windows", "2", "--calls", "1", "--warmup", "1", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     sweeps = sorted(tmp_path.glob("*-sweep-variants-*"))
@@ -197,7 +197,7 @@ def test_emulation_names_in_sweep_variants_need_fa4(capsys):
 
 @pytest.mark.slow
 def test_sweep_variants_runs_one_sweep_per_length(tmp_path, cli):
-    r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--seq", "256", "--heads", "2",
+    r = cli("sweep", "variants", "--backend", "sim", "--protocol", "paper", "--seq", "128", "--seq", "256", "--heads", "2",
             "--variants", "A1", "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0",
             "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

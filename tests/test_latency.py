@@ -253,7 +253,7 @@ def test_protocol_knobs_of_another_protocol_are_refused(tmp_path, cli):
     r = cli("latency", "--backend", "sim", "--seq", "128", "--reference", "fa9", "--out", str(tmp_path))
     assert r.returncode == 2 and "unknown reference kernel fa9" in r.stderr
     r = cli("latency", "--backend", "sim", "--seq", "128", "--seq", "128", "--out", str(tmp_path))
-    assert r.returncode == 2 and "more than once" in r.stderr
+    assert r.returncode == 2 and "same length" in r.stderr
     assert not any(tmp_path.iterdir()), "a refused run writes no session"
 
 
@@ -271,3 +271,19 @@ def test_sustained_sim_run_pairs_settled_blocks(tmp_path, cli):
     summary = json.loads((session / "summary.json").read_text())
     assert summary["quantity"] == "sustained" and summary["comparisons"]["A1"]["paired"]["n_pairs"] == 2
     assert "speed-up sustained (sustained protocol)" in r.stdout
+
+
+def test_sweep_variants_interleaves_every_variant_in_one_run(tmp_path, cli):
+    proto = tmp_path / "quick.yaml"
+    proto.write_text(QUICK_INTERLEAVED)
+    out = tmp_path / "s"
+    r = cli("sweep", "variants", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64",
+            "--variants", "A1,h15-sat", "--null", "--protocol", str(proto), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    sessions = sorted(p.name for p in out.iterdir())
+    assert len(sessions) == 2 and any("-latency-" in s for s in sessions) and any("-sweep-" in s for s in sessions)
+    sweep = json.loads(next(out.glob("*-sweep-*/summary.json")).read_text())
+    assert {row["variant"] for row in sweep["rows"]} == {"A1", "h15-sat", "A0'"}
+    assert sweep["quantity"] == "at equal clock" and sweep["complete"] is True
+    lat = json.loads(next(out.glob("*-latency-*/summary.json")).read_text())
+    assert set(lat["kernels"]) == {"A0", "A1", "h15-sat", "A0'"} and lat["variants"] == ["A1", "h15-sat"]

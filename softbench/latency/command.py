@@ -42,6 +42,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
 
     Example: softbench latency --dtype fp8 --seq 16384 --rounds 3"""
     from softbench.core.console import RichProgress, err, out, table
+    from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
     from softbench.kernels.capability import detect_device, unsupported_reason
@@ -72,6 +73,11 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     backend = backend if "backend" in given or not plan.backend else plan.backend
     baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
     variant = variant if "variant" in given or not plan.variant else plan.variant
+    if backend != "sim" and rescale_threshold:
+        raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
+    check_out_dir(out_dir)
+    for shape in shapes:  # before any worker allocates them
+        check_memory(shape, backend)
     device = detect_device() if backend != "sim" else None
     if backend == "auto":
         backend = choose_backend(shapes, device)
@@ -82,8 +88,6 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     check_triton_config(triton_config, backend)
     if triton_config:
         backend_options = dict(triton_config)
-    if backend != "sim" and rescale_threshold:
-        raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
     if proto.kind == "paper" and ctx.get_parameter_source("references") != click.core.ParameterSource.COMMANDLINE:
         references = "none"  # the paper's rounds pair exactly two kernels
     refs, skipped = resolve_references(references, shapes, backend, device or detect_device(prefer_cuda=False))

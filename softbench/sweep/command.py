@@ -9,7 +9,9 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import (apply_protocol_flags, backend_option, check_triton_config, null_option,
+                                    protocol_options, reference_option, shape_options, shapes_from,
+                                    triton_config_option)
 
 
 def _command_line() -> str:
@@ -86,19 +88,20 @@ def emulation(protocol_file, dry_run, out_dir):
 @backend_option()
 @click.option("--baseline", default="A0", show_default=True)
 @click.option("--variants", "variants", default="A1,noexp", show_default=True,
-              help="comma-separated variants, each timed against the baseline in its own session")
-@click.option("--rounds", type=click.IntRange(min=1), default=None, help="[default: 3]")
-@click.option("--windows", type=click.IntRange(min=1), default=None, help="[default: 7]")
-@click.option("--calls", type=click.IntRange(min=1), default=None, help="[default: 100]")
-@click.option("--warmup", type=click.IntRange(min=0), default=None, help="[default: 50]")
-@click.option("--seed", type=int, default=None, help="input seed [default: 0]")
+              help="comma-separated variants; interleaved: all in one run against the baseline; sustained and "
+                   "paper: each in its own session")
+@protocol_options
+@null_option
+@reference_option
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variants, rounds,
-                 windows, calls, warmup, seed, triton_config, out_dir):
-    """Time each of VARIANTS against BASELINE (one session per variant plus a sorted sweep summary).
-    Besides the named variants (A0, A1, noexp) FA4 emulation settings may be named as emu-f<freq>-s<start>
-    (sm_100 only).
+def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variants, protocol_name,
+                 rounds, calls, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
+                 references, triton_config, out_dir):
+    """Time each of VARIANTS against BASELINE, with a sorted sweep summary. Under the default interleaved
+    protocol every variant, the baseline (and --null, --reference) share one interleaving, each cycle in a fresh
+    random order; under sustained and paper each variant is its own latency session. Besides the named variants
+    FA4 emulation settings may be named as emu-f<freq>-s<start> (sm_100 only, paper protocol).
 
     Example: softbench sweep variants --baseline A0 --variants A1,noexp --seq 8K"""
     from softbench.core.console import RichProgress
@@ -107,7 +110,9 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.kernels.catalog import check as check_variant
     from softbench.sweep.emulation import parse_variant
     from softbench.sweep.engine import SweepOptions, run_variant_sweep
-    from softbench.core.protocol import LatencyProtocol
+    from softbench.core.checks import check_memory, check_out_dir
+    from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
+    from softbench.kernels.references import resolve_references
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
     if not names:
@@ -131,11 +136,24 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
     check_triton_config(triton_config, backend)
-    proto = LatencyProtocol().with_overrides(rounds=rounds, windows=windows, calls=calls, warmup=warmup, seed=seed)
+    check_out_dir(out_dir)
+    for shape in shapes:
+        check_memory(shape, backend)
+    plan = latency_plan_from_mapping(load_yaml_mapping(protocol_name), protocol_name)
+    proto = apply_protocol_flags(plan.protocol, {
+        "rounds": rounds, "calls": calls, "target_pp": target_pp, "budget_s": budget_s, "cycles": cycles,
+        "measure_s": measure_s, "windows": windows, "warmup": warmup, "order": order, "seed": seed})
+    if emulation and proto.kind != "paper":
+        raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
+    if proto.kind == "paper" and click.get_current_context().get_parameter_source("references") \
+            != click.core.ParameterSource.COMMANDLINE:
+        references = "none"  # the paper's rounds pair exactly two kernels
+    refs, _skipped = resolve_references(references, shapes, backend,
+                                        detect_device(prefer_cuda=backend != "sim"))
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
         opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
                             kind="variants", out_dir=Path(out_dir), variant_info=info,
-                            backend_options=dict(triton_config),
+                            backend_options=dict(triton_config), null=null, references=refs,
                             register_names=bool(emulation), command_line=_command_line())
         with RichProgress() as progress:
             session = run_variant_sweep(opts, progress)

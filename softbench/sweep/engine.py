@@ -35,6 +35,8 @@ class SweepOptions:
     variant_info: dict = field(default_factory=dict)  # variant -> what the sweep knows about it (setting, beta)
     meta: dict = field(default_factory=dict)  # written into the sweep's protocol.yaml and summary
     command_line: str = ""
+    null: bool = False  # interleaved and sustained: a second baseline process in the same run
+    references: tuple[str, ...] = ()  # interleaved and sustained: exact reference kernels in the same run
 
     def __post_init__(self):
         if not self.variants:
@@ -44,8 +46,9 @@ class SweepOptions:
             raise UsageError(f"variants repeat: {', '.join(dupes)}")
 
 
-def _start(label: str, variant: str, opts: SweepOptions, factory) -> WorkerProcess:
+def _start(label: str, variant: str, opts: SweepOptions, factory, role: str) -> WorkerProcess:
     w = factory(label, opts.backend, variant, opts.backend_options)
+    w.role = role
     try:
         if opts.register_names:
             w.request("register_variant", variant=variant)
@@ -58,10 +61,14 @@ def _start(label: str, variant: str, opts: SweepOptions, factory) -> WorkerProce
 
 def run_variant_sweep(opts: SweepOptions, progress: Progress | None = None,
                       worker_factory: Callable[..., WorkerProcess] = WorkerProcess) -> Session:
-    """Measure every variant against the baseline; returns the sweep session (the per-variant latency sessions
-    are listed in its summary). A variant that fails is recorded with its error and the sweep goes on
-    (`raise_for_failures` turns failures into an error once the results are shown)."""
+    """Measure every variant against the baseline; returns the sweep session. Under the interleaved and sustained
+    protocols all variants share one latency run (one session, every kernel in the same order design); under the
+    paper's rounds each variant is its own latency session against one baseline process kept alive, and a variant
+    that fails is recorded with its error while the sweep goes on (`raise_for_failures` turns failures into an
+    error once the results are shown)."""
     progress = progress or Progress()
+    if opts.protocol.kind != "paper":
+        return _run_together(opts, progress, worker_factory)
     p = opts.protocol
     progress.start(len(opts.variants) * p.rounds * 2 * p.windows)
     sweep = Session.create(opts.out_dir, "sweep", f"{opts.kind}-{opts.shape.tag()}-{opts.backend}-vs-{opts.baseline}")
@@ -74,7 +81,7 @@ def run_variant_sweep(opts: SweepOptions, progress: Progress | None = None,
     base = None
     try:
         progress.message(f"loading the baseline {opts.baseline}")
-        base = _start(opts.baseline, opts.baseline, opts, worker_factory)
+        base = _start(opts.baseline, opts.baseline, opts, worker_factory, "baseline")
         env = collect_env(gpu=True)
         sweep.write_json("env.json", {**env, "baseline_worker": base.info})
         for variant in opts.variants:
@@ -93,6 +100,45 @@ def run_variant_sweep(opts: SweepOptions, progress: Progress | None = None,
         if base is not None:
             base.close()
     _write_summary(sweep, opts, rows, complete=True)
+    return sweep
+
+
+def _run_together(opts: SweepOptions, progress: Progress, worker_factory) -> Session:
+    """All variants in one interleaved (or sustained) latency run; the sweep session lists its comparisons."""
+    from softbench.latency.engine import run_latency
+
+    lat = LatencyOptions(shapes=(opts.shape,), protocol=opts.protocol, backend=opts.backend, baseline=opts.baseline,
+                         variant=opts.variants[0], more_variants=tuple(opts.variants[1:]), out_dir=opts.out_dir,
+                         backend_options=opts.backend_options, command_line=opts.command_line, null=opts.null,
+                         references=opts.references)
+    sweep = Session.create(opts.out_dir, "sweep", f"{opts.kind}-{opts.shape.tag()}-{opts.backend}-vs-{opts.baseline}")
+    sweep.write_yaml("protocol.yaml", {
+        "command": "sweep", "kind": opts.kind, "command_line": opts.command_line, "backend": opts.backend,
+        "backend_options": opts.backend_options, "baseline": opts.baseline, "variants": list(opts.variants),
+        "null": opts.null, "references": list(opts.references), "shape": opts.shape.to_dict(),
+        "protocol": opts.protocol.to_dict(), "started_utc": utc_iso(), **opts.meta,
+    })
+    try:
+        (session,) = run_latency(lat, progress, worker_factory=worker_factory)
+    except BaseException as exc:
+        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        _write_summary(sweep, opts, [], complete=False, reason=reason)
+        raise
+    s = session.read_json("summary.json")
+    rows = []
+    for label, comp in s["comparisons"].items():
+        paired = comp.get("paired") or {}
+        k = s["kernels"][label]
+        rows.append({"variant": label, "role": comp["role"], "session": session.path.name,
+                     "speedup_pct": paired.get("estimate_pct"), "ci95_pct": paired.get("ci95_pct"),
+                     "n_pairs": paired.get("n_pairs"), "pooled_speedup_pct": comp.get("pooled_speedup_pct"),
+                     "baseline_median_ms": s["kernels"][s["baseline"]]["median_ms"], "variant_median_ms": k["median_ms"],
+                     "vs_best_exact": (s.get("vs_best_exact") or {}).get(label),
+                     "quantity": s["quantity"], **opts.variant_info.get(k["variant"], {})})
+    for r in rows:
+        sweep.append(RESULTS_FILE, r)
+    _write_summary(sweep, opts, rows, complete=bool(s.get("complete")),
+                   reason=s.get("incomplete_reason"))
     return sweep
 
 
@@ -115,7 +161,7 @@ def _one_variant(opts: SweepOptions, variant: str, base: WorkerProcess, env: dic
     w = None
     try:
         progress.message(f"loading {variant}")
-        w = _start(var_label, variant, opts, factory)
+        w = _start(var_label, variant, opts, factory, "null" if variant == opts.baseline else "variant")
         # the latency engine's per-shape phase, given our workers: the baseline process stays alive across variants
         session = latency_engine.run_shape(lat, opts.shape, {base_label: base, var_label: w}, env, progress)
     except SoftbenchError as e:
@@ -157,6 +203,7 @@ def _write_summary(sweep: Session, opts: SweepOptions, rows: list[dict], complet
         "command": "sweep", "kind": opts.kind, "backend": opts.backend, "baseline": opts.baseline,
         "shape": opts.shape.to_dict(), "shape_tag": opts.shape.tag(), "protocol": opts.protocol.to_dict(),
         "variants": list(opts.variants), "rows": sorted_rows(rows), "measured": len(rows),
+        "protocol_kind": opts.protocol.kind, "quantity": getattr(opts.protocol, "quantity", None),
         "complete": complete, "finished_utc": utc_iso(), **opts.meta,
     }
     if reason:

@@ -31,7 +31,9 @@ def sweep_rows(summary: dict, wide: bool = True) -> list[list[str]]:
         if r.get("error"):
             rows.append(head + ["failed", "-", "-", "-"] + ([r["error"][:120]] if wide else []))
             continue
-        rows.append(head + [fmt(r.get("speedup_pct"), "+.2f") + "%", fmt(r.get("per_round_sd_pp"), ".2f"),
+        ci = r.get("ci95_pct")
+        interval = f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci and ci[0] == ci[0] else ""
+        rows.append(head + [fmt(r.get("speedup_pct"), "+.2f") + "%" + interval, fmt(r.get("per_round_sd_pp"), ".2f"),
                             fmt(r.get("baseline_median_ms"), ".4f"), fmt(r.get("variant_median_ms"), ".4f")]
                     + ([r.get("session", "")] if wide else []))
     return rows
@@ -44,16 +46,23 @@ SWEEP_COLUMNS_NARROW = ["variant", "beta", "speed-up", "sd (pp)", "baseline ms",
 
 def sweep_markdown(summary: dict, title: str) -> str:
     lines = md_heading(title, summary)
+    together = summary.get("protocol_kind") in ("interleaved", "sustained")
     lines += [
         f"- kind: {summary.get('kind')}; backend `{summary.get('backend')}`; shape `{summary.get('shape_tag')}`",
-        f"- baseline: {summary.get('baseline')} (one process kept for the whole sweep; one process per variant)",
-        f"- protocol per variant: {summary.get('protocol')}",
-        "",
+        f"- baseline: {summary.get('baseline')} " + ("(every variant in one run with it)" if together else
+                                                     "(one process kept for the whole sweep; one process per variant)"),
+        f"- protocol: {summary.get('protocol')}",
     ]
-    lines += md_table(SWEEP_COLUMNS, sweep_rows(summary), bar="/")
-    lines += ["", "Sorted by speed-up, fastest first. Speed-up = 100 (median baseline / median variant - 1) over "
-              "pooled windows of that variant's own session; baselines of different rows are different windows "
-              "of the same baseline process.", ""]
+    if together:
+        lines.append(f"- quantity: speed-up {summary.get('quantity')} ({summary.get('protocol_kind')} protocol)")
+    lines += [""] + md_table(SWEEP_COLUMNS, sweep_rows(summary), bar="/")
+    if together:
+        lines += ["", "Sorted by speed-up, fastest first. Speed-up and its 95% interval are over the pairs of the one "
+                  "latency session that measured every kernel together.", ""]
+    else:
+        lines += ["", "Sorted by speed-up, fastest first. Speed-up = 100 (median baseline / median variant - 1) over "
+                  "pooled windows of that variant's own session; baselines of different rows are different windows "
+                  "of the same baseline process.", ""]
     if summary.get("kind") == "emulation":
         lines += ["beta = share of exponentials FA4 computes with its polynomial instead of MUFU ex2, from FA4's "
                   "predicate (hardware iff k % freq < freq - res or j >= frg_cnt - 1 or j < start_frg).", ""]
