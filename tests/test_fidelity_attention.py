@@ -19,12 +19,17 @@ def _qkv(seq=300, h=6, hk=2, d=16, seed=0, dtype=torch.float32, spread=3.0):
     return q, k, v
 
 
-def _reference(q, k, v, scale, weights=None):
-    """float64 causal GQA attention, written out; returns (b, s, h, d)."""
+def _reference(q, k, v, scale, weights=None, softcap=None, window=None):
+    """float64 causal GQA attention, written out (a softcap on the scores, a band mask for a window);
+    returns (b, s, h, d)."""
     h, hk, seq = q.shape[1], k.shape[1], q.shape[2]
     qd, kd, vd = q.double(), k.double().repeat_interleave(h // hk, 1), v.double().repeat_interleave(h // hk, 1)
     s = (qd @ kd.transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
     mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+    if window:
+        mask |= torch.ones(seq, seq, dtype=torch.bool).tril(-window)  # key j with i - j >= window is out
     s = s.masked_fill(mask, -math.inf)
     w = torch.softmax(s, dim=-1) if weights is None else weights(s)
     p = w / w.sum(-1, keepdim=True)
@@ -99,15 +104,35 @@ def _call(**kw):
 def test_router_refuses_what_it_cannot_honour():
     out, weights = _call()
     assert out.shape == (1, 16, 6, 16) and weights is None
-    with pytest.raises(UnsupportedError, match="softcaps"):
-        _call(softcap=50.0)
+    attention.ROUTER.use(attention.SimAttention(parse_operator("rowmax-h15")))
+    q, k, v = _qkv(seq=16)
+    args = dict(module=None, query=q, key=k, value=v, attention_mask=None, scaling=0.25)
+    with pytest.raises(UnsupportedError, match="softcaps") as e:
+        attention.ROUTER.forward(**args, softcap=50.0)
+    assert "--path row" in e.value.hint
     with pytest.raises(UnsupportedError, match="sliding window of 8"):
-        _call(sliding_window=8)
-    _call(sliding_window=4096)  # longer than the block: plain causal attention, accepted
+        attention.ROUTER.forward(**args, sliding_window=8)
+    attention.ROUTER.forward(**args, sliding_window=4096)  # longer than the block: plain causal attention
     with pytest.raises(UnsupportedError, match="attention mask"):
         _call(attention_mask=torch.ones(1, 1, 16, 16, dtype=torch.bool))
     with pytest.raises(UnsupportedError, match="dropout"):
         _call(dropout=0.1)
+
+
+def test_fp32_paths_honour_softcap_and_window_through_the_router():
+    q, k, v = _qkv(seq=40, spread=6.0)
+    args = dict(module=None, query=q, key=k, value=v, attention_mask=None, scaling=0.25)
+    attention.ROUTER.use(attention.ExactAttention())
+    out, _ = attention.ROUTER.forward(**args, softcap=5.0, sliding_window=8)
+    assert torch.allclose(out.double(), _reference(q, k, v, 0.25, softcap=5.0, window=8), atol=2e-6)
+    plain = _reference(q, k, v, 0.25)
+    assert (out.double() - plain).abs().max() > 1e-2  # the cap and the window do change the rows
+    op = parse_operator("rowmax-h15")
+    attention.ROUTER.use(attention.RowAttention(op))
+    row, _ = attention.ROUTER.forward(**args, softcap=5.0, sliding_window=8)
+    capped = attention.RowAttention(op)
+    ref = _reference(q, k, v, 0.25, weights=lambda x: capped.weights(x.float()).double(), softcap=5.0, window=8)
+    assert torch.allclose(row.double(), ref, atol=2e-5)
 
 
 def test_conditions_route_row_anchored_operators_to_the_whole_row_path():
@@ -115,7 +140,11 @@ def test_conditions_route_row_anchored_operators_to_the_whole_row_path():
                                      "sim:pot-m:m=2"])
     names = [c.name for c in conds]
     assert names == ["exact", "sim:rowmax-h15", "row:rowmax-pot:kmax=20,tail=clamp", "row:rowmax-h15",
-                     "row:grid:K=8,R=4.0,recon=nearest,weight=exp", "sim:pot-m:m=2"]
+                     "row:grid:K=8,R=4.0,recon=nearest,weight=exp", "sim:pot-m:m=2", "sim:exp2"]
+    assert conds[-1].describe()["role"] == "control"  # added: the exact-exp2 control of the simulated ones
+    assert [c.name for c in build_conditions("row", ["rowmax-h15"])] == ["exact", "row:rowmax-h15"]
+    assert [c.name for c in build_conditions("sim", ["exp2", "rowmax-h15"])] == ["exact", "sim:exp2",
+                                                                                 "sim:rowmax-h15"]
     assert "whole-row" in conds[2].note and "running maximum" in conds[5].note
     with pytest.raises(UsageError, match="whole row"):
         build_conditions("sim", ["sim:grid"])

@@ -114,6 +114,73 @@ def test_local_text_file_and_errors(tmp_path):
     (tmp_path / "empty.txt").write_text("  \n")
     with pytest.raises(UsageError, match="empty"):
         corpus.load_corpus(str(tmp_path / "empty.txt"))
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    with pytest.raises(UsageError, match="not UTF-8 text"):
+        corpus.load_corpus(str(tmp_path / "latin1.txt"))
+    (tmp_path / "model.bin").write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)))
+    with pytest.raises(UsageError, match="looks binary"):
+        corpus.load_corpus(str(tmp_path / "model.bin"))
+    (tmp_path / "ctl.txt").write_text("ab\x01\x02cd\x1b" * 50)
+    with pytest.raises(UsageError, match="looks binary"):
+        corpus.load_corpus(str(tmp_path / "ctl.txt"))
+    with pytest.raises(UsageError, match="not one written by datasets"):
+        corpus.load_corpus(str(tmp_path))
+
+
+def test_pos_tagged_brown_text_is_refused_and_prose_with_slashes_is_not(tmp_path):
+    brown = ("The/at Fulton/np-tl County/nn-tl Grand/jj-tl Jury/nn-tl said/vbd Friday/nr an/at investigation/nn "
+             "of/in Atlanta's/np$ recent/jj primary/nn election/nn produced/vbd ``/`` no/at evidence/nn ''/'' ./.\n")
+    (tmp_path / "ca01").write_text(brown * 20)
+    with pytest.raises(UsageError, match="part-of-speech tagged"):
+        corpus.load_corpus(str(tmp_path / "ca01"))
+    prose = "He and/or she read 3/4 of the book on 12/05, http://example.org/a, and w/o pause.\n"
+    (tmp_path / "prose.txt").write_text(prose * 20)
+    assert corpus.load_corpus(str(tmp_path / "prose.txt")).text == prose * 20
+
+
+def test_json_lines_corpus(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"text": "first line", "id": 1}\n\n"a plain string"\n{"text": "third"}\n')
+    assert corpus.load_corpus(str(p)).text == "first line\na plain string\nthird"
+    (tmp_path / "bad.jsonl").write_text('{"text": "ok"}\n{"title": "no text field"}\n')
+    with pytest.raises(UsageError, match="line 2 is neither"):
+        corpus.load_corpus(str(tmp_path / "bad.jsonl"))
+    (tmp_path / "broken.jsonl").write_text('{"text": "ok"\n')
+    with pytest.raises(UsageError, match="line 1 is not JSON"):
+        corpus.load_corpus(str(tmp_path / "broken.jsonl"))
+
+
+def test_a_folder_saved_by_datasets(tmp_path):
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed")
+    rows = {"text": [" = Valkyria = \n", " The game began development in 2010 .\n"]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["x\n"]}),
+                          "test": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "dd"))
+    assert corpus.load_corpus(str(tmp_path / "dd")).text == "".join(rows["text"])
+    datasets.Dataset.from_dict({"body": ["no text column"]}).save_to_disk(str(tmp_path / "d"))
+    with pytest.raises(UsageError, match="no 'text' column"):
+        corpus.load_corpus(str(tmp_path / "d"))
+
+
+class _Tok:
+    """The one tokenizer behaviour resolve_bos asks about: whether encoding puts the BOS first."""
+
+    def __init__(self, bos_id, adds):
+        self.bos_token_id = bos_id
+        self.adds = adds
+
+    def __call__(self, text, return_attention_mask=False):
+        return {"input_ids": ([self.bos_token_id] if self.adds else []) + [5]}
+
+
+def test_bos_regime_follows_the_tokenizer_and_stream_warns():
+    assert corpus.resolve_bos("auto", _Tok(2, True))[0] == "block"
+    mode, note, warning = corpus.resolve_bos("auto", _Tok(2, False))
+    assert (mode, warning) == ("stream", None) and "adds no BOS" in note
+    assert corpus.resolve_bos("auto", _Tok(None, False))[0] == "stream"
+    mode, note, warning = corpus.resolve_bos("stream", _Tok(2, True))
+    assert mode == "stream" and "only block 0" in warning and "--bos block" in warning
+    assert corpus.resolve_bos("stream", _Tok(2, False))[2] is None
+    assert corpus.resolve_bos("block", _Tok(2, False))[:2] == ("block", "block, as asked")
 
 
 def test_wikitext_without_datasets_says_what_to_do(monkeypatch):
@@ -121,17 +188,6 @@ def test_wikitext_without_datasets_says_what_to_do(monkeypatch):
     with pytest.raises(UnsupportedError) as e:
         corpus.load_corpus("wikitext-103")
     assert "--corpus austen" in e.value.hint
-
-
-def test_wikitext_offline_load_failure_is_clear(monkeypatch):
-    class FakeDatasets:
-        @staticmethod
-        def load_dataset(*a, **k):
-            raise ConnectionError("Couldn't reach the hub")
-
-    monkeypatch.setitem(sys.modules, "datasets", FakeDatasets)
-    with pytest.raises(UnsupportedError, match="could not be loaded: ConnectionError"):
-        corpus.load_corpus("wikitext-103")
 
 
 def test_blocks_are_aligned_and_drop_the_remainder():

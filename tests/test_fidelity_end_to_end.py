@@ -37,10 +37,10 @@ def _opts(tiny, out, **kw):
 
 
 def test_sim_path_session(tiny, tmp_path):
-    s = run_fidelity(_opts(tiny, tmp_path))
+    s = run_fidelity(_opts(tiny, tmp_path, block_len=64, max_blocks=20))
     assert s.status()["complete"]
     summary = s.read_json("summary.json")
-    assert summary["command"] == "fidelity" and summary["complete"] and summary["blocks_complete"] == 5
+    assert summary["command"] == "fidelity" and summary["complete"] and summary["blocks_complete"] == 20
     names = [c["name"] for c in summary["conditions"]]
     assert names == ["sim:rowmax-h15", "sim:exp2", "row:rowmax-pot:kmax=20,tail=clamp"]
     h15, exp2, pot = summary["conditions"]
@@ -51,11 +51,17 @@ def test_sim_path_session(tiny, tmp_path):
     # the approximation changes the model's predictions; the tiled exact exp2 changes them far less
     assert h15["jsd"] > 0 and h15["dnll"] != 0
     assert exp2["jsd"] < h15["jsd"] / 3
+    # beside the headline, the approximation against the exact-exp2 simulation on the same tiles
+    assert h15["control"]["name"] == "sim:exp2" and h15["control"]["dnll"] == pytest.approx(h15["dnll"] - exp2["dnll"])
+    assert "control" not in pot and "control" not in exp2
     run = s.read_json("run.json")
     assert run["gate"]["passed"] and abs(run["gate"]["difference"]) < 1e-3
-    assert run["block_len"] == 256 and run["n_blocks"] == 5 and len(run["token_signature"]) == 64
+    assert run["gate"]["native_attention"] == "eager"
+    assert run["block_len"] == 64 and run["n_blocks"] == 20 and len(run["token_signature"]) == 64
+    # this tokenizer adds no BOS: auto keeps the plain stream, and says so
+    assert run["bos"] == "stream" and run["bos_requested"] == "auto" and "adds no BOS" in summary["bos_note"]
     csv_lines = (s.path / "blocks.csv").read_text().splitlines()
-    assert len(csv_lines) == 1 + 5 * 4
+    assert len(csv_lines) == 1 + 20 * 4
     assert "summary.md" in os.listdir(s.path) and "PARTIAL" not in (s.path / "summary.md").read_text()
 
 
@@ -77,7 +83,9 @@ def test_interrupted_run_resumes_from_its_block_file(tiny, tmp_path):
     (partial,) = [p for p in (tmp_path / "a").iterdir()]
     st = json.loads((partial / "status.json").read_text())
     assert st["state"] == "partial" and not st["complete"]
-    assert json.loads((partial / "summary.json").read_text())["blocks_complete"] == 2
+    partial_summary = json.loads((partial / "summary.json").read_text())
+    assert partial_summary["blocks_complete"] == 2
+    assert partial_summary["conditions"][0]["ci_low"] is None  # 2 blocks: an estimate, no interval
     assert "PARTIAL SESSION" in (partial / "summary.md").read_text()
     # a half-written block (baseline row only) is redone whole
     Session.open(partial).append("blocks.jsonl", {"block": 2, "condition": "exact", "nll": 99.0, "n_tokens": 255})
@@ -166,3 +174,80 @@ def test_smollm2_on_austen_blocks(tmp_path):
     assert run["gate"]["passed"] and run["model"]["heads"] == 9 and run["model"]["kv_heads"] == 3
     assert 1.5 < summary["baseline"]["nll"] < 6.0  # an English novel under a small LM, not noise
     assert abs(summary["conditions"][0]["dnll"]) < 0.05 and summary["conditions"][0]["top1_agreement"] > 0.8
+
+
+def test_input_errors_come_before_any_model_loads(tiny, tmp_path, capsys):
+    """Each refusal is one sentence with exit code 2 and leaves no session: nothing was loaded to keep."""
+    (tmp_path / "bin.txt").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "short.txt").write_text("the cat.")
+    (tmp_path / "fake.gguf").write_text("not a model")
+    base = ["fidelity", "--model", str(tiny / "model"), "--device", "cpu", "--out", str(tmp_path / "s")]
+    cases = [(["--corpus", str(tmp_path / "bin.txt")], "looks binary"),
+             (["--corpus", str(tmp_path / "missing.txt")], "not wikitext-103, austen"),
+             (["--corpus", str(tmp_path / "short.txt"), "--block-len", "64"], "fewer than one block"),
+             (["--corpus", str(tiny / "text.txt"), "--block-len", "8"], "x>=32"),
+             (["--corpus", str(tiny / "text.txt"), "--dtype", "fp32"], "'fp32' is not one of")]
+    for extra, message in cases:
+        assert main([*base, *extra]) == 2, extra
+        assert message in capsys.readouterr().err, extra
+    assert main(["fidelity", "--model", str(tmp_path / "fake.gguf"), "--corpus", str(tiny / "text.txt")]) == 2
+    assert "is not a GGUF file" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_bos_tokenizer_gets_a_bos_in_every_block_and_windows_are_honoured_or_refused(tmp_path):
+    from tiny_families import build
+
+    text = (tmp_path / "t.txt")
+    text.write_text("the cat of the dog is under the old tree by the house. " * 60)
+    model = build("gemma-3", tmp_path, text.read_text(), add_bos=True)
+    opts = dict(model=str(model), corpus=str(text), block_len=64, max_blocks=3, bootstrap=100, device="cpu",
+                out_dir=str(tmp_path / "s"))
+    s = run_fidelity(FidelityOptions(**opts, path="row", operators=("rowmax-h15",)))
+    run = s.read_json("run.json")
+    assert run["bos"] == "block" and run["bos_requested"] == "auto" and "adds a BOS" in run["bos_note"]
+    assert run["gate"]["passed"]  # a 64-token block across the 16-token window, honoured on the row path
+    assert "BOS: block (auto: the tokenizer adds a BOS" in (s.path / "summary.md").read_text()
+    with pytest.raises(UnsupportedError, match="sliding window of 16"):  # the simulation cannot: refused first
+        run_fidelity(FidelityOptions(**{**opts, "out_dir": str(tmp_path / "sim")}, path="sim"))
+    assert not (tmp_path / "sim").exists()
+    warned = []
+
+    class Warn(Progress):
+        def warning(self, text):
+            warned.append(text)
+
+    s = run_fidelity(FidelityOptions(**opts, path="row", operators=("rowmax-h15",), bos="stream"), Warn())
+    assert warned and "only block 0" in warned[0]
+    assert s.read_json("summary.json")["warnings"] == warned
+
+
+def test_ctrl_c_prints_the_partial_session_and_the_resume_command(tiny, tmp_path):
+    """SIGTERM is handled as Ctrl-C is; the CLI must name the kept session and how to continue it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "softbench", "fidelity", "--model", str(tiny / "model"),
+                             "--corpus", str(tiny / "text.txt"), "--block-len", "256", "--max-blocks", "90",
+                             "--device", "cpu", "--out", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True,
+                            env=env)
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        if line.startswith("block 1:") or not line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, rest = proc.communicate(timeout=60)
+    err = "".join(lines) + rest
+    (session,) = list(tmp_path.iterdir())
+    assert proc.returncode == 130, err[-2000:]
+    assert f"partial session: {session}" in err and f"softbench fidelity --resume {session}" in err
+    assert json.loads((session / "status.json").read_text())["state"] == "partial"

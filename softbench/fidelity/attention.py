@@ -14,8 +14,11 @@ Implementations take transformers' layout, q (b, h, s, d) and k/v (b, kv_h, s, d
   sm_90 GPU, the Triton-language kernel elsewhere and under the interpreter), variant A0, A1 or h15-sat.
 Queries are processed in chunks of 512 rows on the FP32 paths, which does not change any row's statistics.
 
-What cannot be honoured is refused, never silently changed: logit softcapping, a sliding window shorter than
-the block, an explicit attention mask, a KV cache (query and key lengths differ)."""
+The FP32 paths (exact, row) honour a model's attention-logit softcap (cap * tanh(s / cap), applied to the
+scores before the weight map, as the model's own attention does before its softmax) and its sliding windows
+(query i sees keys j with i - window < j <= i, transformers' convention). The tile-wise simulation and the
+kernels do neither: a softcap, or a window shorter than the block, is refused there, never silently dropped; so
+are an explicit attention mask and a KV cache (query and key lengths differ)."""
 
 from __future__ import annotations
 
@@ -38,9 +41,11 @@ class Impl(Protocol):
 
 
 def _causal_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
-                 weights: Callable[[torch.Tensor], torch.Tensor], q_chunk: int = Q_CHUNK) -> torch.Tensor:
+                 weights: Callable[[torch.Tensor], torch.Tensor], q_chunk: int = Q_CHUNK,
+                 softcap: float | None = None, window: int | None = None) -> torch.Tensor:
     """softmax-like attention with `weights` mapping a block of masked FP32 score rows (-inf masked) to
-    unnormalized weights (0 where masked). Causal, query i sees keys 0..i (same length). Returns (b, s, h, d)."""
+    unnormalized weights (0 where masked). Causal, query i sees keys 0..i (same length), or only the last
+    `window` of them; `softcap` caps the scaled scores first. Returns (b, s, h, d)."""
     b, h, sq, d = q.shape
     hk = k.shape[1]
     rep = h // hk
@@ -50,9 +55,14 @@ def _causal_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
     for i0 in range(0, sq, q_chunk):
         i1 = min(i0 + q_chunk, sq)
         s = (q[:, :, i0:i1].float() @ kf[:, :, :i1].transpose(-1, -2)) * scale  # keys past i1 are all masked
+        if softcap:
+            s = torch.tanh(s / softcap) * softcap
         q_idx = torch.arange(i0, i1, device=q.device).view(-1, 1)
         k_idx = torch.arange(0, i1, device=q.device).view(1, -1)
-        s = s.masked_fill(k_idx > q_idx, -math.inf)
+        masked = k_idx > q_idx
+        if window is not None:
+            masked |= k_idx <= q_idx - window
+        s = s.masked_fill(masked, -math.inf)
         w = weights(s)
         p = w / w.sum(dim=-1, keepdim=True)
         p = p.to(v.dtype).float()  # probabilities stored in the value dtype before P.V, as in a fused kernel
@@ -62,13 +72,16 @@ def _causal_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
 
 class ExactAttention:
     label = "exact"
+    honours_softcap_and_window = True
 
-    def __call__(self, q, k, v, scale):
-        return _causal_rows(q, k, v, scale, lambda s: torch.softmax(s, dim=-1))
+    def __call__(self, q, k, v, scale, softcap=None, window=None):
+        return _causal_rows(q, k, v, scale, lambda s: torch.softmax(s, dim=-1), softcap=softcap, window=window)
 
 
 class RowAttention:
     """An operator on the whole row: element operators get x = (s - final row max) * log2(e)."""
+
+    honours_softcap_and_window = True
 
     def __init__(self, op: Operator):
         self.op = op
@@ -82,8 +95,8 @@ class RowAttention:
             w = self.op.fn((s - m) * LOG2_E)
         return torch.where(torch.isneginf(s), torch.zeros_like(w), w)
 
-    def __call__(self, q, k, v, scale):
-        return _causal_rows(q, k, v, scale, self.weights)
+    def __call__(self, q, k, v, scale, softcap=None, window=None):
+        return _causal_rows(q, k, v, scale, self.weights, softcap=softcap, window=window)
 
 
 def e4m3_stored(weight_fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -197,15 +210,18 @@ class Router:
     def forward(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
         if self.impl is None:
             raise UnsupportedError("softbench attention was called with no implementation selected")
-        if kwargs.get("softcap"):
-            raise UnsupportedError(f"this model softcaps attention logits (softcap={kwargs['softcap']}); "
-                                   "softbench's paths apply the operator to plain scores and would drop it")
         sq, sk = query.shape[2], key.shape[2]
+        softcap = kwargs.get("softcap") or None
         window = kwargs.get("sliding_window")
-        if window is not None and window < sk:
+        window = window if window is not None and window < sk else None  # a window as long as the block is none
+        if (softcap or window) and not getattr(self.impl, "honours_softcap_and_window", False):
+            if softcap:
+                raise UnsupportedError(f"this model softcaps attention logits (softcap={softcap}); {self.impl.label} "
+                                       "applies the weight map to plain scores and would drop it",
+                                       hint="--path row applies the softcap before the weight map")
             raise UnsupportedError(f"layer uses a sliding window of {window} keys, shorter than the {sk}-token "
-                                   "block; softbench's paths are full causal attention",
-                                   hint=f"use --block-len {window} or less")
+                                   f"block; {self.impl.label} is full causal attention",
+                                   hint=f"use --block-len {window} or less, or --path row (which honours windows)")
         if attention_mask is not None:
             raise UnsupportedError("an explicit attention mask reached softbench's attention (padding or a "
                                    "custom mask); only plain causal attention over one sequence is supported")
@@ -215,6 +231,8 @@ class Router:
             raise UnsupportedError("attention dropout is on; evaluate the model in eval mode")
         scale = scaling if scaling is not None else query.shape[-1] ** -0.5
         self.calls += 1
+        if softcap or window:
+            return self.impl(query, key, value, float(scale), softcap=softcap, window=window), None
         return self.impl(query, key, value, float(scale)), None
 
 

@@ -11,19 +11,28 @@ import click
 from softbench.core.console import RichProgress
 
 from softbench.core.shapes import DTYPES
+from softbench.fidelity.limits import MIN_BLOCK_LEN, MIN_BLOCKS
 
 PATH_CHOICES = ("kernel", "sim", "row")
 KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imported here: --help stays light)
 
 
 @click.command("fidelity")
-@click.option("--model", default=None, help="alias (smollm2-135m, qwen2.5-1.5b, mistral-7b, llama-3.1-8b, ...), a "
-              "local model folder, a .gguf file, or a Hugging Face id already in the local cache")
+@click.option("--model", default=None, help="alias (smollm2-135m, qwen2.5-1.5b, mistral-7b, llama-3.1-8b, "
+              "gemma-2-2b, gemma-3-270m, ...), a local model folder, a .gguf file, or a Hugging Face id: from the "
+              "local cache, else downloaded into it (HF_HUB_OFFLINE=1 or --offline: the cache only)")
 @click.option("--gguf-file", default=None, help="GGUF file inside --model's folder")
-@click.option("--corpus", default="wikitext-103", show_default=True, help="wikitext-103, austen, or a text file")
-@click.option("--block-len", type=click.IntRange(min=2), default=2048, show_default=True,
-              help="tokens per block (capped at the model's context)")
-@click.option("--max-blocks", type=click.IntRange(min=1), default=97, show_default=True)
+@click.option("--corpus", default="wikitext-103", show_default=True,
+              help="wikitext-103 (through datasets), austen (make setup unpacks it), hf:OWNER/NAME[:CONFIG[:SPLIT]], "
+                   "a UTF-8 text file, a .jsonl file (a 'text' field per line), or a folder saved by datasets")
+@click.option("--offline", is_flag=True, help="the Hugging Face cache only: no request (as HF_HUB_OFFLINE=1)")
+@click.option("--block-len", type=click.IntRange(min=MIN_BLOCK_LEN), default=2048, show_default=True,
+              help=f"tokens per block (capped at the model's context; at least {MIN_BLOCK_LEN}, so the wiring "
+                   "check's mean over the block is not dominated by single-token BF16 logit rounding)")
+@click.option("--max-blocks", type=click.IntRange(min=1), default=97, show_default=True,
+              help=f"blocks to evaluate; a 95% interval (and 'resolved') needs at least {MIN_BLOCKS} complete "
+                   "blocks: below that the percentile bootstrap covers far less than 95% (81% at 4 blocks, 90% "
+                   "at 10), so only the estimate is given")
 @click.option("--path", type=click.Choice(PATH_CHOICES), default="sim", show_default=True,
               help="kernel: a real kernel's A0 vs A1 on a GPU (--backend); sim: the kernel's tile-wise semantics "
                    "in PyTorch; row: every operator on the whole row (offline)")
@@ -42,20 +51,25 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim: skip the rescale while the running max grows by less than tau (8.0: sm_100 at 16-bit)")
 @click.option("--tile", type=click.IntRange(min=1), default=128, show_default=True, help="sim: keys per tile")
-@click.option("--bos", type=click.Choice(["stream", "block"]), default="stream", show_default=True,
-              help="stream: tokenize once, BOS only where the tokenizer puts it; block: BOS first in every block")
+@click.option("--bos", type=click.Choice(["auto", "block", "stream"]), default="auto", show_default=True,
+              help="auto: block where the tokenizer adds a BOS (the regime the model was trained for), else stream; "
+                   "block: BOS first in every block; stream: tokenize once, BOS only before block 0 (warns when "
+                   "the tokenizer adds one)")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None, help="default: cuda when present")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="continue an interrupted session with its own options")
 @click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")
-def command(model, gguf_file, corpus, block_len, max_blocks, path, backend, operators, dtype, fp8_storage, bootstrap,
+def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, backend, operators, dtype, fp8_storage, bootstrap,
             seed, rescale_threshold, tile, bos, device, threads, out_dir, resume, list_operators):
     """Per-block NLL with exact and approximate attention; dNLL with a paired block bootstrap.
 
-    Example: softbench fidelity --model smollm2-135m --corpus austen --path sim
-    --operator rowmax-h15 --operator rowmax-pot:kmax=20
+    Example (after make setup, offline, CPU, a few minutes): softbench fidelity --model smollm2-135m
+    --corpus austen --block-len 256 --max-blocks 20 --offline
+
+    The summary gives each operator's dNLL against exact attention and, beside it, against sim:exp2 (exact
+    exp2 on the same tiles: the control, added to every run with a simulated operator).
 
     On a GPU: softbench fidelity --model smollm2-135m --path kernel --backend triton --operator rowmax-h15"""
     from softbench.core.console import err, out, table
@@ -68,8 +82,12 @@ def command(model, gguf_file, corpus, block_len, max_blocks, path, backend, oper
                         [[o["name"], o["scope"], o["anchor"], ", ".join(f"{k}={v}" for k, v in o["params"].items()),
                           o["section"], o["definition"]] for o in zoo()]))
         return
+    if offline:  # before transformers or datasets is imported: they read HF_HUB_OFFLINE then (a resume too)
+        from softbench.fidelity.hub import go_offline
+
+        go_offline()
     from softbench.fidelity.engine import FidelityOptions, run_fidelity
-    from softbench.fidelity.report import CONSOLE_COLUMNS, console_rows, headline
+    from softbench.fidelity.report import CONSOLE_COLUMNS, console_rows, headline, interval_note
 
     command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     opts = None
@@ -80,15 +98,26 @@ def command(model, gguf_file, corpus, block_len, max_blocks, path, backend, oper
                                max_blocks=max_blocks, path=path, operators=tuple(operators), dtype=dtype,
                                bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold, device=device,
                                out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, threads=threads,
-                               backend=backend, command_line=command_line)
+                               backend=backend, offline=offline, command_line=command_line)
         opts.check()  # bad operators and combinations fail before anything is loaded
     else:
         err.print(f"resuming {resume} with the options it was started with")
     _terminate_as_interrupt()
-    with BlockProgress(err) as progress:
-        session = run_fidelity(opts, progress, resume=resume)
+    try:
+        with BlockProgress(err) as progress:
+            session = run_fidelity(opts, progress, resume=resume)
+    except KeyboardInterrupt as e:
+        path = getattr(e, "session_path", None)  # set by the engine once a session exists
+        if path:
+            # unwrapped, unhighlighted: a path and a command to copy
+            err.print(f"partial session: {path}\ncontinue it with: softbench fidelity --resume {shlex.quote(path)}",
+                      soft_wrap=True, markup=False, highlight=False)
+        raise
     summary = session.read_json("summary.json")
     out.print(headline(summary))
+    for line in [interval_note(summary), *(summary.get("warnings") or [])]:
+        if line:
+            err.print(f"[yellow]note: {line}[/yellow]")
     kernel = f" {summary['backend']}" if summary.get("backend") else ""
     out.print(table(f"fidelity ({summary['path']} path{kernel}, {summary['dtype']})", CONSOLE_COLUMNS,
                     console_rows(summary)))
@@ -120,6 +149,9 @@ class BlockProgress(RichProgress):
     def start(self, total: int, done: int, label: str) -> None:
         self.label = label
         self.task = self.bar.add_task(label, total=total, completed=done)
+
+    def warning(self, text: str) -> None:
+        self.console.print(f"[yellow]warning: {text}[/yellow]")
 
     def block(self, index: int, rows: list[dict]) -> None:
         base = rows[0]["nll"]

@@ -7,7 +7,8 @@ Paths:
 - sim: the tile-wise semantic simulation of the kernel (softbench.kernels.sim) for operators defined on the
   running maximum; operators defined on the final row maximum go to the whole-row path instead (said in the name).
 - row: the offline whole-row path for every operator (scores in FP32, the final row maximum as anchor).
-The sim and row paths share the baseline: exact softmax with FP32 scores.
+The sim and row paths share the baseline: exact softmax with FP32 scores. A run with a sim condition also runs
+sim:exp2, the control (CONTROL_NAME below).
 
 An --operator value may carry its own path, `row:rowmax-h15` or `sim:pot-m:m=2`, to mix paths in one run; a
 row-anchored element operator written with `sim:` runs on the running maximum, as asked."""
@@ -53,10 +54,17 @@ class Condition:
             d["variant"] = self.variant
         if self.note:
             d["note"] = self.note
+        if self.name == CONTROL_NAME:
+            d["role"] = "control"  # summary.py puts every other sim condition against it
         return d
 
 
 EXACT = Condition("exact", "exact", None, note="exact softmax, FP32 scores and probabilities, P cast to V's dtype")
+# The exact-exp2 simulation on the same tiles, dtype and rescale rule: what the tiling and the storage rounding
+# alone change. Added to every run with a tile-wise simulated operator, so that each such operator's summary
+# puts it against this control beside the headline against exact attention (summary.py `control`).
+CONTROL_NAME = "sim:exp2"
+CONTROL_NOTE = "control: exact exp2 through the same tile-wise simulation (added when not asked for)"
 KERNEL_BASELINE = Condition("kernel:stock", "kernel", None, variant="A0", note=_KERNEL_NOTES["fa4"][0])
 
 
@@ -114,6 +122,8 @@ def build_conditions(path: str, operator_texts: tuple[str, ...] | list[str],
                     note = f"{op.name} is defined on the final row maximum: evaluated on the offline whole-row path"
                     own = "row"
             out.append(Condition(f"{own}:{op.canonical}", own, op, note=note))
+        if any(c.path == "sim" for c in out) and not any(c.name == CONTROL_NAME for c in out):
+            out.append(Condition(CONTROL_NAME, "sim", parse_operator("exp2"), note=CONTROL_NOTE))
     names = [c.name for c in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -1,7 +1,8 @@
 """The fidelity engine: resolve, load, tokenize, evaluate block by block, summarize; resumable.
 
-Phases: check (options, conditions, model support; nothing heavy before the options are known to be valid),
-prepare (model, tokenizer, corpus, blocks, token signature; the wiring gate on block 0), blocks (every
+Phases: check (options, conditions; nothing heavy before the options are known to be valid), prepare (the
+model's name and file, the corpus text and its checks, then config and model support, tokenizer, BOS regime,
+blocks, token signature: every input error is found before the weights load), the wiring gate on block 0, blocks (every
 condition on one block, its rows appended to blocks.jsonl at once; blocks.csv and summary.json rewritten after
 each block, so a killed run loses at most the block in progress), summarize.
 
@@ -19,11 +20,12 @@ from pathlib import Path
 
 from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
 from softbench.fidelity.conditions import Condition, build_conditions
+from softbench.fidelity.limits import MIN_BLOCK_LEN
 from softbench.core.session import Session, utc_iso
 
 COMMAND = "fidelity"
 ROWS_FILE = "blocks.jsonl"
-GATE_TOLERANCE_NATS = 0.02  # baseline NLL through softbench's attention and head vs the model's own SDPA loss
+GATE_TOLERANCE_NATS = 0.02  # baseline NLL through softbench's attention and head vs the model's own loss
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class FidelityOptions:
     device: str | None = None  # None: CUDA where available, else the CPU
     out_dir: str = "sessions"
     tile: int = 128
-    bos: str = "stream"
+    bos: str = "auto"  # auto: a BOS first in every block where the tokenizer adds one (corpus.resolve_bos)
+    offline: bool = False  # the Hub cache only, no request (HF_HUB_OFFLINE=1 does the same)
     fp8_storage: bool = False
     threads: int | None = None
     patch_cache: str | None = None
@@ -62,8 +65,11 @@ class FidelityOptions:
         return cls(**kw)
 
     def check(self) -> list[Condition]:
-        if self.block_len < 2:
-            raise UsageError("--block-len must be at least 2")
+        if self.block_len < MIN_BLOCK_LEN:
+            raise UsageError(f"--block-len must be at least {MIN_BLOCK_LEN} (the wiring check's mean needs that "
+                             "many predictions)")
+        if self.bos not in ("auto", "block", "stream"):
+            raise UsageError(f"--bos must be auto, block or stream, not {self.bos!r}")
         if self.max_blocks < 1:
             raise UsageError("--max-blocks must be at least 1")
         if self.bootstrap < 100:
@@ -99,6 +105,7 @@ class Progress:
 
     def start(self, total: int, done: int, label: str) -> None: ...
     def message(self, text: str) -> None: ...
+    def warning(self, text: str) -> None: ...
     def block(self, index: int, rows: list[dict]) -> None: ...
 
 
@@ -134,27 +141,35 @@ def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progre
     from softbench.fidelity import models
     from softbench.kernels.capability import detect_device
 
-    models.offline_environment()
+    from softbench.fidelity import hub
+
+    if opts.offline:
+        hub.go_offline()
     src = models.resolve_model(opts.model, opts.gguf_file)
+    # the corpus first: its errors (missing, empty, binary, not UTF-8, tagged) need no model
+    progress.message(f"corpus {opts.corpus}")
+    text = corpora.load_corpus(opts.corpus)
     progress.message(f"config and tokenizer of {src.label}")
     config = models.load_config(src)
     ctx = models.context_length(config)
     block_len = min(opts.block_len, ctx) if ctx else opts.block_len
     models.check_supported(config, opts.path, block_len, opts.dtype, detect_device(prefer_cuda=device == "cuda"),
-                           opts.backend)
+                           opts.backend, {c.path for c in conditions})
     tokenizer = models.load_tokenizer(src)
-    progress.message(f"corpus {opts.corpus}")
-    text = corpora.load_corpus(opts.corpus)
+    bos, bos_note, warning = corpora.resolve_bos(opts.bos, tokenizer)
+    if warning:
+        progress.warning(warning)
     t0 = time.monotonic()
     stream = corpora.tokenize(tokenizer, text.text)
-    blocks = corpora.make_blocks(stream, block_len, opts.max_blocks, opts.bos, tokenizer.bos_token_id)
+    blocks = corpora.make_blocks(stream, block_len, opts.max_blocks, bos, tokenizer.bos_token_id)
     run = {
         "model": {**src.to_dict(), "label": src.label, "model_type": getattr(config, "model_type", None),
                   "context_length": ctx, **models.attention_geometry(config)},
         "corpus": {**text.describe(), "tokens": int(stream.size), "tokenize_s": round(time.monotonic() - t0, 2)},
         "block_len_requested": opts.block_len, "block_len": block_len,
-        "blocks_available": int(stream.size // (block_len if opts.bos == "stream" else block_len - 1)),
-        "n_blocks": int(blocks.shape[0]), "bos": opts.bos, "bos_token_id": tokenizer.bos_token_id,
+        "blocks_available": int(stream.size // (block_len if bos == "stream" else block_len - 1)),
+        "n_blocks": int(blocks.shape[0]), "bos": bos, "bos_requested": opts.bos, "bos_note": bos_note,
+        "bos_token_id": tokenizer.bos_token_id, "warnings": [warning] if warning else [],
         "token_signature": corpora.token_signature(blocks),
         "conditions": [c.describe() for c in conditions],
     }
@@ -185,7 +200,8 @@ def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool,
     return {"command": COMMAND, "complete": complete, "incomplete_reason": reason, "updated_utc": utc_iso(),
             "model": run["model"], "corpus": run["corpus"], "path": opts.path,
             "backend": opts.backend if opts.path == "kernel" else None, "dtype": opts.dtype,
-            "device": device, "rescale_threshold": opts.rescale_threshold, "tile": opts.tile, "bos": opts.bos,
+            "device": device, "rescale_threshold": opts.rescale_threshold, "tile": opts.tile,
+            "bos": run.get("bos", opts.bos), "bos_note": run.get("bos_note"), "warnings": run.get("warnings", []),
             "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
             "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
             "token_signature": run["token_signature"], "gate": run.get("gate"),
@@ -267,10 +283,12 @@ def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None 
             run["gate"] = gate
         session.write_json("run.json", run)
         if not run["gate"]["passed"]:
+            g = run["gate"]
+            native = g.get("native_loss", g.get("native_sdpa_loss"))  # older sessions: the SDPA reference
             raise MeasurementError(
                 f"wiring check failed: the baseline NLL through softbench's attention and head "
-                f"({run['gate']['softbench_baseline_nll']:.5f}) differs from the model's own loss with SDPA "
-                f"({run['gate']['native_sdpa_loss']:.5f}) by more than {GATE_TOLERANCE_NATS} nats")
+                f"({g['softbench_baseline_nll']:.5f}) differs from the model's own loss with its own attention "
+                f"({native:.5f}) by more than {GATE_TOLERANCE_NATS} nats")
         from softbench.fidelity.summary import complete_blocks, latest_rows
 
         names = [c.name for c in conditions]
@@ -288,9 +306,10 @@ def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None 
         _write_tables(session, opts, run, True, None, device)
         session.set_status(complete=True, state="complete")
         return session
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         _write_tables(session, opts, run, False, "interrupted", device)
         session.set_status(complete=False, state="partial", reason="interrupted; resume with --resume")
+        e.session_path = str(session.path)  # the command prints it with the --resume line
         raise
     except Exception as e:
         reason = f"{type(e).__name__}: {e}"

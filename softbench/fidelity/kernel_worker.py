@@ -9,7 +9,7 @@ The worker loads the model with every attention layer routed to that kernel, and
 stdin, one per line:
   load  {variant, model, dtype, patch_cache, backend, device}
         -> what runs (FA4's patch record, or the Triton version and kernel configuration), load times
-  gate  {tokens}                                  -> NLL through the kernel and softbench's head vs the SDPA loss
+  gate  {tokens}                                  -> NLL through the kernel and softbench's head vs the model's own loss
   block {index, tokens, save_hidden, baseline_hidden}
         -> the block's NLL; save_hidden writes the final hidden states for the other variant; with
            baseline_hidden it also returns the vocabulary-output divergences against those states
@@ -72,9 +72,9 @@ class KernelWorker:
         return attention.SimAttention(parse_operator(op)), {"backend": "sim stand-in for FA4", "variant": self.variant}
 
     def load(self, req: dict) -> dict:
-        from softbench.fidelity.models import ModelSource, attention_geometry, load_model, offline_environment
+        # the parent's environment, HF_HUB_OFFLINE included (--offline sets it before starting the workers)
+        from softbench.fidelity.models import ModelSource, attention_geometry, load_model
 
-        offline_environment()
         self.variant = req["variant"]
         backend = req.get("backend", "fa4")
         stand_in = backend == "fa4" and os.environ.get(STAND_IN_ENV) == "sim"
@@ -116,18 +116,14 @@ class KernelWorker:
         import torch
 
         from softbench.fidelity import attention
-        from softbench.fidelity.nll import decoder_hidden, score_block
+        from softbench.fidelity.nll import decoder_hidden, native_loss, score_block
 
         ids = self._ids(req["tokens"])
-        kernel = attention.ROUTER.impl
         with torch.inference_mode():
-            attention.ROUTER.use(attention.SdpaAttention())
-            try:
-                native = float(self.model(input_ids=ids, labels=ids, use_cache=False).loss)
-            finally:
-                attention.ROUTER.use(kernel)
+            native = native_loss(self.model, ids, attention.IMPL_NAME)
             ours = score_block(self.head, decoder_hidden(self.model, ids)[:-1], ids[0, 1:]).to_row()["nll"]
-        return {"native_sdpa_loss": native, "softbench_baseline_nll": ours, "difference": ours - native}
+        return {"native_loss": native, "native_attention": "eager", "softbench_baseline_nll": ours,
+                "difference": ours - native}
 
     def block(self, req: dict) -> dict:
         import torch

