@@ -33,6 +33,13 @@ NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", 
 @click.option("--ncu/--no-ncu", "use_ncu", default=True, show_default=True,
               help="also read hardware counters with Nsight Compute (one launch per variant)")
 @click.option("--ncu-path", type=click.Path(dir_okay=False), default=None, help="the ncu executable [default: found]")
+@click.option("--collector", type=click.Choice(["ncu", "nsight-python"]), default="ncu", show_default=True,
+              help="who runs Nsight Compute: softbench's own ncu command line, or NVIDIA's nsight-python "
+              "(0.9.6 with ncu 2025.3.1; 1.x needs ncu 2026.2.1 or newer)")
+@click.option("--counter-reader", type=click.Choice(["auto", "ncu-report", "host", "csv"]), default="auto",
+              show_default=True, help="what reads the report: the ncu-report package, the Nsight Compute "
+              "install's own ncu_report module, or ncu's CSV; auto takes the first that reads it, and every "
+              "other one found checks its values")
 @click.option("--cuobjdump-path", type=click.Path(dir_okay=False), default=None,
               help="the cuobjdump executable [default: found]")
 @click.option("--kernel-regex", default=None, help="regular expression naming the attention kernel "
@@ -46,7 +53,7 @@ NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", 
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, use_ncu, ncu_path,
-            cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, out_dir):
+            collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, out_dir):
     """Audit the compiled attention forward of each variant: SASS instruction counts by opcode family,
     registers, spills, the per-element cost of the exponential path, and (with ncu) pipe utilization,
     issue activity and instructions executed. One session per shape.
@@ -71,6 +78,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
             raise UnsupportedError(f"{shape.tag()}: {reason}",
                                    hint="the audit reads the kernels FA4 compiles; it needs the GPU they run on")
     opts = AuditOptions(shapes=shapes, backend=backend, variants=names, use_ncu=use_ncu, ncu_path=ncu_path,
+                        collector=collector, counter_reader=counter_reader,
                         cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX,
                         warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
@@ -133,9 +141,26 @@ def audit_notes(summary: dict) -> list[str]:
         if fams:
             lines.append(f"  {v}: " + ", ".join(f"{k} {x:+.2f}" for k, x in fams.items()))
     lines += [f"note: {n}" for n in (summary.get("per_element_notes") or [])]
+    lines += counter_notes(summary)
     for v, errs in (summary.get("errors") or {}).items():
         for step, msg in errs.items():
             lines.append(f"error [{v} {step}]: {msg}")
+    return lines
+
+
+def counter_notes(summary: dict) -> list[str]:
+    """Which reader gave each variant's counters, and whether every other reader agreed on the same report."""
+    lines = []
+    for v, reader in (summary.get("counter_reader") or {}).items():
+        via = f" (collected through {summary['collector']})" if summary.get("collector") == "nsight-python" else ""
+        checks = (summary.get("counter_check") or {}).get(v) or {}
+        agree = [f"{name} {'equal' if c.get('equal') else 'DIFFERS'} on {c.get('compared', 0)} metrics"
+                 for name, c in checks.items()]
+        lines.append(f"counters [{v}]: read by {reader.get('name')} {reader.get('version') or ''}".rstrip() + via +
+                     ("; " + ", ".join(agree) if agree else "; no other reader to check them"))
+    for v, failed in (summary.get("counter_reader_failures") or {}).items():
+        for name, msg in failed.items():
+            lines.append(f"counters [{v}]: {name} could not read the report: {msg}")
     return lines
 
 
