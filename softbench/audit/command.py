@@ -20,6 +20,13 @@ from softbench.core.options import backend_option, shape_options, shapes_from
 @click.option("--ncu/--no-ncu", "use_ncu", default=True, show_default=True,
               help="also read hardware counters with Nsight Compute (one launch per variant)")
 @click.option("--ncu-path", type=click.Path(dir_okay=False), default=None, help="the ncu executable [default: found]")
+@click.option("--collector", type=click.Choice(["ncu", "nsight-python"]), default="ncu", show_default=True,
+              help="who runs Nsight Compute: softbench's own ncu command line, or NVIDIA's nsight-python "
+              "(0.9.6 with ncu 2025.3.1; 1.x needs ncu 2026.2.1 or newer)")
+@click.option("--counter-reader", type=click.Choice(["auto", "ncu-report", "host", "csv"]), default="auto",
+              show_default=True, help="what reads the report: the ncu-report package, the Nsight Compute "
+              "install's own ncu_report module, or ncu's CSV; auto takes the first that reads it, and every "
+              "other one found checks its values")
 @click.option("--cuobjdump-path", type=click.Path(dir_okay=False), default=None,
               help="the cuobjdump executable [default: found]")
 @click.option("--kernel-regex", default=None, help="regular expression naming the attention kernel "
@@ -33,7 +40,7 @@ from softbench.core.options import backend_option, shape_options, shapes_from
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, use_ncu, ncu_path,
-            cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, out_dir):
+            collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, out_dir):
     """Audit the compiled attention forward of each variant: SASS instruction counts by opcode family,
     registers, spills, the per-element cost of the exponential path, and (with ncu) pipe utilization,
     issue activity and instructions executed. One session per shape.
@@ -63,6 +70,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
             raise UnsupportedError(f"{shape.tag()}: {reason}",
                                    hint="the audit reads the kernels FA4 compiles; it needs the GPU they run on")
     opts = AuditOptions(shapes=shapes, backend=backend, variants=names, use_ncu=use_ncu, ncu_path=ncu_path,
+                        collector=collector, counter_reader=counter_reader,
                         cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX,
                         warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

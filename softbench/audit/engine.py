@@ -10,8 +10,12 @@ Per variant, in its own process (softbench.audit.driver), under `ncu` when it is
    missing); the attention kernel is the largest function matching the kernel regex; static counts by
    opcode family, registers, spills, dependency depth (softbench.audit.sass);
 4. ncu: one launch of the kernel after 1 + warmup launches (`--clock-control none`), exported to
-   `ncu/<variant>.ncu-rep`, read back as CSV (`ncu/<variant>.csv`) and reduced to named quantities
-   (softbench.audit.ncu).
+   `ncu/<variant>.ncu-rep` by softbench's own ncu command line (`--collector ncu`) or by nsight-python's
+   (`--collector nsight-python`, softbench.audit.nsight_driver); the report is read through NVIDIA's
+   ncu_report (softbench.audit.readers: the ncu-report package, else the Nsight Compute install's module, else
+   ncu's CSV), reduced to named quantities (softbench.audit.ncu), and read again by every other reader found,
+   ncu's CSV of the same report included (`ncu/<variant>.csv`): the session records which reader gave the
+   numbers and whether the others agree.
 Each step records its own error in the session and the next step still runs: no ncu, no counter permission
 or no cuobjdump leave the other parts standing.
 
@@ -39,6 +43,7 @@ from typing import Callable
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
+from softbench.audit import collectors, counters, readers
 from softbench.audit import ncu as ncu_mod
 from softbench.audit import sass as sass_mod
 from softbench.core.session import Session, utc_iso
@@ -70,8 +75,14 @@ class AuditOptions:
     backend_options: dict = field(default_factory=dict)
     driver_module: str = "softbench.audit.driver"
     command_line: str = ""
+    collector: str = "ncu"  # collectors.COLLECTORS
+    counter_reader: str = "auto"  # readers.CHOICES
 
     def __post_init__(self):
+        if self.collector not in collectors.COLLECTORS:
+            raise UsageError(f"unknown collector {self.collector!r}; one of {', '.join(collectors.COLLECTORS)}")
+        if self.counter_reader not in readers.CHOICES:
+            raise UsageError(f"unknown counter reader {self.counter_reader!r}; one of {', '.join(readers.CHOICES)}")
         if not self.variants:
             raise UsageError("no variants to audit")
         if len(set(self.variants)) != len(self.variants):
@@ -196,19 +207,41 @@ def driver_env(dump_dir: Path, base: dict | None = None) -> tuple[dict, dict]:
     return env, removed
 
 
+@dataclass(frozen=True)
+class CounterSetup:
+    """How counters are collected and read in this audit, settled before the first session is made."""
+
+    collector: dict  # collectors.check_collector's record
+    readers: tuple[readers.Reader, ...] = ()  # the primary first (readers.choose)
+    found: tuple[readers.Reader, ...] = ()
+
+
+def counter_setup(opts: AuditOptions, tools: Tools, ncu_version: str | None) -> CounterSetup:
+    """Refuses, before anything runs, a collector or a named reader this machine cannot provide."""
+    if not opts.use_ncu:
+        return CounterSetup(collector={"name": None})
+    collector = collectors.check_collector(opts.collector, tools.ncu, ncu_version)
+    found = tuple(readers.available(tools.ncu, ncu_version))
+    chain = tuple(readers.choose(opts.counter_reader, list(found))) if tools.ncu else ()
+    return CounterSetup(collector=collector, readers=chain, found=found)
+
+
 def run_audit(opts: AuditOptions, progress: Progress | None = None,
               render_markdown: Callable[[dict, str], str] | None = None) -> list[Session]:
     progress = progress or Progress()
     if not opts.shapes:
         raise UsageError("no shapes to audit")
     tools = locate_tools(opts)
+    versions = tools.versions()
+    setup = counter_setup(opts, tools, versions["ncu"]["version"])
     progress.start(len(opts.shapes) * len(opts.variants))
-    env_record = {**collect_env(gpu=opts.backend != "sim"), "tools": tools.versions()}
-    return [_run_shape(opts, shape, tools, env_record, progress, render_markdown) for shape in opts.shapes]
+    env_record = {**collect_env(gpu=opts.backend != "sim"), "tools": versions, "collector": setup.collector,
+                  "counter_readers_found": [r.record() for r in setup.found]}
+    return [_run_shape(opts, shape, tools, setup, env_record, progress, render_markdown) for shape in opts.shapes]
 
 
-def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, env_record: dict, progress: Progress,
-               render_markdown) -> Session:
+def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSetup, env_record: dict,
+               progress: Progress, render_markdown) -> Session:
     session = Session.create(opts.out_dir, "audit", f"{shape.tag()}-{opts.backend}")
     _, removed = driver_env(session.path)
     session.write_json("env.json", {**env_record, "audit_env_removed": removed})
@@ -217,13 +250,15 @@ def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, env_record: dict,
         "backend_options": opts.backend_options, "variants": list(opts.variants), "shape": shape.to_dict(),
         "kernel_regex": opts.kernel_regex, "warmup": opts.warmup, "calls": opts.calls, "seed": opts.seed,
         "launch_skip": opts.launch_skip, "ncu": opts.use_ncu, "ncu_metrics": list(ncu_mod.ALL_METRICS),
-        "started_utc": utc_iso(),
+        "collector": opts.collector if opts.use_ncu else None,
+        "counter_reader": opts.counter_reader if opts.use_ncu else None,
+        "counter_readers": [r.name for r in setup.readers], "started_utc": utc_iso(),
     })
     records: dict[str, dict] = {}
     try:
         for v in opts.variants:
             progress.message(f"{shape.tag()}: {v} (compile, run{', ncu' if opts.use_ncu else ''}, SASS)")
-            rec = _audit_variant(session, opts, shape, v, tools, progress)
+            rec = _audit_variant(session, opts, shape, v, tools, setup, progress)
             records[v] = rec
             session.append(VARIANTS_FILE, {k: val for k, val in rec.items() if k != "functions"})
             progress.window(v, rec)
@@ -252,7 +287,7 @@ def _finish(session: Session, opts: AuditOptions, shape: Shape, records: dict, t
 
 
 def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: str, tools: Tools,
-                   progress: Progress) -> dict:
+                   setup: CounterSetup, progress: Progress) -> dict:
     rec: dict = {"variant": variant, "errors": {}, "utc": utc_iso()}
     dump = session.path / "cubin" / variant
     drv = session.path / "driver"
@@ -267,10 +302,14 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
     target = [sys.executable, "-m", opts.driver_module, str(req_path), str(result_path)]
 
     ncu_report: Path | None = None
+    nsight_frame: Path | None = None
     if opts.use_ncu:
         if tools.ncu is None:
             rec["errors"]["ncu"] = (f"ncu was not found (looked in {', '.join(tools.looked) or 'nothing'}); "
                                     "put it on PATH or pass --ncu-path PATH, or --no-ncu for the SASS audit alone")
+        elif opts.collector == "nsight-python":
+            progress.message(f"{shape.tag()}: {variant} through nsight-python")
+            ncu_report, nsight_frame = _profile_nsight(session, opts, variant, tools.ncu, request, env, rec)
         else:
             progress.message(f"{shape.tag()}: {variant} under ncu")
             ncu_report = _profile(session, opts, variant, tools.ncu, target, env, rec)
@@ -293,7 +332,7 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
         rec["errors"]["sass"] = str(e)
     if ncu_report is not None:
         try:
-            _ncu_read(session, opts, variant, tools.ncu, ncu_report, rec)
+            _ncu_read(session, opts, variant, setup, ncu_report, rec, nsight_frame)
         except MeasurementError as e:
             rec["errors"].setdefault("ncu", str(e))
     return rec
@@ -366,15 +405,65 @@ def _report_candidates(stem: Path) -> tuple[Path, ...]:
     return (stem.with_name(stem.name + ".ncu-rep"), stem)
 
 
-def _ncu_read(session: Session, opts: AuditOptions, variant: str, ncu: str, report: Path, rec: dict) -> None:
-    code, text = _run(ncu_mod.import_command(ncu, str(report)), None, 300)
-    if code != 0:  # an older ncu without --print-units: units as ncu chooses them (the parser converts)
-        code, text = _run([ncu, "--import", str(report), "--csv", "--page", "raw"], None, 300)
-    if code != 0:
-        raise MeasurementError(f"ncu --import failed: {text.strip()[:400]}")
-    session.write_text(f"ncu/{variant}.csv", text)
+def _profile_nsight(session: Session, opts: AuditOptions, variant: str, ncu: str, request: dict, env: dict,
+                    rec: dict) -> tuple[Path | None, Path | None]:
+    """Profile through nsight-python (softbench.audit.nsight_driver); the report and nsight-python's own
+    DataFrame, moved into ncu/ under the names the ncu collector uses."""
+    out = session.path / "ncu"
+    out.mkdir(exist_ok=True)
+    drv = session.path / "driver"
+    req = {**request, "metrics": list(ncu_mod.ALL_METRICS), "output_prefix": str(out / f"{variant}-nsight-")}
+    req_path, res_path = drv / f"{variant}-request.json", drv / f"{variant}-result.json"
+    req_path.write_text(json.dumps(req, indent=2))
+    res_path.unlink(missing_ok=True)
+    # nsight-python starts `ncu` by name and runs this package's file as a script
+    env = {**env, "PATH": os.pathsep.join([str(Path(ncu).parent), env.get("PATH", "")]),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
+                                         [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    argv = [sys.executable, "-m", "softbench.audit.nsight_driver", str(req_path), str(res_path)]
+    code, text = _run(argv, env, opts.timeout_s, log=drv / f"{variant}.log")
+    result = _read_result(res_path)
+    rec["nsight_python"] = {k: result.get(k) for k in ("nsight_python", "nsight_error")}
+    if result.get("nsight_error"):
+        rec.setdefault("ncu_notes", []).append(f"nsight-python: {result['nsight_error']}")
+    report = Path(result["report"]) if result.get("report") else None
+    if report is None or not report.is_file():
+        rec["errors"]["ncu"] = ("nsight-python wrote no report: " + (result.get("error") or text or
+                                f"exit code {code}") + f"; log: driver/{variant}.log")
+        return None, None
+    final = out / f"{variant}.ncu-rep"
+    os.replace(report, final)
+    frame = Path(result["nsight_frame"]) if result.get("nsight_frame") else None
+    if frame is not None and frame.is_file():
+        os.replace(frame, out / f"{variant}.nsight-python.csv")
+        frame = out / f"{variant}.nsight-python.csv"
+    rec["ncu_metrics_asked"] = list(ncu_mod.ALL_METRICS)
+    return final, frame
+
+
+def _ncu_read(session: Session, opts: AuditOptions, variant: str, setup: CounterSetup, report: Path, rec: dict,
+              nsight_frame: Path | None = None) -> None:
+    """Read the report with every reader of the setup. The primary (the first that reads it; the named one
+    alone when --counter-reader names one) gives the quantities; each other reader's table, and
+    nsight-python's DataFrame where it made one, is compared with the primary's on the metrics asked."""
+    readings: dict[str, readers.Reading] = {}
+    failures: dict[str, str] = {}
+    for reader in setup.readers:
+        try:
+            readings[reader.name] = readers.read(reader, report, session.path, variant)
+        except MeasurementError as e:
+            failures[reader.name] = str(e)
+    if not setup.readers:
+        raise MeasurementError("no counter reader: neither ncu-report, nor ncu_report in an Nsight Compute "
+                               "install, nor ncu for its CSV", hint=f"pip install {readers.PACKAGE_PIN}")
+    primary_name = setup.readers[0].name if opts.counter_reader != "auto" else next(
+        (r.name for r in setup.readers if r.name in readings), None)
+    rec["counter_reader_failures"] = failures
+    if primary_name not in readings:
+        raise MeasurementError("no reader could read the report: " + "; ".join(failures.values()))
+    primary = readings[primary_name]
     try:
-        kernel = ncu_mod.pick_kernel(ncu_mod.parse_csv(text), opts.kernel_regex)
+        kernel = ncu_mod.pick_kernel(primary.kernels, opts.kernel_regex)
     except MeasurementError as e:
         logs = "".join(p.read_text(errors="replace") for p in sorted((session.path / "ncu").glob(f"{variant}-*.log")))
         reason, hint = ncu_mod.classify_failure(logs)
@@ -382,6 +471,18 @@ def _ncu_read(session: Session, opts: AuditOptions, variant: str, ncu: str, repo
     values, notes = ncu_mod.quantities(kernel)
     rec["ncu"] = values
     rec.setdefault("ncu_notes", []).extend(notes)
+    rec["counter_reader"] = {**primary.reader.record(), "table": primary.artifact}
+    asked = rec.get("ncu_metrics_asked") or list(ncu_mod.ALL_METRICS)
+    checks = {name: {**counters.compare(primary.frame, r.frame, asked), "table": r.artifact}
+              for name, r in readings.items() if name != primary_name}
+    if nsight_frame is not None:
+        launch = primary.frame[primary.frame["launch"] == int(kernel.identity.get("ID", 0))]
+        import pandas as pd  # heavy import, deferred
+
+        checks["nsight-python"] = {**counters.compare(launch, counters.frame_from_nsight(pd.read_csv(nsight_frame),
+                                                                                          primary.frame), asked),
+                                   "table": str(nsight_frame.relative_to(session.path))}
+    rec["counter_check"] = checks
 
 
 # --- SASS -----------------------------------------------------------------------------------------------
@@ -478,6 +579,13 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
         "dependency_depth": {v: r["dependency_depth"] for v, r in records.items() if r.get("dependency_depth")},
         "ncu": ncu_vals,
         "ncu_notes": {v: r["ncu_notes"] for v, r in records.items() if r.get("ncu_notes")},
+        "collector": opts.collector if opts.use_ncu else None,
+        "counter_reader": {v: r["counter_reader"] for v, r in records.items() if r.get("counter_reader")},
+        "counter_check": {v: {name: {k: c[k] for k in ("equal", "compared", "differences")}
+                              for name, c in r["counter_check"].items()}
+                          for v, r in records.items() if r.get("counter_check") is not None},
+        "counter_reader_failures": {v: r["counter_reader_failures"] for v, r in records.items()
+                                    if r.get("counter_reader_failures")},
         "errors": {v: r["errors"] for v, r in records.items() if r.get("errors")},
         "tools": {"ncu": tools.ncu, "cuobjdump": tools.cuobjdump, "nvdisasm": tools.nvdisasm} if tools else None,
     }

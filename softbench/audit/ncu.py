@@ -1,5 +1,9 @@
-"""Nsight Compute as data: the metrics softbench asks for, the command lines, and a parser for `ncu --csv`
-output. Pure functions; softbench.audit.engine runs the tool.
+"""Nsight Compute as data: the metrics softbench asks for, the command lines, the reduction of one launch to
+named quantities, and a parser for `ncu --csv` output. Pure functions; softbench.audit.engine runs the tool.
+
+The counters are read from the binary report through NVIDIA's own reader (softbench.audit.readers); this
+parser is the fallback for a machine with neither the ncu-report package nor an Nsight Compute install that
+ships ncu_report, and the cross-check of every audit (the CSV of the same report, at the precision it prints).
 
 CSV layouts read (ncu 2023-2025):
 - raw page (`ncu --import R --csv --page raw`): one header row (`"ID","Process ID",...,"Kernel Name",...,
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from softbench.core.errors import MeasurementError
 
@@ -140,11 +144,13 @@ def _table_text(text: str) -> str:
 
 @dataclass
 class KernelMetrics:
-    """One profiled kernel launch: identity columns and metric name -> (value, unit)."""
+    """One profiled kernel launch: identity columns and metric name -> (value, unit); `printed` holds the
+    CSV's cell text where the launch came from a CSV (the comparison reads its precision)."""
 
     kernel_name: str
     identity: dict
     metrics: dict[str, tuple[float | None, str]]
+    printed: dict[str, str] = field(default_factory=dict)
 
     def raw(self, name: str) -> float | None:
         return self.metrics.get(name, (None, ""))[0]
@@ -176,7 +182,8 @@ def _parse_wide(df) -> list[KernelMetrics]:
     for r in rows:
         ident = {k: r[k] for k in df.columns if k in _IDENTITY}
         out.append(KernelMetrics(kernel_name=str(r.get("Kernel Name", "")), identity=ident,
-                                 metrics={c: (to_number(r[c]), units[c]) for c in metric_cols}))
+                                 metrics={c: (to_number(r[c]), units[c]) for c in metric_cols},
+                                 printed={c: str(r[c]) for c in metric_cols}))
     return out
 
 
@@ -190,6 +197,7 @@ def _parse_long(df) -> list[KernelMetrics]:
                      and k != "Section Name"}
             km = out[key] = KernelMetrics(kernel_name=str(r.get("Kernel Name", "")), identity=ident, metrics={})
         km.metrics[str(r["Metric Name"])] = (to_number(r["Metric Value"]), str(r.get("Metric Unit", "")).strip())
+        km.printed[str(r["Metric Name"])] = str(r["Metric Value"])
     return list(out.values())
 
 

@@ -58,9 +58,26 @@ def audit_notes(summary: dict) -> list[str]:
         if fams:
             lines.append(f"  {v}: " + ", ".join(f"{k} {x:+.2f}" for k, x in fams.items()))
     lines += [f"note: {n}" for n in (summary.get("per_element_notes") or [])]
+    lines += counter_notes(summary)
     for v, errs in (summary.get("errors") or {}).items():
         for step, msg in errs.items():
             lines.append(f"error [{v} {step}]: {msg}")
+    return lines
+
+
+def counter_notes(summary: dict) -> list[str]:
+    """Which reader gave each variant's counters, and whether every other reader agreed on the same report."""
+    lines = []
+    for v, reader in (summary.get("counter_reader") or {}).items():
+        via = f" (collected through {summary['collector']})" if summary.get("collector") == "nsight-python" else ""
+        checks = (summary.get("counter_check") or {}).get(v) or {}
+        agree = [f"{name} {'equal' if c.get('equal') else 'DIFFERS'} on {c.get('compared', 0)} metrics"
+                 for name, c in checks.items()]
+        lines.append(f"counters [{v}]: read by {reader.get('name')} {reader.get('version') or ''}".rstrip() + via +
+                     ("; " + ", ".join(agree) if agree else "; no other reader to check them"))
+    for v, failed in (summary.get("counter_reader_failures") or {}).items():
+        for name, msg in failed.items():
+            lines.append(f"counters [{v}]: {name} could not read the report: {msg}")
     return lines
 
 

@@ -51,7 +51,7 @@ def sweep_markdown(summary: dict, title: str) -> str:
         f"- kind: {summary.get('kind')}; backend `{summary.get('backend')}`; shape `{summary.get('shape_tag')}`",
         f"- baseline: {summary.get('baseline')} " + ("(every variant in one run with it)" if together else
                                                      "(one process kept for the whole sweep; one process per variant)"),
-        f"- protocol: {summary.get('protocol')}",
+        f"- protocol{'' if together else ' per variant'}: {summary.get('protocol')}",
     ]
     if together:
         lines.append(f"- quantity: speed-up {summary.get('quantity')} ({summary.get('protocol_kind')} protocol)")

@@ -2,10 +2,12 @@
 
 Profiling (`... --export R --log-file L ... <python> -m <driver> REQ RES`): runs the target, writes ncu-like
 lines to L and a report R that names the variant. `--import R --csv ...`: prints ncu-<variant>.csv from this
-folder. FAKE_NCU_MODE=perm answers like a machine without counter permission; FAKE_NCU_MODE=badmetric refuses
+folder. FAKE_NCU_MODE=real writes the H200 report h200/A0.ncu-rep instead and imports it as h200/A0.csv
+(the CSV ncu 2025.3.1 printed from that report). FAKE_NCU_MODE=perm answers like a machine without counter permission; FAKE_NCU_MODE=badmetric refuses
 sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,9 @@ HERE = Path(__file__).resolve().parent
 args = sys.argv[1:]
 if "--version" in args:
     print("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (fake for tests)")
+    sys.exit(0)
+if "--import" in args and os.environ.get("FAKE_NCU_MODE") == "real":
+    sys.stdout.write((HERE / "h200" / "A0.csv").read_text())
     sys.exit(0)
 if "--import" in args:
     report = Path(args[args.index("--import") + 1])
@@ -40,5 +45,8 @@ with open(log, "a") as f:
     f.write("==PROF== Profiling \"kernel_cutlass_kernel_flash_attn...\" - 0: 0%....50%....100% - 9 passes\n"
             "==PROF== Disconnected from process 4242\n")
 req = json.loads(Path(target[-2]).read_text())
-report.write_text(json.dumps({"variant": req["variant"], "metrics": metrics}))
+if mode == "real":
+    shutil.copyfile(HERE / "h200" / "A0.ncu-rep", report)
+else:
+    report.write_text(json.dumps({"variant": req["variant"], "metrics": metrics}))
 sys.exit(code)

@@ -1,0 +1,285 @@
+"""The audit's counters through NVIDIA's reader: the counter table, reader discovery and choice, the CSV
+fallback, the cross-check, the nsight-python collector's refusal. No GPU needed.
+
+The reader tests read a real report (tests/data/audit/h200, recorded on the H200 by ncu 2025.3.1) through
+the ncu-report package; they are skipped where that package is not installed (pip install ncu-report==2025.3.1).
+Nothing here stands in for ncu_report's API: the "host" install below is made of the package's own files in
+the layout Nsight Compute ships (extras/python/ncu_report.py)."""
+
+import importlib.metadata
+import importlib.util
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+import test_audit as audit_tests
+from softbench.audit import collectors, counters, ncu, readers
+from softbench.audit.render import counter_notes
+from softbench.audit.engine import AuditOptions, run_audit
+from softbench.audit.nsight_driver import nsight_settings, report_path
+from softbench.core.errors import UnsupportedError, UsageError
+from softbench.core.shapes import Shape
+
+DATA = Path(__file__).parent / "data" / "audit"
+H200 = DATA / "h200"
+KERNEL_RX = "FlashAttentionForwardSm"
+
+
+def _has_package() -> bool:
+    try:
+        importlib.metadata.version("ncu-report")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("ncu_report") is not None
+
+
+needs_package = pytest.mark.skipif(not _has_package(), reason="the ncu-report package is not installed")
+
+
+def _csv_frame(path: Path):
+    return counters.frame_from_kernels(ncu.parse_csv(path.read_text()))
+
+
+# --- the table and the comparison (pure) ---------------------------------------------------------------
+
+def test_csv_fallback_table_keeps_what_ncu_printed():
+    frame = _csv_frame(DATA / "ncu-A0.csv")
+    assert list(frame.columns) == list(counters.COLUMNS)
+    row = frame[(frame.launch == 1) & (frame.metric == "smsp__inst_executed.sum")].iloc[0]
+    assert (row.value, row.unit, row.text) == (130_100_000.0, "inst", "130,100,000")
+    assert set(frame.launch) == {0, 1}  # the torch fill kernel and the attention kernel
+
+
+def test_compare_reads_the_precision_the_csv_printed():
+    csv = _csv_frame(DATA / "ncu-A0.csv")
+    exact = csv.copy()
+    exact["text"] = None
+    metric = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"  # printed 40.30
+    finer = exact.copy()
+    finer.loc[finer.metric == metric, "value"] = [0.0, 40.304]
+    assert counters.compare(finer, csv, [metric])["equal"]  # 40.304 printed to 2 decimals is 40.30
+    off = finer.copy()
+    off.loc[(off.metric == metric) & (off.launch == 1), "value"] = 40.306
+    got = counters.compare(off, csv, [metric])
+    assert not got["equal"] and got["differences"][0]["why"] == "value differs"
+    # two readers of the binary report: no printed text, so exactly equal or not
+    assert not counters.compare(finer, exact, [metric])["equal"]
+    unit = exact.copy()
+    unit.loc[unit.metric == "gpu__time_duration.sum", "unit"] = "usecond"
+    assert "unit" in counters.compare(exact, unit, ["gpu__time_duration.sum"])["differences"][0]["why"]
+    missing = exact[exact.metric != metric]
+    assert counters.compare(exact, missing, [metric])["differences"][0]["why"] == "missing"
+    assert not counters.compare(exact, exact, ["no_such_metric"])["equal"]  # nothing compared is not "equal"
+
+
+def test_frame_round_trips_through_the_session_file(tmp_path):
+    frame = _csv_frame(DATA / "ncu-A1.csv")
+    frame["value"] = frame["value"] / 3.0  # values no decimal print holds exactly
+    readers.write_frame(frame, tmp_path / "t.csv")
+    back = readers.load_frame(tmp_path / "t.csv")
+    assert counters.compare(frame, back, sorted(set(frame.metric)))["equal"]
+
+
+def test_nsight_python_frame_takes_launch_and_unit_from_the_primary():
+    import pandas as pd
+
+    primary = _csv_frame(DATA / "ncu-A0.csv")
+    name = primary[primary.launch == 1].kernel.iloc[0]
+    df = pd.DataFrame({"Kernel": [name, name], "Metric": ["gpu__time_duration.sum", "smsp__inst_executed.sum"],
+                       "AvgValue": [403488.0, 130_100_000.0]})
+    got = counters.frame_from_nsight(df, primary)
+    assert list(got.launch) == [1, 1] and list(got.unit) == ["nsecond", "inst"]
+    assert counters.compare(primary[primary.launch == 1], got, list(df.Metric))["equal"]
+
+
+# --- NVIDIA's reader on a real report ------------------------------------------------------------------
+
+@needs_package
+def test_ncu_report_reads_the_h200_report_equal_to_the_csv_parser(tmp_path):
+    reader = readers.package_reader()
+    assert reader is not None and reader.name == "ncu-report"
+    report = tmp_path / "A0.ncu-rep"
+    shutil.copyfile(H200 / "A0.ncu-rep", report)
+    reading = readers.read(reader, report, tmp_path, "A0")
+    assert reading.artifact == "A0.ncu-report.csv" and (tmp_path / "A0.ncu-report.csv").is_file()
+    csv = _csv_frame(H200 / "A0.csv")
+    every = sorted(set(reading.frame.metric))
+    assert len(every) == 322
+    check = counters.compare(reading.frame, csv, every)
+    assert check["equal"] and check["compared"] == 322, check["differences"]
+    q, _ = ncu.quantities(ncu.pick_kernel(reading.kernels, KERNEL_RX))
+    q_csv, _ = ncu.quantities(ncu.pick_kernel(ncu.parse_csv((H200 / "A0.csv").read_text()), KERNEL_RX))
+    assert q["mufu_pipe_pct"] == pytest.approx(40.3199268, abs=1e-6) and q_csv["mufu_pipe_pct"] == 40.32
+    assert (q["instructions"], q["registers_per_thread"], q["duration_us"]) == (130143192, 168, 404.224)
+    assert (q["block_size"], q["grid_size"]) == (q_csv["block_size"], q_csv["grid_size"]) == ("(384, 1, 1)",
+                                                                                             "(1024, 1, 1)")
+    for key, value in q_csv.items():
+        if isinstance(value, float):
+            assert q[key] == pytest.approx(value, abs=0.005 + 1e-9 * abs(value)), key
+
+
+def _host_install(root: Path) -> Path:
+    """An Nsight Compute install's layout (bin launcher in a CUDA toolkit, nsight-compute-<version>/ beside it
+    with extras/python/ncu_report.py) made of the ncu-report package's own files."""
+    package = Path(importlib.util.find_spec("ncu_report").origin).parent
+    install = root / "cuda" / "nsight-compute-2025.3.1"
+    extras = install / "extras" / "python"
+    extras.mkdir(parents=True)
+    shutil.copyfile(package / "__init__.py", extras / "ncu_report.py")
+    for lib in package.glob("*.so"):
+        shutil.copyfile(lib, extras / lib.name)
+    (root / "cuda" / "bin").mkdir()
+    launcher = root / "cuda" / "bin" / "ncu"
+    launcher.write_text(f'#!/bin/sh\nexec "{install}/ncu" "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    return launcher
+
+
+@needs_package
+def test_host_module_found_from_ncu_and_read_in_its_own_process(tmp_path):
+    launcher = _host_install(tmp_path)
+    host = readers.host_reader(str(launcher), "Version 2025.3.1.0 (build 36398880) (public-release)")
+    assert host is not None and host.version == "2025.3.1" and host.location.endswith("extras/python")
+    report = tmp_path / "A0.ncu-rep"
+    shutil.copyfile(H200 / "A0.ncu-rep", report)
+    reading = readers.read(host, report, tmp_path, "A0")
+    package = readers.read(readers.package_reader(), report, tmp_path, "A0")
+    every = sorted(set(package.frame.metric))
+    assert counters.compare(package.frame, reading.frame, every)["equal"]  # exactly, no printed precision
+
+
+def test_no_host_module_where_the_install_has_none(tmp_path):
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "ncu"
+    fake.write_text("#!/bin/sh\n")
+    assert readers.host_reader(str(fake), "Version 2025.3.1.0") is None
+    assert readers.host_reader(None) is None
+
+
+def test_a_reader_that_cannot_read_says_why(tmp_path):
+    report = tmp_path / "A0.ncu-rep"
+    report.write_text("not a report")
+    module = tmp_path / "extras"
+    module.mkdir()
+    (module / "ncu_report.py").write_text("def load_report(path):\n    raise RuntimeError('unsupported version')\n")
+    from softbench.core.errors import MeasurementError
+
+    with pytest.raises(MeasurementError, match="could not read A0.ncu-rep: RuntimeError: unsupported version"):
+        readers.read(readers.Reader("host", None, str(module)), report, tmp_path, "A0")
+
+
+# --- choosing a reader ------------------------------------------------------------------------------------
+
+PKG, HOST, CSV = (readers.Reader("ncu-report", "2025.3.1", "/p"), readers.Reader("host", "2025.3.1", "/h"),
+                  readers.Reader("csv", "2025.3.1", "/usr/local/cuda/bin/ncu"))
+
+
+def test_choose_auto_is_best_first_and_a_named_reader_goes_first():
+    assert [r.name for r in readers.choose("auto", [PKG, HOST, CSV])] == ["ncu-report", "host", "csv"]
+    assert [r.name for r in readers.choose("host", [PKG, HOST, CSV])] == ["host", "ncu-report", "csv"]
+    assert readers.choose("auto", [CSV]) == [CSV]
+
+
+def test_a_named_reader_that_is_missing_is_refused():
+    with pytest.raises(UnsupportedError, match=r"--counter-reader ncu-report: .*readers found: host, csv") as e:
+        readers.choose("ncu-report", [HOST, CSV])
+    assert "pip install ncu-report==2025.3.1" in e.value.hint
+    with pytest.raises(UnsupportedError, match="host is not available"):
+        readers.choose("host", [CSV])
+
+
+def test_unknown_collector_or_reader_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown collector 'nvprof'"):
+        AuditOptions(shapes=(Shape(),), collector="nvprof")
+    with pytest.raises(UsageError, match="unknown counter reader"):
+        AuditOptions(shapes=(Shape(),), counter_reader="regex")
+
+
+# --- nsight-python ----------------------------------------------------------------------------------------
+
+NCU_2025 = "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 36398880) (public-release)"
+
+
+def test_nsight_python_refusal_names_the_versions():
+    why = collectors.nsight_python_refusal("1.1.0", NCU_2025)
+    assert "nsight-python 1.1.0 needs Nsight Compute 2026.2.1 or newer" in why
+    assert "this ncu is 2025.3.1" in why and "nsight-python==0.9.6" in why and "--collector ncu" in why
+    assert collectors.nsight_python_refusal("1.0.0", NCU_2025) is not None
+    assert collectors.nsight_python_refusal("0.9.6", NCU_2025) is None
+    assert collectors.nsight_python_refusal("1.1.0", "Version 2026.2.1.0") is None
+    assert "not installed" in collectors.nsight_python_refusal(None, NCU_2025)
+    assert "version is unknown" in collectors.nsight_python_refusal("0.9.6", "")
+
+
+def test_nsight_driver_profiles_as_the_ncu_collector_does():
+    req = {"metrics": list(ncu.ALL_METRICS), "output_prefix": "/s/ncu/A0-nsight-"}
+    s = nsight_settings(req)
+    assert (s["clock_control"], s["cache_control"], s["replay_mode"], s["runs"]) == ("none", "all", "kernel", 1)
+    assert s["thermal_mode"] == "off" and s["metrics"] == list(ncu.ALL_METRICS)
+    assert str(report_path(req)) == "/s/ncu/A0-nsight-ncu-output-attention_forward-0.ncu-rep"
+
+
+# --- the engine with stand-in tools ----------------------------------------------------------------------
+
+# the stand-in ncu, cuobjdump and driver of tests/test_audit.py (one place for the fixture)
+fake_tools = audit_tests.fake_tools
+
+
+def _opts(tmp_path, bin_dir, **kw) -> AuditOptions:
+    return audit_tests._opts(tmp_path, bin_dir, **{"variants": ("A0",), **kw})
+
+
+def test_engine_records_which_reader_read_the_counters(tmp_path, fake_tools, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "real")
+    (s,) = run_audit(_opts(tmp_path, fake_tools))
+    summary = s.read_json("summary.json")
+    reader = summary["counter_reader"]["A0"]
+    expect = "ncu-report" if _has_package() else "csv"
+    assert reader["name"] == expect and summary["errors"] == {}
+    checks = summary["counter_check"]["A0"]
+    if expect == "ncu-report":
+        assert checks["csv"]["equal"] and checks["csv"]["compared"] == len(ncu.ALL_METRICS)
+        assert reader["table"] == "ncu/A0.ncu-report.csv" and (s.path / reader["table"]).is_file()
+    else:
+        assert checks == {}
+    assert summary["ncu"]["A0"]["instructions"] == 130143192 and (s.path / "ncu" / "A0.csv").is_file()
+    protocol = (s.path / "protocol.yaml").read_text()
+    assert "collector: ncu" in protocol and "counter_reader: auto" in protocol
+    assert s.read_json("env.json")["collector"]["name"] == "ncu"
+    (line,) = counter_notes(summary)
+    assert line.startswith(f"counters [A0]: read by {expect}")
+
+
+def test_engine_csv_reader_on_request(tmp_path, fake_tools, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "real")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, counter_reader="csv"))
+    summary = s.read_json("summary.json")
+    assert summary["counter_reader"]["A0"]["name"] == "csv"
+    assert summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.32  # the CSV's two decimals
+    if _has_package():
+        assert summary["counter_check"]["A0"]["ncu-report"]["equal"]
+
+
+def test_engine_falls_back_when_no_reader_of_the_binary_report_can_read_it(tmp_path, fake_tools):
+    (s,) = run_audit(_opts(tmp_path, fake_tools))  # the stand-in's report is JSON, not a report
+    summary = s.read_json("summary.json")
+    assert summary["counter_reader"]["A0"]["name"] == "csv" and summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.3
+    if _has_package():
+        assert "could not read A0.ncu-rep" in summary["counter_reader_failures"]["A0"]["ncu-report"]
+
+
+def test_engine_refuses_nsight_python_before_any_session(tmp_path, fake_tools, monkeypatch):
+    monkeypatch.setattr(collectors, "installed_nsight_python", lambda: "1.1.0")
+    with pytest.raises(UnsupportedError, match="nsight-python 1.1.0 needs Nsight Compute 2026.2.1.*is 2025.3.1"):
+        run_audit(_opts(tmp_path, fake_tools, collector="nsight-python"))
+    assert not (tmp_path / "sessions").exists()
+    # --no-ncu asks nothing of the collector
+    (s,) = run_audit(_opts(tmp_path, fake_tools, collector="nsight-python", use_ncu=False))
+    assert s.read_json("summary.json")["collector"] is None
+
+
+def test_cli_refusal_is_one_sentence_without_traceback(tmp_path, fake_tools, cli):
+    r = cli("audit", "--counter-reader", "regex")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "regex" in r.stderr
