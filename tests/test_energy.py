@@ -247,13 +247,16 @@ def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
 
     opts = EnergyOptions(shape=Shape(seq=64, heads=2), order=("A0", "A1", "A1", "A0"), backend="sim", seconds=0.3,
                          interval_s=0.02, pre_s=0.1, post_s=0.05, idle_s=0.06, trim_start=5, trim_end=2, warmup=1,
-                         chunk=2, out_dir=tmp_path, require_gpu=False)
+                         chunk=2, settle_min_s=0.05, settle_max_s=1.0, out_dir=tmp_path, require_gpu=False)
     session = run_energy(opts, FakePower())
     names = {p.name for p in session.path.iterdir()}
     assert {"env.json", "protocol.yaml", "samples.jsonl", "loops.jsonl", "summary.json", "summary.md",
             "power.png", "smoke.json", "status.json"} <= names
     loops = read_jsonl(session.path / "loops.jsonl")
     assert [lp["variant"] for lp in loops] == ["A0", "A1", "A1", "A0"]
+    # a CPU worker has no NVML readings: each loop's settling is its minimum, and says so
+    assert all(lp["settle"]["reason"] == "no readings: fixed warm-up" and lp["settle"]["elapsed_s"] >= 0.05
+               for lp in loops)
     samples = read_jsonl(session.path / "samples.jsonl")
     assert {s["phase"] for s in samples} == {"idle", "pre", "loop", "post"}
     for s in samples:

@@ -44,6 +44,10 @@ class EnergyOptions:
     trim_start: int = 20
     trim_end: int = 10
     ramp_fraction: float = 0.9
+    # after the warm-up calls, chunks run until power and SM clock settle (softbench.runtime.settle), so that the
+    # timed loop and the energy counter start at the board's equilibrium for this kernel, not on its ramp
+    settle_min_s: float = 2.0
+    settle_max_s: float = 20.0
     seed: int = 0
     out_dir: Path = Path("sessions")
     backend_options: dict = field(default_factory=dict)
@@ -187,7 +191,8 @@ def _run_loops(opts: EnergyOptions, power, workers: dict[str, WorkerProcess], se
         sampler.start()
         try:
             time.sleep(opts.pre_s)
-            res = w.request("energy_loop", seconds=opts.seconds, warmup=opts.warmup, chunk=opts.chunk)["result"]
+            res = w.request("energy_loop", seconds=opts.seconds, warmup=opts.warmup, chunk=opts.chunk,
+                            settle={"min_s": opts.settle_min_s, "max_s": opts.settle_max_s})["result"]
             time.sleep(opts.post_s)
         finally:
             readings = sampler.stop()

@@ -192,12 +192,24 @@ class WorkerState:
 
         if self.forward is None:
             raise SoftbenchError("energy_loop requested before prepare")
+        from softbench.runtime.settle import SettleRule, Settler
+
         chunk, seconds = int(req.get("chunk", 50)), float(req["seconds"])
         counter = self.nvml is not None and self.nvml.has_energy_counter()
+        verdict = None
         with torch.inference_mode():
             for _ in range(int(req.get("warmup", 30))):
                 self.forward()
             self.timer.sync()
+            if req.get("settle") is not None:  # chunks until this kernel's power and clock settle
+                settler = Settler(SettleRule(**req["settle"]), time.monotonic())
+                while not verdict or not verdict.done:
+                    for _ in range(chunk):
+                        self.forward()
+                    self.timer.sync()
+                    r = self._reading()
+                    settler.add(time.monotonic(), r.get("gpu_power_w"), r.get("gpu_sm_clock_mhz"))
+                    verdict = settler.verdict()
             energy_start_j = self.nvml.total_energy_j() if counter else None
             t_start = time.monotonic()
             forwards = 0
@@ -209,7 +221,8 @@ class WorkerState:
             t_end = time.monotonic()
             energy_end_j = self.nvml.total_energy_j() if counter else None
         return {"forwards": forwards, "loop_s": t_end - t_start, "t_start": t_start, "t_end": t_end,
-                "chunk": chunk, "energy_start_j": energy_start_j, "energy_end_j": energy_end_j}
+                "chunk": chunk, "energy_start_j": energy_start_j, "energy_end_j": energy_end_j,
+                "settle": verdict.to_dict() if verdict else None}
 
     def register_variant(self, req: dict) -> dict:
         """Register a variant that exists only by name (FA4's emulation settings, `emu-f8-s1`) in this
