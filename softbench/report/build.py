@@ -21,8 +21,8 @@ from softbench.core.errors import UsageError
 from softbench.core.session import atomic_write_text
 from softbench.core.tables import md_table
 from softbench.predictions.evaluate import SessionRecord, load_sessions
-from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_speedup_bars, plot_speedup_vs_seq,
-                                      plot_trace, plot_windows)
+from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
+                                      plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.records import marked_name, safe_name
 from softbench.report.tables import TableData, energy_table, fidelity_table, latency_table, trace_table
 
@@ -92,6 +92,9 @@ def build_report(paths, out_dir: Path | str) -> Report:
         for r in lat:
             add(lambda p, r=r: plot_windows(r, p), out_dir / f"latency-windows-{safe_name(r.name)}.png", r,
                 "windows.jsonl")
+            if (r.summary or {}).get("protocol_kind") in ("interleaved", "sustained"):
+                add(lambda p, r=r: plot_protocol_timeline(r, p), out_dir / f"latency-timeline-{safe_name(r.name)}.png",
+                    r, "windows.jsonl")
     # kinds drawn one figure per session: (kind, table, figure, file prefix, what the figure reads)
     per_session = (
         ("energy", energy_table, plot_energy, "energy-power", "samples.jsonl"),

@@ -243,3 +243,75 @@ def plot_trace(rec: SessionRecord, path: Path) -> Path | None:
                  fontsize=9)
     ax.legend(fontsize=8)
     return save_figure(fig, path)
+
+
+def protocol_timeline(rec: SessionRecord) -> dict | None:
+    """What the timeline figure draws, from a session of the interleaved or sustained protocol: per comparison the
+    per-pair speed-ups against time (interleaved: one pair per cycle; sustained: one pair per cycle of blocks), and
+    every measured window's SM clock and power against time. None for other sessions."""
+    s = rec.summary or {}
+    kind = s.get("protocol_kind")
+    if kind not in ("interleaved", "sustained"):
+        return None
+    windows = [w for w in raw_records(rec, "windows.jsonl") if w.get("phase") in ("measure", "warmup", "settle")
+               and isinstance(w.get("t_s"), (int, float))]
+    if not windows:
+        return None
+    t0 = min(w["t_s"] for w in windows)
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for w in windows:
+        if w.get("phase") == "measure":
+            cells[(w.get("round", 0), w["cycle"], w["label"])].append(w)
+    base = s.get("baseline")
+    cycles = sorted({k[:2] for k in cells})
+    pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for rc in cycles:
+        b = cells.get((*rc, base))
+        if not b:
+            continue
+        b_ms = sorted(w["ms_per_call"] for w in b)[len(b) // 2]
+        for label in s.get("comparisons", {}):
+            o = cells.get((*rc, label))
+            if o:
+                o_ms = sorted(w["ms_per_call"] for w in o)[len(o) // 2]
+                t = (sum(w["t_s"] for w in b + o) / len(b + o)) - t0
+                pairs[label].append((t, 100.0 * (b_ms / o_ms - 1.0)))
+    return {"kind": kind, "quantity": s.get("quantity"), "baseline": base, "pairs": dict(pairs),
+            "roles": {lbl: c.get("role") for lbl, c in s.get("comparisons", {}).items()},
+            "windows": [(w["t_s"] - t0, w["label"], w.get("phase"), w.get("gpu_sm_clock_mhz"), w.get("gpu_power_w"))
+                        for w in windows]}
+
+
+def plot_protocol_timeline(rec: SessionRecord, path: Path) -> Path | None:
+    """Two panels over the session's time: the per-pair speed-up of every comparison (the null's and the
+    references' too), and the SM clock (and power) of every window, so that what a protocol measures can be seen:
+    interleaved pairs share one clock, sustained blocks each settle at their own."""
+    data = protocol_timeline(rec)
+    if data is None:
+        return None
+    fig = _new_figure(8.0, 6.5)
+    top = fig.add_subplot(2, 1, 1)
+    bottom = fig.add_subplot(2, 1, 2, sharex=top)
+    labels = sorted({w[1] for w in data["windows"]})
+    color = {label: f"C{i % 10}" for i, label in enumerate(labels)}  # one colour per kernel in both panels
+    for label, pts in sorted(data["pairs"].items()):
+        top.plot([t for t, _ in pts], [v for _, v in pts], "o-" if data["kind"] == "sustained" else ".",
+                 color=color.get(label, "k"), ms=3, lw=0.8, label=f"{label} ({data['roles'].get(label)})")
+    top.axhline(0.0, color="0.5", lw=0.6)
+    top.set_ylabel(f"speed-up vs {data['baseline']}, % (per pair)")
+    top.set_title(f"{marked_name(rec)}\n{data['kind']} protocol: speed-up {data['quantity']}", fontsize=9)
+    top.legend(fontsize=7, loc="best")
+    power_ax = bottom.twinx()
+    any_power = False
+    for label in labels:
+        ws = [w for w in data["windows"] if w[1] == label and w[3] is not None]
+        bottom.plot([w[0] for w in ws], [w[3] for w in ws], ".", color=color[label], ms=2, label=label)
+        pw = [w for w in ws if w[4] is not None]
+        if pw:
+            any_power = True
+            power_ax.plot([w[0] for w in pw], [w[4] for w in pw], "-", color=color[label], lw=0.4, alpha=0.4)
+    bottom.set_xlabel("time, s (warm-up and settling included)")
+    bottom.set_ylabel("SM clock, MHz (dots)")
+    power_ax.set_ylabel("power, W (lines)" if any_power else "power: not recorded")
+    bottom.legend(fontsize=7, loc="lower left", markerscale=3)
+    return save_figure(fig, path)
