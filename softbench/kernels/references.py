@@ -126,7 +126,6 @@ class SdpaBackend(_ExactOnly):
         self.device = detect_device()
 
     def build(self, shape: Shape, inputs):
-        import torch
         import torch.nn.functional as F
 
         reason = sdpa_unsupported_reason(shape, self.device)

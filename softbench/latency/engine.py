@@ -15,7 +15,7 @@ from typing import Callable
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import UsageError
-from softbench.core.protocol import AnyProtocol, InterleavedProtocol, LatencyProtocol
+from softbench.core.protocol import AnyProtocol, InterleavedProtocol
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
 from softbench.runtime.client import WorkerProcess
@@ -132,6 +132,7 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
                for label, w in workers.items()}
     base_label = opts.labels()[0]
     gated = [lbl for lbl, k in kernels.items() if k["role"] in ("variant", "null")]
+    device_kind = next(iter(workers.values())).info.get("device", {}).get("kind")
     state: dict = {"windows": [], "blocks": [], "smoke": {}, "run": {}}
 
     def finish(session: Session, complete: bool, reason: str | None) -> None:
@@ -142,7 +143,8 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
         else:
             summary = summarize_paired(state["blocks"], kernels, base_label, shape.flops, p.kind, "median_ms",
                                        windows=measured)
-        _write_summary(session, opts, shape, summary, state, env, complete, reason)
+        write_summary(session, opts, shape, summary, complete, reason, smoke=state["smoke"], run=state["run"],
+                      timings_are=timings_are(opts.backend, device_kind))
 
     with session_run(opts.out_dir, "latency", session_tag(opts, shape),
                      env={**env, "workers": {k: w.info for k, w in workers.items()}},
@@ -167,17 +169,23 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
     return session
 
 
-def _write_summary(session: Session, opts: LatencyOptions, shape: Shape, summary: dict, state: dict, env: dict,
-                   complete: bool, reason: str | None) -> None:
+def timings_are(backend: str, device_kind: str | None) -> str:
+    if backend == "sim":
+        where = "CPU wall-clock" if device_kind != "cuda" else "CUDA event"
+        return f"{where} timings of the pure-torch simulation, not kernel timings"
+    return "CUDA event timings of the kernel calls"
+
+
+def write_summary(session: Session, opts: LatencyOptions, shape: Shape, summary: dict, complete: bool,
+                  reason: str | None, **extra) -> None:
+    """The one way a latency session's summary is finished, under any protocol: the shape, backend and protocol,
+    `extra` (smoke checks, the run's record, the paper's order), completeness; then summary.json, summary.md
+    and the status, complete or partial."""
     from softbench.latency.render import latency_markdown
 
     summary.update({
         "command": "latency", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
-        "protocol": opts.protocol.to_dict(), "smoke": state["smoke"], "run": state["run"],
-        "device": (env.get("gpu") or {}).get("name") if isinstance(env.get("gpu"), dict) else None,
-        "timings_are": "CPU wall-clock timings of the pure-torch simulation, not kernel timings"
-        if opts.backend == "sim" else "CUDA event timings of the kernel calls",
-        "complete": complete, "finished_utc": utc_iso(),
+        "protocol": opts.protocol.to_dict(), **extra, "complete": complete, "finished_utc": utc_iso(),
     })
     if reason:
         summary["incomplete_reason"] = reason

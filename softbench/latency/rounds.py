@@ -49,18 +49,9 @@ def run_rounds(opts, shape: Shape, workers: dict, env: dict, progress) -> Sessio
 
 def _finish(session: Session, opts, shape: Shape, windows: list[dict], smoke: dict, order: list, complete: bool,
             reason: str | None = None) -> None:
-    from softbench.latency.render import latency_markdown
+    from softbench.latency.engine import write_summary
 
     base_label, var_label = opts.labels()
     summary = summarize_latency(windows, base_label, var_label, shape.flops)
-    summary.update({
-        "command": "latency", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
-        "order": [list(o) for o in order], "protocol": opts.protocol.to_dict(), "smoke": smoke,
-        "protocol_kind": "paper", "quantity": opts.protocol.quantity,
-        "complete": complete, "finished_utc": utc_iso(),
-    })
-    if reason:
-        summary["incomplete_reason"] = reason
-    session.write_json("summary.json", summary)
-    session.write_text("summary.md", latency_markdown(summary, session.path.name))
-    session.set_status(complete=complete, state="complete" if complete else "partial", reason=reason)
+    write_summary(session, opts, shape, summary, complete, reason, order=[list(o) for o in order], smoke=smoke,
+                  protocol_kind="paper", quantity=opts.protocol.quantity)
