@@ -78,8 +78,12 @@ def _interrupted() -> int:
 
 
 def main(argv=None) -> int:
+    from softbench.runtime.session_runner import sigterm_as_interrupt
+
     try:
-        group.main(args=argv, prog_name="softbench", standalone_mode=False)
+        # SIGTERM (a job limit, `kill`) takes Ctrl-C's path in every command, and the previous handler is restored
+        with sigterm_as_interrupt():
+            group.main(args=argv, prog_name="softbench", standalone_mode=False)
     except click.exceptions.Abort as e:
         if isinstance(e.__context__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
             return _interrupted()

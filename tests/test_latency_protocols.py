@@ -338,3 +338,40 @@ def test_protocol_kinds_refuse_each_others_keys():
         SustainedProtocol(cycles=1)
     # a file written before the kinds existed is the paper's protocol
     assert any_protocol_from_mapping({"rounds": 3, "windows": 7}).kind == "paper"
+
+
+def test_sigterm_becomes_an_interrupt_and_the_previous_handler_comes_back():
+    import os
+    import signal
+
+    from softbench.runtime.session_runner import Terminated, sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        with sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            import time
+            time.sleep(1)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_failed_run_keeps_a_partial_session_with_the_reason(tmp_path):
+    from softbench.core.session import Session
+    from softbench.runtime.session_runner import session_run
+
+    finished = []
+
+    def finish(session, complete, reason):
+        finished.append((complete, reason))
+        session.set_status(complete=complete, state="complete" if complete else "partial", reason=reason)
+
+    with pytest.raises(KeyboardInterrupt) as info:
+        with session_run(tmp_path, "latency", "t", env={"x": 1}, protocol={"kind": "interleaved"},
+                         finish=finish) as s:
+            s.append("windows.jsonl", {"w": 1})
+            raise KeyboardInterrupt
+    assert finished == [(False, "interrupted by the user")]
+    (path,) = list(tmp_path.iterdir())
+    assert info.value.partial_session == str(path)
+    status = Session.open(path).status()
+    assert status["state"] == "partial" and (path / "windows.jsonl").exists() and (path / "env.json").exists()

@@ -102,7 +102,6 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
         opts.check()  # bad operators and combinations fail before anything is loaded
     else:
         err.print(f"resuming {resume} with the options it was started with")
-    _terminate_as_interrupt()
     try:
         with BlockProgress(err) as progress:
             session = run_fidelity(opts, progress, resume=resume)
@@ -122,16 +121,6 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
     out.print(table(f"fidelity ({summary['path']} path{kernel}, {summary['dtype']})", CONSOLE_COLUMNS,
                     console_rows(summary)))
     err.print(f"session: {session.path}")
-
-
-def _terminate_as_interrupt() -> None:
-    """A SIGTERM (a job limit, `kill`) ends the run like Ctrl-C: the session is marked partial and resumable."""
-    import signal
-
-    def raise_interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, raise_interrupt)
 
 
 class BlockProgress(RichProgress):
