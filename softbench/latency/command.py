@@ -78,6 +78,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     check_out_dir(out_dir)
     for shape in shapes:  # before any worker allocates them
         check_memory(shape, backend)
+    if backend == "sim":
+        check_sim_time(shapes, proto)
     device = detect_device() if backend != "sim" else None
     if backend == "auto":
         backend = choose_backend(shapes, device)
@@ -141,3 +143,28 @@ def _installed(backend: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec({"fa4": "flash_attn", "triton": "triton"}[backend]) is not None
+
+
+# The simulation runs its tiles in Python: about 1.3 GFLOP/s on the 2-core CI machine (bf16, seq 256). A window
+# that would take longer than this even at 5 GFLOP/s is refused with the estimate instead of running for hours.
+SIM_OPTIMISTIC_FLOPS = 5e9
+SIM_WINDOW_LIMIT_S = 30.0
+
+
+def check_sim_time(shapes, proto) -> None:
+    """Refuse a simulation run whose single window could not finish in SIM_WINDOW_LIMIT_S on this machine."""
+    import torch
+
+    from softbench.core.errors import UsageError
+
+    if torch.cuda.is_available():
+        return  # the simulation runs on the GPU there
+    calls = getattr(proto, "calls", 100)
+    for s in shapes:
+        est = s.flops * calls / SIM_OPTIMISTIC_FLOPS
+        if est > SIM_WINDOW_LIMIT_S:
+            raise UsageError(f"{s.tag()}: one window of {calls} simulated calls would take at least {est:,.0f} s on "
+                             f"this CPU ({s.flops / 1e9:,.1f} GFLOP a call at no more than "
+                             f"{SIM_OPTIMISTIC_FLOPS / 1e9:g} GFLOP/s)",
+                             hint="use a shorter --seq, fewer --heads or fewer --calls (e.g. --seq 256 --heads 2 "
+                                  "--calls 5)")
