@@ -311,7 +311,7 @@ def test_a_real_sim_session_recorded_before_the_seal_does_not_count(tmp_path):
     """The issue's reproduction, end to end: record a sim latency session, then seal a prediction about it."""
     sess = tmp_path / "sessions"
     done = run_cli("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "32", "--rounds", "1",
-                   "--windows", "1", "--calls", "1", "--warmup", "0", "--out", str(sess), cwd=tmp_path)
+                   "--protocol", "paper", "--windows", "1", "--calls", "1", "--warmup", "0", "--out", str(sess), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     pred = {"predictions": [{"id": "sim", "statement": "anything", "quantity": "speedup_pct", "comparator": ">",
                              "threshold": -1000, "evidence": "latency",

@@ -405,7 +405,7 @@ def test_backend_passes_the_new_options_through():
 def test_latency_command_runs_the_triton_backend(cli, tmp_path):
     """End to end through the worker processes (interpreter inherited): prepare's FP32 check included."""
     r = cli("latency", "--backend", "triton", "--dtype", "fp8", "--seq", "128", "--heads", "2", "--head-dim", "64",
-            "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0", "--out", str(tmp_path),
+            "--protocol", "paper", "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0", "--out", str(tmp_path),
             env={"TRITON_INTERPRET": "1"}, timeout=240)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
@@ -442,7 +442,7 @@ def test_triton_config_option_is_for_the_triton_backend_only(cli, tmp_path):
 @pytest.mark.slow
 def test_latency_command_runs_a_named_configuration(cli, tmp_path):
     r = cli("latency", "--backend", "triton", "--dtype", "bf16", "--seq", "96", "--heads", "2", "--head-dim", "64",
-            "--triton-config", "m32n16w4s1", "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0",
+            "--triton-config", "m32n16w4s1", "--protocol", "paper", "--rounds", "1", "--windows", "1", "--calls", "1", "--warmup", "0",
             "--variant", "h15-noclamp", "--out", str(tmp_path), env={"TRITON_INTERPRET": "1"}, timeout=240)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     session = next(tmp_path.glob("*-latency-*"))

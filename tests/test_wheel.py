@@ -55,7 +55,7 @@ def test_the_installed_wheel_runs_from_anywhere(tmp_path):
     exe = venv / "bin" / "softbench"
     dry = sh(exe, "sweep", "emulation", "--dry-run", cwd=work, env=env)
     assert dry.stdout.startswith("emulation-sweep-paper: fp8-8K-causal-b1h16d128 against A0")
-    sh(exe, "latency", "--backend", "sim", "--seq", "256", "--heads", "2", "--rounds", "1", "--windows", "1",
+    sh(exe, "latency", "--backend", "sim", "--seq", "256", "--heads", "2", "--protocol", "paper", "--rounds", "1", "--windows", "1",
        "--calls", "2", "--warmup", "1", "--out", "sessions", cwd=work, env=env)
     (session,) = (work / "sessions").iterdir()
     assert (session / "summary.json").exists() and '"complete": true' in (session / "status.json").read_text()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from softbench.core.protocol import LatencyProtocol
+from softbench.core.protocol import InterleavedProtocol, LatencyProtocol, SustainedProtocol
 from softbench.core.suggest import did_you_mean
 
 SHAPE_KEYS = ("dtype", "seq", "causal", "head_dim", "batch", "heads", "kv_heads")
@@ -28,8 +28,13 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
     "latency": ("baseline", "variant", "labels", "shape", "shape_tag", "protocol", "order", "median_ms", "n_windows",
                 "speedup_pct", "per_round_speedup_pct", "per_round_sd_pp", "bootstrap_ci95_pct", "bootstrap_method",
                 "outlier_windows", "rounds_complete", "sm_clock_mhz_median", "sm_clock_mhz_range", "smoke", "tflops",
-                "throttled_windows"),
-    "sweep": ("baseline", "kind", "measured", "protocol", "rows", "shape", "shape_tag", "variants"),
+                "throttled_windows",
+                # the interleaved and sustained protocols
+                "protocol_kind", "quantity", "kernels", "comparisons", "variants", "null", "references",
+                "speedup_ci95_pct", "null_pct", "null_ci95_pct", "best_exact", "vs_best_exact", "run", "device",
+                "timings_are", "roles"),
+    "sweep": ("baseline", "kind", "measured", "protocol", "rows", "shape", "shape_tag", "variants",
+              "protocol_kind", "quantity", "null", "references"),
     "energy": ("baseline", "chunk", "dtype", "dtype_note", "idle_s", "interval_s", "loops", "order", "out_dir",
                "post_s", "pre_s", "protocol", "ramp_fraction", "seconds", "seed", "shape", "shape_tag", "trim_end",
                "trim_start", "variants", "vs_baseline", "warmup"),
@@ -50,7 +55,8 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
 }.items()}
 
 # the fields of the `protocol` mapping each command records
-_LATENCY_PROTOCOL = frozenset(f.name for f in fields(LatencyProtocol))
+_LATENCY_PROTOCOL = frozenset({"kind"} | {f.name for c in (LatencyProtocol, InterleavedProtocol, SustainedProtocol)
+                                           for f in fields(c)})
 PROTOCOL_FIELDS: dict[str, frozenset[str]] = {
     "latency": _LATENCY_PROTOCOL,
     "sweep": _LATENCY_PROTOCOL,
