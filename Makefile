@@ -43,7 +43,7 @@ test-fast:
 		--ignore=tests/test_gluon_attn.py
 
 demo:
-	$(BIN)/softbench latency --backend sim --seq 256 --heads 2 --variant h15-sat --null --calls 5 --budget-s 10
+	$(BIN)/softbench latency --backend sim --seq 128 --heads 2 --variant h15-sat --null --calls 5 --budget-s 15
 
 clean:
 	rm -rf $(VENV) build *.egg-info
