@@ -5,68 +5,35 @@ pairing of per-block NLLs happens in the parent, like every other condition."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 import softbench
-from softbench.core import errors
 from softbench.core.errors import MeasurementError
+from softbench.runtime.client import WorkerProcess
 from softbench.fidelity.conditions import KERNEL_LABELS, Condition
 
-_ERROR_TYPES = {name: getattr(errors, name) for name in
-                ("UsageError", "UnsupportedError", "PatchError", "MeasurementError", "SoftbenchError")}
-
-
 class WorkerClient:
+    """Fidelity's model worker (softbench.fidelity.kernel_worker) through the one worker client
+    (softbench.runtime.client.WorkerProcess): the same pipe, reply shape and error types as the measuring workers."""
+
     def __init__(self, label: str, log_path: Path):
         self.label = label  # e.g. "FA4 A1", "Triton A0": how errors name the worker
-        self.log_path = log_path
-        self._log = open(log_path, "a")
         # the worker imports this very softbench, wherever the parent was started from
         root = str(Path(softbench.__file__).resolve().parents[1])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "softbench.fidelity.kernel_worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
-                                     bufsize=1, env=env)
-
-    def _tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
+        env = {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        self.proc = WorkerProcess(label, "", "", env=env, module="softbench.fidelity.kernel_worker",
+                                  log_path=log_path)
 
     def request(self, op: str, **fields) -> dict:
-        try:
-            self.proc.stdin.write(json.dumps({"op": op, **fields}) + "\n")
-            self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
-        if not line:
-            raise MeasurementError(f"{self.label} worker exited (code {self.proc.poll()}); its log "
-                                   f"({self.log_path}) ends:\n{self._tail()}")
-        msg = json.loads(line)
-        if not msg.get("ok"):
-            cls = _ERROR_TYPES.get(msg.get("type"), MeasurementError)
-            raise cls(f"{self.label} worker: {msg.get('error')}", hint=msg.get("hint"))
-        return msg.get("result", {})
+        return self.proc.request(op, **fields).get("result", {})
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.request("exit")
-                self.proc.wait(timeout=60)
-            except Exception:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        self._log.close()
+        self.proc.close()
 
 
 class KernelEvaluator:

@@ -21,17 +21,25 @@ class WorkerProcess:
     """One kernel variant in its own Python process."""
 
     def __init__(self, label: str, backend: str, variant: str, options: dict | None = None,
-                 wrap: list[str] | None = None, env: dict | None = None):
+                 wrap: list[str] | None = None, env: dict | None = None,
+                 module: str = "softbench.runtime.worker", log_path: Path | None = None):
+        """`module` is the worker's request loop (the measuring worker, or fidelity's model worker); its
+        stderr goes to `log_path`, or to a temporary file that `copy_log` puts into a session."""
         self.label = label
         self.backend = backend
         self.variant = variant
         self.options = options or {}
-        self.log = Path(tempfile.mkstemp(prefix=f"softbench-worker-{label}-", suffix=".log")[1])
-        cmd = (wrap or []) + [sys.executable, "-m", "softbench.runtime.worker"]
-        self._stderr = open(self.log, "w")
+        self.log = Path(log_path) if log_path else Path(
+            tempfile.mkstemp(prefix=f"softbench-worker-{label}-", suffix=".log")[1])
+        cmd = (wrap or []) + [sys.executable, "-m", module]
+        self._stderr = open(self.log, "a")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      text=True, bufsize=1, env={**os.environ, **(env or {})})
         self.info: dict = {}
+
+    @property
+    def name(self) -> str:
+        return f"worker {self.label}" + (f" ({self.variant})" if self.variant else "")
 
     @property
     def pid(self) -> int:
@@ -55,8 +63,7 @@ class WorkerProcess:
             code = self.proc.wait(timeout=10)  # the pipe closes just before the process is reaped
         except subprocess.TimeoutExpired:
             code = None
-        raise MeasurementError(f"worker {self.label} ({self.variant}) exited (code {code}); its log ends:\n"
-                               f"{self.log_tail()}")
+        raise MeasurementError(f"{self.name} exited (code {code}); its log ({self.log}) ends:\n{self.log_tail()}")
 
     def _reply(self, on_stream: Callable[[dict], None] | None = None) -> dict:
         while True:
@@ -66,12 +73,12 @@ class WorkerProcess:
             msg = json.loads(line)
             if "ok" not in msg:
                 if on_stream is None:
-                    raise MeasurementError(f"worker {self.label}: unexpected message {msg}")
+                    raise MeasurementError(f"{self.name}: unexpected message {msg}")
                 on_stream(msg)
                 continue
             if not msg["ok"]:
                 cls = _ERROR_TYPES.get(msg.get("type"), MeasurementError)
-                raise cls(f"worker {self.label} ({self.variant}): {msg.get('error')}", hint=msg.get("hint"))
+                raise cls(f"{self.name}: {msg.get('error')}", hint=msg.get("hint"))
             return msg
 
     def request(self, op: str, on_stream: Callable[[dict], None] | None = None, **fields) -> dict:
