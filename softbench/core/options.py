@@ -178,3 +178,16 @@ def null_option(fn):
     return click.option("--null/--no-null", "null", default=False, show_default=True,
                         help="add a second process of the baseline to the run: the A/A null beside every speed-up "
                              "(interleaved and sustained)")(fn)
+
+
+def variant_names(text: str, backend: str, option: str = "--variants", example: str = "A0,A1") -> tuple[str, ...]:
+    """A comma-separated list of kernel variants, each one the backend builds (checked before anything starts)."""
+    from softbench.core.errors import UsageError
+    from softbench.kernels.catalog import check as check_variant
+
+    names = tuple(v.strip() for v in str(text).split(",") if v.strip())
+    if not names:
+        raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
+    for name in names:
+        check_variant(backend, name)
+    return names

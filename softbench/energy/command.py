@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from, triton_config_option,
+                                    variant_names)
 from softbench.core.protocol import EnergyProtocol, load_energy_protocol
 
 
@@ -64,7 +65,6 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.kernels.catalog import check as check_variant
     from softbench.energy.engine import (EnergyOptions, default_dtype, open_power_source, refuse_cpu_backend,
                                           run_energy)
     from softbench.energy.render import LOOP_COLUMNS, VARIANT_COLUMNS, loop_rows, ratio_lines, variant_rows
@@ -74,11 +74,7 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     order, seconds, interval_ms, trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed = (
         chosen[k] for k in LOOP_KEYS)
     check_triton_config(triton_config, backend)
-    names = tuple(v.strip() for v in str(order).split(",") if v.strip())
-    if not names:
-        raise UsageError("--order names no kernels", hint="e.g. --order A0,A1,A1,A0")
-    for n in names:
-        check_variant(backend, n)
+    names = variant_names(order, backend, option="--order", example="A0,A1,A1,A0")
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
     check_out_dir(out_dir)
