@@ -267,9 +267,9 @@ def test_engine_keeps_going_when_a_variant_fails(tmp_path, fake_tools, monkeypat
 
 
 def test_large_sass_is_gzipped(tmp_path, fake_tools, monkeypatch):
-    import softbench.audit.engine as audit
+    import softbench.audit.disassembly as disassembly
 
-    monkeypatch.setattr(audit, "SASS_GZIP_ABOVE_BYTES", 100)
+    monkeypatch.setattr(disassembly, "SASS_GZIP_ABOVE_BYTES", 100)
     (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), use_ncu=False))
     text = gzip.open(s.path / "sass" / "A0.sass.gz", "rt").read()
     assert text == (DATA / "A0.sass").read_text()
@@ -310,11 +310,11 @@ def test_cli_refuses_clearly_without_a_gpu(cli):
 
 
 def test_tool_runner_reports_timeouts_and_missing_tools(tmp_path):
-    from softbench.audit.engine import _run
+    from softbench.audit.tools import run_tool
 
-    code, text = _run([sys.executable, "-c", "import time; time.sleep(30)"], None, 1)
+    code, text = run_tool([sys.executable, "-c", "import time; time.sleep(30)"], None, 1)
     assert code == -1 and "timed out after 1 s" in text
-    code, text = _run([str(tmp_path / "no-such-tool")], None, 5)
+    code, text = run_tool([str(tmp_path / "no-such-tool")], None, 5)
     assert code == -1 and "cannot run" in text
-    code, text = _run([sys.executable, "-c", "print('hi')"], None, 30, log=tmp_path / "x.log")
+    code, text = run_tool([sys.executable, "-c", "print('hi')"], None, 30, log=tmp_path / "x.log")
     assert code == 0 and "hi" in (tmp_path / "x.log").read_text()

@@ -14,8 +14,10 @@ from conftest import run_cli
 from softbench.cli import main
 from softbench.core.errors import SealError
 from softbench.core.session import utc_iso
-from softbench.predictions.evaluate import evaluate, holds, load_sessions
-from softbench.predictions.seal import normalize, seal_file
+from softbench.predictions.evaluate import evaluate, holds
+from softbench.predictions.sessions import load_sessions
+from softbench.predictions.schema import normalize
+from softbench.predictions.seal import seal_file
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_SESSIONS = ROOT / "sessions"

@@ -12,7 +12,8 @@ import yaml
 
 from softbench.cli import main
 from softbench.core.errors import SealError, UsageError
-from softbench.predictions.seal import SealRecord, canonical_bytes, normalize, seal_file, verify
+from softbench.predictions.schema import canonical_bytes, normalize
+from softbench.predictions.seal import SealRecord, seal_file, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "softbench" / "protocols" / "predictions-paper.yaml"

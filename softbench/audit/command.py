@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import backend_option, shape_options, shapes_from
+from softbench.core.options import backend_option, shape_options, shapes_from, variant_names
 
 
 @click.command("audit")
@@ -48,17 +48,12 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     Example: softbench audit --seq 8K --causal --variants A0,A1,noexp"""
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
-    from softbench.core.errors import UnsupportedError, UsageError
+    from softbench.core.errors import UnsupportedError
     from softbench.kernels.capability import detect_device, fa4_unsupported_reason
-    from softbench.kernels.catalog import check as check_variant
     from softbench.audit.engine import DEFAULT_KERNEL_REGEX, AuditOptions, run_audit
     from softbench.audit.render import audit_markdown, audit_notes, audit_tables
 
-    names = tuple(v.strip() for v in variants.split(",") if v.strip())
-    if not names:
-        raise UsageError("--variants names no variant", hint="e.g. --variants A0,A1,noexp")
-    for v in names:
-        check_variant(backend, v)
+    names = variant_names(variants, backend, example="A0,A1,noexp")
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     check_out_dir(out_dir)
     for shape in shapes:

@@ -8,7 +8,7 @@ Per variant, in its own process (softbench.audit.driver), under `ncu` when it is
    CUTE_DSL_DUMP_DIR), and the driver copies `__cubin__` from FA4's compile cache beside it;
 3. sass: `cuobjdump --dump-sass` and `--dump-resource-usage` on each cubin (nvdisasm when cuobjdump is
    missing); the attention kernel is the largest function matching the kernel regex; static counts by
-   opcode family, registers, spills, dependency depth (softbench.audit.sass);
+   opcode family, registers, spills, dependency depth (softbench.audit.disassembly, softbench.audit.sass);
 4. ncu: one launch of the kernel after 1 + warmup launches (`--clock-control none`), exported to
    `ncu/<variant>.ncu-rep` by softbench's own ncu command line (`--collector ncu`) or by nsight-python's
    (`--collector nsight-python`, softbench.audit.nsight_driver); the report is read through NVIDIA's
@@ -29,13 +29,8 @@ cache hit skips the compile, so the audit turns that cache off in its processes
 
 from __future__ import annotations
 
-import glob
-import gzip
-import hashlib
 import json
 import os
-import signal
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,9 +38,12 @@ from typing import Callable
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
-from softbench.audit import collectors, counters, readers
+from softbench.audit import collectors, readers
 from softbench.audit import ncu as ncu_mod
-from softbench.audit import sass as sass_mod
+from softbench.audit.disassembly import sass_step
+from softbench.audit.profile import CounterSetup, counter_setup, profile_ncu, profile_nsight, read_counters
+from softbench.audit.summary import summarize_audit
+from softbench.audit.tools import Tools, locate_tools, read_result, run_tool
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
 
@@ -53,8 +51,6 @@ from softbench.core.shapes import Shape
 # the combine kernel of split-KV (FlashAttentionForwardCombine) does not match.
 DEFAULT_KERNEL_REGEX = "FlashAttentionForwardSm"
 VARIANTS_FILE = "variants.jsonl"
-SASS_GZIP_ABOVE_BYTES = 1 << 20
-CUDA_TOOL_DIRS = ("/usr/local/cuda/bin",)
 
 
 @dataclass(frozen=True)
@@ -103,93 +99,6 @@ class Progress:
     def window(self, label: str, record: dict) -> None: ...
 
 
-# --- tools ----------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Tools:
-    ncu: str | None
-    cuobjdump: str | None
-    nvdisasm: str | None
-    looked: tuple[str, ...]
-
-    def versions(self) -> dict:
-        out = {}
-        for name in ("ncu", "cuobjdump", "nvdisasm"):
-            path = getattr(self, name)
-            out[name] = {"path": path, "version": _tool_version(path) if path else None}
-        return out
-
-
-def default_tool_dirs() -> tuple[str, ...]:
-    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
-    if os.environ.get("CUDA_HOME"):
-        dirs.append(os.path.join(os.environ["CUDA_HOME"], "bin"))
-    dirs += list(CUDA_TOOL_DIRS)
-    dirs += sorted(glob.glob("/opt/nvidia/nsight-compute/*"), reverse=True)
-    return tuple(dict.fromkeys(dirs))
-
-
-def locate_tools(opts: AuditOptions) -> Tools:
-    dirs = opts.tool_dirs if opts.tool_dirs is not None else default_tool_dirs()
-
-    def find(name: str, explicit: str | None) -> str | None:
-        if explicit:
-            p = Path(explicit)
-            if not (p.is_file() and os.access(p, os.X_OK)):
-                raise UsageError(f"--{name}-path {explicit}: not an executable file")
-            return str(p)
-        for d in dirs:
-            p = Path(d) / name
-            if p.is_file() and os.access(p, os.X_OK):
-                return str(p)
-        return None
-
-    return Tools(ncu=find("ncu", opts.ncu_path), cuobjdump=find("cuobjdump", opts.cuobjdump_path),
-                 nvdisasm=find("nvdisasm", None), looked=tuple(dirs))
-
-
-def _tool_version(path: str) -> str | None:
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
-    return lines[-1] if lines else None
-
-
-def _run(argv: list[str], env: dict | None, timeout: float, log: Path | None = None) -> tuple[int, str]:
-    """Run a tool; (exit code, stdout). With `log`, stdout and stderr go to that file instead. The tool runs in
-    its own process group, so a timeout ends what it started too (ncu's target, the driver). A timeout or a
-    missing executable becomes exit code -1 with the reason as text."""
-    sink = open(log, "a") if log is not None else None
-    try:
-        if sink is not None:
-            sink.write(f"$ {' '.join(argv)}\n")
-            sink.flush()
-        p = subprocess.Popen(argv, env=env, stdout=sink or subprocess.PIPE,
-                             stderr=subprocess.STDOUT if sink else subprocess.PIPE, text=True,
-                             start_new_session=True)
-    except OSError as e:
-        if sink:
-            sink.close()
-        return -1, f"cannot run {argv[0]}: {e}"
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.communicate()
-        return -1, f"timed out after {timeout:.0f} s: {' '.join(argv[:3])} ..."
-    finally:
-        if sink:
-            sink.close()
-    if sink is not None:
-        return p.returncode, ""
-    return p.returncode, out if p.returncode == 0 else (out or "") + (err or "")
-
-
 # --- the run --------------------------------------------------------------------------------------------
 
 def driver_env(dump_dir: Path, base: dict | None = None) -> tuple[dict, dict]:
@@ -205,25 +114,6 @@ def driver_env(dump_dir: Path, base: dict | None = None) -> tuple[dict, dict]:
         "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "0",
     })
     return env, removed
-
-
-@dataclass(frozen=True)
-class CounterSetup:
-    """How counters are collected and read in this audit, settled before the first session is made."""
-
-    collector: dict  # collectors.check_collector's record
-    readers: tuple[readers.Reader, ...] = ()  # the primary first (readers.choose)
-    found: tuple[readers.Reader, ...] = ()
-
-
-def counter_setup(opts: AuditOptions, tools: Tools, ncu_version: str | None) -> CounterSetup:
-    """Refuses, before anything runs, a collector or a named reader this machine cannot provide."""
-    if not opts.use_ncu:
-        return CounterSetup(collector={"name": None})
-    collector = collectors.check_collector(opts.collector, tools.ncu, ncu_version)
-    found = tuple(readers.available(tools.ncu, ncu_version))
-    chain = tuple(readers.choose(opts.counter_reader, list(found))) if tools.ncu else ()
-    return CounterSetup(collector=collector, readers=chain, found=found)
 
 
 def run_audit(opts: AuditOptions, progress: Progress | None = None,
@@ -309,17 +199,17 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
                                     "put it on PATH or pass --ncu-path PATH, or --no-ncu for the SASS audit alone")
         elif opts.collector == "nsight-python":
             progress.message(f"{shape.tag()}: {variant} through nsight-python")
-            ncu_report, nsight_frame = _profile_nsight(session, opts, variant, tools.ncu, request, env, rec)
+            ncu_report, nsight_frame = profile_nsight(session, opts, variant, tools.ncu, request, env, rec)
         else:
             progress.message(f"{shape.tag()}: {variant} under ncu")
-            ncu_report = _profile(session, opts, variant, tools.ncu, target, env, rec)
-    result = _read_result(result_path)
+            ncu_report = profile_ncu(session, opts, variant, tools.ncu, target, env, rec)
+    result = read_result(result_path)
     if not result.get("ok"):
         # no run under ncu, or it failed there: run the variant on its own for the compile and the cubin
         progress.message(f"{shape.tag()}: {variant} (compile and run)")
         result_path.unlink(missing_ok=True)
-        code, text = _run(target, env, opts.timeout_s, log=drv / f"{variant}.log")
-        result = _read_result(result_path)
+        code, text = run_tool(target, env, opts.timeout_s, log=drv / f"{variant}.log")
+        result = read_result(result_path)
         if not result.get("ok"):
             rec["errors"]["run"] = (result.get("error") or text or f"the driver exited with code {code}") + \
                 (f" (hint: {result['hint']})" if result.get("hint") else "") + f"; log: driver/{variant}.log"
@@ -327,265 +217,13 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
     rec["patch"] = (result.get("load") or {}).get("patch", {}).get("patch") if result.get("ok") else None
 
     try:
-        _sass_step(session, opts, variant, dump, tools, rec)
+        sass_step(session, opts, variant, dump, tools, rec)
     except MeasurementError as e:
         rec["errors"]["sass"] = str(e)
     if ncu_report is not None:
         try:
-            _ncu_read(session, opts, variant, setup, ncu_report, rec, nsight_frame)
+            read_counters(session, opts, variant, setup, ncu_report, rec, nsight_frame)
         except MeasurementError as e:
             rec["errors"].setdefault("ncu", str(e))
     return rec
 
-
-def _read_result(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def _cubins(dump: Path) -> list[Path]:
-    """Cubins in the dump folder, one per distinct content (the keep file and the harvested copy agree)."""
-    seen: dict[str, Path] = {}
-    for p in sorted(dump.glob("*.cubin")):
-        seen.setdefault(hashlib.sha256(p.read_bytes()).hexdigest(), p)
-    return list(seen.values())
-
-
-# --- ncu ------------------------------------------------------------------------------------------------
-
-def _profile(session: Session, opts: AuditOptions, variant: str, ncu: str, target: list[str], env: dict,
-             rec: dict) -> Path | None:
-    """Run the driver under ncu; retry without metrics ncu refuses. The report path, or None (error recorded)."""
-    out = session.path / "ncu"
-    out.mkdir(exist_ok=True)
-    stem = out / variant  # ncu appends .ncu-rep to an export name without it
-    metrics = ncu_mod.ALL_METRICS
-    notes: list[str] = []
-    for attempt in range(3):
-        log = out / f"{variant}-attempt{attempt + 1}.log"
-        argv = ncu_mod.profile_command(ncu, opts.kernel_regex, opts.launch_skip, str(stem), str(log), metrics,
-                                       target)
-        Path(target[-1]).unlink(missing_ok=True)
-        for old in _report_candidates(stem):
-            old.unlink(missing_ok=True)
-        code, text = _run(argv, env, opts.timeout_s, log=session.path / "driver" / f"{variant}.log")
-        log_text = log.read_text(errors="replace") if log.exists() else text
-        report = next((p for p in _report_candidates(stem) if p.is_file()), None)
-        if report is not None and code == 0:
-            break
-        bad = ncu_mod.rejected_metrics(log_text, metrics)
-        if bad:
-            notes.append(f"ncu refused {', '.join(bad)}: asked again without them")
-            metrics = tuple(m for m in metrics if m not in bad)
-            continue
-        if attempt == 0 and "metric" in log_text.lower() and "ERR_NVGPUCTRPERM" not in log_text \
-                and metrics != ncu_mod.CORE_METRICS:
-            notes.append("ncu failed on a metric it did not name: asked again for the core metrics only")
-            metrics = ncu_mod.CORE_METRICS
-            continue
-        if report is not None:  # ncu complained but wrote a report: read what it has
-            notes.append(f"ncu exited with code {code}; its report is read anyway")
-            break
-        reason, hint = ncu_mod.classify_failure(log_text, code)
-        rec["errors"]["ncu"] = reason + (f" (hint: {hint})" if hint else "")
-        rec["ncu_notes"] = notes
-        return None
-    else:
-        rec["errors"]["ncu"] = "ncu kept refusing metrics: " + "; ".join(notes)
-        rec["ncu_notes"] = notes
-        return None
-    rec["ncu_notes"] = notes
-    rec["ncu_metrics_asked"] = list(metrics)
-    return report
-
-
-def _report_candidates(stem: Path) -> tuple[Path, ...]:
-    return (stem.with_name(stem.name + ".ncu-rep"), stem)
-
-
-def _profile_nsight(session: Session, opts: AuditOptions, variant: str, ncu: str, request: dict, env: dict,
-                    rec: dict) -> tuple[Path | None, Path | None]:
-    """Profile through nsight-python (softbench.audit.nsight_driver); the report and nsight-python's own
-    DataFrame, moved into ncu/ under the names the ncu collector uses."""
-    out = session.path / "ncu"
-    out.mkdir(exist_ok=True)
-    drv = session.path / "driver"
-    req = {**request, "metrics": list(ncu_mod.ALL_METRICS), "output_prefix": str(out / f"{variant}-nsight-")}
-    req_path, res_path = drv / f"{variant}-request.json", drv / f"{variant}-result.json"
-    req_path.write_text(json.dumps(req, indent=2))
-    res_path.unlink(missing_ok=True)
-    # nsight-python starts `ncu` by name and runs this package's file as a script
-    env = {**env, "PATH": os.pathsep.join([str(Path(ncu).parent), env.get("PATH", "")]),
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
-                                         [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    argv = [sys.executable, "-m", "softbench.audit.nsight_driver", str(req_path), str(res_path)]
-    code, text = _run(argv, env, opts.timeout_s, log=drv / f"{variant}.log")
-    result = _read_result(res_path)
-    rec["nsight_python"] = {k: result.get(k) for k in ("nsight_python", "nsight_error")}
-    if result.get("nsight_error"):
-        rec.setdefault("ncu_notes", []).append(f"nsight-python: {result['nsight_error']}")
-    report = Path(result["report"]) if result.get("report") else None
-    if report is None or not report.is_file():
-        rec["errors"]["ncu"] = ("nsight-python wrote no report: " + (result.get("error") or text or
-                                f"exit code {code}") + f"; log: driver/{variant}.log")
-        return None, None
-    final = out / f"{variant}.ncu-rep"
-    os.replace(report, final)
-    frame = Path(result["nsight_frame"]) if result.get("nsight_frame") else None
-    if frame is not None and frame.is_file():
-        os.replace(frame, out / f"{variant}.nsight-python.csv")
-        frame = out / f"{variant}.nsight-python.csv"
-    rec["ncu_metrics_asked"] = list(ncu_mod.ALL_METRICS)
-    return final, frame
-
-
-def _ncu_read(session: Session, opts: AuditOptions, variant: str, setup: CounterSetup, report: Path, rec: dict,
-              nsight_frame: Path | None = None) -> None:
-    """Read the report with every reader of the setup. The primary (the first that reads it; the named one
-    alone when --counter-reader names one) gives the quantities; each other reader's table, and
-    nsight-python's DataFrame where it made one, is compared with the primary's on the metrics asked."""
-    readings: dict[str, readers.Reading] = {}
-    failures: dict[str, str] = {}
-    for reader in setup.readers:
-        try:
-            readings[reader.name] = readers.read(reader, report, session.path, variant)
-        except MeasurementError as e:
-            failures[reader.name] = str(e)
-    if not setup.readers:
-        raise MeasurementError("no counter reader: neither ncu-report, nor ncu_report in an Nsight Compute "
-                               "install, nor ncu for its CSV", hint=f"pip install {readers.PACKAGE_PIN}")
-    primary_name = setup.readers[0].name if opts.counter_reader != "auto" else next(
-        (r.name for r in setup.readers if r.name in readings), None)
-    rec["counter_reader_failures"] = failures
-    if primary_name not in readings:
-        raise MeasurementError("no reader could read the report: " + "; ".join(failures.values()))
-    primary = readings[primary_name]
-    try:
-        kernel = ncu_mod.pick_kernel(primary.kernels, opts.kernel_regex)
-    except MeasurementError as e:
-        logs = "".join(p.read_text(errors="replace") for p in sorted((session.path / "ncu").glob(f"{variant}-*.log")))
-        reason, hint = ncu_mod.classify_failure(logs)
-        raise MeasurementError(f"{e}; ncu says: {reason}" + (f" (hint: {hint})" if hint else "")) from None
-    values, notes = ncu_mod.quantities(kernel)
-    rec["ncu"] = values
-    rec.setdefault("ncu_notes", []).extend(notes)
-    rec["counter_reader"] = {**primary.reader.record(), "table": primary.artifact}
-    asked = rec.get("ncu_metrics_asked") or list(ncu_mod.ALL_METRICS)
-    checks = {name: {**counters.compare(primary.frame, r.frame, asked), "table": r.artifact}
-              for name, r in readings.items() if name != primary_name}
-    if nsight_frame is not None:
-        launch = primary.frame[primary.frame["launch"] == int(kernel.identity.get("ID", 0))]
-        import pandas as pd  # heavy import, deferred
-
-        checks["nsight-python"] = {**counters.compare(launch, counters.frame_from_nsight(pd.read_csv(nsight_frame),
-                                                                                          primary.frame), asked),
-                                   "table": str(nsight_frame.relative_to(session.path))}
-    rec["counter_check"] = checks
-
-
-# --- SASS -----------------------------------------------------------------------------------------------
-
-def _sass_step(session: Session, opts: AuditOptions, variant: str, dump: Path, tools: Tools, rec: dict) -> None:
-    cubins = _cubins(dump)
-    rec["cubins"] = [p.name for p in cubins]
-    if not cubins:
-        raise MeasurementError(f"no cubin in {dump}: the compile kept none (CUTE_DSL_KEEP=cubin had no effect, "
-                               "or the variant did not compile)")
-    if tools.cuobjdump is None and tools.nvdisasm is None:
-        raise MeasurementError(f"neither cuobjdump nor nvdisasm was found (looked in {', '.join(tools.looked)})")
-    functions: list[tuple[sass_mod.SassFunction, Path]] = []
-    dumps: dict[Path, str] = {}
-    resources: dict[str, dict] = {}
-    for cubin in cubins:
-        if tools.cuobjdump:
-            code, text = _run([tools.cuobjdump, "--dump-sass", str(cubin)], None, 300)
-        else:
-            code, text = _run([tools.nvdisasm, str(cubin)], None, 300)
-        if code != 0:
-            raise MeasurementError(f"disassembling {cubin.name} failed: {text.strip()[:400]}")
-        dumps[cubin] = text
-        functions += [(f, cubin) for f in sass_mod.parse_sass(text)]
-        if tools.cuobjdump:
-            code, text = _run([tools.cuobjdump, "--dump-resource-usage", str(cubin)], None, 300)
-            if code == 0:
-                resources.update(sass_mod.parse_resource_usage(text))
-            else:
-                rec["errors"]["resources"] = f"cuobjdump --dump-resource-usage failed: {text.strip()[:300]}"
-    fn, how = sass_mod.pick_kernel([f for f, _ in functions], opts.kernel_regex)
-    rec["functions"] = [{"name": f.name, "instructions": len(f), "cubin": c.name} for f, c in functions]
-    if fn is None:
-        raise MeasurementError(f"no function found in the SASS of {', '.join(p.name for p in cubins)}")
-    cubin = next(c for f, c in functions if f is fn)
-    _write_sass(session, variant, dumps[cubin])
-    rec.update(kernel=fn.name, kernel_choice=how, kernel_cubin=cubin.name,
-               families=sass_mod.count_families(fn), opcodes=sass_mod.count_opcodes(fn),
-               resources=resources.get(fn.name), dependency_depth=sass_mod.dependency_depth(fn))
-    if fn.name not in resources and tools.cuobjdump:
-        rec["errors"].setdefault("resources", f"no resource-usage line for {fn.name}")
-
-
-def _write_sass(session: Session, variant: str, text: str) -> None:
-    (session.path / "sass").mkdir(exist_ok=True)
-    data = text.encode()
-    if len(data) > SASS_GZIP_ABOVE_BYTES:
-        tmp = session.path / "sass" / f".{variant}.sass.gz.tmp"
-        with gzip.open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, session.path / "sass" / f"{variant}.sass.gz")
-    else:
-        session.write_text(f"sass/{variant}.sass", text)
-
-
-# --- summary (pure) -------------------------------------------------------------------------------------
-
-SPILLS_METHOD = ("static count of local-memory instructions (LDL + STL) in the attention kernel; "
-                 "local_bytes is cuobjdump's LOCAL (bytes of local memory per thread)")
-
-
-def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, tools: Tools | None = None) -> dict:
-    """summary.json: per-variant blocks under dotted-path keys the predictions evaluator addresses
-    (ncu.<v>.mufu_pipe_pct, registers.<v>, spills.<v>, sass.<v>.<family>, per_element.<v>, ...)."""
-    fams = {v: r["families"] for v, r in records.items() if r.get("families")}
-    ncu_vals = {v: r["ncu"] for v, r in records.items() if r.get("ncu")}
-    pe = sass_mod.per_element_costs(fams)
-    dyn = sass_mod.per_element_dynamic(ncu_vals)
-    registers, reg_source, spills, local_bytes, stack_bytes = {}, {}, {}, {}, {}
-    for v, r in records.items():
-        res = r.get("resources") or {}
-        if "REG" in res:
-            registers[v], reg_source[v] = res["REG"], "cuobjdump"
-        elif (r.get("ncu") or {}).get("registers_per_thread") is not None:
-            registers[v], reg_source[v] = r["ncu"]["registers_per_thread"], "ncu"
-        if r.get("families"):
-            spills[v] = r["families"]["LDL"] + r["families"]["STL"]
-        if "LOCAL" in res:
-            local_bytes[v] = res["LOCAL"]
-        if "STACK" in res:
-            stack_bytes[v] = res["STACK"]
-    evidence = [k for k, present in (("sass", fams), ("ncu", ncu_vals)) if present]
-    return {
-        "command": "audit", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
-        "variants": list(records), "kernel_regex": opts.kernel_regex, "evidence": evidence,
-        "kernel": {v: r.get("kernel") for v, r in records.items()},
-        "sass": fams,
-        "registers": registers, "registers_source": reg_source,
-        "spills": spills, "spills_method": SPILLS_METHOD, "local_bytes": local_bytes, "stack_bytes": stack_bytes,
-        "per_element": pe["per_element"], "per_element_method": pe["method"],
-        "per_element_reference": pe.get("reference"), "per_element_elements_static": pe.get("elements_static"),
-        "per_element_by_family": pe["by_family"], "per_element_notes": pe["notes"],
-        "per_element_dynamic": dyn["per_element"], "per_element_dynamic_notes": dyn["notes"],
-        "dependency_depth": {v: r["dependency_depth"] for v, r in records.items() if r.get("dependency_depth")},
-        "ncu": ncu_vals,
-        "ncu_notes": {v: r["ncu_notes"] for v, r in records.items() if r.get("ncu_notes")},
-        "collector": opts.collector if opts.use_ncu else None,
-        "counter_reader": {v: r["counter_reader"] for v, r in records.items() if r.get("counter_reader")},
-        "counter_check": {v: {name: {k: c[k] for k in ("equal", "compared", "differences")}
-                              for name, c in r["counter_check"].items()}
-                          for v, r in records.items() if r.get("counter_check") is not None},
-        "counter_reader_failures": {v: r["counter_reader_failures"] for v, r in records.items()
-                                    if r.get("counter_reader_failures")},
-        "errors": {v: r["errors"] for v, r in records.items() if r.get("errors")},
-        "tools": {"ncu": tools.ncu, "cuobjdump": tools.cuobjdump, "nvdisasm": tools.nvdisasm} if tools else None,
-    }

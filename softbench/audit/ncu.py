@@ -1,5 +1,5 @@
 """Nsight Compute as data: the metrics softbench asks for, the command lines, the reduction of one launch to
-named quantities, and a parser for `ncu --csv` output. Pure functions; softbench.audit.engine runs the tool.
+named quantities, and a parser for `ncu --csv` output. Pure functions; softbench.audit.profile runs the tool.
 
 The counters are read from the binary report through NVIDIA's own reader (softbench.audit.readers); this
 parser is the fallback for a machine with neither the ncu-report package nor an Nsight Compute install that

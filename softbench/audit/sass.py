@@ -1,4 +1,4 @@
-"""SASS text as data: pure parsing and counting, no tools run here (softbench.audit.engine runs them).
+"""SASS text as data: pure parsing and counting, no tools run here (softbench.audit.disassembly runs them).
 
 Formats read
 - `cuobjdump --dump-sass` (CUDA 12/13): a function starts at a line `Function : <name>`; every instruction is

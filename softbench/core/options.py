@@ -9,11 +9,14 @@ import click
 from softbench.core.shapes import DTYPES, Shape, parse_seq
 
 
-def shape_options(default_seq: str = "8192"):
+def shape_options(default_seq: str = "8192", dtype_help: str | None = None, seq_help: str | None = None):
+    """The shape's options. `dtype_help` replaces the shown bf16 default, for a command whose default depends on
+    the GPU."""
     def deco(fn):
-        @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
+        @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=dtype_help is None,
+                      help=dtype_help)
         @click.option("--seq", "seqs", multiple=True, default=[default_seq], show_default=True,
-                      help="sequence length(s), e.g. --seq 4K --seq 8192; one session per length")
+                      help=seq_help or "sequence length(s), e.g. --seq 4K --seq 8192; one session per length")
         @click.option("--causal/--no-causal", default=True, show_default=True)
         @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
         @click.option("--heads", type=click.IntRange(min=1), default=16, show_default=True)
@@ -175,3 +178,16 @@ def null_option(fn):
     return click.option("--null/--no-null", "null", default=False, show_default=True,
                         help="add a second process of the baseline to the run: the A/A null beside every speed-up "
                              "(interleaved and sustained)")(fn)
+
+
+def variant_names(text: str, backend: str, option: str = "--variants", example: str = "A0,A1") -> tuple[str, ...]:
+    """A comma-separated list of kernel variants, each one the backend builds (checked before anything starts)."""
+    from softbench.core.errors import UsageError
+    from softbench.kernels.catalog import check as check_variant
+
+    names = tuple(v.strip() for v in str(text).split(",") if v.strip())
+    if not names:
+        raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
+    for name in names:
+        check_variant(backend, name)
+    return names

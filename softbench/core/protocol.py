@@ -19,7 +19,7 @@ import yaml
 from softbench.core.errors import UsageError
 
 
-def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=()) -> None:
+def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=(), non_negative_floats=()) -> None:
     for name in positive_ints:
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -32,6 +32,10 @@ def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats
         v = getattr(proto, name)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
             raise UsageError(f"protocol: {name} must be a positive number, got {v!r}")
+    for name in non_negative_floats:
+        v = getattr(proto, name)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
+            raise UsageError(f"protocol: {name} must be a non-negative number, got {v!r}")
 
 
 class _ProtocolBase:
@@ -272,3 +276,78 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
                        data.get("variant"), data.get("backend"))
     plan.shapes()  # every cell must be a valid shape before anything runs
     return plan
+
+
+@dataclass(frozen=True)
+class EnergyProtocol:
+    """An energy protocol (paper B.3, Table B5f; softbench/protocols/energy.yaml): the sustained loops' settings,
+    whose defaults are the command's, and optionally the shape. A shape key left at None is not set by the
+    protocol, so the command keeps its own default (the dtype's depends on the GPU)."""
+
+    order: str = "A0,A1,A1,A0"
+    seconds: float = 45.0
+    interval_ms: float = 100.0
+    trim_start: int = 20
+    trim_end: int = 10
+    idle_s: float = 5.0
+    pre_s: float = 2.0
+    post_s: float = 1.0
+    warmup: int = 30
+    chunk: int = 50
+    ramp_fraction: float = 0.9
+    seed: int = 0
+    dtype: str | None = None
+    seq: tuple[str, ...] | None = None
+    causal: bool | None = None
+    batch: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    head_dim: int | None = None
+
+    def __post_init__(self):
+        from softbench.core.shapes import DTYPES, parse_seq
+
+        _check_fields(self, positive_ints=("chunk",), non_negative_ints=("trim_start", "trim_end", "warmup"),
+                      positive_floats=("seconds",), non_negative_floats=("idle_s", "pre_s", "post_s"))
+        _check_fields(self, positive_ints=tuple(k for k in ("batch", "heads", "kv_heads", "head_dim")
+                                                if getattr(self, k) is not None))
+        if not isinstance(self.order, str):
+            raise UsageError(f"protocol: order must be kernel names, comma-separated or as a list, got {self.order!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise UsageError(f"protocol: seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.interval_ms, (int, float)) or isinstance(self.interval_ms, bool) or self.interval_ms < 1:
+            raise UsageError(f"protocol: interval_ms must be a number of at least 1, got {self.interval_ms!r}")
+        if not isinstance(self.ramp_fraction, (int, float)) or not 0 < self.ramp_fraction <= 1:
+            raise UsageError(f"protocol: ramp_fraction must be in (0, 1], got {self.ramp_fraction!r}")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise UsageError(f"protocol: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.causal is not None and not isinstance(self.causal, bool):
+            raise UsageError(f"protocol: causal must be true or false, got {self.causal!r}")
+        for text in self.seq or ():
+            parse_seq(text)  # refuses a length it cannot read, in its own words
+
+    def settings(self) -> dict:
+        """The values this protocol sets, by field name (the shape keys only where it names them)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def energy_protocol_from_mapping(data: dict, source: str = "protocol") -> EnergyProtocol:
+    """An energy protocol file's mapping: `order` may be a list, `seq` one length or a list of them."""
+    known = {f.name for f in fields(EnergyProtocol)}
+    for key in data:
+        if key not in known:
+            raise UsageError(f"{source}: unknown key {key!r}", hint=f"known: {', '.join(sorted(known))}")
+    values = dict(data)
+    if isinstance(values.get("order"), list):
+        values["order"] = ",".join(map(str, values["order"]))
+    if "seq" in values:
+        values["seq"] = tuple(str(v) for v in (values["seq"] if isinstance(values["seq"], list) else [values["seq"]]))
+    try:
+        return EnergyProtocol(**values)
+    except UsageError as e:  # name the file rather than "protocol"
+        raise UsageError(f"{source}: {str(e).removeprefix('protocol: ')}") from None
+
+
+def load_energy_protocol(path: Path | str) -> EnergyProtocol:
+    """An energy protocol from a file path or by packaged name (`--protocol energy`)."""
+    return energy_protocol_from_mapping(load_yaml_mapping(path), str(path))

@@ -8,36 +8,46 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from, triton_config_option,
+                                    variant_names)
+from softbench.core.protocol import EnergyProtocol, load_energy_protocol
+
+
+# the loop options: (flag, type, help); their defaults are the energy protocol's, so a file and the command line
+# start from the same values
+LOOP_OPTIONS = (
+    ("--order", str, "loops in this order, comma-separated; one worker per kernel serves all its loops"),
+    ("--seconds", click.FloatRange(min=0, min_open=True), "length of each timed loop"),
+    ("--interval-ms", click.FloatRange(min=1), "requested NVML sampling interval"),
+    ("--trim-start", click.IntRange(min=0), "samples dropped at the start of each loop's stream (the paper's trim)"),
+    ("--trim-end", click.IntRange(min=0), "samples dropped at the end of each loop's stream"),
+    ("--idle-s", click.FloatRange(min=0), "idle power sampled before every loop (0: none)"),
+    ("--pre-s", click.FloatRange(min=0), "sampling starts this long before the loop"),
+    ("--post-s", click.FloatRange(min=0), "and stops this long after it"),
+    ("--warmup", click.IntRange(min=0), None),
+    ("--chunk", click.IntRange(min=1), "calls between synchronizations"),
+    ("--ramp-fraction", click.FloatRange(min=0, max=1, min_open=True),
+     "start-up ramp: leading kept samples below this share of the kept median"),
+    ("--seed", int, None),
+)
+SHAPE_KEYS = ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim")
+LOOP_KEYS = tuple(flag[2:].replace("-", "_") for flag, _, _ in LOOP_OPTIONS)
+
+
+def loop_options(fn):
+    for flag, type_, help_ in reversed(LOOP_OPTIONS):
+        default = getattr(EnergyProtocol, flag[2:].replace("-", "_"))
+        fn = click.option(flag, type=type_, default=default, show_default=True, help=help_)(fn)
+    return fn
 
 
 @click.command("energy")
-@shape_options(default_seq="16384")
+@shape_options(default_seq="16384", dtype_help="default: fp8 with FA4 on sm_100, else bf16",
+               seq_help="sequence length, e.g. 16K (one per session)")
 @backend_option("fa4: FlashAttention-4; triton: softbench's own forward; sim: the pure-torch simulation on a CUDA "
                 "GPU (energy is the GPU board's, read through NVML, so every backend needs a GPU; on a CPU "
                 "machine `softbench latency --backend sim` runs instead)")
-@click.option("--order", default="A0,A1,A1,A0", show_default=True,
-              help="loops in this order, comma-separated; one worker per kernel serves all its loops")
-@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=45.0, show_default=True,
-              help="length of each timed loop")
-@click.option("--interval-ms", type=click.FloatRange(min=1), default=100.0, show_default=True,
-              help="requested NVML sampling interval")
-@click.option("--trim-start", type=click.IntRange(min=0), default=20, show_default=True,
-              help="samples dropped at the start of each loop's stream (the paper's trim)")
-@click.option("--trim-end", type=click.IntRange(min=0), default=10, show_default=True,
-              help="samples dropped at the end of each loop's stream")
-@click.option("--idle-s", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              help="idle power sampled before every loop (0: none)")
-@click.option("--pre-s", type=click.FloatRange(min=0), default=2.0, show_default=True,
-              help="sampling starts this long before the loop")
-@click.option("--post-s", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="and stops this long after it")
-@click.option("--warmup", type=click.IntRange(min=0), default=30, show_default=True)
-@click.option("--chunk", type=click.IntRange(min=1), default=50, show_default=True,
-              help="calls between synchronizations")
-@click.option("--ramp-fraction", type=click.FloatRange(min=0, max=1, min_open=True), default=0.9, show_default=True,
-              help="start-up ramp: leading kept samples below this share of the kept median")
-@click.option("--seed", type=int, default=0, show_default=True)
+@loop_options
 @click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False), default=None,
               help="YAML file of these options (a path, or a packaged protocol by name: energy); options given here override it")
 @triton_config_option()
@@ -55,34 +65,26 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.kernels.catalog import check as check_variant
     from softbench.energy.engine import (EnergyOptions, default_dtype, open_power_source, refuse_cpu_backend,
                                           run_energy)
     from softbench.energy.render import LOOP_COLUMNS, VARIANT_COLUMNS, loop_rows, ratio_lines, variant_rows
 
-    if protocol_file:
-        given = _from_protocol_file(ctx, protocol_file)
-        dtype, seqs, causal, batch, heads, kv_heads, head_dim = (given[k] for k in (
-            "dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim"))
-        order, seconds, interval_ms, trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed = (
-            given[k] for k in ("order", "seconds", "interval_ms", "trim_start", "trim_end", "idle_s", "pre_s",
-                               "post_s", "warmup", "chunk", "ramp_fraction", "seed"))
+    chosen, in_file = _with_protocol(ctx, protocol_file)
+    dtype, seqs, causal, batch, heads, kv_heads, head_dim = (chosen[k] for k in SHAPE_KEYS)
+    order, seconds, interval_ms, trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed = (
+        chosen[k] for k in LOOP_KEYS)
     check_triton_config(triton_config, backend)
-    names = tuple(v.strip() for v in str(order).split(",") if v.strip())
-    if not names:
-        raise UsageError("--order names no kernels", hint="e.g. --order A0,A1,A1,A0")
-    for n in names:
-        check_variant(backend, n)
+    names = variant_names(order, backend, option="--order", example="A0,A1,A1,A0")
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
     check_out_dir(out_dir)
     power = open_power_source()  # first: without NVML there is nothing to measure
     device = detect_device()
     refuse_cpu_backend(device.kind, backend)
-    if ctx.get_parameter_source("dtype") == click.core.ParameterSource.DEFAULT and not _in_file(ctx, "dtype"):
+    if ctx.get_parameter_source("dtype") == click.core.ParameterSource.DEFAULT and "dtype" not in in_file:
         dtype, note = default_dtype(backend, device)
     else:
-        note = "from the protocol file" if _in_file(ctx, "dtype") else "chosen on the command line"
+        note = "from the protocol file" if "dtype" in in_file else "chosen on the command line"
     shape = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)[0]
     check_memory(shape, backend)
     if backend != "sim":
@@ -106,44 +108,16 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     err.print(f"session: {session.path}")
 
 
-def _from_protocol_file(ctx, path: str) -> dict:
-    """The command's parameters, with the file's values wherever the command line left an option at its default."""
-    from softbench.core.errors import UsageError
-    from softbench.core.protocol import load_yaml_mapping
-
-    data = load_yaml_mapping(path)
-    params = {p.name: p for p in ctx.command.params if p.name not in ("protocol_file", "out_dir", "backend")}
-    values = dict(ctx.params)
-    from_file = set()
-    for key, value in data.items():
+def _with_protocol(ctx, protocol_file: str | None) -> tuple[dict, set]:
+    """The command's values, with the protocol file's wherever the command line left an option at its default;
+    and the names the file set."""
+    chosen = dict(ctx.params)
+    if not protocol_file:
+        return chosen, set()
+    in_file = set()
+    for key, value in load_energy_protocol(protocol_file).settings().items():
         name = "seqs" if key == "seq" else key
-        if name not in params:
-            known = sorted("seq" if n == "seqs" else n for n in params)
-            raise UsageError(f"{path}: unknown key {key!r}", hint=f"known: {', '.join(known)}")
-        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
-            continue  # given on the command line: that wins
-        if name == "seqs":
-            values[name] = tuple(str(v) for v in (value if isinstance(value, list) else [value]))
-        else:
-            if name == "order" and isinstance(value, list):
-                value = ",".join(map(str, value))
-            try:
-                values[name] = params[name].type_cast_value(ctx, value)
-            except click.BadParameter as e:
-                raise UsageError(f"{path}: {key}: {e.message}") from None
-        from_file.add(name)
-    ctx.meta["softbench_energy_file_keys"] = from_file
-    return values
-
-
-def _in_file(ctx, name: str) -> bool:
-    return name in ctx.meta.get("softbench_energy_file_keys", set())
-
-
-# the shared --dtype option shows bf16 as its default; here the default depends on the GPU (see default_dtype)
-for _p in command.params:
-    if _p.name == "dtype":
-        _p.show_default = False
-        _p.help = "default: fp8 with FA4 on sm_100, else bf16"
-    elif _p.name == "seqs":
-        _p.help = "sequence length, e.g. 16K (one per session)"
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT:  # given on the command line: that wins
+            chosen[name] = value
+            in_file.add(name)
+    return chosen, in_file

@@ -78,14 +78,14 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     check_out_dir(out_dir)
     for shape in shapes:  # before any worker allocates them
         check_memory(shape, backend)
-    if backend == "sim":
-        check_sim_time(shapes, proto)
     device = detect_device() if backend != "sim" else None
     if backend == "auto":
         backend = choose_backend(shapes, device)
         err.print(f"backend: {backend} (auto)")
     check_variant(backend, baseline)
     check_variant(backend, variant)
+    if backend == "sim":  # after the names: a mistyped variant is the first thing to hear about, not the estimate
+        check_sim_time(shapes, proto)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     check_triton_config(triton_config, backend)
     if triton_config:

@@ -26,138 +26,18 @@ Rules (also in the command's help):
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from softbench.core.errors import UsageError
-from softbench.core.session import STATUS_FILE, utc_iso
-from softbench.predictions.vocabulary import PROVENANCE_KEYS, SHAPE_KEYS
+from softbench.core.session import utc_iso
+from softbench.predictions.sessions import SessionRecord, parse_utc
+from softbench.predictions.vocabulary import PROVENANCE_KEYS
+
 MET, FAILED, UNVERIFIED = "met", "failed", "unverified"
-
-
-@dataclass(frozen=True)
-class SessionRecord:
-    """One recorded session as evaluation sees it."""
-
-    name: str
-    path: str
-    command: str
-    complete: bool
-    summary: dict
-    protocol: dict
-    facts: dict
-    problems: tuple[str, ...] = ()
-    started: _dt.datetime | None = None  # the earliest time the session records (see session_start)
-
-    def supplies(self, kind: str) -> bool:
-        if kind == self.command:
-            return True
-        listed = self.summary.get("evidence")
-        if isinstance(listed, (list, tuple)) and kind in listed:
-            return True
-        v = self.summary.get(kind)
-        return v is not None and v != {} and v != [] and not isinstance(v, bool)
-
-
-def _read_mapping(path: Path, problems: list[str]) -> dict:
-    """The mapping in a JSON or YAML file; {} when absent. A damaged file is noted in `problems`, not fatal:
-    one broken session must not stop the scoring or the report of the others."""
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as e:
-        problems.append(f"{path.name} unreadable ({type(e).__name__})")
-        return {}
-    if not isinstance(data, dict):
-        problems.append(f"{path.name} holds no mapping")
-        return {}
-    return data
-
-
-def _scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (str, int, float, bool))
-
-
-def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None = None) -> dict:
-    facts: dict = {}
-    for source in (summary, protocol):  # protocol.yaml names variants; summary.json may hold labels (A0')
-        facts.update({k: v for k, v in source.items() if _scalar(v)})
-        shape = source.get("shape")
-        if isinstance(shape, dict):
-            facts.update({k: shape[k] for k in SHAPE_KEYS if k in shape})
-    facts.setdefault("command", status.get("command"))
-    own = (env or {}).get("softbench")
-    if isinstance(own, dict):
-        facts.update({k: own[k] for k in PROVENANCE_KEYS if k in own})
-        if "commit" in own:
-            facts["git_commit"] = own["commit"]
-    return facts
-
-
-_FOLDER_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
-
-
-def _parse_utc(text: Any) -> _dt.datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
-
-
-def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.datetime | None:
-    """The earliest time a session records about its own start. The earliest, because a session that could have
-    begun before a seal must not count as evidence after it; the folder's stamp (Session.create, to the second,
-    rounded down) is one of them, so a session started within the seal's second is counted as before it."""
-    times = [_parse_utc(protocol.get("started_utc")), _parse_utc(summary.get("started_utc")),
-             _parse_utc(env.get("recorded_utc"))]
-    m = _FOLDER_STAMP.match(name)
-    if m:
-        times.append(_dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc))
-    known = [t for t in times if t is not None]
-    return min(known) if known else None
-
-
-def load_session(path: Path | str) -> SessionRecord:
-    path = Path(path)
-    problems: list[str] = []
-    status = _read_mapping(path / STATUS_FILE, problems)
-    summary = _read_mapping(path / "summary.json", problems)
-    protocol = _read_mapping(path / "protocol.yaml", problems)
-    env = _read_mapping(path / "env.json", problems)
-    complete = bool(status.get("complete")) and summary.get("complete", True) is not False
-    facts = session_facts(status, summary, protocol, env)
-    return SessionRecord(name=path.name, path=str(path), command=str(facts.get("command")),
-                         complete=complete, summary=summary, protocol=protocol, facts=facts,
-                         problems=tuple(problems), started=session_start(path.name, summary, protocol, env))
-
-
-def session_dirs(paths) -> list[Path]:
-    """Session folders at the given paths (a session itself, or a folder of sessions), like
-    session.find_sessions, but without parsing status.json here, so that a damaged one is reported later."""
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if (p / STATUS_FILE).exists():
-            found.append(p)
-        elif p.is_dir():
-            found.extend(s.parent for s in sorted(p.glob(f"*/{STATUS_FILE}")))
-        else:
-            raise UsageError(f"{p} is neither a session nor a folder of sessions")
-    return found
-
-
-def load_sessions(paths) -> list[SessionRecord]:
-    return [load_session(p) for p in session_dirs(paths)]
 
 
 # --- looking things up ----------------------------------------------------------------------------------
@@ -462,7 +342,7 @@ def evaluate(content: dict, records: list[SessionRecord], include_partial: bool 
     seal's time, ISO 8601), only sessions started after it count."""
     sealed = None
     if sealed_utc is not None:
-        sealed = _parse_utc(sealed_utc)
+        sealed = parse_utc(sealed_utc)
         if sealed is None:
             raise UsageError(f"the seal's time {sealed_utc!r} is not an ISO 8601 time, so no session can be "
                              "shown to come after it")

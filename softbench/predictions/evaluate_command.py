@@ -28,7 +28,8 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     from softbench.core.checks import check_out_file
     from softbench.core.console import out, table
     from softbench.core.errors import SealError, UsageError
-    from softbench.predictions.evaluate import evaluate, evaluation_document, load_sessions
+    from softbench.predictions.evaluate import evaluate, evaluation_document
+    from softbench.predictions.sessions import load_sessions
     from softbench.predictions.seal import verify
     from softbench.core.session import atomic_write_json
 

@@ -18,7 +18,7 @@ from softbench.core.protocol import InterleavedProtocol, LatencyProtocol, Sustai
 from softbench.core.suggest import did_you_mean
 
 SHAPE_KEYS = ("dtype", "seq", "causal", "head_dim", "batch", "heads", "kv_heads")
-# read from env.json's "softbench" block (see evaluate.session_facts)
+# read from env.json's "softbench" block (see sessions.session_facts)
 PROVENANCE_KEYS = ("source_sha256", "git_commit")
 
 # summary.json and protocol.yaml top-level keys, by command (as the commands write them)

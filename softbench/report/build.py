@@ -20,7 +20,7 @@ from pathlib import Path
 from softbench.core.errors import UsageError
 from softbench.core.session import atomic_write_text
 from softbench.core.tables import md_table
-from softbench.predictions.evaluate import SessionRecord, load_sessions
+from softbench.predictions.sessions import SessionRecord, load_sessions
 from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.records import marked_name, safe_name

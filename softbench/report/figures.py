@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from softbench.core.shapes import seq_label
-from softbench.predictions.evaluate import SessionRecord
+from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import (fidelity_conditions, lat_group, loop_name, marked_name, mask_label, raw_records,
                                       trace_points)
 

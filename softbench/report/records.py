@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.session import read_jsonl
-from softbench.predictions.evaluate import SessionRecord
+from softbench.predictions.sessions import SessionRecord
 
 
 LOOP_KEYS = ("loop", "label", "kernel", "variant")  # how energy samples name the loop they belong to

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from softbench.core.shapes import seq_label
 from softbench.core.tables import fmt
-from softbench.predictions.evaluate import SessionRecord
+from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import fidelity_conditions, loop_entries, marked_name, mask_label, trace_points
 
 

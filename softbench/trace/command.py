@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import backend_option, check_triton_config, shape_options, shapes_from, triton_config_option
+from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from, triton_config_option,
+                                    variant_names)
 
 
 @click.group("trace")
@@ -36,17 +37,12 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     Example: softbench trace run --seq 4K --seq 8K --seq 16K --variants A0,A1"""
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
-    from softbench.core.errors import UnsupportedError, UsageError
+    from softbench.core.errors import UnsupportedError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.kernels.catalog import check as check_variant
     from softbench.trace.engine import TraceOptions, find_nsys, run_trace
     from softbench.trace.render import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_rows
 
-    names = tuple(v.strip() for v in variants.split(",") if v.strip())
-    if not names:
-        raise UsageError("--variants is empty")
-    for n in names:
-        check_variant(backend, n)
+    names = variant_names(variants, backend)
     check_triton_config(triton_config, backend)
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     check_out_dir(out_dir)
