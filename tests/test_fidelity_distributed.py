@@ -77,6 +77,8 @@ def test_gpus_on_a_machine_without_cuda_is_refused_in_one_sentence(capsys, tmp_p
     assert code == UnsupportedError.exit_code
     assert "error: --gpus needs CUDA GPUs and none is visible here" in err and "gloo" in err
     assert not (tmp_path / "s").exists()
+    assert main(["fidelity", "--model", "m", "--gpus", "2", "--device-map", "auto"]) == 2
+    assert "use one or the other" in capsys.readouterr().err
 
 
 def test_the_kernel_path_and_a_device_map_are_refused_under_torchrun():
@@ -193,8 +195,9 @@ def test_a_dead_rank_leaves_a_partial_session_that_a_resume_with_three_ranks_com
     assert [launch_["world_size"] for launch_ in run["launches"]] == [2, 3]
 
 
-def test_device_map_on_one_device_changes_nothing(tiny, tmp_path):
+def test_device_map_on_one_device_changes_nothing(tiny, tmp_path, monkeypatch):
     import torch
+    from transformers import AutoModelForCausalLM
 
     if torch.cuda.is_available():
         pytest.skip("on a CUDA machine --device-map auto places the model on the GPUs")
@@ -204,10 +207,17 @@ def test_device_map_on_one_device_changes_nothing(tiny, tmp_path):
         return run_fidelity(FidelityOptions(model=str(tiny / "model"), corpus=str(tiny / "text.txt"), block_len=32,
                                             max_blocks=3, bootstrap=100, device="cpu", out_dir=str(out), **kw))
 
+    loads = []
+    load = AutoModelForCausalLM.from_pretrained
+
+    def spy(*args, **kw):
+        loads.append(kw.get("device_map"))
+        return load(*args, **kw)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", spy)
     mapped, plain = run(tmp_path / "map", device_map="auto"), run(tmp_path / "plain")
-    # the option reached from_pretrained: accelerate recorded where it put the model (all on the CPU here)
-    placement = mapped.read_json("run.json")["device_map"]
-    assert placement and set(placement.values()) == {"cpu"}
+    assert loads == ["auto", None]  # the option reached the loader, and only when given
+    assert mapped.read_json("run.json")["device_map"] == {"": "cpu"}
     assert "device_map" not in plain.read_json("run.json")
     assert _results(mapped.path) == _results(plain.path)
 

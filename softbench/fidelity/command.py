@@ -111,6 +111,10 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
     if gpus:
         from softbench.fidelity.launch import launch
 
+        if device_map:
+            raise UsageError("--gpus gives every GPU its own copy of the model and --device-map spreads one copy "
+                             "over them; use one or the other")
+
         # the ranks get this command's own arguments (those after `fidelity`), less --gpus
         args = sys.argv[1:]
         launch(gpus, device, args[args.index("fidelity") + 1:] if "fidelity" in args else args)

@@ -10,7 +10,11 @@ Session files: options.json (as run), env.json, run.json (model, corpus, signatu
 blocks.jsonl (raw rows), blocks.csv, summary.json, summary.md, status.json; worker-A0/A1.log on the kernel path,
 whose kernel (--backend fa4 or triton) is recorded in run.json `kernel` and summary.json `backend`.
 `--resume DIR` reopens a session with its own options, checks that the token signature is unchanged, and
-evaluates only the blocks that are not complete for every condition."""
+evaluates only the blocks that are not complete for every condition.
+
+Under torchrun every rank runs these phases on its own copy of the model and its share of the blocks; rank 0
+alone writes the session (softbench.fidelity.distributed says how the blocks are dealt and gathered), and
+run.json `launches` records each launch's world size, ranks and devices."""
 
 from __future__ import annotations
 
@@ -341,8 +345,8 @@ def _run(opts: FidelityOptions, conditions: list[Condition], prep: Prepared, ses
         evaluator = _evaluator(opts, prep, conditions, session, device)
         if opts.path == "kernel":  # which kernel produced the numbers: backend, versions, patch or configuration
             run["kernel"] = {"backend": opts.backend, "workers": evaluator.info}
-        placement = getattr(getattr(evaluator, "model", None), "hf_device_map", None)
-        if placement is not None:  # --device-map: where accelerate put each module
+        if opts.device_map:  # where accelerate put each module (transformers names none when all is on one device)
+            placement = getattr(evaluator.model, "hf_device_map", None) or {"": evaluator.model.device}
             run["device_map"] = {k: str(v) for k, v in placement.items()}
         if ranks.main and "gate" not in run:
             progress.message("wiring check on block 0")
