@@ -56,13 +56,19 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
                    "block: BOS first in every block; stream: tokenize once, BOS only before block 0 (warns when "
                    "the tokenizer adds one)")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None, help="default: cuda when present")
+@click.option("--gpus", type=click.IntRange(min=1), default=None,
+              help="data parallel on N GPUs of this host: starts torchrun --nproc-per-node N, one rank per GPU, each "
+                   "with its own copy of the model and its share of the blocks; rank 0 writes the session (on "
+                   "CPUs: torchrun --nproc-per-node N -m softbench fidelity ... runs the same over gloo)")
+@click.option("--device-map", type=click.Choice(["auto"]), default=None,
+              help="one model across the GPUs of this host (accelerate places the layers); sim and row paths")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="continue an interrupted session with its own options")
 @click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")
 def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, backend, operators, dtype, fp8_storage, bootstrap,
-            seed, rescale_threshold, tile, bos, device, threads, out_dir, resume, list_operators):
+            seed, rescale_threshold, tile, bos, device, gpus, device_map, threads, out_dir, resume, list_operators):
     """Per-block NLL with exact and approximate attention; dNLL with a paired block bootstrap.
 
     Example (after make setup, offline, CPU, a few minutes): softbench fidelity --model smollm2-135m
@@ -87,6 +93,7 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
 
         go_offline()
     from softbench.fidelity.engine import FidelityOptions, run_fidelity
+    from softbench.fidelity.distributed import from_env
     from softbench.fidelity.report import CONSOLE_COLUMNS, console_rows, headline, interval_note
 
     command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -98,10 +105,26 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
                                max_blocks=max_blocks, path=path, operators=tuple(operators), dtype=dtype,
                                bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold, device=device,
                                out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, threads=threads,
-                               backend=backend, offline=offline, command_line=command_line)
+                               backend=backend, offline=offline, device_map=device_map,
+                               command_line=command_line)
         opts.check()  # bad operators and combinations fail before anything is loaded
-    else:
+    if gpus:
+        from softbench.fidelity.launch import launch
+
+        if device_map:
+            raise UsageError("--gpus gives every GPU its own copy of the model and --device-map spreads one copy "
+                             "over them; use one or the other")
+
+        # the ranks get this command's own arguments (those after `fidelity`), less --gpus
+        args = sys.argv[1:]
+        launch(gpus, device, args[args.index("fidelity") + 1:] if "fidelity" in args else args)
+        return
+    ranks = from_env()
+    if resume is not None and ranks.main:
         err.print(f"resuming {resume} with the options it was started with")
+    if not ranks.main:  # rank 0 reports for the launch; the others print only their errors
+        run_fidelity(opts, resume=resume)
+        return
     try:
         with BlockProgress(err) as progress:
             session = run_fidelity(opts, progress, resume=resume)

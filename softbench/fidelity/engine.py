@@ -10,7 +10,11 @@ Session files: options.json (as run), env.json, run.json (model, corpus, signatu
 blocks.jsonl (raw rows), blocks.csv, summary.json, summary.md, status.json; worker-A0/A1.log on the kernel path,
 whose kernel (--backend fa4 or triton) is recorded in run.json `kernel` and summary.json `backend`.
 `--resume DIR` reopens a session with its own options, checks that the token signature is unchanged, and
-evaluates only the blocks that are not complete for every condition."""
+evaluates only the blocks that are not complete for every condition.
+
+Under torchrun every rank runs these phases on its own copy of the model and its share of the blocks; rank 0
+alone writes the session (softbench.fidelity.distributed says how the blocks are dealt and gathered), and
+run.json `launches` records each launch's world size, ranks and devices."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.fidelity import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
 from softbench.fidelity.limits import MIN_BLOCK_LEN
 from softbench.core.session import Session, utc_iso
@@ -50,6 +55,7 @@ class FidelityOptions:
     threads: int | None = None
     patch_cache: str | None = None
     backend: str = "fa4"  # the kernel path's kernel: FA4, or softbench's Triton forward
+    device_map: str | None = None  # "auto": accelerate places the layers across the visible GPUs
     command_line: str = ""
 
     def to_dict(self) -> dict:
@@ -80,6 +86,12 @@ class FidelityOptions:
             raise UsageError("--rescale-threshold must be >= 0 (0: always rescale)")
         if self.fp8_storage and self.dtype != "fp8":
             raise UsageError("--fp8-storage applies to --dtype fp8 only")
+        if self.device_map not in (None, "auto"):
+            raise UsageError(f"--device-map must be auto, not {self.device_map!r}")
+        if self.device_map and self.path == "kernel":
+            raise UnsupportedError("--device-map places the model this process loads; the kernel path's worker "
+                                   "processes load their own copies on one GPU",
+                                   hint="use --device-map with --path sim or row")
         if self.backend != "fa4" and self.path != "kernel":
             raise UsageError(f"--backend {self.backend} chooses the kernel of --path kernel; --path {self.path} "
                              "runs no kernel", hint="add --path kernel, or drop --backend")
@@ -153,7 +165,7 @@ def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progre
     config = models.load_config(src)
     ctx = models.context_length(config)
     block_len = min(opts.block_len, ctx) if ctx else opts.block_len
-    models.check_supported(config, opts.path, block_len, opts.dtype, detect_device(prefer_cuda=device == "cuda"),
+    models.check_supported(config, opts.path, block_len, opts.dtype, detect_device(prefer_cuda=device.startswith("cuda")),
                            opts.backend, {c.path for c in conditions})
     tokenizer = models.load_tokenizer(src)
     bos, bos_note, warning = corpora.resolve_bos(opts.bos, tokenizer)
@@ -186,7 +198,7 @@ def _evaluator(opts: FidelityOptions, prep: Prepared, conditions: list[Condition
     from softbench.fidelity.local_eval import LocalEvaluator, SimSettings
 
     name = attention.register()
-    model = models.load_model(prep.model_source, opts.dtype, device, name)
+    model = models.load_model(prep.model_source, opts.dtype, device, name, device_map=opts.device_map)
     sim = SimSettings(tile=opts.tile, rescale_threshold=opts.rescale_threshold,
                       max_offset=8.0 if opts.dtype == "fp8" else 0.0, fp8_storage=opts.fp8_storage)
     return LocalEvaluator(model, conditions, sim, device)
@@ -205,6 +217,7 @@ def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool,
             "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
             "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
             "token_signature": run["token_signature"], "gate": run.get("gate"),
+            "world_sizes": [launch["world_size"] for launch in run.get("launches", [])],
             "kernels": _worker_kernels(run), **s}
 
 
@@ -228,6 +241,15 @@ def _write_tables(session: Session, opts: FidelityOptions, run: dict, complete: 
     return summary
 
 
+def _keep_partial(session: Session, opts: FidelityOptions, run: dict, device: str, summary_reason: str,
+                  status_reason: str) -> None:
+    from softbench.runtime.session_runner import sigterm_deferred
+
+    with sigterm_deferred():
+        _write_tables(session, opts, run, False, summary_reason, device)
+        session.set_status(complete=False, state="partial", reason=status_reason)
+
+
 def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
     session = Session.open(resume)
     if session.command != COMMAND or not session.has("options.json"):
@@ -235,53 +257,106 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
     return session, FidelityOptions.from_dict(session.read_json("options.json"))
 
 
+def _refuse_distributed(opts: FidelityOptions, ranks: distributed.Ranks) -> None:
+    if ranks.world == 1:
+        return
+    if opts.path == "kernel":
+        # each rank's A0/A1 worker processes would have to be pinned to the rank's GPU; not built (issue 19)
+        raise UnsupportedError(f"--path kernel runs in one process (its kernel workers are not pinned to a rank's "
+                               f"GPU); this is rank {ranks.rank} of {ranks.world}",
+                               hint="run the kernel path without torchrun, or --path sim under torchrun")
+    if opts.device_map:
+        raise UsageError("--device-map spreads one model over the GPUs and torchrun gives every rank its own copy "
+                         "of it; use one or the other")
+
+
 def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None = None,
-                 resume: Path | str | None = None) -> Session:
+                 resume: Path | str | None = None) -> Session | None:
+    """One process, or every rank of a torchrun launch (softbench.fidelity.distributed): each rank evaluates its
+    share of the blocks; rank 0 alone writes the session and returns it, the other ranks return None."""
+    ranks = distributed.from_env()
     progress = progress or Progress()
     session = None
     if resume is not None:
+        # every rank reads the session's options (torchrun --nproc-per-node: one host, one folder); rank 0 alone
+        # writes to it
         session, opts = _open_resume(Path(resume))
     if opts is None:
         raise UsageError("no options and no session to resume")
     conditions = opts.check()
+    _refuse_distributed(opts, ranks)
     if opts.threads:
         import torch
 
         torch.set_num_threads(opts.threads)
-    device = _run_device(opts)
+    device = distributed.rank_device(_run_device(opts), ranks)
     prep = prepare(opts, conditions, progress, device)
+    group = distributed.Group(ranks, device)
+    try:
+        return _run(opts, conditions, prep, session if ranks.main else None, progress, device, group)
+    finally:
+        group.close()
+
+
+def _open_session(opts: FidelityOptions, prep: Prepared, session: Session | None, device: str,
+                  members: list[dict], backend: str | None) -> Session:
+    """Rank 0: a new session, or the resumed one after its token signature is checked; this launch's ranks and
+    devices appended to run.json's `launches` (a resumed session may have had another world size)."""
+    launch = {"started_utc": utc_iso(), "world_size": len(members), "backend": backend, "ranks": members}
     if session is None:
         from softbench.core.envinfo import collect_env
 
         kernel = f"-{opts.backend}" if opts.path == "kernel" else ""
         session = Session.create(opts.out_dir, COMMAND, tag=f"{prep.run['model']['label']}-{opts.path}{kernel}")
         session.write_json("options.json", opts.to_dict())
-        session.write_json("env.json", collect_env(gpu=device == "cuda"))
+        session.write_json("env.json", collect_env(gpu=device.startswith("cuda")))
         prep.run["created_utc"] = utc_iso()
+        prep.run["launches"] = [launch]
         session.write_json("run.json", prep.run)
+        return session
+    recorded = session.read_json("run.json")
+    if recorded["token_signature"] != prep.run["token_signature"]:
+        raise UsageError(f"{session.path}: the token stream differs from the recorded one (signature "
+                         f"{prep.run['token_signature'][:12]} vs {recorded['token_signature'][:12]}); "
+                         "same model, tokenizer and corpus are needed to resume")
+    prep.run = {**prep.run, **{k: recorded[k] for k in ("gate", "created_utc") if k in recorded},
+                "launches": [*recorded.get("launches", []), launch]}
+    session.set_status(complete=False, state="running", reason="resumed")
+    return session
+
+
+def _run(opts: FidelityOptions, conditions: list[Condition], prep: Prepared, session: Session | None,
+         progress: Progress, device: str, group: distributed.Group) -> Session | None:
+    ranks = group.ranks
+    members = group.all_gather({**group.describe(device), "token_signature": prep.run["token_signature"]})
+    if len({m.pop("token_signature") for m in members}) > 1:
+        raise MeasurementError("the ranks tokenized the corpus differently (their token signatures differ); "
+                               "every rank needs the same model files, tokenizer and corpus")
+    if ranks.main:
+        session = _open_session(opts, prep, session, device, members, group.backend)
     else:
-        recorded = session.read_json("run.json")
-        if recorded["token_signature"] != prep.run["token_signature"]:
-            raise UsageError(f"{session.path}: the token stream differs from the recorded one (signature "
-                             f"{prep.run['token_signature'][:12]} vs {recorded['token_signature'][:12]}); "
-                             "same model, tokenizer and corpus are needed to resume")
-        prep.run = {**prep.run, **{k: recorded[k] for k in ("gate", "created_utc") if k in recorded}}
-        session.set_status(complete=False, state="running", reason="resumed")
+        progress = Progress()  # rank 0 reports for the launch
     run = prep.run
     evaluator = None
     try:
         kernel = f" {opts.backend}" if opts.path == "kernel" else ""
-        progress.message(f"loading {run['model']['label']} ({opts.path} path{kernel}, {device})")
+        progress.message(f"loading {run['model']['label']} ({opts.path} path{kernel}, {device}, "
+                         f"{ranks.world} rank(s))")
         evaluator = _evaluator(opts, prep, conditions, session, device)
         if opts.path == "kernel":  # which kernel produced the numbers: backend, versions, patch or configuration
             run["kernel"] = {"backend": opts.backend, "workers": evaluator.info}
-        if "gate" not in run:
+        if opts.device_map:  # where accelerate put each module (transformers names none when all is on one device)
+            placement = getattr(evaluator.model, "hf_device_map", None) or {"": evaluator.model.device}
+            run["device_map"] = {k: str(v) for k, v in placement.items()}
+        if ranks.main and "gate" not in run:
             progress.message("wiring check on block 0")
             gate = evaluator.gate(prep.blocks[0])
             gate["tolerance_nats"] = GATE_TOLERANCE_NATS
             gate["passed"] = abs(gate["difference"]) <= GATE_TOLERANCE_NATS
             run["gate"] = gate
-        session.write_json("run.json", run)
+        run["gate"] = group.broadcast(run.get("gate"))
+        if ranks.main:
+            session.write_json("run.json", run)
         if not run["gate"]["passed"]:
             g = run["gate"]
             native = g.get("native_loss", g.get("native_sdpa_loss"))  # older sessions: the SDPA reference
@@ -292,29 +367,48 @@ def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None 
         from softbench.fidelity.summary import complete_blocks, latest_rows
 
         names = [c.name for c in conditions]
-        done = set(complete_blocks(latest_rows(session.read_records(ROWS_FILE)), names))
         n = int(prep.blocks.shape[0])
-        progress.start(n, len(done & set(range(n))), f"{run['model']['label']}: {len(names) - 1} condition(s)")
-        for i in range(n):
-            if i in done:
+        todo = None
+        if ranks.main:
+            done = set(complete_blocks(latest_rows(session.read_records(ROWS_FILE)), names))
+            todo = [i for i in range(n) if i not in done]
+        todo = group.broadcast(todo)
+        progress.start(n, n - len(todo), f"{run['model']['label']}: {len(names) - 1} condition(s)")
+        evaluated = 0
+        for rnd in distributed.rounds(todo, ranks.world):
+            rows = []
+            if ranks.rank < len(rnd):
+                distributed.fault_check(ranks, evaluated)
+                i = rnd[ranks.rank]
+                rows = [{**r, "rank": ranks.rank} for r in evaluator.evaluate(i, prep.blocks[i])]
+                evaluated += 1
+            if ranks.main:  # rank 0's block is kept even if a peer dies before the gather
+                for r in rows:
+                    session.append(ROWS_FILE, r)
+            gathered = group.gather(rows)
+            if not ranks.main:
                 continue
-            rows = evaluator.evaluate(i, prep.blocks[i])
-            for r in rows:
-                session.append(ROWS_FILE, r)
+            for other in gathered[1:]:
+                for r in other:
+                    session.append(ROWS_FILE, r)
             _write_tables(session, opts, run, False, "running", device)
-            progress.block(i, rows)
+            for block_rows in gathered:
+                if block_rows:
+                    progress.block(block_rows[0]["block"], block_rows)
+        if not ranks.main:
+            return None
         _write_tables(session, opts, run, True, None, device)
         session.set_status(complete=True, state="complete")
         return session
     except KeyboardInterrupt as e:
-        _write_tables(session, opts, run, False, "interrupted", device)
-        session.set_status(complete=False, state="partial", reason="interrupted; resume with --resume")
-        e.session_path = str(session.path)  # the command prints it with the --resume line
+        if session is not None:
+            _keep_partial(session, opts, run, device, "interrupted", "interrupted; resume with --resume")
+            e.session_path = str(session.path)  # the command prints it with the --resume line
         raise
     except Exception as e:
-        reason = f"{type(e).__name__}: {e}"
-        _write_tables(session, opts, run, False, reason, device)
-        session.set_status(complete=False, state="partial", reason=reason)
+        if session is not None:
+            reason = f"{type(e).__name__}: {e}"
+            _keep_partial(session, opts, run, device, reason, reason)
         raise
     finally:
         if evaluator is not None:

@@ -42,7 +42,8 @@ class LocalEvaluator:
         self.conditions = conditions
         self.impls = {c.name: make_impl(c, sim) for c in conditions}
         self.head = FP32Head(model)
-        self.device = device
+        # the tokens go where the embedding is: `device`, or under a device map the first layer's device
+        self.device = model.get_input_embeddings().weight.device
 
     def _ids(self, tokens: np.ndarray):
         import torch

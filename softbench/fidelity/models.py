@@ -166,12 +166,16 @@ def load_tokenizer(src: ModelSource):
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}  # fp8: BF16 model, FP8 attention semantics
 
 
-def load_model(src: ModelSource, dtype: str, device: str, attn_implementation: str):
-    """The causal LM in eval mode on `device`, weights in `dtype`, attention through `attn_implementation`."""
+def load_model(src: ModelSource, dtype: str, device: str, attn_implementation: str, device_map: str | None = None):
+    """The causal LM in eval mode on `device`, weights in `dtype`, attention through `attn_implementation`.
+    `device_map` ("auto"): accelerate places the layers across the visible devices instead (`device` is then
+    not used; on a machine with one device everything lands on it)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     kw = _common_kwargs(src)
+    if device_map:
+        kw["device_map"] = device_map
     if src.gguf_file:
         try:
             from transformers import GgufConfig
@@ -197,7 +201,8 @@ def load_model(src: ModelSource, dtype: str, device: str, attn_implementation: s
             os.environ.pop("TQDM_DISABLE", None)
         else:
             os.environ["TQDM_DISABLE"] = tqdm_before
-    model.to(device)
+    if not device_map:
+        model.to(device)
     model.eval()
     return model
 

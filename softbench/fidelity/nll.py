@@ -53,7 +53,8 @@ class FP32Head:
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = torch.nn.functional.linear(hidden.to(torch.float32), self.weight, self.bias)
+        # under a device map the final norm and the head may sit on different GPUs
+        logits = torch.nn.functional.linear(hidden.to(self.weight.device, torch.float32), self.weight, self.bias)
         if self.softcap:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return torch.log_softmax(logits, dim=-1)
@@ -102,7 +103,7 @@ def score_block(head: FP32Head, hidden: torch.Tensor, targets: torch.Tensor,
     for i0 in range(0, n, chunk):
         i1 = min(i0 + chunk, n)
         lp = head.log_probs(hidden[i0:i1])
-        nll -= float(lp.gather(1, targets[i0:i1].view(-1, 1)).double().sum())
+        nll -= float(lp.gather(1, targets[i0:i1].view(-1, 1).to(lp.device)).double().sum())
         if baseline_hidden is None:
             continue
         lb = head.log_probs(baseline_hidden[i0:i1])

@@ -34,6 +34,21 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def sigterm_deferred() -> Iterator[None]:
+    """Hold SIGTERM off while a partial session is written: under torchrun it follows a dead rank's error at
+    once, and would otherwise cut the status and the summary short. The exception being handled still
+    propagates afterwards, so the process ends as it would have."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, Terminated):
         return "terminated (SIGTERM)"
