@@ -167,6 +167,24 @@ def apply_protocol_flags(proto, flags: dict):
     return proto.with_overrides(**{PROTOCOL_FLAGS[k][0]: v for k, v in given.items()})
 
 
+def protocol_from_cli(ctx: click.Context):
+    """(plan, protocol) of a command with `protocol_options`: the protocol named or read from a file by
+    --protocol, with the knobs given on the command line (`ctx.params`) applied by `apply_protocol_flags`."""
+    from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
+
+    name = ctx.params["protocol_name"]
+    plan = latency_plan_from_mapping(load_yaml_mapping(name), name)
+    return plan, apply_protocol_flags(plan.protocol, {k: ctx.params[k] for k in PROTOCOL_FLAGS})
+
+
+def references_asked(ctx: click.Context, proto) -> str:
+    """--reference as given, except that the paper's rounds time none unless one was named on the command line:
+    they pair exactly two kernels."""
+    if proto.kind == "paper" and ctx.get_parameter_source("references") != click.core.ParameterSource.COMMANDLINE:
+        return "none"
+    return ctx.params["references"]
+
+
 def reference_option(fn):
     return click.option(
         "--reference", "references", default="auto", show_default=True, metavar="LIST",

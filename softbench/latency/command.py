@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (apply_protocol_flags, check_triton_config, null_option, protocol_options,
-                                    reference_option, shape_options, shapes_from, triton_config_option)
+from softbench.core.options import (check_triton_config, null_option, protocol_from_cli, protocol_options,
+                                    reference_option, references_asked, shape_options, shapes_from,
+                                    triton_config_option)
 from softbench.kernels.backends import BACKENDS
 
 
@@ -44,7 +45,6 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.errors import UnsupportedError, UsageError
-    from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
     from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.kernels.catalog import check as check_variant
     from softbench.kernels.references import resolve_references
@@ -54,10 +54,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     ctx = click.get_current_context()
     given = {n for n in ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim", "backend", "baseline",
                          "variant") if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
-    plan = latency_plan_from_mapping(load_yaml_mapping(protocol_name), protocol_name)
-    proto = apply_protocol_flags(plan.protocol, {
-        "rounds": rounds, "calls": calls, "target_pp": target_pp, "budget_s": budget_s, "cycles": cycles,
-        "measure_s": measure_s, "windows": windows, "warmup": warmup, "order": order, "seed": seed})
+    plan, proto = protocol_from_cli(ctx)
     if plan.cells:
         clash = sorted(given & {"dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim"})
         if clash:
@@ -90,9 +87,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     check_triton_config(triton_config, backend)
     if triton_config:
         backend_options = dict(triton_config)
-    if proto.kind == "paper" and ctx.get_parameter_source("references") != click.core.ParameterSource.COMMANDLINE:
-        references = "none"  # the paper's rounds pair exactly two kernels
-    refs, skipped = resolve_references(references, shapes, backend, device or detect_device(prefer_cuda=False))
+    refs, skipped = resolve_references(references_asked(ctx, proto), shapes, backend,
+                                       device or detect_device(prefer_cuda=False))
 
     def check(shape):
         # refuse before any worker starts or any session folder is made

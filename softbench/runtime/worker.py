@@ -150,28 +150,36 @@ class WorkerState:
                 self.forward()
             return self._timed_window(int(req["calls"]))
 
+    def _settle(self, rule: dict, step: Callable[[], tuple]):
+        """Run `step` (one unit of work returning its time, power and SM clock) until the readings settle by
+        softbench.runtime.settle's rule; the verdict says when and why."""
+        from softbench.runtime.settle import SettleRule, Settler
+
+        settler = Settler(SettleRule(**rule), time.monotonic())
+        while True:
+            settler.add(*step())
+            verdict = settler.verdict()
+            if verdict.done:
+                return verdict
+
     def block(self, req: dict, emit: Callable[[dict], None]) -> dict:
         """One block of the sustained protocol: windows back to back until this kernel's own power and clock
         equilibrium (softbench.runtime.settle), then `measure_s` seconds of windows bracketed by the energy
         counter. Every window is streamed with its phase."""
         import torch
 
-        from softbench.runtime.settle import SettleRule, Settler
-
         if self.forward is None:
             raise SoftbenchError("block requested before prepare")
         calls, measure_s = int(req["calls"]), float(req["measure_s"])
-        rule = SettleRule(**req.get("settle", {}))
         counter = self.nvml is not None and self.nvml.has_energy_counter()
+
+        def settle_window():
+            rec = self._timed_window(calls)
+            emit({"window": {**rec, "phase": "settle"}})
+            return rec["t_s"], rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz")
+
         with torch.inference_mode():
-            settler = Settler(rule, time.monotonic())
-            while True:
-                rec = self._timed_window(calls)
-                settler.add(rec["t_s"], rec.get("gpu_power_w"), rec.get("gpu_sm_clock_mhz"))
-                emit({"window": {**rec, "phase": "settle"}})
-                verdict = settler.verdict()
-                if verdict.done:
-                    break
+            verdict = self._settle(req.get("settle", {}), settle_window)
             energy_start_j = self.nvml.total_energy_j() if counter else None
             t0 = time.monotonic()
             forwards = 0
@@ -192,24 +200,23 @@ class WorkerState:
 
         if self.forward is None:
             raise SoftbenchError("energy_loop requested before prepare")
-        from softbench.runtime.settle import SettleRule, Settler
-
         chunk, seconds = int(req.get("chunk", 50)), float(req["seconds"])
         counter = self.nvml is not None and self.nvml.has_energy_counter()
         verdict = None
+
+        def settle_chunk():
+            for _ in range(chunk):
+                self.forward()
+            self.timer.sync()
+            r = self._reading()
+            return time.monotonic(), r.get("gpu_power_w"), r.get("gpu_sm_clock_mhz")
+
         with torch.inference_mode():
             for _ in range(int(req.get("warmup", 30))):
                 self.forward()
             self.timer.sync()
             if req.get("settle") is not None:  # chunks until this kernel's power and clock settle
-                settler = Settler(SettleRule(**req["settle"]), time.monotonic())
-                while not verdict or not verdict.done:
-                    for _ in range(chunk):
-                        self.forward()
-                    self.timer.sync()
-                    r = self._reading()
-                    settler.add(time.monotonic(), r.get("gpu_power_w"), r.get("gpu_sm_clock_mhz"))
-                    verdict = settler.verdict()
+                verdict = self._settle(req["settle"], settle_chunk)
             energy_start_j = self.nvml.total_energy_j() if counter else None
             t_start = time.monotonic()
             forwards = 0

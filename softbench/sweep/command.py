@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (apply_protocol_flags, backend_option, check_triton_config, null_option,
-                                    protocol_options, reference_option, shape_options, shapes_from,
-                                    triton_config_option)
+from softbench.core.options import (backend_option, check_triton_config, null_option, protocol_from_cli,
+                                    protocol_options, reference_option, references_asked, shape_options,
+                                    shapes_from, triton_config_option)
 
 
 def _command_line() -> str:
@@ -111,7 +111,6 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.sweep.emulation import parse_variant
     from softbench.sweep.engine import SweepOptions, run_variant_sweep
     from softbench.core.checks import check_memory, check_out_dir
-    from softbench.core.protocol import latency_plan_from_mapping, load_yaml_mapping
     from softbench.kernels.references import resolve_references
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
@@ -139,16 +138,11 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     check_out_dir(out_dir)
     for shape in shapes:
         check_memory(shape, backend)
-    plan = latency_plan_from_mapping(load_yaml_mapping(protocol_name), protocol_name)
-    proto = apply_protocol_flags(plan.protocol, {
-        "rounds": rounds, "calls": calls, "target_pp": target_pp, "budget_s": budget_s, "cycles": cycles,
-        "measure_s": measure_s, "windows": windows, "warmup": warmup, "order": order, "seed": seed})
+    ctx = click.get_current_context()
+    _plan, proto = protocol_from_cli(ctx)
     if emulation and proto.kind != "paper":
         raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
-    if proto.kind == "paper" and click.get_current_context().get_parameter_source("references") \
-            != click.core.ParameterSource.COMMANDLINE:
-        references = "none"  # the paper's rounds pair exactly two kernels
-    refs, _skipped = resolve_references(references, shapes, backend,
+    refs, _skipped = resolve_references(references_asked(ctx, proto), shapes, backend,
                                         detect_device(prefer_cuda=backend != "sim"))
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
         opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
