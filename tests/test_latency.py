@@ -292,5 +292,5 @@ def test_sweep_variants_interleaves_every_variant_in_one_run(tmp_path, cli):
 def test_the_default_simulation_on_a_cpu_is_refused_with_an_estimate(tmp_path, cli):
     r = cli("latency", "--backend", "sim", "--out", str(tmp_path))
     assert r.returncode == 2
-    assert "one window of 100 simulated calls would take at least" in r.stderr and "GFLOP" in r.stderr
+    assert "one window of 5 simulated calls would take at least" in r.stderr and "GFLOP" in r.stderr
     assert not any(tmp_path.iterdir())

@@ -286,6 +286,45 @@ def test_references_do_not_hold_the_run_up_and_the_fastest_exact_kernel_is_named
     assert s["comparisons"]["ref-fa3"]["role"] == "reference"
 
 
+def test_windows_sized_in_time_hold_as_many_baseline_calls_as_fill_the_target():
+    # 0.36 ms calls (FP8 causal 8K on the H200) and an 8 ms window: 22 calls (8 / 0.36 = 22.2)
+    proto = InterleavedProtocol(**{**FAST, "calls": None, "window_ms": 8.0})
+    run, records, s = run_interleaved(proto, [("A0", "A0", 0.36, "baseline"), ("A1", "A1", 0.33, "variant")],
+                                      noise=0.002)
+    assert run["window"]["calls"] == 22
+    assert run["window"]["sized_from_ms_per_call"] == pytest.approx(0.36, rel=0.01)
+    sizing = [r for r in records if r["phase"] == "sizing"]
+    assert len(sizing) == 1 and sizing[0]["label"] == "A0" and sizing[0]["calls"] == 5
+    assert {r["calls"] for r in records if r["phase"] in ("warmup", "measure")} == {22}
+    assert s["kernels"]["A0"]["units"] == len([r for r in records if r["phase"] == "measure" and r["label"] == "A0"])
+
+
+def test_fixed_calls_skip_the_sizing_window():
+    run, records, _ = run_interleaved(InterleavedProtocol(**FAST), [("A0", "A0", 1.0, "baseline"),
+                                                                    ("A1", "A1", 0.9, "variant")])
+    assert run["window"] == {"calls": 10, "rule": "fixed by the protocol"}
+    assert not [r for r in records if r["phase"] == "sizing"]
+
+
+def test_the_carry_over_of_a_power_hungry_kernel_is_reported():
+    kernels = [("A0", "A0", 1.0, "baseline"), ("h15-sat", "h15-sat", 0.9, "variant"), ("A0'", "A0", 1.0, "null")]
+    proto = InterleavedProtocol(**{**FAST, "min_pairs": 200})
+    _, _, s = run_interleaved(proto, kernels, carryover={"h15-sat": 0.03}, noise=0.001)
+    after = s["carryover"]["after_pct"]
+    # windows after h15-sat run 3% slower than windows after the others; each kernel's median sits in between
+    assert after["h15-sat"] - after["A0"] == pytest.approx(3.0, abs=0.4)
+    assert after["A0"] == pytest.approx(after["A0'"], abs=0.3)
+    assert abs(s["null_pct"]) < 0.3  # the null's two processes are one kernel: it cannot show this carry-over
+
+
+def test_calls_and_window_ms_together_are_refused():
+    from softbench.core.options import apply_protocol_flags
+
+    with pytest.raises(UsageError, match="both set the length of a window"):
+        apply_protocol_flags(InterleavedProtocol(), {"calls": 20, "window_ms": 8.0})
+    assert apply_protocol_flags(InterleavedProtocol(), {"window_ms": 5.0}).window_ms == 5.0
+
+
 def test_random_order_is_seeded_and_each_cycle_holds_every_kernel_once():
     proto = InterleavedProtocol(**FAST)
     kernels = [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 1.0, "variant"), ("A0'", "A0", 1.0, "null")]

@@ -112,6 +112,7 @@ PROTOCOL_FLAGS = {
     "warmup": ("warmup", ("paper",)),
     "order": ("order", ("paper",)),
     "seed": ("seed", ("interleaved", "sustained", "paper")),
+    "window_ms": ("window_ms", ("interleaved",)),
     "target_pp": ("target_pp", ("interleaved",)),
     "budget_s": ("budget_s", ("interleaved",)),
     "cycles": ("cycles", ("sustained",)),
@@ -130,7 +131,11 @@ def protocol_options(fn):
         click.option("--rounds", type=click.IntRange(min=1), default=None,
                      help="interleaved: repetitions of the whole measurement, each with its own stopping rule "
                           "[default: 1]; paper: rounds [default: 3]"),
-        click.option("--calls", type=click.IntRange(min=1), default=None, help="calls per window [default: 100]"),
+        click.option("--calls", type=click.IntRange(min=1), default=None,
+                     help="calls per window [default: interleaved: as many as fill --window-ms; others: 100]"),
+        click.option("--window-ms", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="interleaved: the length of a window in milliseconds of the baseline's calls, when "
+                          "--calls is not given [default: 8]"),
         click.option("--target-pp", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="interleaved: stop when every 95%% interval is within +-this many points [default: 0.25]"),
         click.option("--budget-s", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -164,6 +169,9 @@ def apply_protocol_flags(proto, flags: dict):
         raise UsageError(f"{names} {'does' if len(wrong) == 1 else 'do'} not apply to the {proto.kind} protocol",
                          hint=f"{'it belongs' if len(wrong) == 1 else 'they belong'} to: {', '.join(owners)} "
                               f"(choose one with --protocol)")
+    if "calls" in given and "window_ms" in given:
+        raise UsageError("--calls and --window-ms both set the length of a window",
+                         hint="give one: --calls N for a fixed count, --window-ms MS to size it in time")
     return proto.with_overrides(**{PROTOCOL_FLAGS[k][0]: v for k, v in given.items()})
 
 

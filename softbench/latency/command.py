@@ -32,13 +32,13 @@ from softbench.kernels.backends import BACKENDS
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, protocol_name,
-            rounds, calls, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null, references,
-            rescale_threshold, triton_config, out_dir):
+            rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
+            references, rescale_threshold, triton_config, out_dir):
     """Time BASELINE against VARIANT, each kernel in its own process.
 
-    The default protocol, interleaved, alternates single windows of every kernel (ABBA) after a warm-up that
-    ends when power and SM clock settle, until the paired speed-up's 95% interval is within +-0.25 pp: the
-    speed-up at equal clock. --protocol sustained gives the speed-up with each kernel at its own equilibrium
+    The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a
+    random order) after a warm-up that ends when power and SM clock settle, until the paired speed-up's 95%
+    interval is within +-0.25 pp: the speed-up at equal clock. --protocol sustained gives the speed-up with each kernel at its own equilibrium
     under the power cap; --null adds the A/A null to the same run; --reference times the fastest exact kernels.
 
     Example: softbench latency --dtype fp8 --seq 16384 --rounds 3"""
@@ -155,7 +155,10 @@ def check_sim_time(shapes, proto) -> None:
 
     if torch.cuda.is_available():
         return  # the simulation runs on the GPU there
-    calls = getattr(proto, "calls", 100)
+    from softbench.latency.interleaved import SIZING_CALLS
+
+    # a window sized in time holds at least one call, and is sized by one window of SIZING_CALLS calls
+    calls = getattr(proto, "calls", 100) or SIZING_CALLS
     for s in shapes:
         est = s.flops * calls / SIM_OPTIMISTIC_FLOPS
         if est > SIM_WINDOW_LIMIT_S:

@@ -21,6 +21,25 @@ from softbench.latency.schedule import carryover_circuit, circuit_cycle, pairs_b
 from softbench.runtime.settle import SettleRule, Settler
 
 
+# calls in the sizing window: enough that one call's launch and the synchronisation do not dominate it
+SIZING_CALLS = 5
+MAX_CALLS = 100_000
+
+
+def size_windows(proto: InterleavedProtocol, baseline_worker, record: Callable[[dict], None]) -> dict:
+    """How many calls a window holds: `proto.calls` when fixed, else as many of the baseline's calls as fill
+    `proto.window_ms`, from one window of SIZING_CALLS calls (recorded with phase "sizing", never paired)."""
+    if proto.calls is not None:
+        return {"calls": proto.calls, "rule": "fixed by the protocol"}
+    rec = baseline_worker.request("window", calls=SIZING_CALLS, untimed=proto.untimed)["result"]
+    record({"label": baseline_worker.label, "variant": baseline_worker.variant, "predecessor": None,
+            "phase": "sizing", "round": -1, "cycle": -1, **rec})
+    calls = int(min(MAX_CALLS, max(1, round(proto.window_ms / rec["ms_per_call"]))))
+    return {"calls": calls, "window_ms_target": proto.window_ms, "sized_from_ms_per_call": rec["ms_per_call"],
+            "rule": f"as many of the baseline's calls as fill {proto.window_ms:g} ms (one window of "
+                    f"{SIZING_CALLS} calls before the warm-up)"}
+
+
 def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str, gated: list[str],
                         record: Callable[[dict], None], progress, clock: Callable[[], float] = time.monotonic) -> dict:
     """Returns what happened: the warm-up's verdict and, per round, its cycles, pairs, time and stopping reason.
@@ -34,8 +53,9 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
     def cycle_windows(cycle: int) -> list[str]:
         return circuit_cycle(circuit, cycle) if circuit else random_cycle(labels, rng)
 
-    window_fields = {"calls": proto.calls, "untimed": proto.untimed}
     last: list[str] = []
+    sizing = size_windows(proto, workers[baseline], record)
+    window_fields = {"calls": sizing["calls"], "untimed": proto.untimed}
 
     def one_window(label: str, extra: dict) -> dict:
         rec = workers[label].request("window", **window_fields)["result"]
@@ -58,7 +78,7 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
         verdict = settler.verdict()
         if verdict.done:
             break
-    run = {"warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": [],
+    run = {"window": sizing, "warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": [],
            "order": {"kind": proto.order, "circuit": circuit, "seed": proto.seed,
                      "pairing": "windows with the same predecessor, per cycle" if circuit else "one pair per cycle"}}
 

@@ -48,8 +48,13 @@ def paired_headline(summary: dict) -> list[str]:
     kind, quantity, base = summary["protocol_kind"], summary["quantity"], summary["baseline"]
     comps = summary.get("comparisons", {})
     lines = []
+    clock = summary.get("clock_during_pairs") or {}
+    # an equal clock is not one fixed clock: the speed-up grows as the power cap lowers the clock, so say which
+    at = (f", SM clock {clock['sm_clock_mhz_median']:.0f} MHz median, {clock['power_w_median']:.0f} W"
+          if clock.get("sm_clock_mhz_median") and clock.get("power_w_median") else "")
     for v in summary.get("variants", []):
-        lines.append(f"{v} vs {base}, speed-up {quantity} ({kind} protocol): {_estimate(comps.get(v, {}).get('paired'))}"
+        lines.append(f"{v} vs {base}, speed-up {quantity} ({kind} protocol{at}): "
+                     f"{_estimate(comps.get(v, {}).get('paired'))}"
                      f"; pooled medians {fmt(comps.get(v, {}).get('pooled_speedup_pct'), '+.2f')}%")
     null = summary.get("null")
     if null:
@@ -66,6 +71,14 @@ def paired_headline(summary: dict) -> list[str]:
                      f"{ratios}" + ("" if refs else " (no reference kernel timed: add --reference)"))
     for r in (summary.get("run") or {}).get("rounds", []):
         lines.append(f"round {r['round'] + 1}: {r['pairs']} pairs in {r['measure_s']:.1f} s, stopped: {r['stop_reason']}")
+    window = (summary.get("run") or {}).get("window")
+    if window and window.get("window_ms_target"):
+        lines.append(f"windows: {window['calls']} calls each ({window['window_ms_target']:g} ms of the baseline's "
+                     f"{window['sized_from_ms_per_call']:.4f} ms calls)")
+    carry = (summary.get("carryover") or {}).get("after_pct")
+    if carry:
+        lines.append("carry-over (a window after each kernel, against its own kernel's median): "
+                     + ", ".join(f"after {p} {c:+.2f}%" for p, c in carry.items()))
     warm = (summary.get("run") or {}).get("warmup")
     if warm:
         lines.append(f"warm-up: {warm['elapsed_s']:.1f} s, {warm['reason']}"

@@ -136,4 +136,30 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
     nul = out["comparisons"].get(out["null"]) if out["null"] else None
     out["null_pct"] = nul["paired"]["estimate_pct"] if nul and nul["paired"] else None
     out["null_ci95_pct"] = nul["paired"]["ci95_pct"] if nul and nul["paired"] else None
+    if kind == "interleaved":
+        out["carryover"] = carryover_pct(units, value_key)
+        out["clock_during_pairs"] = {
+            "sm_clock_mhz_median": _median_or_none(w.get("gpu_sm_clock_mhz") for w in windows),
+            "power_w_median": _median_or_none(w.get("gpu_power_w") for w in windows),
+            "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in windows),
+            "windows": len(windows)}
     return out
+
+
+def carryover_pct(windows: list[dict], value_key: str = "ms_per_call") -> dict:
+    """How much the kernel before a window slows it: per predecessor, the median over the windows that follow it
+    of 100 (time / that window's kernel's median time - 1). A random order gives every kernel every predecessor
+    alike except itself (no kernel follows itself inside a cycle), so a predecessor that slows its successor by
+    c% biases that kernel's comparisons by up to about c/n points for n kernels; the A/A null cannot show this,
+    since its two processes are the same kernel. A diagnostic, not a correction."""
+    by_label: dict[str, list[float]] = defaultdict(list)
+    for w in windows:
+        by_label[w["label"]].append(w[value_key])
+    med = {k: float(np.median(v)) for k, v in by_label.items()}
+    after: dict[str, list[float]] = defaultdict(list)
+    for w in windows:
+        if w.get("predecessor") is not None:
+            after[w["predecessor"]].append(100.0 * (w[value_key] / med[w["label"]] - 1.0))
+    return {"method": "median of 100 (window / its kernel's median - 1) over the windows after each kernel",
+            "after_pct": {p: float(np.median(v)) for p, v in sorted(after.items())},
+            "windows": {p: len(v) for p, v in sorted(after.items())}}

@@ -96,7 +96,7 @@ def emulation(protocol_file, dry_run, out_dir):
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variants, protocol_name,
-                 rounds, calls, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
+                 rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
                  references, triton_config, out_dir):
     """Time each of VARIANTS against BASELINE, with a sorted sweep summary. Under the default interleaved
     protocol every variant, the baseline (and --null, --reference) share one interleaving, each cycle in a fresh

@@ -32,3 +32,12 @@ if [ "$PART" = 3 ]; then
     sb latency --backend triton --dtype fp8 --seq 8192 --variant h15-sat --null --reference none --budget-s 20
   done
 fi
+# Part 4 (Triton/Gluon only): window length against the power controller's oscillation. At 100 calls (36 ms) the
+# SM clock moves 1530-1935 MHz between consecutive windows; shorter windows put the kernels of a cycle closer in
+# time. FP8 causal 8K h15-sat with the null at 10, 20 and 40 calls per window, and BF16 at 20.
+if [ "$PART" = 4 ]; then
+  for c in 10 20 40; do
+    sb latency --backend triton --dtype fp8 --seq 8192 --variant h15-sat --null --reference none --calls "$c"
+  done
+  sb latency --backend triton --dtype bf16 --seq 8192 --variant h15-sat --null --reference none --calls 20
+fi
