@@ -41,3 +41,13 @@ if [ "$PART" = 4 ]; then
   done
   sb latency --backend triton --dtype bf16 --seq 8192 --variant h15-sat --null --reference none --calls 20
 fi
+# Part 5 (FA3 staged): the goals of issue 14 under the windows sized in time (8 ms): three interleaved invocations
+# each at FP8 and BF16 causal 8K with the null and FA3, then the design card's FP8 16K command as written.
+if [ "$PART" = 5 ]; then
+  for dt in fp8 bf16; do
+    for i in 1 2 3; do
+      sb latency --backend triton --dtype "$dt" --seq 8192 --variant h15-sat --null --reference fa3
+    done
+  done
+  sb latency --dtype fp8 --seq 16384 --rounds 3
+fi
