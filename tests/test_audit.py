@@ -318,3 +318,12 @@ def test_tool_runner_reports_timeouts_and_missing_tools(tmp_path):
     assert code == -1 and "cannot run" in text
     code, text = run_tool([sys.executable, "-c", "print('hi')"], None, 30, log=tmp_path / "x.log")
     assert code == 0 and "hi" in (tmp_path / "x.log").read_text()
+
+
+def test_the_per_element_note_without_noexp_says_how_elements_were_counted():
+    from softbench.audit.render import audit_notes
+
+    with_noexp = audit_notes({"per_element_reference": "noexp", "per_element_elements_static": 192})
+    assert "192 element exponentials in A0's code" in with_noexp[0]
+    without = audit_notes({"per_element_reference": "A0"})
+    assert "counted per variant as the MUFU.EX2 it removes from A0" in without[0] and "?" not in without[0]

@@ -52,8 +52,12 @@ def audit_notes(summary: dict) -> list[str]:
     lines = []
     ref = summary.get("per_element_reference")
     if ref:
+        n = summary.get("per_element_elements_static")
+        # without noexp the element count is each variant's own (the MUFU.EX2 it removed), not one number
+        counted = (f"{n} element exponentials in A0's code" if n else
+                   "elements counted per variant as the MUFU.EX2 it removes from A0")
         lines.append(f"per element: static instructions of the exponential path per score element, reference "
-                     f"{ref} ({summary.get('per_element_elements_static') or '?'} element exponentials in A0's code)")
+                     f"{ref} ({counted})")
     for v, fams in (summary.get("per_element_by_family") or {}).items():
         if fams:
             lines.append(f"  {v}: " + ", ".join(f"{k} {x:+.2f}" for k, x in fams.items()))
