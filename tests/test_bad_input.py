@@ -198,6 +198,8 @@ CASES = [
     # --- paths that hold no sessions --------------------------------------------------------------------------
     case("report-empty-folder", "report", "empty", says="no sessions"),
     case("report-file", "report", "somefile", says="is a file"),
+    case("report-speed-shape-unrecorded", "report", "sessions", "--speed-fidelity-shape", "fp8-9K",
+         says="no latency session among the paths measured shape 'fp8-9K'"),
     case("gates-reevaluate-not-a-session", "gates", "--reevaluate", "empty", says="empty"),
 ]
 

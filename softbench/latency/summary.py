@@ -59,6 +59,21 @@ def _median_or_none(values) -> float | None:
     return float(np.median(vals)) if vals else None
 
 
+def paired_estimate(units: list[dict], baseline: str, other: str, kind: str, value_key: str,
+                    slot: str | None = None) -> dict | None:
+    """The paired estimate of `other` against `baseline` over `units` (PairedEstimate.to_dict), None without a
+    pair: the median of per-pair speed-ups with a bootstrap over pairs for interleaved windows, the mean with a t
+    interval over the few block pairs of sustained. The report re-estimates against a reference kernel with it,
+    so that a speed-up against FA3 is computed exactly as the session computed its own."""
+    from softbench.latency.schedule import pairs_by_cycle
+
+    b, o = pairs_by_cycle(units, baseline, other, value_key, slot)
+    if not b:
+        return None
+    estimator = stats.paired_median_estimate if kind == "interleaved" else stats.paired_mean_t_estimate
+    return estimator(stats.pair_speedups_pct(b, o)).to_dict()
+
+
 def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str, flops: float, kind: str,
                      value_key: str, windows: list[dict] | None = None, slot: str | None = None) -> dict:
     """The summary of an interleaved or sustained measurement.
@@ -69,8 +84,6 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
     Every comparison is against `baseline`: the paired estimate (median of per-pair speed-ups with a bootstrap
     over pairs for interleaved windows; mean with a t interval over the few block pairs of sustained), and the
     pooled-median speed-up beside it."""
-    from softbench.latency.schedule import pairs_by_cycle
-
     windows = units if windows is None else windows
     by_label: dict[str, list[float]] = defaultdict(list)
     for u in units:
@@ -90,23 +103,19 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
             entry["energy_per_forward_mj"] = _median_or_none(u.get("energy_per_forward_mj") for u in units
                                                              if u["label"] == label)
         out["kernels"][label] = entry
-    estimator = stats.paired_median_estimate if kind == "interleaved" else stats.paired_mean_t_estimate
     rounds = sorted({u.get("round", 0) for u in units})
     for label, k in kernels.items():
         if label == baseline:
             continue
-        b, o = pairs_by_cycle(units, baseline, label, value_key, slot)
-        if not b:
+        paired = paired_estimate(units, baseline, label, kind, value_key, slot)
+        if paired is None:
             out["comparisons"][label] = {"role": k["role"], "paired": None, "pooled_speedup_pct": None}
             continue
-        per_round = []
-        for r in rounds:
-            rb, ro = pairs_by_cycle([u for u in units if u.get("round", 0) == r], baseline, label, value_key, slot)
-            if rb:
-                per_round.append(estimator(stats.pair_speedups_pct(rb, ro)).to_dict())
+        per_round = [e for e in (paired_estimate([u for u in units if u.get("round", 0) == r], baseline, label, kind,
+                                                 value_key, slot) for r in rounds) if e is not None]
         out["comparisons"][label] = {
             "role": k["role"],
-            "paired": estimator(stats.pair_speedups_pct(b, o)).to_dict(),
+            "paired": paired,
             "pooled_speedup_pct": stats.pooled_speedup_pct(by_label[baseline], by_label[label]),
             "per_round": per_round,
         }

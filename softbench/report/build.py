@@ -8,7 +8,9 @@ as such. Figures:
   session, window latency over time per kernel with the SM clock on a twin axis.
 - energy: per session, power over time per loop (samples.jsonl: time_s, power_w, sm_clock_mhz) with the
   SM clock on a twin axis; the per-loop numbers of summary.json as a table.
-- fidelity: per session, dNLL with its interval per condition (summary.json `conditions`)."""
+- fidelity: per session, dNLL with its interval per condition (summary.json `conditions`).
+- speed against fidelity: where both kinds are given, one shape's speed-ups (against A0 and against FA3 where the
+  session timed it) against the dNLL of each variant's operator (softbench.report.speed_fidelity)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,10 @@ from softbench.predictions.sessions import SessionRecord, load_sessions
 from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.records import marked_name, safe_name
-from softbench.report.tables import TableData, energy_table, fidelity_table, latency_table, trace_table
+from softbench.report.speed_fidelity import choose_shape, describe, join_speed_fidelity, latency_shapes
+from softbench.report.speed_figure import plot_speed_fidelity
+from softbench.report.tables import (TableData, energy_table, fidelity_table, latency_table, speed_fidelity_table,
+                                     trace_table)
 
 
 DRAWN_KINDS = ("latency", "energy", "fidelity", "trace")
@@ -37,6 +42,8 @@ class Report:
     figures: list[Path] = field(default_factory=list)
     unknown: list[tuple[str, str]] = field(default_factory=list)  # (session, why it is not drawn)
     markdown_path: Path | None = None
+    sections: list[tuple[str, list[str]]] = field(default_factory=list)  # (heading, Markdown lines) of report.md
+    notes: list[str] = field(default_factory=list)  # one sentence each, for the terminal: what was left out
 
 
 def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
@@ -45,6 +52,8 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
     for t in report.tables:
         lines += [f"## {t.title}", ""] + md_table(t.columns, t.rows, bar="\\|")
         lines.append("")
+    for title, body in report.sections:
+        lines += [f"## {title}", ""] + body + [""]
     if report.figures:
         lines += ["## figures", ""]
         lines += [f"![{p.stem}]({p.name})" for p in report.figures]
@@ -56,13 +65,16 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
     return "\n".join(lines)
 
 
-def build_report(paths, out_dir: Path | str) -> Report:
-    """Read the sessions at `paths`, write figures and report.md under `out_dir`, return what was written."""
+def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> Report:
+    """Read the sessions at `paths`, write figures and report.md under `out_dir`, return what was written.
+    speed_shape: the shape tag of the speed-against-fidelity figure (default: the most common)."""
     out_dir = Path(out_dir)
     records = load_sessions(paths)  # first: a path that holds no session leaves no empty report folder
     if not records:
         raise UsageError(f"no sessions at {', '.join(map(str, paths))}",
                          hint="give session folders or folders that hold them (each has a status.json)")
+    # before the folder too: a shape no session measured is refused with nothing written
+    shape = choose_shape([r for r in records if r.command == "latency"], speed_shape)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = Report(out_dir=out_dir)
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)
@@ -107,6 +119,20 @@ def build_report(paths, out_dir: Path | str) -> Report:
             report.tables.append(make_table(recs))
             for r in recs:
                 add(lambda p, r=r, plot=plot: plot(r, p), out_dir / f"{prefix}-{safe_name(r.name)}.png", r, what)
+    fid = by_kind.get("fidelity", [])
+    if shape and fid:
+        sf = join_speed_fidelity(lat, fid, shape)
+        report.tables.append(speed_fidelity_table(sf))
+        report.sections.append((f"speed against fidelity at {shape}: how it is drawn",
+                                describe(sf, latency_shapes(lat), speed_shape)))
+        add(lambda p: plot_speed_fidelity(sf, p), out_dir / f"speed-vs-fidelity-{safe_name(shape)}.png")
+        report.notes += [f"speed against fidelity: not joined: {s}" for s in sf.skipped]
+        report.notes += [f"speed against fidelity: not read: {n}" for n in sf.notes]
+    elif shape or fid:
+        missing = "fidelity session" if shape else "latency session with a speed-up"
+        why = f"speed against fidelity: not drawn: no {missing} among the paths to join with"
+        report.sections.append(("speed against fidelity", [why]))
+        report.notes.append(why)
     report.markdown_path = out_dir / "report.md"
     atomic_write_text(report.markdown_path, _markdown(report, by_kind))
     os.chmod(report.markdown_path, file_mode())

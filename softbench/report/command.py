@@ -9,11 +9,16 @@ import click
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="folder for report.md and the PNGs [default: out/report-<utc-stamp>]")
-def command(paths: tuple[str, ...], out_dir: str | None):
+@click.option("--speed-fidelity-shape", "speed_shape", default=None, metavar="TAG",
+              help="the shape of the speed-against-fidelity figure, as session folders spell it "
+                   "(e.g. fp8-8K-causal-b1h16d128) [default: the shape most latency sessions measured]")
+def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None):
     """Write report.md and PNG figures for the sessions at PATHS (session folders or folders of sessions).
 
     Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock.
-    Energy: power traces per loop. Fidelity: dNLL intervals. Other kinds are listed, not drawn."""
+    Energy: power traces per loop. Fidelity: dNLL intervals. Latency and fidelity together: one shape's
+    speed-ups (against A0, and against FA3 where timed) against each variant's dNLL. Other kinds are listed,
+    not drawn."""
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
@@ -21,9 +26,11 @@ def command(paths: tuple[str, ...], out_dir: str | None):
 
     target = check_out_dir(out_dir or f"out/report-{utc_stamp()}")
     with err.status("drawing figures"):
-        rep = build_report(paths, target)
+        rep = build_report(paths, target, speed_shape=speed_shape)
     for t in rep.tables:
         out.print(table(t.title, t.columns, t.rows))
     for name, why in rep.unknown:
         out.print(f"not drawn: {name}: {why}")
+    for note in rep.notes:
+        out.print(note)
     out.print(f"{len(rep.figures)} figures and {rep.markdown_path} written under {rep.out_dir}")

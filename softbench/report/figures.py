@@ -14,7 +14,7 @@ from softbench.report.records import (fidelity_conditions, lat_group, loop_name,
                                       trace_points)
 
 
-def _new_figure(width: float = 8.0, height: float = 4.5):
+def new_figure(width: float = 8.0, height: float = 4.5):
     # a bare Figure on the Agg canvas: no pyplot state, no display needed
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -67,7 +67,7 @@ def plot_speedup_vs_seq(recs: list[SessionRecord], path: Path) -> Path | None:
             groups[lat_group(r)].append(r)
     if not groups:
         return None
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     for i, (key, members) in enumerate(sorted(groups.items())):
         color = f"C{i % 10}"
@@ -96,7 +96,7 @@ def plot_speedup_bars(recs: list[SessionRecord], path: Path) -> Path | None:
     for r in usable:
         b, _, _, comp = lat_group(r)
         panels[(b, comp)].append(r)
-    fig = _new_figure(8.0, 3.8 * len(panels))
+    fig = new_figure(8.0, 3.8 * len(panels))
     for pi, (pkey, members) in enumerate(sorted(panels.items())):
         ax = fig.add_subplot(len(panels), 1, pi + 1)
         cats = sorted({(r.facts.get("dtype", "?"), mask_label(r.facts.get("causal"))) for r in members})
@@ -143,7 +143,7 @@ def plot_windows(rec: SessionRecord, path: Path) -> Path | None:
     by_label: dict[str, list[tuple[float, dict]]] = defaultdict(list)
     for t, w in zip(times, windows):
         by_label[str(w.get("label", "?"))].append((t, w))
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     clock_ax = ax.twinx()
     any_clock = False
@@ -177,7 +177,7 @@ def plot_energy(rec: SessionRecord, path: Path) -> Path | None:
     kinds = list(dict.fromkeys(str(pts[0].get("variant", name)) for name, pts in loops.items()))
     styles = ["-", "--", "-.", ":"]
     seen: dict[str, int] = defaultdict(int)
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     clock_ax = ax.twinx()
     for name, pts in loops.items():
@@ -204,7 +204,7 @@ def plot_fidelity(rec: SessionRecord, path: Path) -> Path | None:
     conds = fidelity_conditions(rec.summary)
     if not conds:
         return None
-    fig = _new_figure(7.0, 1.2 + 0.45 * len(conds))
+    fig = new_figure(7.0, 1.2 + 0.45 * len(conds))
     ax = fig.add_subplot(1, 1, 1)
     for i, (name, c) in enumerate(conds):
         resolved = c["ci_low"] > 0 or c["ci_high"] < 0
@@ -226,7 +226,7 @@ def plot_trace(rec: SessionRecord, path: Path) -> Path | None:
     points = [p for p in trace_points(rec) if p.get("kernel_only_speedup_pct") is not None]
     if not points:
         return None
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     for i, causal in enumerate((True, False)):
         pts = [p for p in points if bool(p.get("causal")) is causal]
@@ -289,7 +289,7 @@ def plot_protocol_timeline(rec: SessionRecord, path: Path) -> Path | None:
     data = protocol_timeline(rec)
     if data is None:
         return None
-    fig = _new_figure(8.0, 6.5)
+    fig = new_figure(8.0, 6.5)
     top = fig.add_subplot(2, 1, 1)
     bottom = fig.add_subplot(2, 1, 2, sharex=top)
     labels = sorted({w[1] for w in data["windows"]})

@@ -1,0 +1,67 @@
+"""Speed-ups against a reference kernel (FA3) from a paired latency session's own units.
+
+A session of the interleaved or sustained protocol writes every kernel's estimate against its baseline (A0)
+only. The speed-up against a reference kernel timed in the same run is estimated here from the same recorded
+units (interleaved: the measured windows of windows.jsonl; sustained: the blocks of blocks.jsonl), paired as
+the session paired them, by the session's own estimator (softbench.latency.summary.paired_estimate). First the
+same units must give back every estimate the session wrote against A0: otherwise what is read here is not what
+the session measured, and nothing is estimated."""
+
+from __future__ import annotations
+
+import math
+
+from softbench.core.errors import UsageError
+from softbench.latency.summary import paired_estimate
+from softbench.predictions.sessions import SessionRecord
+from softbench.report.records import raw_records
+
+
+def paired_units(rec: SessionRecord) -> tuple[list[dict], str, str | None]:
+    """(units, the field that holds ms per call, the pairing slot) as the latency engine summarized them."""
+    s = rec.summary
+    if s.get("protocol_kind") == "sustained":
+        return raw_records(rec, "blocks.jsonl"), "median_ms", None
+    windows = [w for w in raw_records(rec, "windows.jsonl") if w.get("phase") in ("measure", None)]
+    # the carry-over circuit pairs windows that followed the same kernel; the other orders pair per cycle
+    order = (s.get("run") or {}).get("order") or {}
+    circuit = bool(order.get("circuit")) or (s.get("protocol") or {}).get("order") == "circuit"
+    return windows, "ms_per_call", "predecessor" if circuit else None
+
+
+def _same(a, b) -> bool:
+    """Equal estimates: the same numbers to rounding, an interval left undefined (NaN) on both sides."""
+    a = float("nan") if a is None else float(a)
+    b = float("nan") if b is None else float(b)
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _reproduces(written: dict | None, again: dict | None) -> bool:
+    if not written or not again:
+        return written == again
+    return (written.get("n_pairs") == again["n_pairs"] and _same(written.get("estimate_pct"), again["estimate_pct"])
+            and all(_same(x, y) for x, y in zip(written.get("ci95_pct") or [None, None], again["ci95_pct"])))
+
+
+def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dict], str | None]:
+    """({label: paired estimate of that kernel against `reference`}, None) for the baseline and the variants of
+    `rec`, or ({}, why not) in one sentence."""
+    s = rec.summary
+    kind, base = s.get("protocol_kind"), s.get("baseline")
+    try:
+        units, key, slot = paired_units(rec)
+    except UsageError as e:  # a damaged records file
+        return {}, f"its units are unreadable ({e})"
+    if not units:
+        return {}, "it holds no recorded units (windows.jsonl or blocks.jsonl) to pair"
+    for label, comp in (s.get("comparisons") or {}).items():
+        if not _reproduces(comp.get("paired"), paired_estimate(units, base, label, kind, key, slot)):
+            return {}, f"its recorded units do not give back its own estimate of {label} against {base}"
+    roles = {label: k.get("role") for label, k in (s.get("kernels") or {}).items()}
+    out = {}
+    for label, role in roles.items():
+        if role in ("baseline", "variant"):
+            est = paired_estimate(units, reference, label, kind, key, slot)
+            if est is not None:
+                out[label] = est
+    return out, None

@@ -1,0 +1,85 @@
+"""The speed-ups one latency session records, as points: every variant (and the A/A null) against the baseline
+as summary.json wrote them, and the baseline and every variant against each reference kernel timed in the same
+run (re-estimated from the session's own units: softbench.report.reestimate).
+
+Three quantities: 'at equal clock' (interleaved protocol), 'sustained' (sustained protocol, at the power cap),
+and 'paper rounds' (the older rounds of windows, in which clock and power effects are mixed; their interval is
+the window bootstrap the session wrote)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+
+from softbench.predictions.sessions import SessionRecord
+from softbench.report.reestimate import against_reference
+
+PAPER = "paper rounds"
+
+
+@dataclass(frozen=True)
+class Speedup:
+    session: str
+    complete: bool
+    started: _dt.datetime | None
+    backend: str
+    shape_tag: str
+    quantity: str  # 'at equal clock', 'sustained' or PAPER
+    against: str  # the label it is measured against: the baseline (A0) or a reference kernel (ref-fa3)
+    label: str  # the kernel's label in the session (A0' for the null)
+    variant: str  # the catalog's variant name the label runs
+    role: str  # 'baseline', 'variant' or 'null'
+    estimate_pct: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int | None  # pairs (paired protocols) or windows per kernel (paper rounds)
+    method: str
+
+
+def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant: str, role: str, est: dict,
+           method_key: str = "method") -> Speedup:
+    lo, hi = (est.get("ci95_pct") or [None, None])[:2]
+    return Speedup(rec.name, rec.complete, rec.started, str(rec.summary.get("backend", "?")),
+                   str(rec.summary.get("shape_tag", "?")), quantity, against, label, variant, role,
+                   float(est["estimate_pct"]), lo, hi, est.get("n_pairs"), str(est.get(method_key, "")))
+
+
+def _paired(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
+    s = rec.summary
+    base, quantity = s.get("baseline"), str(s.get("quantity"))
+    kernels = s.get("kernels") or {}
+    points, notes = [], []
+    for label, comp in (s.get("comparisons") or {}).items():
+        # a reference against A0 is drawn the other way round, as A0 against the reference, below
+        if comp.get("role") in ("variant", "null") and comp.get("paired"):
+            points.append(_point(rec, quantity, base, label, str(kernels.get(label, {}).get("variant", label)),
+                                 comp["role"], comp["paired"]))
+    for ref in s.get("references") or []:
+        against, why = against_reference(rec, ref)
+        if why:
+            notes.append(f"{rec.name}: no speed-up against {ref}: {why}")
+        for label, est in against.items():
+            k = kernels.get(label, {})
+            points.append(_point(rec, quantity, ref, label, str(k.get("variant", label)), str(k.get("role")), est))
+    return points, notes
+
+
+def _paper(rec: SessionRecord) -> list[Speedup]:
+    s = rec.summary
+    if s.get("speedup_pct") is None:
+        return []
+    base = str(s.get("baseline", "A0"))
+    label = str(s.get("variant"))
+    variant = str(rec.protocol.get("variant", label))  # summary.json holds the label (A0'), protocol.yaml the name
+    role = "null" if variant == base else "variant"
+    n = (s.get("n_windows") or {}).get(label)
+    est = {"estimate_pct": s["speedup_pct"], "ci95_pct": s.get("bootstrap_ci95_pct"), "n_pairs": n,
+           "method": f"pooled medians; {s.get('bootstrap_method', 'window bootstrap')}"}
+    return [_point(rec, PAPER, base, label, variant, role, est)]
+
+
+def session_speedups(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
+    """The points of one latency session and, in one sentence each, what could not be read from it."""
+    if rec.summary.get("protocol_kind") in ("interleaved", "sustained"):
+        return _paired(rec)
+    return _paper(rec), []

@@ -1,0 +1,144 @@
+"""The speed-against-fidelity figure over recorded sessions copied to tests/data/sessions (read, never modified):
+FP8 causal 8K on the H200 (an interleaved and a sustained session that timed FA3, a paper-round session of noexp)
+and two fidelity sessions of SmolLM2-135M on Austen (the simulation's exp2 and rowmax-h15, the Triton kernel's
+rowmax-h15-sat). The sustained copy leaves out its 1.2 MB windows.jsonl: the figure reads its blocks.jsonl."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from softbench.cli import main
+from softbench.core.errors import UsageError
+from softbench.latency.summary import paired_estimate
+from softbench.predictions.sessions import load_session, load_sessions
+from softbench.report.build import build_report
+from softbench.report.reestimate import against_reference, paired_units
+from softbench.report.speed_fidelity import choose_shape, join_speed_fidelity
+from softbench.report.tables import speed_fidelity_table
+from test_report import REAL_SESSIONS, assert_png
+
+SHAPE = "fp8-8K-causal-b1h16d128"
+INTERLEAVED = "20261201T093441Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"
+SUSTAINED = "20261201T094422Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-sustained"
+NOEXP = "20261130T194613Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-noexp"
+SIM = "20261130T125817Z-fidelity-SmolLM2-135M-Instruct.Q4_1-sim"
+KERNEL = "20261130T193241Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"
+
+
+def _summary(name: str) -> dict:
+    return json.loads((REAL_SESSIONS / name / "summary.json").read_text())
+
+
+def _condition(name: str, condition: str) -> dict:
+    return next(c for c in _summary(name)["conditions"] if c["name"] == condition)
+
+
+def _join(paths=(REAL_SESSIONS,), shape=None):
+    recs = load_sessions(paths)
+    lat = [r for r in recs if r.command == "latency"]
+    return join_speed_fidelity(lat, [r for r in recs if r.command == "fidelity"], choose_shape(lat, shape))
+
+
+def test_the_joined_values_are_the_sessions_numbers():
+    sf = _join()
+    assert sf.shape_tag == SHAPE  # three of the four latency sessions: the most common shape
+    by = {(p.speed.label, p.speed.quantity, p.speed.against): p for p in sf.points}
+    for session, quantity in ((INTERLEAVED, "at equal clock"), (SUSTAINED, "sustained")):
+        for label in ("h15-sat", "A0'"):
+            p = by[(label, quantity, "A0")]
+            written = _summary(session)["comparisons"][label]["paired"]
+            assert p.speed.session == session
+            assert (p.speed.estimate_pct, [p.speed.ci_low, p.speed.ci_high]) == (written["estimate_pct"],
+                                                                                 written["ci95_pct"])
+    # the operators' dNLL: h15-sat through the Triton kernel path, A0 (exp2) through the simulation
+    sat, null = by[("h15-sat", "at equal clock", "A0")], by[("A0'", "at equal clock", "A0")]
+    assert (sat.operator, sat.fidelity.session, sat.fidelity.condition) == ("rowmax-h15-sat", KERNEL,
+                                                                            "kernel:rowmax-h15-sat")
+    assert (null.operator, null.fidelity.session, null.fidelity.condition) == ("exp2", SIM, "sim:exp2")
+    for p in (sat, null):
+        c = _condition(p.fidelity.session, p.fidelity.condition)
+        assert (p.fidelity.dnll, p.fidelity.ci_low, p.fidelity.ci_high) == (c["dnll"], c["ci_low"], c["ci_high"])
+    # the table prints those numbers, numbered as the figure numbers its points
+    rows = speed_fidelity_table(sf).rows
+    row = rows[sf.points.index(sat)]
+    written = _summary(INTERLEAVED)["comparisons"]["h15-sat"]["paired"]
+    lo, hi = written["ci95_pct"]
+    assert row[5:8] == [f"{written['estimate_pct']:+.2f}", f"[{lo:+.2f}, {hi:+.2f}]", INTERLEAVED]
+    c = _condition(KERNEL, "kernel:rowmax-h15-sat")
+    assert row[10:12] == [f"{c['dnll']:+.5f}", f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]"]
+
+
+def test_against_fa3_is_estimated_from_the_sessions_own_units():
+    sf = _join()
+    fa3 = {(p.speed.label, p.speed.quantity): p.speed for p in sf.points if p.speed.against == "ref-fa3"}
+    assert set(fa3) == {("A0", "at equal clock"), ("h15-sat", "at equal clock"), ("A0", "sustained"),
+                        ("h15-sat", "sustained")}
+    for session, quantity in ((INTERLEAVED, "at equal clock"), (SUSTAINED, "sustained")):
+        rec = load_session(REAL_SESSIONS / session)
+        units, key, slot = paired_units(rec)
+        s = rec.summary
+        # the units give back what the session wrote against A0 ...
+        assert paired_estimate(units, "A0", "ref-fa3", s["protocol_kind"], key, slot) == \
+            s["comparisons"]["ref-fa3"]["paired"]
+        # ... and A0 against FA3 is FA3 against A0 turned round (a median or mean of ratios, so nearly)
+        fa3_vs_a0 = s["comparisons"]["ref-fa3"]["paired"]["estimate_pct"]
+        a0 = fa3[("A0", quantity)]
+        assert a0.session == session and a0.n == s["comparisons"]["ref-fa3"]["paired"]["n_pairs"]
+        assert a0.estimate_pct == pytest.approx(100 * (1 / (1 + fa3_vs_a0 / 100) - 1), abs=0.5)
+        assert a0.ci_low < a0.estimate_pct < a0.ci_high < 0
+
+
+def test_units_that_do_not_give_back_the_session_are_not_reestimated(tmp_path):
+    copy = tmp_path / INTERLEAVED
+    shutil.copytree(REAL_SESSIONS / INTERLEAVED, copy)
+    lines = (copy / "windows.jsonl").read_text().splitlines()
+    measured = [i for i, line in enumerate(lines) if '"phase": "measure"' in line]
+    del lines[measured[-1]]  # one measured window fewer: one pair fewer than the session counted
+    (copy / "windows.jsonl").write_text("\n".join(lines) + "\n")
+    against, why = against_reference(load_session(copy), "ref-fa3")
+    assert against == {} and "do not give back its own estimate" in why
+    sf = _join([copy, REAL_SESSIONS / SIM, REAL_SESSIONS / KERNEL])
+    assert [p.speed.against for p in sf.points] == ["A0", "A0"]  # h15-sat and the null, as written
+    assert len(sf.notes) == 1 and INTERLEAVED in sf.notes[0]
+
+
+def test_a_missing_join_is_reported(tmp_path, capsys):
+    sf = _join()
+    (noexp,) = [s for s in sf.skipped if "noexp" in s]
+    assert "operator identity" in noexp and NOEXP in noexp
+    assert not any(p.speed.variant == "noexp" for p in sf.points)
+    # without the simulation's session A0's operator (exp2) has no condition: every A0 point is left out
+    alone = _join([REAL_SESSIONS / INTERLEAVED, REAL_SESSIONS / KERNEL])
+    assert {p.speed.variant for p in alone.points} == {"h15-sat"}
+    assert any(s.startswith("variant A0 (operator exp2): no fidelity session") for s in alone.skipped)
+    out = tmp_path / "report"
+    assert main(["report", str(REAL_SESSIONS), "--out", str(out)]) == 0
+    assert "speed against fidelity: not joined: variant noexp (operator identity)" in capsys.readouterr().out
+    assert "- not joined: variant noexp (operator identity)" in (out / "report.md").read_text()
+
+
+def test_the_figure_is_written_and_named_in_the_report(tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(REAL_SESSIONS), "--out", str(out)]) == 0
+    fig = out / f"speed-vs-fidelity-{SHAPE}.png"
+    assert_png(fig)
+    md = (out / "report.md").read_text()
+    assert f"## speed against fidelity at {SHAPE}" in md and f"]({fig.name})" in md
+
+
+def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):
+    rep = build_report([REAL_SESSIONS], tmp_path / "bf16", speed_shape="bf16-4K-causal-b1h16d128")
+    assert_png(tmp_path / "bf16" / "speed-vs-fidelity-bf16-4K-causal-b1h16d128.png")
+    (table,) = [t for t in rep.tables if t.title.startswith("speed against fidelity")]
+    # A1 on FA4 through the simulation: the complete session, not the newer partial one
+    (row,) = table.rows
+    assert row[1:3] == ["A1", "fa4"] and row[12].startswith(SIM)
+    with pytest.raises(UsageError, match="measured shape 'fp8-9K'"):
+        build_report([REAL_SESSIONS], tmp_path / "none", speed_shape="fp8-9K")
+    assert not (tmp_path / "none").exists()
+    assert main(["report", str(REAL_SESSIONS), "--out", str(tmp_path / "cli"), "--speed-fidelity-shape",
+                 "fp8-9K"]) == 2
+    assert not (tmp_path / "cli").exists()
