@@ -7,7 +7,11 @@ round-to-nearest-even; the result's bits are bits(y) << 22. For n = rne(2x) this
 2^-126 and masked -inf scores give 2^-126, as in the kernel. The construction is valid for 2x < 256 (n <= 255);
 larger inputs overflow the exponent field, as they would in the kernel.
 
-`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding, ldexp), for tests."""
+`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding, ldexp), for tests.
+
+`rowmax_h15_folded(s, m, c)` is the two-instruction form (variant h15-folded): the magic add folded into the FFMA that
+scales the raw scores s, so the weights depend on the running maximum m itself, not only on x = c (s - m); see its
+docstring for the exact statement."""
 
 from __future__ import annotations
 
@@ -55,6 +59,67 @@ def rowmax_h15_sat(x: torch.Tensor) -> torch.Tensor:
     u = torch.clamp(torch.nan_to_num(u, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
     y = u * SAT_SPAN + torch.tensor(MAGIC_SAT, dtype=torch.float32, device=t.device)
     return _shl_u32(y.view(torch.int32), SHIFT).view(torch.float32)
+
+
+def fma_fp32(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | float) -> torch.Tensor:
+    """a * b + c on FP32 values rounded once to FP32 (nearest even), as FFMA and tl.fma compute it; broadcasts.
+    In float64 the product is exact (24 + 24 bits) and the sum is rounded to odd (TwoSum gives its error), and a
+    value rounded to odd with 53 bits rounds to 24 as the exact value would: torch has no fused FP32 FMA."""
+    a64, b64 = a.to(torch.float32).double(), b.to(torch.float32).double()
+    c64 = torch.as_tensor(c, dtype=torch.float32, device=a64.device).double()
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)  # the exact rounding error of s (NaN where an operand is not finite)
+    inexact_even = (err != 0) & torch.isfinite(err) & ((s.view(torch.int64) & 1) == 0)
+    odd = torch.nextafter(s, torch.where(err > 0, torch.full_like(s, math.inf), torch.full_like(s, -math.inf)))
+    return torch.where(inexact_even, odd, s).to(torch.float32)
+
+
+def folded_bias(m: torch.Tensor, scale_log2: float, max_offset: float = 0.0) -> torch.Tensor:
+    """h15-folded's per-row constant B = fma(-m, 2c, MAGIC_FOLDED + 2 max_offset) in FP32, m the raw running maximum:
+    an integer, MAGIC_FOLDED + 2 max_offset - rne(2cm), while B stays in [2^23, 2^24) (|2cm| < 2^22 - 300)."""
+    c2 = torch.tensor(scale_log2, dtype=torch.float32, device=m.device) * 2.0
+    return fma_fp32(-m.to(torch.float32), c2, MAGIC_FOLDED + 2.0 * max_offset)
+
+
+def rowmax_h15_folded(s: torch.Tensor, m: torch.Tensor, scale_log2: float, max_offset: float = 0.0,
+                      clamp: bool = True) -> torch.Tensor:
+    """h15-folded weights of raw scores s against the raw running maximum m (broadcast), c = scale_log2 in FP32:
+    t = fma(s, 2c, B) in FP32 (one rounding), t = max(t, MAGIC) (the clamp), weight = bits(t) << 22.
+    With r = rne(2cm) and n = rne(2cs - r) + 2 max_offset, t = MAGIC_FOLDED + n: the weight is Rowmax-H15 of n for
+    n >= -252, 2^-127 at n = -253 and 0 from n = -254 down (the clamp at t = MAGIC: the field's zero, as exact exp2
+    underflows), -inf (masked) and NaN included. The maximum's weight is exactly 2^max_offset, every other weight
+    sits on the H15 lattice shifted by the row's phase 2cm - r in [-1/2, 1/2]. clamp=False: the clamp-free tiles'
+    arithmetic, equal wherever n >= -254 (and at -inf, whose bits shift to 0)."""
+    c2 = torch.tensor(scale_log2, dtype=torch.float32, device=s.device) * 2.0
+    t = fma_fp32(s, c2, folded_bias(m, scale_log2, max_offset))
+    if clamp:
+        t = torch.fmax(t, torch.tensor(MAGIC, dtype=torch.float32, device=t.device))
+    return _shl_u32(t.view(torch.int32), SHIFT).view(torch.float32)
+
+
+def rowmax_h15_folded_rescale(m_old: torch.Tensor, m_new: torch.Tensor, scale_log2: float,
+                              max_offset: float = 0.0) -> torch.Tensor:
+    """The factor for accumulators made under m_old once the maximum is m_new: 2^((r_old - r_new)/2), the ratio of
+    the two lattices' anchors (not 2^(c (m_old - m_new)), which would leave each tile's phase in its weights), as
+    exp2 of the exact difference of the two FP32 biases; 0 when m_old is -inf (the first tile)."""
+    diff = folded_bias(m_new, scale_log2, max_offset) - folded_bias(m_old, scale_log2, max_offset)
+    return torch.exp2(diff * 0.5)
+
+
+def rowmax_h15_folded_reference(s: torch.Tensor, m: torch.Tensor, scale_log2: float,
+                                max_offset: float = 0.0) -> torch.Tensor:
+    """rowmax_h15_folded written out in float64, for tests: r = rne(2cm), n = rne(2cs - r) + 2 max_offset with
+    explicit tie-to-even rounding, w = (1 + (n mod 2)/2) 2^floor(n/2) for n >= -252, 2^-127 at n = -253, 0 below
+    and at -inf. Exact while 2cs - r fits float64's 53 bits (|2cs|, |2cm| < 2^11 with FP32 s, m)."""
+    c2 = 2.0 * float(torch.tensor(scale_log2, dtype=torch.float32))
+    sd, md = s.to(torch.float32).double(), m.to(torch.float32).double()
+    n = _rne_half_steps(sd * c2 - _rne_half_steps(md * c2)) + 2.0 * max_offset
+    k = torch.floor(n / 2.0)
+    w = (1.0 + 0.5 * (n - 2.0 * k)) * torch.pow(torch.tensor(2.0, dtype=torch.float64), k)
+    w = torch.where(n == -253.0, torch.full_like(w, 2.0 ** -127), w)  # the exponent field's 0: a subnormal
+    return torch.where((n <= -254.0) | torch.isneginf(sd), torch.zeros_like(w), w).to(torch.float32)
 
 
 def rowmax_h15_from_doubled(t: torch.Tensor) -> torch.Tensor:

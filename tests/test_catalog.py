@@ -99,7 +99,8 @@ def test_emulation_settings_are_fa4_variants_by_name():
 
 def test_fidelity_runs_one_variant_per_operator_and_backend():
     assert catalog.fidelity_variants("fa4") == {"rowmax-h15": "A1"}
-    assert catalog.fidelity_variants("triton") == {"rowmax-h15": "A1", "rowmax-h15-sat": "h15-sat"}
+    assert catalog.fidelity_variants("triton") == {"rowmax-h15": "A1", "rowmax-h15-sat": "h15-sat",
+                                                   "rowmax-h15-folded": "h15-folded"}
 
 
 # every command that starts workers, with a variant its backend does not build

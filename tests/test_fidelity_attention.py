@@ -85,6 +85,30 @@ def test_simulation_and_whole_row_h15_agree_within_one_tile_and_differ_across_ti
     assert (sim - row).abs().max().item() > 1e-4
 
 
+def test_folded_h15_on_the_simulation_and_whole_row_paths():
+    """rowmax-h15-folded: within one tile the running maximum is the final one and, at a power-of-two scale, both
+    paths form the same products 2cs (raw scores and c = scale log2 e, or scaled scores and c = log2 e): equal
+    outputs. Across tiles they differ, and from Rowmax-H15 (a lattice shifted by each row's phase) everywhere;
+    the FP8 storage keeps the anchor's rescale."""
+    op, h15 = parse_operator("rowmax-h15-folded"), parse_operator("rowmax-h15")
+    q, k, v = _qkv(seq=120)
+    sim = attention.SimAttention(op, tile=128)(q, k, v, 0.25)
+    assert torch.allclose(sim, attention.RowAttention(op)(q, k, v, 0.25), atol=2e-6)
+    assert (sim - attention.SimAttention(h15, tile=128)(q, k, v, 0.25)).abs().max().item() > 1e-3
+    q, k, v = _qkv(seq=512, seed=3)
+    sim = attention.SimAttention(op, tile=64)(q, k, v, 0.25)
+    assert (sim - attention.RowAttention(op)(q, k, v, 0.25)).abs().max().item() > 1e-4
+    ref = _reference(q, k, v, 0.25)
+
+    def error(out):
+        return ((out.double() - ref).norm() / ref.norm()).item()
+
+    fp8 = attention.SimAttention(op, tile=64, max_offset=8.0, fp8_storage=True)(q, k, v, 0.25)
+    a1 = error(attention.SimAttention(h15, tile=64)(q, k, v, 0.25))
+    assert 0.5 * a1 < error(sim) < 2 * a1 and 0.5 * a1 < error(fp8) < 2 * a1  # A1's size, as its envelope says
+    assert not torch.equal(fp8, sim)
+
+
 def test_bf16_probabilities_are_stored_before_pv():
     q, k, v = _qkv(seq=64, dtype=torch.bfloat16)
     out = attention.ExactAttention()(q, k, v, 0.25)

@@ -96,6 +96,24 @@ def test_masked_scores_get_zero_weight_except_the_kernel_operator():
         assert parse_operator(name).fn(minus_inf).item() == 0.0, name
     # Rowmax-H15 keeps the patched kernel's clamp: a masked score becomes 2^-126
     assert parse_operator("rowmax-h15").fn(minus_inf).item() == 2.0 ** -126
+    # the folded form's clamp gives 0 (its kernel's too): a TileMap of the scores and the anchor
+    folded = parse_operator("rowmax-h15-folded").fn
+    assert folded.weights(minus_inf, torch.zeros(1), 0.25, 0.0).item() == 0.0
+
+
+def test_folded_operator_is_the_kernels_tile_map():
+    """rowmax-h15-folded in the zoo is the simulation's map: softbench.operators' weights and anchor rescale."""
+    from softbench import operators as ops
+    from softbench.kernels.sim import H15_FOLDED
+    from softbench.kernels.sim_weights import weight_fn
+
+    op = parse_operator("rowmax-h15-folded")
+    assert op.fn is H15_FOLDED is weight_fn("h15-folded")
+    assert op.scope == "element" and op.anchor == "running" and not op.whole_row
+    s = torch.tensor([[3.0, 1.0, -2.5, -7.0]])
+    m = s.amax(-1, keepdim=True)
+    assert torch.equal(op.fn.weights(s, m, 0.3, 0.0), ops.rowmax_h15_folded(s, m, 0.3))
+    assert op.fn.weights(s, m, 0.3, 8.0)[0, 0].item() == 256.0  # FP8's lift: the anchor's weight 2^8
 
 
 def _row_eps(s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -212,4 +230,4 @@ def test_canonical_names_and_listing():
     assert parse_operator("rowmax-h15").canonical == "rowmax-h15"
     names = {o["name"] for o in list_operators()}
     assert {"rowmax-h15", "rowmax-pot", "pot-m", "schraudolph", "schraudolph-q", "grid", "temperature",
-            "kint-minmax", "kint-fwm", "exp2"} <= names
+            "kint-minmax", "kint-fwm", "exp2", "rowmax-h15-folded"} <= names

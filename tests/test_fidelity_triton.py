@@ -47,13 +47,18 @@ def _nll(session) -> dict[tuple[int, str], float]:
     return {(r["block"], r["condition"]): r["nll"] for r in session.read_records("blocks.jsonl")}
 
 
+def _options(tiny, **kw) -> dict:
+    """The runs' common options on the tiny model, CPU, FP16."""
+    model, text = tiny
+    return dict(model=str(model), corpus=str(text), block_len=BLOCK_LEN, max_blocks=N_BLOCKS, dtype=DTYPE,
+                bootstrap=200, device="cpu", **kw)
+
+
 @pytest.mark.slow
 def test_triton_kernel_path_reproduces_exact_and_simulated_attention(tiny64, tmp_path, monkeypatch):
-    model, text = tiny64
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # the workers inherit it: Triton on the CPU
     from softbench.kernels.triton_attn import default_config
-    common = dict(model=str(model), corpus=str(text), block_len=BLOCK_LEN, max_blocks=N_BLOCKS, dtype=DTYPE,
-                  bootstrap=200, device="cpu")
+    common = _options(tiny64)
     kernel = run_fidelity(FidelityOptions(**common, path="kernel", backend="triton", operators=("rowmax-h15",),
                                           out_dir=str(tmp_path / "kernel")))
     # the kernel path pairs the stock kernel with one variant per run: h15-sat in its own
@@ -93,6 +98,23 @@ def test_triton_kernel_path_reproduces_exact_and_simulated_attention(tiny64, tmp
     sim_dnll = next(c for c in local.read_json("summary.json")["conditions"] if c["name"] == "sim:rowmax-h15")["dnll"]
     assert kernel_dnll != 0 and summary["conditions"][0]["jsd"] > 0
     assert kernel_dnll == pytest.approx(sim_dnll, abs=NLL_TOL)
+
+
+@pytest.mark.slow
+def test_triton_kernel_path_runs_h15_folded_as_simulated(tiny64, tmp_path, monkeypatch):
+    """h15-folded through the kernel path (the Triton-language kernel under the interpreter) gives the simulated
+    operator's NLL block by block, and a dNLL of its own (not Rowmax-H15's)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    kernel = run_fidelity(FidelityOptions(**_options(tiny64, path="kernel", backend="triton",
+                                                     operators=("rowmax-h15-folded",), out_dir=str(tmp_path / "k"))))
+    local = run_fidelity(FidelityOptions(**_options(tiny64, path="sim", out_dir=str(tmp_path / "s"),
+                                                    operators=("sim:rowmax-h15-folded", "sim:rowmax-h15"))))
+    assert kernel.status()["complete"] and kernel.read_json("run.json")["kernel"]["workers"]["h15-folded"]
+    k, s = _nll(kernel), _nll(local)
+    for b in range(N_BLOCKS):
+        assert k[(b, "kernel:stock")] == pytest.approx(s[(b, "exact")], abs=NLL_TOL)
+        assert k[(b, "kernel:rowmax-h15-folded")] == pytest.approx(s[(b, "sim:rowmax-h15-folded")], abs=NLL_TOL)
+    assert abs(s[(0, "sim:rowmax-h15-folded")] - s[(0, "sim:rowmax-h15")]) > NLL_TOL  # its own operator
 
 
 def test_head_dim_96_is_refused_naming_it(tmp_path, monkeypatch, capsys):

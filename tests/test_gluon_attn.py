@@ -232,3 +232,17 @@ def test_fp8_key_order_is_the_kernels_renumbering():
     p, v = torch.rand(3, 64, generator=g), torch.rand(64, 5, generator=g)
     o = ga.fp8_key_order(64)
     assert torch.allclose(p[:, o] @ v[o], p @ v)
+
+
+def test_folded_variant_takes_two_instructions_per_score():
+    """h15-folded: the magic add inside the FFMA that scales the scores, so each weight of the unmasked branch is
+    that FFMA and the shift (A0's: the FFMA and MUFU.EX2), the shift shared with the masked branch after the join;
+    the clamp (one FMNMX per score) is in the masked branch only; both dtypes, no spills."""
+    for dtype, label in (("bf16", "gluon-n128s2-c240l24-hg8"), ("fp8", "gluon-n128s4-c240l24-hg8")):
+        a0, folded = _compile(dtype, "A0", label), _compile(dtype, "h15-folded", label)
+        assert folded["warp_specialized"] and folded["stack_bytes"] == 0 and folded["ptxas_advisories"] == [], folded
+        assert folded["loop_mufu_ex2"] <= 4 and folded["loop_shift"] == 64, folded
+        assert 0 <= folded["loop_ffma"] - a0["loop_ffma"] < 16, (a0, folded)  # per-row biases only
+        assert folded["loop_fadd"] - a0["loop_fadd"] < 16, (a0, folded)  # no magic FADD
+        assert folded["loop_fmnmx"] - a0["loop_fmnmx"] == 64, (a0, folded)
+        assert folded["loop_instructions"] < a0["loop_instructions"], (a0, folded)

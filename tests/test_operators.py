@@ -8,6 +8,8 @@ import torch
 
 from softbench import operators as ops
 
+from folded_inputs import beside_ties
+
 
 def bits(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().view(torch.int32)
@@ -93,3 +95,139 @@ def test_saturated_construction_is_h15_except_next_to_rounding_ties():
     # masked, NaN and far-below inputs all give 2^-126; the top of A1's range (x = 127) is inside the span too
     special = torch.tensor([float("-inf"), float("nan"), -1e30, -300.0, -126.0, -126.25, 0.0, 8.0, 127.0])
     assert torch.equal(bits(ops.rowmax_h15_sat(special)), bits(ops.rowmax_h15(special)))
+
+
+# --- h15-folded: the magic add inside the scaling FMA ------------------------------------------------------------
+
+LOG2_E = math.log2(math.e)
+# softmax scales in log2 units: FA's 1/sqrt(d) at d = 128 and 64, and two powers of two, with which 2cs is often a
+# half-integer, so that every rounding tie is exercised
+SCALES = (LOG2_E / math.sqrt(128), LOG2_E / math.sqrt(64), 0.25, 1.0)
+
+
+def test_fma_fp32_rounds_once():
+    # (1 + 2^-23) + (1 + 2^-23)(2^-24 - 2^-47) = 1 + 2^-23 + 2^-24 - 2^-70, just under a midpoint of FP32: FP32's
+    # product and float64's sum both round onto the midpoint, which then ties to the even 1 + 2^-22
+    a = torch.tensor([1 + 2.0 ** -23])
+    b = torch.tensor([2.0 ** -24 - 2.0 ** -47])
+    assert b.double().item() == 2.0 ** -24 - 2.0 ** -47  # representable: the test is about the sum alone
+    assert (a * b + a).item() == 1 + 2.0 ** -22
+    assert (a.double() * b.double() + a.double()).float().item() == 1 + 2.0 ** -22
+    assert ops.fma_fp32(a, b, a).item() == 1 + 2.0 ** -23
+    # against exact rational arithmetic over magnitudes far apart, and the special values
+    from fractions import Fraction
+
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.randn(2, 2000, generator=g) * torch.exp2(torch.randint(-30, 30, (2, 2000), generator=g).float())
+    z = torch.randn(2000, generator=g) * 1e3
+    got = ops.fma_fp32(x, y, z)
+    for i in range(0, 2000, 7):
+        exact = Fraction(x[i].item()) * Fraction(y[i].item()) + Fraction(z[i].item())
+        mine = Fraction(got[i].item())
+        for towards in (math.inf, -math.inf):
+            neighbour = torch.nextafter(got[i], torch.tensor(towards)).item()
+            assert abs(mine - exact) <= abs(Fraction(neighbour) - exact)
+    inf = math.inf
+    special = ops.fma_fp32(torch.tensor([-inf, 2.0, 1.0, 3e38]), torch.tensor([2.0, inf, math.nan, 10.0]),
+                           torch.tensor([5.0, -inf, 0.0, 0.0]))
+    assert special[0].item() == -inf and math.isnan(special[1].item()) and math.isnan(special[2].item())
+    assert special[3].item() == inf
+
+
+def _rows(seed: int, rows: int = 64, keys: int = 4096, spread: float = 40.0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    s = torch.randn(rows, keys, generator=g) * spread * torch.rand(rows, 1, generator=g)
+    return s, s.amax(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("offset", [0.0, 8.0])
+def test_folded_weight_of_the_maximum_is_exact(scale, offset):
+    s, m = _rows(1)
+    w = ops.rowmax_h15_folded(s, m, scale, offset)
+    assert (w.amax(-1) == 2.0 ** offset).all()
+    assert (w.gather(-1, s.argmax(-1, keepdim=True)) == 2.0 ** offset).all()
+    # maxima whose 2cm lies exactly half-way between lattice points (phase +-1/2): rne of the tie is 0 either way
+    m_tie = (torch.arange(-40, 40, dtype=torch.float32) + 0.5) / 0.5  # 2cm = k + 1/2 at c = 0.25
+    assert torch.equal(ops.rowmax_h15_folded(m_tie, m_tie, 0.25, offset), torch.full_like(m_tie, 2.0 ** offset))
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("offset", [0.0, 8.0])
+def test_folded_is_the_float64_definition_bit_for_bit(scale, offset):
+    s, m = _rows(2, rows=256)
+    c2 = 2 * float(torch.tensor(scale))
+    # scores half a lattice step from ties, on ties, and down across the clamp (n from -250 to -260)
+    m_tie = torch.full((1, 1), 2.5)  # r = rne(2cm) odd at c = 0.25 and 1: ties of 2cs - r are not those of 2cs
+    ties = (torch.arange(-600, 20).float() / 2 + 0.25) / c2 + m_tie
+    clamp = torch.linspace(-261.0, -249.0, 20001) / c2 + m_tie
+    odd = torch.tensor([[-math.inf]])
+    beside = beside_ties(c2, torch.arange(-200, 200).double() + 0.5)  # for the scores' FMA and the bias's
+    assert beside.numel() > 20 or c2 in (0.5, 2.0)  # a power of two makes every product exact: none exist
+    cases = [(s, m), (ties[None], m_tie), (clamp[None], m_tie), (odd, m_tie), (beside[None], m_tie),
+             (beside[:, None] - torch.arange(60.0) * 0.37, beside[:, None])]
+    for scores, anchor in cases:
+        got = bits(ops.rowmax_h15_folded(scores, anchor, scale, offset))
+        want = bits(ops.rowmax_h15_folded_reference(scores, anchor, scale, offset))
+        bad = (got != want).nonzero()
+        assert bad.numel() == 0, f"first mismatch at s={scores[tuple(bad[0])].item()!r}"
+    assert s.numel() > 1_000_000
+
+
+@pytest.mark.parametrize("scale", SCALES[:2])
+def test_folded_lattice_is_h15_shifted_by_the_anchor_phase(scale):
+    """Against y = 2cs - rne(2cm) the weight is Rowmax-H15 (its envelope, tight); against x = c (s - m) it carries
+    the row's phase (2cm - rne(2cm))/2 too, up to a quarter octave either way."""
+    s, m = _rows(3, spread=6.0)
+    w = ops.rowmax_h15_folded(s, m, scale).double()
+    c = float(torch.tensor(scale))
+    keep = s.double() * c - m.double() * c > -120  # clear of the clamp
+    y = 2 * c * s.double() - torch.round(2 * c * m.double())
+    err_y = (torch.log2(w) - y / 2)[keep]
+    lo, hi = ops.half_octave_error_bounds()
+    assert err_y.min() >= lo - 1e-9 and err_y.max() <= hi + 1e-9
+    assert err_y.min() < lo + 1e-3 and err_y.max() > hi - 1e-3
+    err_x = (torch.log2(w) - c * (s.double() - m.double()))[keep]
+    assert err_x.min() >= lo - 0.25 - 1e-9 and err_x.max() <= hi + 0.25 + 1e-9
+    assert err_x.min() < lo - 0.2 and err_x.max() > hi + 0.2  # the phase is there: not A1's lattice
+
+
+def test_folded_is_a1_where_the_anchor_is_on_the_lattice():
+    """2cm an integer (phase 0) and x = c (s - m) exact in FP32: the same weights as rowmax_h15(x) (+ FP8's 8)."""
+    g = torch.Generator().manual_seed(4)
+    s = torch.randint(-2000, 2000, (50_000,), generator=g).float() / 64
+    m = torch.full((1,), 32.0)  # 2cm = 16 at c = 0.25
+    x = (s - m) * 0.25
+    assert torch.equal(ops.rowmax_h15_folded(s, m, 0.25), ops.rowmax_h15(x))
+    assert torch.equal(ops.rowmax_h15_folded(s, m, 0.25, 8.0), ops.rowmax_h15(x + 8.0))
+
+
+def test_folded_clamp_gives_zero_below_the_lattice_and_to_masked_keys():
+    m = torch.zeros(1)
+    n = torch.tensor([-250.0, -252.0, -253.0, -254.0, -255.0, -300.0, -1e6])  # 2cs - r at c = 0.5: s = n
+    w = ops.rowmax_h15_folded(n, m, 0.5)
+    assert w.tolist() == [2.0 ** -125, 2.0 ** -126, 2.0 ** -127, 0.0, 0.0, 0.0, 0.0]
+    # the clamp-free form is the same down to n = -254 and garbage below (why unproved tiles keep the clamp)
+    free = ops.rowmax_h15_folded(n, m, 0.5, clamp=False)
+    assert torch.equal(free[:4], w[:4])
+    assert math.isnan(free[4].item()) and free[5].item() < 0  # the field wraps: NaN, a negative weight
+    # masked (-inf) and NaN scores: weight 0 through the clamp; -inf also without it (its bits shift to 0)
+    special = torch.tensor([-math.inf, math.nan])
+    assert ops.rowmax_h15_folded(special, m, 0.5).tolist() == [0.0, 0.0]
+    assert ops.rowmax_h15_folded(special[:1], m, 0.5, clamp=False).tolist() == [0.0]
+    assert f32_bits(ops.MAGIC) & 0x3FF == 0  # the clamp value's shifted bits are the weight 0
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_folded_rescale_is_the_ratio_of_the_two_anchors(scale):
+    g = torch.Generator().manual_seed(6)
+    m_old = torch.randn(10_000, generator=g) * 30
+    m_new = m_old + torch.rand(10_000, generator=g) * 20
+    alpha = ops.rowmax_h15_folded_rescale(m_old, m_new, scale, 8.0).double()
+    c2 = 2 * float(torch.tensor(scale))
+    want = torch.exp2((torch.round(c2 * m_old.double()) - torch.round(c2 * m_new.double())) / 2)
+    torch.testing.assert_close(alpha, want, rtol=2.0 ** -23, atol=0)
+    # not the exact exp2 of the max difference, which the element maps use
+    assert (alpha / torch.exp2(c2 / 2 * (m_old.double() - m_new.double())) - 1).abs().max() > 0.1
+    assert ops.rowmax_h15_folded_rescale(torch.tensor([-math.inf]), torch.tensor([1.0]), scale).item() == 0.0
+    assert torch.equal(ops.rowmax_h15_folded_rescale(m_new, m_new, scale), torch.ones_like(m_new))

@@ -29,6 +29,7 @@ import torch
 
 from softbench.core.errors import UnsupportedError
 from softbench.fidelity.operator_zoo import LOG2_E, Operator
+from softbench.kernels.sim import TileMap
 
 IMPL_NAME = "softbench"
 Q_CHUNK = 512
@@ -92,21 +93,26 @@ class RowAttention:
             w = self.op.fn(s)
         else:
             m = s.amax(dim=-1, keepdim=True)  # every causal row has at least one valid key
-            w = self.op.fn((s - m) * LOG2_E)
+            if isinstance(self.op.fn, TileMap):  # an anchored lattice: the scores and the anchor, c = log2(e)
+                w = self.op.fn.weights(s, m, LOG2_E, 0.0)
+            else:
+                w = self.op.fn((s - m) * LOG2_E)
         return torch.where(torch.isneginf(s), torch.zeros_like(w), w)
 
     def __call__(self, q, k, v, scale, softcap=None, window=None):
         return _causal_rows(q, k, v, scale, self.weights, softcap=softcap, window=window)
 
 
-def e4m3_stored(weight_fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+def e4m3_stored(weight_fn: Callable[[torch.Tensor], torch.Tensor] | TileMap):
     """Weights rounded to E4M3 as the FP8 kernel stores P. Applied through the weight function, so the row sum
     sees the rounded values too (the kernel sums the FP32 weights): a documented approximation."""
 
-    def stored(x: torch.Tensor) -> torch.Tensor:
-        return weight_fn(x).to(torch.float8_e4m3fn).to(torch.float32)
+    def e4m3(w: torch.Tensor) -> torch.Tensor:
+        return w.to(torch.float8_e4m3fn).to(torch.float32)
 
-    return stored
+    if isinstance(weight_fn, TileMap):
+        return TileMap(lambda *args: e4m3(weight_fn.weights(*args)), weight_fn.rescale)
+    return lambda x: e4m3(weight_fn(x))
 
 
 class SimAttention:

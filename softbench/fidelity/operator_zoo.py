@@ -10,10 +10,13 @@ Two kinds (`scope`):
 Each operator also names its `anchor`: "running" where its definition is the kernel's (Rowmax-H15, exact exp2,
 temperature, which is shift invariant), "row" where the paper defines it on the final row maximum. A row-anchored
 operator asked for on the simulation path is evaluated on the whole-row path, and its condition says so.
+One element operator, rowmax-h15-folded, needs the anchor's own value besides x (its lattice is shifted by the
+anchor's phase): its `fn` is a softbench.kernels.sim.TileMap of the scores and the anchor, which the simulation
+and the whole-row path (where the anchor is the final row maximum and c = log2(e)) call as such.
 
-Masked scores arrive as -inf. Element maps return weight 0 there, except Rowmax-H15, which keeps the kernel's own
-behaviour (the clamp at x = -126 gives 2^-126, negligible against any valid weight), so the simulation matches the
-patched kernel. The whole-row path zeroes masked entries for every operator.
+Masked scores arrive as -inf. Element maps return weight 0 there, except Rowmax-H15 (and h15-sat), which keeps
+the kernel's own behaviour (the clamp at x = -126 gives 2^-126, negligible against any valid weight), so the
+simulation matches the patched kernel. The whole-row path zeroes masked entries for every operator.
 
 Parameters are written name:key=value,key=value, e.g. `rowmax-pot:kmax=20,tail=drop`, `grid:K=32,R=4,recon=lerp`."""
 
@@ -125,6 +128,14 @@ def _build_h15():
 def _build_h15_sat():
     """Rowmax-H15 with the clamp as an FMA's saturation (kernel variant h15-sat, softbench.operators)."""
     return ops.rowmax_h15_sat
+
+
+def _build_h15_folded():
+    """Rowmax-H15 with the magic add folded into the scaling FMA (kernel variant h15-folded, softbench.operators):
+    n = rne(2cs - rne(2cm)), the anchor's weight exact, the rescale between two anchors' lattices."""
+    from softbench.kernels.sim import H15_FOLDED
+
+    return H15_FOLDED
 
 
 def _build_pot_m(m: int):
@@ -305,6 +316,11 @@ _register(OperatorDef(
     "rowmax-h15-sat", "element", "running", "Sec. 5.2 Eq. 5 (softbench's Hopper construction)",
     "rowmax-h15 with the clamp as the saturation of u = (2x + 252)/512: 2x resolved to 2^-15 before n = rne(2x)",
     _build_h15_sat))
+_register(OperatorDef(
+    "rowmax-h15-folded", "element", "running", "Sec. 5.2 Eq. 5 (softbench's two-instruction construction)",
+    "n = rne(2cs - rne(2cm)) for raw scores s, anchor m: rowmax-h15 on the lattice shifted by the anchor's phase "
+    "2cm - rne(2cm), the anchor's weight exact; weight 0 from n = -254 down",
+    _build_h15_folded))
 _register(OperatorDef(
     "pot-m", "element", "row", "A.6 Eq. 18",
     "power-of-two perturbation w = 2^(-round(m Delta/ln2)/m), no tail cutoff; |log error| <= ln2/(2m)",

@@ -60,6 +60,12 @@ for _v in (
             "of the FMA that scales the scores (FFMA.SAT, FFMA, shift: three instructions, A1 takes four); A1 "
             "wherever 2x + 252 is exact in FP32 at 2^-15, else n can differ by one within that step of a rounding "
             "tie", ("triton", "sim"), fidelity_kernel=True),
+    Variant("h15-folded", "candidate", "rowmax-h15-folded", "Triton/Gluon: the magic add folded into the FFMA "
+            "that scales the scores (B = fp32(MAGIC_FOLDED - 2cm) per row, weight = bits(fma(s, 2c, B)) << 22: two "
+            "instructions where h15-proved's bound holds, a clamp elsewhere); the maximum's weight exact (1; 2^8 at "
+            "FP8), the others on the lattice shifted by the row's phase 2cm - rne(2cm); rescaled by "
+            "2^((r_old - r_new)/2), r = rne(2cm)",
+            ("triton", "sim"), fidelity_kernel=True),
     Variant("h15-noclamp", "control", "rowmax-h15", "Rowmax-H15 without its clamp (add and shift): what a proof "
             "that every 2x >= -252 would save; equal to A1 on such inputs (the benchmark's), wrong below",
             ("fa4", "triton")),

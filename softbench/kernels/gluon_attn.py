@@ -12,13 +12,14 @@ lacks against FA3/FA4 is their schedule, which Triton 3.6 does not derive by its
 The partitions ask for registers with setmaxnreg: 240 per consumer thread, 24 for the producer.
 
 The online softmax's per-tile step, with its weight maps (A0 exact exp2, A1 Rowmax-H15 with the clamp, h15-sat,
-h15-noclamp, noexp), is triton_attn's own `_tile_weights`, called from here as it is (log2 units, FA4's max
-offset at FP8), as are its program order, input checks, key-major V copy and h15-proved's key-norm prologue and
-bound, so the two kernels compute the same operator: with equal key tiles their outputs agree bit for bit (H200,
-tools/gpu/gluon_probe.py). BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to e4m3 for P.V, BF16
-out). On the H200 this kernel is the faster one at every dtype: about 95% / 88% of FA4 causal / non-causal at BF16
-8K (the Triton kernel 80% / 77%), and at FP8 causal 8K 754 against 719 TFLOP/s (since P's FP8 operand is packed at
-the wgmma, _p_carry / _p_operand), so it is the backend's default on sm_90 (default_config per dtype).
+h15-folded, h15-noclamp, noexp), is triton_attn's own `_tile_weights`, called from here as it is (log2 units, FA4's
+max offset at FP8), as are its program order, input checks, key-major V copy and the key-norm prologue and bound of
+h15-proved and h15-folded, so the two kernels compute the same operator: with equal key tiles their outputs agree
+bit for bit (H200, tools/gpu/gluon_probe.py). BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to
+e4m3 for P.V, BF16 out). On the H200 this kernel is the faster one at every dtype: about 95% / 88% of FA4 causal /
+non-causal at BF16 8K (the Triton kernel 80% / 77%), and at FP8 causal 8K 754 against 719 TFLOP/s (since P's FP8
+operand is packed at the wgmma, _p_carry / _p_operand), so it is the backend's default on sm_90 (default_config per
+dtype).
 
 Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim), contiguous; TMA descriptors
 over (batch, seq, heads * dim) views, one (1, rows, dim) box per tile, so that boxes past the end of a sequence
@@ -38,9 +39,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from softbench.core.errors import UsageError
-from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, _clamp_free, _program_tile, _tile_weights,
-                                           WEIGHT_MAPS, check_inputs, effective_head_group, key_major_copy,
-                                           key_norm_blocks, launch_key_norms, log2_scale)
+from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _program_tile,
+                                           _tile_weights, WEIGHT_MAPS, check_inputs, effective_head_group,
+                                           key_major_copy, key_norm_blocks, launch_key_norms, log2_scale)
 
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
@@ -194,9 +195,9 @@ def _wait_pv(o_tok, p_op):
 @gluon.jit
 def _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS: gl.constexpr, HEAD_DIM: gl.constexpr,
                    MAX_OFFSET: gl.constexpr, KN_WIDTH: gl.constexpr):
-    """h15-proved: n_full where this warpgroup's rows provably never reach A1's clamp (triton_attn._clamp_free,
-    from their largest query norm and the head's largest key norm, which the prologue left in KN), else 0, so
-    that every tile goes through the masked branch, which keeps the clamp."""
+    """h15-proved and h15-folded: n_full where this warpgroup's rows provably never reach the clamp
+    (triton_attn._clamp_free, from their largest query norm and the head's largest key norm, which the prologue
+    left in KN), else 0, so that every tile goes through the masked branch, which keeps the clamp."""
     q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     qf = q_smem.reshape([ROWS, HEAD_DIM]).load(q_layout).to(gl.float32)
     q_norm_max = gl.max(gl.sqrt(gl.sum(qf * qf, 1)), 0)
@@ -214,7 +215,8 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
     which need no mask. PINGPONG: before issuing tile i's wgmmas wait for turn i on my_turn, after issuing them
     pass the turn on (their_turn); both consumers take n_tiles turns, the first consumer's first is given.
-    h15-proved: the unmasked tiles take A1 without its clamp where _proved_n_full says so, the masked ones A1."""
+    h15-proved: the unmasked tiles take A1 without its clamp where _proved_n_full says so, the masked ones A1;
+    h15-folded likewise its clamp-free and clamped forms (triton_attn._folded_weights)."""
     ROWS: gl.constexpr = 64
     dtype: gl.constexpr = desc_q.dtype
     out_dtype: gl.constexpr = desc_o.dtype
@@ -235,7 +237,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     q = q_smem.reshape([ROWS, HEAD_DIM])
     UNMASKED: gl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
     MASKED: gl.constexpr = "A1" if WEIGHT == "h15-proved" else WEIGHT
-    if WEIGHT == "h15-proved":
+    if (WEIGHT == "h15-proved") or (WEIGHT == "h15-folded"):
         n_full = _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS, HEAD_DIM, MAX_OFFSET,
                                 KN_WIDTH)
 
@@ -493,7 +495,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
                 PINGPONG=config.pingpong, CONSUMERS=config.consumers,
-                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant == "h15-proved" else 1)
+                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 
 def launch_options(config: GluonConfig) -> dict:
@@ -512,7 +514,7 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     hk = ops.k.shape[2]
     qk_scale = log2_scale(d, softmax_scale, descale)
     grid = (triton.cdiv(s, WG_ROWS * config.consumers) * b * h,)
-    if variant == "h15-proved":  # the key norms are part of the call: their cost is in every timing
+    if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(ops.k, ops.kn)
     _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,
                        effective_head_group(config, b * h),

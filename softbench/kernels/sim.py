@@ -4,18 +4,49 @@ Online softmax over key tiles (default 128, like FA4's n-block): per tile, the r
 rule with threshold tau (0: always rescale, FA4 sm_90 and FP8 sm_100; 8.0: FA4 sm_100 at 16-bit), the exponential
 map applied to x = s*scale_log2 - m*scale_log2 + max_offset (max_offset 8 for FP8, as FA4 spends the E4M3 range on
 the probability tail), the row sum and the P.V product from the same weights, P rounded to the input dtype
-before P.V. The rescale factor itself is always the exact exp2, as in the patched kernel.
+before P.V. The rescale factor itself is always the exact exp2 of the max difference, as in the patched kernel,
+except for maps that anchor a lattice on the maximum itself (TileMap: rowmax-h15-folded), whose factor is the
+ratio of the two anchors' lattices.
 
 Layout as FA4: q (batch, seq_q, heads, dim), k/v (batch, seq_k, kv_heads, dim)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
+from softbench import operators
+
 LOG2_E = math.log2(math.e)
+
+
+@dataclass(frozen=True)
+class TileMap:
+    """One key tile's weights and the rescale factor, from raw scores and the raw running maximum. Most maps are
+    functions of x alone (element_map wraps them); a map whose lattice is anchored on the maximum's own value
+    (rowmax-h15-folded: its phase) needs the maximum, and its rescale factor must follow the anchors it uses."""
+
+    weights: Callable  # (s, m, scale_log2, max_offset) -> weights; s raw scores (-inf masked), m (.., 1) raw
+    rescale: Callable  # (m_old, m_new, scale_log2, max_offset) -> the factor for what was summed under m_old
+
+
+def element_map(fn: Callable[[torch.Tensor], torch.Tensor]) -> TileMap:
+    """A map of x = s * scale_log2 - m * scale_log2 + max_offset, rescaled by the exact exp2 of the max difference."""
+
+    def weights(s, m, scale_log2, max_offset):
+        return fn(s * scale_log2 - m * scale_log2 + max_offset)
+
+    def rescale(m_old, m_new, scale_log2, max_offset):
+        return torch.exp2((m_old - m_new) * scale_log2)
+
+    return TileMap(weights, rescale)
+
+
+# h15-folded: each tile's weights on the lattice of the current maximum's phase, the rescale between two anchors
+H15_FOLDED = TileMap(operators.rowmax_h15_folded, operators.rowmax_h15_folded_rescale)
 
 
 def _p_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -27,7 +58,7 @@ def sim_attention(
     k: torch.Tensor,
     v: torch.Tensor,
     causal: bool,
-    weight_fn: Callable[[torch.Tensor], torch.Tensor],
+    weight_fn: Callable[[torch.Tensor], torch.Tensor] | TileMap,
     *,
     softmax_scale: float | None = None,
     tile: int = 128,
@@ -44,6 +75,7 @@ def sim_attention(
     if max_offset is None:
         max_offset = 8.0 if is_fp8 else 0.0
     p_dtype = _p_dtype(v.dtype)
+    tile_map = weight_fn if isinstance(weight_fn, TileMap) else element_map(weight_fn)
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
     scale_log2 = scale * LOG2_E * descale[0] * descale[1]
     # (b, h, s, d) in fp32; GQA: each kv head serves heads/kv_heads query heads
@@ -69,7 +101,7 @@ def sim_attention(
             row_max = m_new
         else:
             scale_exp = (row_max - m_safe) * scale_log2
-            alpha = torch.exp2(scale_exp)
+            alpha = tile_map.rescale(row_max, m_safe, scale_log2, max_offset)
             if rescale_threshold > 0.0:
                 keep = scale_exp >= -rescale_threshold  # the row max grew by less than tau: skip the rescale
                 m_use = torch.where(keep, row_max, m_safe)
@@ -78,8 +110,7 @@ def sim_attention(
             else:
                 m_use = m_safe
                 row_max = m_new
-        x = s * scale_log2 - m_use * scale_log2 + max_offset
-        w = weight_fn(x)
+        w = tile_map.weights(s, m_use, scale_log2, max_offset)
         # fully masked rows (possible only before the first unmasked key) contribute nothing
         w = torch.where(torch.isneginf(s), torch.where(torch.isneginf(m_new), torch.zeros_like(w), w), w)
         p = w.to(p_dtype).float()

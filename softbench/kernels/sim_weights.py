@@ -1,14 +1,16 @@
 """The simulation backend builds a variant from its operator (softbench.kernels.catalog): the weight map of each
-operator it implements."""
+operator it implements (a function of x, or a softbench.kernels.sim.TileMap)."""
 
 from softbench import operators
 from softbench.core.registry import Registry
 from softbench.kernels.catalog import check
+from softbench.kernels.sim import H15_FOLDED
 
 SIM_WEIGHTS = Registry("simulation operator")
 SIM_WEIGHTS.register("exp2", operators.exact_exp2)
 SIM_WEIGHTS.register("rowmax-h15", operators.rowmax_h15)
 SIM_WEIGHTS.register("rowmax-h15-sat", operators.rowmax_h15_sat)
+SIM_WEIGHTS.register("rowmax-h15-folded", H15_FOLDED)  # needs the running maximum itself: a TileMap
 SIM_WEIGHTS.register("identity", operators.no_exp)
 
 

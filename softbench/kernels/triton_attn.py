@@ -14,6 +14,11 @@ exponent to weight changes with the variant (a constexpr string):
   h15-sat      Rowmax-H15 with the clamp as a saturation (softbench.operators.rowmax_h15_sat): u = (2x + 252)/512
                in one FMA that saturates to [0, 1] (FFMA.SAT), u * 512 + (magic - 252) in a second FMA, the shift:
                three instructions where A1 takes four; equal to A1 except within 2^-15 of a rounding tie of 2x
+  h15-folded   the magic add folded into the FMA that scales the scores (softbench.operators.rowmax_h15_folded):
+               per row B = fma(-m, 2c, 12583166 + 2 MAX_OFFSET) with m the raw running maximum, per score
+               t = fma(s, 2c, B) and the shift, two instructions where h15-proved's bound drops the clamp (the
+               masked loop clamps t at the magic constant, which gives masked keys weight 0); the rescale is
+               2^((B_new - B_old)/2)
   h15-noclamp  A1 without its clamp (timing control: equal to A1 where every 2x >= -252)
   noexp  the exponent itself (timing control; results wrong on purpose)
 
@@ -40,7 +45,7 @@ import triton.language as tl
 
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels.catalog import built_by
-from softbench.operators import CLAMP_DOUBLED, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
+from softbench.operators import CLAMP_DOUBLED, MAGIC, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
 
 LOG2_E = math.log2(math.e)
 FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
@@ -191,6 +196,7 @@ CLAMP_DOUBLED_C = tl.constexpr(CLAMP_DOUBLED)
 MAGIC_C = tl.constexpr(MAGIC_FOLDED)
 SHIFT_C = tl.constexpr(SHIFT)
 MAGIC_SAT_C = tl.constexpr(MAGIC_SAT)
+MAGIC_ZERO_C = tl.constexpr(MAGIC)  # h15-folded's clamp: the magic constant's low bits are 0, so is the weight
 SAT_SPAN_C = tl.constexpr(SAT_SPAN)
 
 
@@ -209,12 +215,45 @@ def _key_scores(q, K, k_base, b32, hk32, start_n, keys, offs_d, seq, stride_ks,
 
 
 @triton.jit
+def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constexpr):
+    """h15-folded (softbench.operators.rowmax_h15_folded), its running maximum m in raw score units. Per row
+    B = fma(-m, 2c, MAGIC_FOLDED + 2 MAX_OFFSET), an integer in FP32 (MAGIC_FOLDED + 2 MAX_OFFSET - rne(2cm));
+    per score t = fma(s, 2c, B), whose single rounding gives rne(2cs - rne(2cm)) in t's low bits with the bias in
+    place, then the shift: two instructions. Unmasked tiles reach here only in programs whose rows satisfy
+    _clamp_free (both kernels send the others through the masked branch), so n >= -252 there and the clamp is
+    left out; the masked branch clamps t at MAGIC (n = -254, the field's zero): weight 0 from there down, masked
+    keys included."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))  # finite from the first tile on: it always holds key 0
+    c2 = 2.0 * qk_scale
+    bias_new = tl.fma(-m_new, c2, MAGIC_C + 2.0 * MAX_OFFSET)
+    t = tl.fma(s, c2, bias_new[:, None])
+    if MASK:
+        t = tl.maximum(t, MAGIC_ZERO_C)  # one FMNMX: -inf (masked keys) and n < -254 alike give weight 0
+    p = (t.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
+    # the old weights sit on the old anchor's lattice, 2^(-r_old/2) times the scores' 2^cs: the factor is
+    # 2^((r_old - r_new)/2), from the exact difference of the two integer biases (0 on the first tile: B_old = inf)
+    bias_old = tl.fma(-m_i, c2, MAGIC_C + 2.0 * MAX_OFFSET)
+    alpha = tl.math.exp2((bias_new - bias_old) * 0.5)
+    return p, m_new, alpha
+
+
+@triton.jit
 def _tile_weights(s, m_i, keep, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
     """One key tile's weights p, new running maximum and rescale factor alpha from its raw scores s: the operator
     itself, the one place both kernels take it from (the Gluon kernel calls this as it is). keep: the mask, read
-    only when MASK."""
+    only when MASK. The running maximum is in log2 units, except h15-folded's (raw scores: _folded_weights)."""
     if MASK:
         s = tl.where(keep, s, float("-inf"))
+    if WEIGHT == "h15-folded":
+        p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET)
+    else:
+        p, m_new, alpha = _exponent_weights(s, m_i, keep, qk_scale, MASK, WEIGHT, MAX_OFFSET)
+    return p, m_new, alpha
+
+
+@triton.jit
+def _exponent_weights(s, m_i, keep, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+    """The maps of x = s * qk_scale - m + MAX_OFFSET, m in log2 units, with the exact rescale exp2(m_i - m_new)."""
     # running maximum in log2 units; the first tile always holds key 0, so it is finite from then on
     m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
     m_use = m_new - MAX_OFFSET  # FP8: exponents measured from (max - 8), weights up to 2^8
@@ -337,9 +376,13 @@ def _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end,
 # With 256 rows (512 programs, about 4 per SM, one load each) it took 11.0 us at FP8 8K on the H200, three times
 # what reading K at its bandwidth needs; with 64 rows 5.7 us (traces 20261130T164721Z, 20261130T165031Z)
 KEY_NORM_BLOCK = 64
+# the variants whose unmasked tiles drop the clamp where _clamp_free proves it idle: each forward runs the key-norm
+# prologue first (both kernels)
+NORM_BOUND_VARIANTS = ("h15-proved", "h15-folded")
 # The proved variant drops the clamp where 4 * qk_scale * |q_i| * max_j |k_j| - 2 * MAX_OFFSET <= PROOF_LIMIT: the
 # clamp binds at t = -252; the margin covers the FP32 rounding of the norms, the bound and the kernel's own
-# scores and maximum (relative 1e-5 at most on values of a few hundred)
+# scores and maximum (relative 1e-5 at most on values of a few hundred). h15-folded takes one unit of it: its
+# n = rne(2cs - rne(2cm)) + 2 MAX_OFFSET lies at most 1 under 2c (s - m) + 2 MAX_OFFSET (half from each rounding)
 PROOF_LIMIT = 250.0
 PROOF_LIMIT_C = tl.constexpr(PROOF_LIMIT)
 
@@ -347,8 +390,9 @@ PROOF_LIMIT_C = tl.constexpr(PROOF_LIMIT)
 @triton.jit
 def _clamp_free(q_norm_max, k_norm_max, qk_scale, MAX_OFFSET: tl.constexpr):
     """Whether rows whose query norms are at most q_norm_max provably never reach A1's clamp against keys whose
-    norms are at most k_norm_max (h15-proved, both kernels): |s| <= |q| |k| and the running maximum is at most
-    |q| max|k| qk_scale, so t = 2 (s qk_scale - m + MAX_OFFSET) >= -4 qk_scale |q| max|k| + 2 MAX_OFFSET."""
+    norms are at most k_norm_max (h15-proved and h15-folded, both kernels): |s| <= |q| |k| and the running maximum
+    is at most |q| max|k| qk_scale, so t = 2 (s qk_scale - m + MAX_OFFSET) >= -4 qk_scale |q| max|k| + 2 MAX_OFFSET
+    (h15-folded's n one less at worst: PROOF_LIMIT's margin)."""
     return 4.0 * qk_scale * q_norm_max * k_norm_max - 2.0 * MAX_OFFSET <= PROOF_LIMIT_C
 
 
@@ -426,7 +470,7 @@ def _attn_fwd(Q, K, V, O, KN, kn_blocks, qk_scale, v_scale, seq, heads, group, h
         end = seq
     if not EVEN_N:
         full_end = tl.minimum(full_end, seq // BLOCK_N * BLOCK_N)
-    if WEIGHT == "h15-proved":  # one forward: the key-norm prologue, then this kernel
+    if (WEIGHT == "h15-proved") or (WEIGHT == "h15-folded"):  # one forward: the key-norm prologue, then this kernel
         # The bound is _clamp_free's, from the program's largest query norm and the head's largest key norm.
         # A program whose rows all satisfy it runs its unmasked tiles without the clamp; the others send
         # every tile through the masked loop below, which keeps it (with nothing to mask there, the same
@@ -559,7 +603,7 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     grid = (triton.cdiv(s, config.block_m) * b * h,)
     args = ops.descs if config.tma else (q, k, v, o)
     kn_blocks = key_norm_blocks(s)
-    if variant == "h15-proved":  # the key norms are part of the call: their cost is in every timing
+    if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(k, ops.kn)
     _attn_fwd[grid](
         *args, ops.kn, kn_blocks, qk_scale, float(descale[2]), s, h, h // hk, effective_head_group(config, b * h),
@@ -605,7 +649,7 @@ def kernel_constants(config: KernelConfig, seq: int, head_dim: int, causal: bool
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, EVEN_M=seq % config.block_m == 0,
                 EVEN_N=seq % config.block_n == 0, TMA=config.tma, V_KMAJOR=config.v_kmajor,
                 WARP_SPECIALIZE=config.warp_specialize,
-                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant == "h15-proved" else 1,
+                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1,
                 ROTATE=config.rotate)
 
 

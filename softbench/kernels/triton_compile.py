@@ -288,7 +288,8 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_shift": count(body, lambda i: i.base == "SHF" or i.opcode.startswith("IMAD.SHL")),
             # byte moves and conversions: what P's FP8 operand costs (one PRMT per two F2FP when packed well)
             "loop_prmt": count(body, lambda i: i.base == "PRMT"), "loop_f2fp": count(body, lambda i: i.base == "F2FP"),
-            "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT"))}
+            "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT")),
+            "loop_ffma": count(body, lambda i: i.base == "FFMA")}
 
 
 def _resource_usage(cubin: bytes) -> dict:

@@ -1,13 +1,15 @@
 """Make Triton's CPU interpreter (TRITON_INTERPRET=1) run softbench's Triton kernel faithfully.
 
-Triton 3.6's interpreter, with NumPy 2.4, gets three things wrong that the kernel depends on:
+Triton 3.6's interpreter, with NumPy 2.4, gets four things wrong that the kernel depends on:
 - scalars (program ids, integer arguments) are 1-element arrays, and a loop bound becomes a Python int through
   int(array), which NumPy >= 2.4 refuses;
 - tl.dot multiplies BF16 operands as their raw 16-bit storage integers;
 - float down-conversions (FP32 -> BF16/FP16/E4M3) round half-up on one cut-off bit and can carry into the
-  exponent wrongly; the GPU rounds to nearest even (E4M3 with saturation to +-448: cvt.rn.satfinite).
-`apply()` patches those three places with exact conversions done by torch (round to nearest even, as the GPU),
-once per process. Compiled kernels are untouched: this only changes what the interpreter computes."""
+  exponent wrongly; the GPU rounds to nearest even (E4M3 with saturation to +-448: cvt.rn.satfinite);
+- tl.fma multiplies and adds in FP32 with two roundings; FFMA rounds once, which h15-folded's weights rely on.
+`apply()` patches those four places with exact conversions done by torch (round to nearest even, as the GPU) and
+softbench.operators.fma_fp32, once per process. Compiled kernels are untouched: this only changes what the
+interpreter computes."""
 
 from __future__ import annotations
 
@@ -55,12 +57,15 @@ def apply() -> None:
     global _applied
     if _applied:
         return
+    import triton.language as tl
     from triton.runtime import interpreter
+
+    from softbench.operators import fma_fp32
 
     to_torch, _ = _dtype_maps()
     builder = interpreter.InterpreterBuilder
     patch_tensor = interpreter._patch_lang_tensor
-    dot = builder.create_dot
+    dot, fma = builder.create_dot, builder.create_fma
     trunc, ext, fp_to_fp = builder.create_fp_trunc, builder.create_fp_ext, builder.create_fp_to_fp
     Handle = interpreter.TensorHandle
 
@@ -70,8 +75,6 @@ def apply() -> None:
 
     def widen_bf16(h):
         if to_torch.get(h.dtype.scalar) is torch.bfloat16:
-            import triton.language as tl
-
             return Handle(convert_exact(h.data, torch.bfloat16, torch.float32), tl.float32)
         return h
 
@@ -87,7 +90,14 @@ def apply() -> None:
 
         return convert
 
+    def fused_fma(self, x, y, z):
+        if not (x.dtype.scalar == y.dtype.scalar == z.dtype.scalar == tl.float32):
+            return fma(self, x, y, z)
+        a, b, c = (torch.tensor(np.asarray(h.data, dtype=np.float32)) for h in (x, y, z))
+        return Handle(fma_fp32(a, b, c).numpy(), z.dtype.scalar)
+
     interpreter._patch_lang_tensor = patched_patch_tensor
+    builder.create_fma = fused_fma
     builder.create_dot = patched_dot
     builder.create_fp_trunc = exact(trunc)
     builder.create_fp_ext = exact(ext)

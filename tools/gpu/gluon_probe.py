@@ -36,7 +36,8 @@ from softbench.kernels import gluon_attn as ga  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.refs import relative_error  # noqa: E402
 from softbench.kernels.sim import sim_attention  # noqa: E402
-from softbench.operators import rowmax_h15, rowmax_h15_sat  # noqa: E402
+from softbench.kernels.catalog import get_variant  # noqa: E402
+from softbench.kernels.sim_weights import SIM_WEIGHTS  # noqa: E402
 from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (this folder: the same timing)
 
 # per dtype: (configuration, timed with every variant rather than A0 alone)
@@ -60,16 +61,16 @@ CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
 # fails and some of their weights sit at the clamp (A1's 2^-126), the other heads' proof holds
 CLAMP_SHAPES = [(1, 1000, 4, 2, 128, True), (1, 640, 4, 4, 64, False)]
 CLAMP_SCALE = 60.0
-CHECK_VARIANTS = ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp")
+CHECK_VARIANTS = ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-noclamp")
 DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn, "fp16": torch.float16}
 TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2, "fp16": 1e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
 
 
 def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
     """softbench's tile-wise simulation of the same operator (sim_attention: online softmax over key tiles of the
-    kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype)."""
-    weight = torch.exp2 if variant == "A0" else rowmax_h15_sat if variant == "h15-sat" else rowmax_h15
-    return sim_attention(q, k, v, causal, weight, tile=tile)
+    kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype), through
+    the catalog's operator of the variant (h15-proved and h15-noclamp: Rowmax-H15's)."""
+    return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=tile)
 
 
 def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS) -> None:
@@ -123,13 +124,14 @@ def timing(rows: list, fa4: bool, dtypes: dict) -> None:
             entries = []
             tcfg = ta.default_config(dtype, d)
             tops = ta.prepare_operands(q, k, v, tcfg)
-            for variant in ("A0", "A1", "h15-proved", "h15-sat", "noexp") if dtype_name == "fp8" else ("A0",):
+            for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "noexp") if dtype_name == "fp8" \
+                    else ("A0",):
                 entries.append(("triton " + tcfg.label(), variant,
                                 (lambda vv=variant: ta.launch(tops, causal, vv, tcfg))))
             for config, every_variant in CANDIDATES[dtype_name]:
                 ops = ga.prepare_operands(q, k, v, config)
-                for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-noclamp", "noexp") if every_variant \
-                        else ("A0",):
+                for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-noclamp", "noexp") \
+                        if every_variant else ("A0",):
                     entries.append((config.label(), variant,
                                     (lambda o=ops, c=config, vv=variant: ga.launch(o, causal, vv, c))))
             if fa4 and dtype_name == "bf16":
