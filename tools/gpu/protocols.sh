@@ -51,3 +51,12 @@ if [ "$PART" = 5 ]; then
   done
   sb latency --dtype fp8 --seq 16384 --rounds 3
 fi
+# Part 6 (FA3 staged): h15-folded (issue 15) beside h15-sat and A1 in one interleaving with the null and FA3, at
+# FP8 and BF16 causal 8K, then sustained at FP8 against A0 with the null and FA3.
+if [ "$PART" = 6 ]; then
+  for dt in fp8 bf16; do
+    sb sweep variants --backend triton --dtype "$dt" --seq 8192 --baseline A0 --variants h15-folded,h15-sat,A1 \
+       --null --reference fa3
+  done
+  sb latency --backend triton --dtype fp8 --seq 8192 --variant h15-folded --null --reference fa3 --protocol sustained
+fi
