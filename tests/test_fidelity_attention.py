@@ -182,8 +182,12 @@ def test_kernel_path_conditions():
     with pytest.raises(UsageError, match="FA4 variants only"):
         build_conditions("kernel", ["rowmax-pot"])
     # h15-sat exists in softbench's Triton-backend kernels, not in the FA4 patch
-    conds = build_conditions("kernel", ["rowmax-h15", "rowmax-h15-sat"], backend="triton")
-    assert [(c.name, c.variant) for c in conds][1:] == [("kernel:rowmax-h15", "A1"), ("kernel:rowmax-h15-sat", "h15-sat")]
+    conds = build_conditions("kernel", ["rowmax-h15-sat"], backend="triton")
+    assert [(c.name, c.variant) for c in conds] == [("kernel:stock", "A0"), ("kernel:rowmax-h15-sat", "h15-sat")]
+    # one variant process beside the stock one: several operators are refused before anything loads (the H200
+    # run 20261201T125041Z named three and was refused only after the model had loaded)
+    with pytest.raises(UsageError, match="one --operator at a time, got 2"):
+        build_conditions("kernel", ["rowmax-h15", "rowmax-h15-sat"], backend="triton")
     with pytest.raises(UsageError, match="FA4 variants only: rowmax-h15 "):
         build_conditions("kernel", ["rowmax-h15-sat"])
     with pytest.raises(UsageError, match="cannot be mixed"):

@@ -86,6 +86,11 @@ def build_conditions(path: str, operator_texts: tuple[str, ...] | list[str],
     if path == "kernel":
         if backend not in KERNEL_BACKENDS:
             raise UsageError(f"--backend must be one of {', '.join(KERNEL_BACKENDS)}, not {backend!r}")
+        if len(operator_texts) > 1:
+            # one worker process per kernel, the stock one and one variant: refused here, before the model loads
+            raise UsageError(f"--path kernel runs one --operator at a time, got {len(operator_texts)}",
+                             hint="run each operator in its own softbench fidelity --path kernel; the simulation "
+                                  "(--path sim) takes several at once")
         base_note, variant_note = _KERNEL_NOTES[backend]
         out = [Condition(KERNEL_BASELINE.name, "kernel", None, variant="A0", note=base_note)]
         for text in operator_texts:
