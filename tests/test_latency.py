@@ -284,6 +284,9 @@ def test_sweep_variants_interleaves_every_variant_in_one_run(tmp_path, cli):
     assert len(sessions) == 2 and any("-latency-" in s for s in sessions) and any("-sweep-" in s for s in sessions)
     sweep = json.loads(next(out.glob("*-sweep-*/summary.json")).read_text())
     assert {row["variant"] for row in sweep["rows"]} == {"A1", "h15-sat", "A0'"}
+    rows = {row["variant"]: row for row in sweep["rows"]}
+    assert rows["A0'"]["description"].startswith("the A/A null: a second process of A0")
+    assert rows["A1"]["description"].startswith("Rowmax-H15")
     assert sweep["quantity"] == "at equal clock" and sweep["complete"] is True
     lat = json.loads(next(out.glob("*-latency-*/summary.json")).read_text())
     assert set(lat["kernels"]) == {"A0", "A1", "h15-sat", "A0'"} and lat["variants"] == ["A1", "h15-sat"]

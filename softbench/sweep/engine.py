@@ -134,12 +134,22 @@ def _run_together(opts: SweepOptions, progress: Progress, worker_factory) -> Ses
                      "n_pairs": paired.get("n_pairs"), "pooled_speedup_pct": comp.get("pooled_speedup_pct"),
                      "baseline_median_ms": s["kernels"][s["baseline"]]["median_ms"], "variant_median_ms": k["median_ms"],
                      "vs_best_exact": (s.get("vs_best_exact") or {}).get(label),
-                     "quantity": s["quantity"], **opts.variant_info.get(k["variant"], {})})
+                     "quantity": s["quantity"], **_row_info(opts, label, comp["role"], k)})
     for r in rows:
         sweep.append(RESULTS_FILE, r)
     _write_summary(sweep, opts, rows, complete=bool(s.get("complete")),
                    reason=s.get("incomplete_reason"))
     return sweep
+
+
+def _row_info(opts: SweepOptions, label: str, role: str, kernel: dict) -> dict:
+    """What the sweep's table says of a row. The null and the reference kernels run the baseline's variant name
+    (A0), whose catalog description would call FlashAttention-3 'the stock kernel': say what they are instead."""
+    if role == "null":
+        return {"description": f"the A/A null: a second process of {opts.baseline}, interleaved with the others"}
+    if role == "reference":
+        return {"description": f"exact reference kernel ({kernel.get('backend', label)}), timed in the same run"}
+    return opts.variant_info.get(kernel["variant"], {})
 
 
 def raise_for_failures(sweep: Session) -> None:
