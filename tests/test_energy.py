@@ -347,7 +347,7 @@ def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measu
 
     power = DiesInTheSecondLoop()
     loops = EnergyProtocol(order=("A0", "A0"), seconds=0.2, interval_s=0.02, pre_s=0.05, post_s=0.02, idle_s=0,
-                           trim_start=2, trim_end=1, warmup=1, chunk=1)
+                           trim_start=2, trim_end=1, warmup=1, chunk=1, settle_min_s=0.05, settle_max_s=1.0)
     opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path,
                          require_gpu=False)
 
