@@ -10,9 +10,9 @@ process never imports it, so import-time reads of the environment happen in the 
 PRELOAD are already in memory; none of them reads the environment that the tests vary at import time (triton,
 which reads TRITON_INTERPRET, is left out on purpose).
 
-Protocol: one JSON request per line on stdin ({"args", "cwd", "env", "stdout", "stderr", "timeout"}: the child's
-output goes to the two files), one JSON reply per line on stdout ({"returncode"} or {"timed_out": true}).
-End of stdin ends the server."""
+Protocol: one JSON request per line on stdin ({"module", "args", "cwd", "env", "stdout", "stderr", "timeout"}: the
+child runs `python -m MODULE ARGS`, softbench unless named, its output going to the two files), one JSON reply per
+line on stdout ({"returncode"} or {"timed_out": true}). End of stdin ends the server."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _exit_code(e: SystemExit) -> int:
 
 
 def _child(req: dict) -> None:
-    """In the forked child: become `python -m softbench ARGS` run in req's folder with req's environment."""
+    """In the forked child: become `python -m MODULE ARGS` run in req's folder with req's environment."""
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
@@ -53,10 +53,11 @@ def _child(req: dict) -> None:
         os.dup2(opened, fd)
         os.close(opened)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.argv = ["softbench", *req["args"]]
+    module = req.get("module") or "softbench"
+    sys.argv = [module, *req["args"]]
     code = 0
     try:
-        runpy.run_module("softbench", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         code = _exit_code(e)
     except BaseException:  # as the interpreter reports an uncaught exception

@@ -40,16 +40,16 @@ class _CliServer:
             raise RuntimeError(f"tests/cli_server.py exited (code {self.proc.wait()})")
         return json.loads(line)
 
-    def run(self, args, cwd, env, timeout) -> subprocess.CompletedProcess:
+    def run(self, module, args, cwd, env, timeout) -> subprocess.CompletedProcess:
         with tempfile.TemporaryDirectory(prefix="softbench-cli-") as tmp:
             out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
             out.touch()
             err.touch()
-            self.proc.stdin.write(json.dumps({"args": list(args), "cwd": str(cwd), "env": env, "stdout": str(out),
-                                              "stderr": str(err), "timeout": timeout}) + "\n")
+            self.proc.stdin.write(json.dumps({"module": module, "args": list(args), "cwd": str(cwd), "env": env,
+                                              "stdout": str(out), "stderr": str(err), "timeout": timeout}) + "\n")
             self.proc.stdin.flush()
             reply = self._reply()
-            cmd = [sys.executable, "-m", "softbench", *args]
+            cmd = [sys.executable, "-m", module, *args]
             stdout, stderr = _text(out.read_bytes()), _text(err.read_bytes())
         if reply.get("timed_out"):
             raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
@@ -96,19 +96,25 @@ class _CliPool:
 _POOL = _CliPool(max(2, os.cpu_count() or 2))
 
 
-def run_cli(*args, cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:
-    """Run `python -m softbench ...` in a process of its own, as a user would: a child forked from
-    tests/cli_server.py, whose only difference from a fresh interpreter is that torch and a few other libraries
-    are already imported (that module says why that is safe). `env` is added to this process's environment."""
-    full_env = {**os.environ, **(env or {})}
+def run_module(module: str, *args, cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:
+    """Run `python -m MODULE ...` in a process of its own, as a user (or softbench itself) would: a child forked
+    from tests/cli_server.py, whose only difference from a fresh interpreter is that torch and a few other
+    libraries are already imported (that module says why that is safe). `env` is added to this process's
+    environment; a name given None is removed from it."""
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
     if FRESH_CLI:
-        return subprocess.run([sys.executable, "-m", "softbench", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                               cwd=cwd or ROOT, env=full_env, timeout=timeout)
     server = _POOL.take()
     try:
-        return server.run(args, cwd or ROOT, full_env, timeout)
+        return server.run(module, args, cwd or ROOT, full_env, timeout)
     finally:
         _POOL.give(server)
+
+
+def run_cli(*args, cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:
+    """`python -m softbench ...` in a process of its own (run_module)."""
+    return run_module("softbench", *args, cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture

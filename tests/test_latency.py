@@ -1,7 +1,6 @@
 """The latency command: round order, summary arithmetic, sessions end to end, partial sessions, clear errors."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -158,9 +157,8 @@ def test_bad_inputs_are_clear(tmp_path, cli):
 
 
 def test_triton_without_gpu_is_refused_before_any_session(tmp_path, cli):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-m", "softbench", "latency", "--backend", "triton", "--seq", "256",
-                        "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    r = cli("latency", "--backend", "triton", "--seq", "256", "--out", str(tmp_path), env={"TRITON_INTERPRET": None},
+            timeout=120)
     assert r.returncode == 3 and "TRITON_INTERPRET=1" in r.stderr
     assert not any(tmp_path.iterdir())
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_module
 from softbench.core.errors import UsageError
 from softbench.trace import ingest as ti
 from softbench.trace.summary import b4_rows, non_kernel_pct
@@ -263,12 +264,9 @@ def test_trace_engine_end_to_end_with_a_stand_in_nsys(tmp_path):
 def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
     """The fallback path of the driver on the CPU: the timing record and the Chrome trace are written (a CPU run
     has no GPU kernels in it, so the trace holds none)."""
-    import subprocess
-
     shape = {"dtype": "bf16", "seq": 64, "causal": True, "batch": 1, "heads": 2, "kv_heads": 2, "head_dim": 128}
-    r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A1",
-                        "--shape", json.dumps(shape), "--warmup", "2", "--calls", "3", "--out", str(tmp_path),
-                        "--torch-profiler"], capture_output=True, text=True, timeout=300)
+    r = run_module("softbench.trace.driver", "--backend", "sim", "--variant", "A1", "--shape", json.dumps(shape),
+                   "--warmup", "2", "--calls", "3", "--out", str(tmp_path), "--torch-profiler")
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""  # stdout stays free of library output
     rec = json.loads((tmp_path / "latency.json").read_text())
@@ -279,10 +277,8 @@ def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
 
 
 def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):
-    import subprocess
-
-    r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A9",
-                        "--shape", "{}", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    r = run_module("softbench.trace.driver", "--backend", "sim", "--variant", "A9", "--shape", "{}",
+                   "--out", str(tmp_path))
     assert r.returncode == 2 and "unknown kernel variant 'A9'" in r.stderr
 
 
