@@ -7,8 +7,9 @@ tests run the command line over a hundred times (tests/test_bad_input.py alone e
 What stays as a user would have it: each command line runs in its own process, with its own argv, working
 directory, environment, stdin (empty), stdout, stderr and exit code, and imports softbench itself afresh (this
 process never imports it, so import-time reads of the environment happen in the child). Only the libraries in
-PRELOAD are already in memory; none of them reads the environment that the tests vary at import time (triton,
-which reads TRITON_INTERPRET, is left out on purpose).
+PRELOAD are already in memory; none of them reads at import time the environment that tests give run_cli (triton,
+which reads TRITON_INTERPRET, is left out on purpose). One that they do read then is OMP_NUM_THREADS (torch's
+OpenMP runtime starts with torch): a test that sets it runs its command with subprocess itself.
 
 Protocol: one JSON request per line on stdin ({"module", "args", "cwd", "env", "stdout", "stderr", "timeout"}: the
 child runs `python -m MODULE ARGS`, softbench unless named, its output going to the two files), one JSON reply per
