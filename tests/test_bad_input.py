@@ -5,8 +5,9 @@ For every case: the documented exit code (2 for bad input unless noted), exactly
 with `error:` (a `hint:` may follow), no traceback anywhere, and the folder exactly as it was: no file added
 (nothing half-written, no empty session) and no existing file changed (the recorded session, the seal).
 
-The cases run in a thread pool once per module (each process start costs about a second, more where the command
-imports torch); each case is then its own test that reads its result."""
+The cases run in a thread pool once per module, each in a process of its own forked from tests/cli_server.py
+(conftest.run_cli: a fresh interpreter would spend seconds importing torch for each of them); each case is then its
+own test that reads its result."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -219,14 +220,13 @@ def results(tmp_path_factory):
     template = base / "template"
     build_template(template)
     before = tree(template)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "COLUMNS": "80", "CUDA_VISIBLE_DEVICES": ""}
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "COLUMNS": "80",
+           "CUDA_VISIBLE_DEVICES": ""}
 
     def run(c: Case):
         cwd = base / c.id
         shutil.copytree(template, cwd)
-        done = subprocess.run([sys.executable, "-m", "softbench", *c.args], cwd=cwd, env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = run_cli(*c.args, cwd=cwd, env=env)
         return c.id, (done, tree(cwd))
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:

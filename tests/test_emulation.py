@@ -5,6 +5,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import fa4_installed
 from softbench.core.errors import PatchError, UsageError
@@ -184,6 +185,9 @@ def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
     for row in rows:
         lat = json.loads((tmp_path / row["session"] / "summary.json").read_text())
         assert lat["speedup_pct"] == row["speedup_pct"] and lat["variant"] == row["variant"]
+        # the roles come from the kernel specs, also where the sweep keeps one baseline process for every variant
+        recorded = yaml.safe_load((tmp_path / row["session"] / "protocol.yaml").read_text())
+        assert recorded["roles"] == {"A0": "baseline", row["variant"]: "variant"}
     assert (sweeps[0] / "results.jsonl").read_text().count("\n") == 2
     assert json.loads((sweeps[0] / "status.json").read_text())["complete"] is True
 

@@ -229,25 +229,29 @@ def test_default_dtype_follows_the_gpu():
 
 
 def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
+    from softbench.core.protocol import EnergyProtocol
     from softbench.energy.engine import EnergyOptions
     from softbench.core.shapes import Shape
 
     with pytest.raises(UsageError, match="leaves nothing"):
-        EnergyOptions(shape=Shape(), seconds=1.0, interval_s=0.1, pre_s=2.0, post_s=1.0, trim_start=20, trim_end=20)
-    with pytest.raises(UsageError):
-        EnergyOptions(shape=Shape(), order=())
+        EnergyOptions(shape=Shape(), protocol=EnergyProtocol(seconds=1.0, interval_s=0.1, pre_s=2.0, post_s=1.0,
+                                                             trim_start=20, trim_end=20))
+    with pytest.raises(UsageError, match="names no loops"):
+        EnergyProtocol(order=())
 
 
 # --- the engine end to end on the CPU ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
+    from softbench.core.protocol import EnergyProtocol
     from softbench.energy.engine import EnergyOptions, run_energy
     from softbench.core.session import read_jsonl
     from softbench.core.shapes import Shape
 
-    opts = EnergyOptions(shape=Shape(seq=64, heads=2), order=("A0", "A1", "A1", "A0"), backend="sim", seconds=0.3,
-                         interval_s=0.02, pre_s=0.1, post_s=0.05, idle_s=0.06, trim_start=5, trim_end=2, warmup=1,
-                         chunk=2, settle_min_s=0.05, settle_max_s=1.0, out_dir=tmp_path, require_gpu=False)
+    loops = EnergyProtocol(order=("A0", "A1", "A1", "A0"), seconds=0.3, interval_s=0.02, pre_s=0.1, post_s=0.05,
+                           idle_s=0.06, trim_start=5, trim_end=2, warmup=1, chunk=2, settle_min_s=0.05, settle_max_s=1.0)
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path,
+                         require_gpu=False)
     session = run_energy(opts, FakePower())
     names = {p.name for p in session.path.iterdir()}
     assert {"env.json", "protocol.yaml", "samples.jsonl", "loops.jsonl", "summary.json", "summary.md",
@@ -302,14 +306,19 @@ def test_protocol_file_sets_options_and_the_command_line_wins(monkeypatch, tmp_p
 
     paper = Path(__file__).resolve().parents[1] / "softbench" / "protocols" / "energy.yaml"
     opts, _ = _capture_energy_options(monkeypatch, ["--protocol", str(paper), "--seconds", "20", "--trim-end", "3"])
-    assert opts.seconds == 20.0 and opts.trim_end == 3  # given on the command line
-    assert (opts.trim_start, opts.interval_s, opts.pre_s, opts.post_s, opts.warmup, opts.chunk) == (20, 0.1, 2.0, 1.0, 30, 50)
-    assert opts.order == ("A0", "A1", "A1", "A0") and opts.shape.seq == 16384 and opts.shape.causal
+    p = opts.protocol
+    assert p.seconds == 20.0 and p.trim_end == 3  # given on the command line
+    assert (p.trim_start, p.interval_s, p.pre_s, p.post_s, p.warmup, p.chunk) == (20, 0.1, 2.0, 1.0, 30, 50)
+    assert p.order == ("A0", "A1", "A1", "A0") and opts.shape.seq == 16384 and opts.shape.causal
     assert opts.shape.dtype == "fp8"  # the file leaves the dtype to the GPU: FP8 on sm_100
     f = tmp_path / "e.yaml"
-    f.write_text("order: [A1, A0]\ndtype: bf16\nseq: 8K\n")
+    f.write_text("order: [A1, A0]\ndtype: bf16\nseq: 8K\ninterval_ms: 50\n")
     opts, _ = _capture_energy_options(monkeypatch, ["--protocol", str(f)])
-    assert opts.order == ("A1", "A0") and opts.shape.dtype == "bf16" and opts.shape.seq == 8192
+    assert opts.protocol.order == ("A1", "A0") and opts.shape.dtype == "bf16" and opts.shape.seq == 8192
+    # the interval in milliseconds in the file and on the command line, in seconds in the protocol the run keeps
+    assert opts.protocol.interval_s == 0.05
+    opts, _ = _capture_energy_options(monkeypatch, ["--protocol", str(f), "--interval-ms", "20"])
+    assert opts.protocol.interval_s == 0.02 and opts.to_dict()["interval_s"] == 0.02
     f.write_text("sekonds: 10\n")
     opts, result = _capture_energy_options(monkeypatch, ["--protocol", str(f)])
     assert opts is None and "unknown key 'sekonds'" in str(result.exception)
@@ -321,6 +330,7 @@ def test_fp8_on_sm90_is_refused_before_measuring(monkeypatch):
 
 
 def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measured(tmp_path):
+    from softbench.core.protocol import EnergyProtocol
     from softbench.energy.engine import EnergyOptions, run_energy
     from softbench.core.session import read_jsonl
     from softbench.core.shapes import Shape
@@ -336,9 +346,10 @@ def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measu
             return super().read()
 
     power = DiesInTheSecondLoop()
-    opts = EnergyOptions(shape=Shape(seq=64, heads=2), order=("A0", "A0"), backend="sim", seconds=0.2,
-                         interval_s=0.02, pre_s=0.05, post_s=0.02, idle_s=0, trim_start=2, trim_end=1, warmup=1,
-                         chunk=1, out_dir=tmp_path, require_gpu=False)
+    loops = EnergyProtocol(order=("A0", "A0"), seconds=0.2, interval_s=0.02, pre_s=0.05, post_s=0.02, idle_s=0,
+                           trim_start=2, trim_end=1, warmup=1, chunk=1, settle_min_s=0.05, settle_max_s=1.0)
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path,
+                         require_gpu=False)
 
     class CountingProgress:
         def start(self, n): ...

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from softbench.fidelity.nll import BlockScore, FP32Head, score_block
+from softbench.fidelity.nll import BlockScore, Divergences, FP32Head, score_block
 from softbench.fidelity.summary import blocks_csv, summarize
 from softbench.core.stats import bootstrap_indices
 
@@ -157,5 +157,5 @@ def test_blocks_csv_quotes_names_and_gives_dnll():
 
 
 def test_block_score_row():
-    r = BlockScore(10.0, 4, 0.4, 0.8, 0.2, 3).to_row()
+    r = BlockScore(10.0, 4, Divergences(0.4, 0.8, 0.2, 3)).to_row()
     assert r == {"nll": 2.5, "n_tokens": 4, "kl_forward": 0.1, "kl_reverse": 0.2, "jsd": 0.05, "top1_agreement": 0.75}

@@ -3,6 +3,7 @@
 
 import json
 import math
+import shutil
 
 import pytest
 import yaml
@@ -21,6 +22,7 @@ from softbench.gates.references import exact_exponents, rowmax_h15_probabilities
 from softbench.gates.tolerances import ACCUM_U_FP8, ENVELOPE, FP8_MMA_K, Storage, rounding_octaves, unit_roundoff
 
 from conftest import run_cli
+from inprocess_worker import InProcessRunner
 
 BF16 = torch.bfloat16
 
@@ -36,28 +38,6 @@ def _register(name, fn):
 # deliberately wrong operators, visible to in-process workers only
 OCTAVE = _register("test-octave-pot", lambda x: torch.exp2(torch.round(x.float())))  # whole-octave lattice
 SHIFTED = _register("test-shifted-h15", lambda x: operators.rowmax_h15(x.float() + 0.3))  # lattice off the max
-
-
-class InProcessRunner:
-    """A worker that runs in this process (softbench.runtime.worker.WorkerState without the pipe), so that
-    operators registered by the test are visible to it."""
-
-    def __init__(self, label, backend, variant, options=None):
-        from softbench.runtime.worker import WorkerState
-
-        self.label, self.backend, self.variant, self.options = label, backend, variant, options or {}
-        self.state = WorkerState()
-        self.info = {}
-
-    def load(self):
-        self.info = self.state.load({"backend": self.backend, "variant": self.variant, "options": self.options})
-        return self.info
-
-    def request(self, op, **fields):
-        return {"ok": True, "result": getattr(self.state, op)(fields)}
-
-    def close(self):
-        pass
 
 
 SMALL = dict(backend="sim", heads=1, head_dim=64)
@@ -200,8 +180,24 @@ def test_reference_follows_the_kernel_only_at_a_rounding_boundary():
 
 # --- the engine on the simulation ---------------------------------------------------------------------------
 
-def test_simulated_a1_passes_and_records_a_session(tmp_path):
-    session, summary = run_gates(GatesOptions(out_dir=tmp_path, **SMALL), runner=InProcessRunner)
+def _recorded(tmp_path_factory, variant: str):
+    return run_gates(GatesOptions(out_dir=tmp_path_factory.mktemp(variant), variant=variant, **SMALL),
+                     runner=InProcessRunner)
+
+
+# one run of each per module (a run costs seconds of simulation): tests that change a session copy it first
+@pytest.fixture(scope="module")
+def a1_run(tmp_path_factory):
+    return _recorded(tmp_path_factory, "A1")
+
+
+@pytest.fixture(scope="module")
+def shifted_run(tmp_path_factory):
+    return _recorded(tmp_path_factory, SHIFTED)
+
+
+def test_simulated_a1_passes_and_records_a_session(a1_run):
+    session, summary = a1_run
     assert summary["all_passed"] is True and summary["failed"] == [] and summary["command"] == "gates"
     assert session.status()["complete"] is True
     for name in ("env.json", "protocol.yaml", "gates.json", "summary.json", "summary.md", "readbacks.jsonl"):
@@ -214,8 +210,8 @@ def test_simulated_a1_passes_and_records_a_session(tmp_path):
 
 
 @pytest.mark.parametrize("wrong", [OCTAVE, SHIFTED])
-def test_wrong_operators_fail(tmp_path, wrong):
-    _, summary = run_gates(GatesOptions(out_dir=tmp_path, variant=wrong, **SMALL), runner=InProcessRunner)
+def test_wrong_operators_fail(tmp_path_factory, shifted_run, wrong):
+    _, summary = shifted_run if wrong == SHIFTED else _recorded(tmp_path_factory, wrong)
     assert summary["all_passed"] is False
     assert {"single_tile", "recovered_error"} <= set(summary["failed"])
     assert "readback" not in summary["failed"]  # the stock kernel and the readback are fine
@@ -379,10 +375,10 @@ def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
 
 # --- re-evaluation from kept readbacks -----------------------------------------------------------------------
 
-def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path):
+def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path, shifted_run):
     from softbench.gates.reevaluate import reevaluate_gates
 
-    source, first = run_gates(GatesOptions(out_dir=tmp_path / "gpu", variant=SHIFTED, **SMALL), runner=InProcessRunner)
+    source, first = shifted_run
     again, summary = reevaluate_gates(source.path, tmp_path / "cpu", "softbench gates --reevaluate x")
     assert summary["gates"] == first["gates"] and summary["failed"] == first["failed"] != []
     proto = yaml.safe_load((again.path / "protocol.yaml").read_text())
@@ -392,14 +388,15 @@ def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path):
     assert again.path.name.endswith("-reevaluated") and again.status()["complete"] is True
 
 
-def test_reevaluation_refuses_what_it_cannot_read(tmp_path):
+def test_reevaluation_refuses_what_it_cannot_read(tmp_path, a1_run):
     from softbench.core.errors import UsageError
     from softbench.gates.reevaluate import reevaluate_gates
 
-    source, _ = run_gates(GatesOptions(out_dir=tmp_path / "gpu", **SMALL), runner=InProcessRunner)
-    next(source.path.glob("readback-A1-*.pt")).unlink()
+    source = tmp_path / "gpu" / a1_run[0].path.name
+    shutil.copytree(a1_run[0].path, source)
+    next(source.glob("readback-A1-*.pt")).unlink()
     with pytest.raises(UsageError, match="lacks the readback files readback-A1-"):
-        reevaluate_gates(source.path, tmp_path / "cpu")
+        reevaluate_gates(source, tmp_path / "cpu")
     with pytest.raises(UsageError, match="not a session folder"):
         reevaluate_gates(tmp_path, tmp_path / "cpu")
     assert not (tmp_path / "cpu").exists()

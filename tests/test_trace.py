@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_module
 from softbench.core.errors import UsageError
 from softbench.trace import ingest as ti
 from softbench.trace.summary import b4_rows, non_kernel_pct
@@ -232,16 +233,24 @@ sys.exit(9)
 '''
 
 
-def test_trace_engine_end_to_end_with_a_stand_in_nsys(tmp_path):
+@pytest.fixture(scope="module")
+def stand_in_trace(tmp_path_factory):
+    """One trace run under the stand-in nsys, shared by the tests below (each driver process imports torch). It
+    passes a backend option, which must reach the drivers; the sim's timings do not enter the stand-in's data."""
     from softbench.trace.engine import TraceOptions, run_trace
     from softbench.core.shapes import Shape
 
+    tmp_path = tmp_path_factory.mktemp("trace")
     nsys = tmp_path / "nsys"
     nsys.write_text(FAKE_NSYS.format(python=sys.executable))
     nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
     opts = TraceOptions(shapes=(Shape(seq=64, heads=2),), variants=("A0", "A1"), backend="sim", warmup=3, calls=5,
-                        nsys=str(nsys), out_dir=tmp_path / "s")
-    session = run_trace(opts)
+                        nsys=str(nsys), out_dir=tmp_path / "s", backend_options={"rescale_threshold": 8.0})
+    return run_trace(opts)
+
+
+def test_trace_engine_end_to_end_with_a_stand_in_nsys(stand_in_trace):
+    session = stand_in_trace
     summary = json.loads((session.path / "summary.json").read_text())
     assert summary["command"] == "trace" and summary["complete"] and summary["source"] == "nsys"
     assert "2099.1.1-standin" in summary["tool"]["nsys_version"]
@@ -263,12 +272,9 @@ def test_trace_engine_end_to_end_with_a_stand_in_nsys(tmp_path):
 def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
     """The fallback path of the driver on the CPU: the timing record and the Chrome trace are written (a CPU run
     has no GPU kernels in it, so the trace holds none)."""
-    import subprocess
-
     shape = {"dtype": "bf16", "seq": 64, "causal": True, "batch": 1, "heads": 2, "kv_heads": 2, "head_dim": 128}
-    r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A1",
-                        "--shape", json.dumps(shape), "--warmup", "2", "--calls", "3", "--out", str(tmp_path),
-                        "--torch-profiler"], capture_output=True, text=True, timeout=300)
+    r = run_module("softbench.trace.driver", "--backend", "sim", "--variant", "A1", "--shape", json.dumps(shape),
+                   "--warmup", "2", "--calls", "3", "--out", str(tmp_path), "--torch-profiler")
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""  # stdout stays free of library output
     rec = json.loads((tmp_path / "latency.json").read_text())
@@ -279,26 +285,16 @@ def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
 
 
 def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):
-    import subprocess
-
-    r = subprocess.run([sys.executable, "-m", "softbench.trace.driver", "--backend", "sim", "--variant", "A9",
-                        "--shape", "{}", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    r = run_module("softbench.trace.driver", "--backend", "sim", "--variant", "A9", "--shape", "{}",
+                   "--out", str(tmp_path))
     assert r.returncode == 2 and "unknown kernel variant 'A9'" in r.stderr
 
 
-def test_the_driver_is_given_the_backend_options(tmp_path):
+def test_the_driver_is_given_the_backend_options(stand_in_trace):
     """TraceOptions.backend_options reach make_backend in the driver (--triton-config's configuration did not)."""
-    from softbench.trace.engine import TraceOptions, run_trace
-    from softbench.core.shapes import Shape
-
-    nsys = tmp_path / "nsys"
-    nsys.write_text(FAKE_NSYS.format(python=sys.executable))
-    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
-    opts = TraceOptions(shapes=(Shape(seq=64, heads=1, head_dim=32),), variants=("A0",), backend="sim", warmup=0,
-                        calls=1, nsys=str(nsys), out_dir=tmp_path / "s", backend_options={"rescale_threshold": 8.0})
-    session = run_trace(opts)
-    (point,) = session.path.glob("points/*/latency.json")
-    assert json.loads(point.read_text())["info"]["rescale_threshold"] == 8.0
+    points = sorted(stand_in_trace.path.glob("points/*/latency.json"))
+    assert len(points) == 2
+    assert all(json.loads(p.read_text())["info"]["rescale_threshold"] == 8.0 for p in points)
 
 
 def test_a_non_numeric_cell_is_named_with_its_line_and_column(tmp_path):

@@ -46,7 +46,12 @@ def test_every_key_of_the_recorded_sessions_is_a_valid_scope_key():
         assert_covered(status.parent)
 
 
-def test_a_freshly_recorded_sim_gates_session_is_covered(tmp_path):
+def test_a_freshly_recorded_sim_gates_session_is_covered(tmp_path, monkeypatch):
+    from inprocess_worker import InProcessRunner
+    from softbench.gates import engine as gates_engine
+
+    # what the session records is the command's, wherever its kernels run: here in this process
+    monkeypatch.setattr(gates_engine, "default_runner", InProcessRunner)
     assert main(["gates", "--backend", "sim", "--heads", "1", "--head-dim", "32", "--multi-seq", "256",
                  "--out", str(tmp_path)]) == 0
     (session,) = tmp_path.iterdir()

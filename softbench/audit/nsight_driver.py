@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
-import traceback
 from pathlib import Path
 
 if __name__ == "__main__":
@@ -29,6 +27,9 @@ if __name__ == "__main__":
     # (ncu, sass, engine, ...) would shadow any top-level module of those names that a library imports.
     _here = os.path.dirname(os.path.realpath(__file__))
     sys.path[:] = [p for p in sys.path if not p or os.path.realpath(p) != _here]
+
+# after the path is fixed, so that nothing below can pick up a shadowing module
+from softbench.audit.child import compiled_forward, harvest_compiled_cubins, serve_request  # noqa: E402
 
 ANNOTATION = "attention"
 FUNCTION = "attention_forward"
@@ -52,36 +53,17 @@ def _profiled_forward(req: dict, child_result: Path) -> None:
     import nsight
     import torch
 
-    from softbench.audit.driver import _harvest_compiled_cubins
-    from softbench.core.shapes import Shape
-    from softbench.kernels.backends import make_backend
-    from softbench.kernels.inputs import make_inputs
-
-    t0 = time.monotonic()
-    backend = make_backend(req["backend"], **req.get("options", {}))
-    info = backend.load(req["variant"])
-    load_s = time.monotonic() - t0
-    inputs = make_inputs(Shape(**req["shape"]), int(req.get("seed", 0)), "cuda")
-    forward = backend.build(Shape(**req["shape"]), inputs)
+    compiled = compiled_forward(req)
     warmup = int(req.get("warmup", 3))
     with torch.inference_mode():
-        t1 = time.monotonic()
-        forward()  # compiles
-        torch.cuda.synchronize()
-        compile_s = time.monotonic() - t1
         for _ in range(warmup):
-            forward()
-        torch.cuda.synchronize()
+            compiled.forward()
+        compiled.sync()
         with nsight.annotate(ANNOTATION):
-            forward()
-            torch.cuda.synchronize()
-    dump_dir = Path(os.environ.get("CUTE_DSL_DUMP_DIR", "."))
-    harvested = _harvest_compiled_cubins(dump_dir) if dump_dir.is_dir() else []
-    child_result.write_text(json.dumps({
-        "ok": True, "backend": req["backend"], "variant": req["variant"], "load": info, "load_s": round(load_s, 3),
-        "compile_s": round(compile_s, 3), "forwards": 2 + warmup, "warmup": warmup, "calls": 1,
-        "device": {"kind": backend.device.kind, "name": backend.device.name, "arch": backend.device.arch},
-        "harvested_cubins": harvested, "pid": os.getpid()}, default=str))
+            compiled.forward()
+            compiled.sync()
+    child_result.write_text(json.dumps({**compiled.record, "forwards": 2 + warmup, "warmup": warmup, "calls": 1,
+                                        "harvested_cubins": harvest_compiled_cubins()}, default=str))
 
 
 def run(req: dict, result_path: Path) -> dict:
@@ -121,17 +103,7 @@ def _version() -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m softbench.audit.nsight_driver REQUEST.json RESULT.json", file=sys.stderr)
-        return 2
-    req_path, res_path = map(Path, argv)
-    try:
-        result = run(json.loads(req_path.read_text()), res_path)
-    except Exception as e:  # reported to the parent, with the traceback on stderr (the driver's log)
-        traceback.print_exc()
-        result = {"ok": False, "error": f"{type(e).__name__}: {e}", "type": "MeasurementError"}
-    res_path.write_text(json.dumps(result, indent=2, default=str))
-    return 0 if result.get("ok") else 1
+    return serve_request(argv, "softbench.audit.nsight_driver", run)
 
 
 if __name__ == "__main__":

@@ -206,12 +206,15 @@ def null_option(fn):
                              "(interleaved and sustained)")(fn)
 
 
-def variant_names(text: str, backend: str, option: str = "--variants", example: str = "A0,A1") -> tuple[str, ...]:
-    """A comma-separated list of kernel variants, each one the backend builds (checked before anything starts)."""
+def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--variants",
+                  example: str = "A0,A1") -> tuple[str, ...]:
+    """A comma-separated list of kernel variants (or the names already split, as a protocol file gives them), each
+    one the backend builds (checked before anything starts)."""
     from softbench.core.errors import UsageError
     from softbench.kernels.catalog import check as check_variant
 
-    names = tuple(v.strip() for v in str(text).split(",") if v.strip())
+    items = text if isinstance(text, tuple) else str(text).split(",")
+    names = tuple(v.strip() for v in items if v.strip())
     if not names:
         raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
     for name in names:

@@ -38,9 +38,20 @@ def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats
             raise UsageError(f"protocol: {name} must be a non-negative number, got {v!r}")
 
 
+PROTOCOL_KINDS: dict[str, type] = {}  # kind -> protocol class, filled by each class statement below
+
+
 class _ProtocolBase:
+    """A latency protocol: its kind (the name a file or --protocol gives) and the quantity it measures are named in
+    its class statement, which also registers it, so that a new protocol is written in one place."""
+
     kind: ClassVar[str]
     quantity: ClassVar[str]
+
+    def __init_subclass__(cls, kind: str, quantity: str, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.kind, cls.quantity = kind, quantity
+        PROTOCOL_KINDS[kind] = cls
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, **asdict(self)}
@@ -49,15 +60,36 @@ class _ProtocolBase:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
+def _check_window(proto, low: str, high: str) -> None:
+    """A warm-up's window (softbench.runtime.settle.SettleRule): it lasts at least `low`, at most `high` seconds."""
+    lo, hi = getattr(proto, low), getattr(proto, high)
+    if not (0 <= lo <= hi):
+        raise UsageError(f"protocol: need 0 <= {low} <= {high}, got {lo}, {hi}")
+
+
 @dataclass(frozen=True)
-class InterleavedProtocol(_ProtocolBase):
+class _Settled:
+    """Runs that wait for the board to settle at the kernel's own equilibrium before they measure (the sustained
+    protocol's blocks, energy's loops): the window of that wait, with its defaults, in one place."""
+
+    settle_min_s: float = 2.0
+    settle_max_s: float = 20.0
+
+    def __post_init__(self):
+        _check_window(self, "settle_min_s", "settle_max_s")
+
+    def settle_rule(self) -> dict:
+        """The window as the worker's `settle` request field (softbench.runtime.settle.SettleRule's keywords)."""
+        return {"min_s": self.settle_min_s, "max_s": self.settle_max_s}
+
+
+@dataclass(frozen=True)
+class InterleavedProtocol(_ProtocolBase, kind="interleaved", quantity="at equal clock"):
     """Single windows of every kernel alternated, each cycle in a fresh random order (or the carry-over circuit),
     after a warm-up that ends when the power and SM clock readings settle; pairs of windows until the 95% interval of
     every gated paired speed-up is at most `target_pp` wide on each side, or `budget_s` of measuring is spent.
     `rounds` repeats that measurement (each with its own stopping rule) inside the same processes."""
 
-    kind: ClassVar[str] = "interleaved"
-    quantity: ClassVar[str] = "at equal clock"
     # Windows are sized in time: as many calls as fill `window_ms`, from the baseline's time per call measured
     # before the warm-up (`calls` given fixes the count instead). On the H200 the power controller moves the SM
     # clock by up to 20% between consecutive 36 ms windows (100 calls at FP8 causal 8K), so a pair of such windows
@@ -86,9 +118,7 @@ class InterleavedProtocol(_ProtocolBase):
         _check_fields(self, positive_ints=("min_pairs", "max_pairs", "check_every", "rounds")
                       + (("calls",) if self.calls is not None else ()),
                       non_negative_ints=("untimed", "seed"), positive_floats=("target_pp", "budget_s", "window_ms"))
-        if not (0 <= self.warmup_min_s <= self.warmup_max_s):
-            raise UsageError(f"protocol: need 0 <= warmup_min_s <= warmup_max_s, got {self.warmup_min_s}, "
-                             f"{self.warmup_max_s}")
+        _check_window(self, "warmup_min_s", "warmup_max_s")
         if self.min_pairs > self.max_pairs:
             raise UsageError(f"protocol: min_pairs ({self.min_pairs}) exceeds max_pairs ({self.max_pairs})")
         if self.order not in ("random", "circuit"):
@@ -96,37 +126,30 @@ class InterleavedProtocol(_ProtocolBase):
 
 
 @dataclass(frozen=True)
-class SustainedProtocol(_ProtocolBase):
+class SustainedProtocol(_ProtocolBase, _Settled, kind="sustained", quantity="sustained"):
     """Blocks of one kernel each, `cycles` blocks per kernel in ABBA order (for two kernels: A B B A A B B A,
     an even number of at least 4 blocks); each block runs until that kernel's power and clock have settled
     (between `settle_min_s` and `settle_max_s`), then measures `measure_s` seconds of windows with the energy
     counter around them."""
 
-    kind: ClassVar[str] = "sustained"
-    quantity: ClassVar[str] = "sustained"
     calls: int = 100
     cycles: int = 4
     measure_s: float = 4.0
-    settle_min_s: float = 2.0
-    settle_max_s: float = 20.0
     seed: int = 0
 
     def __post_init__(self):
+        super().__post_init__()
         _check_fields(self, positive_ints=("calls",), non_negative_ints=("seed",), positive_floats=("measure_s",))
         if not isinstance(self.cycles, int) or isinstance(self.cycles, bool) or self.cycles < 2:
             raise UsageError(f"protocol: cycles must be an integer of at least 2 (4 blocks for two kernels), "
                              f"got {self.cycles!r}")
-        if not (0 <= self.settle_min_s <= self.settle_max_s):
-            raise UsageError(f"protocol: need 0 <= settle_min_s <= settle_max_s, got {self.settle_min_s}, "
-                             f"{self.settle_max_s}")
 
 
 @dataclass(frozen=True)
-class LatencyProtocol(_ProtocolBase):
+class LatencyProtocol(_ProtocolBase, kind="paper",
+                      quantity="rounds (paper B.3: equal-clock and sustained effects mixed)"):
     """Paper B.3 defaults: 3 rounds in alternating order, 50 warm-up calls, 7 windows of 100 calls each."""
 
-    kind: ClassVar[str] = "paper"
-    quantity: ClassVar[str] = "rounds (paper B.3: equal-clock and sustained effects mixed)"
     rounds: int = 3
     windows: int = 7
     calls: int = 100
@@ -154,7 +177,6 @@ class LatencyProtocol(_ProtocolBase):
 
 
 PaperProtocol = LatencyProtocol
-PROTOCOL_KINDS = {c.kind: c for c in (InterleavedProtocol, SustainedProtocol, LatencyProtocol)}
 AnyProtocol = InterleavedProtocol | SustainedProtocol | LatencyProtocol
 
 
@@ -287,15 +309,20 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
     return plan
 
 
+ENERGY_SHAPE_KEYS = ("dtype", "seq", "causal", "batch", "heads", "kv_heads", "head_dim")
+
+
 @dataclass(frozen=True)
-class EnergyProtocol:
-    """An energy protocol (paper B.3, Table B5f; softbench/protocols/energy.yaml): the sustained loops' settings,
-    whose defaults are the command's, and optionally the shape. A shape key left at None is not set by the
+class EnergyProtocol(_Settled):
+    """The energy command's sustained loops (paper B.3, Table B5f; softbench/protocols/energy.yaml): the one home of
+    their settings, defaults and checks, and optionally the shape. A run (softbench.energy.engine.EnergyOptions)
+    holds the protocol it ran. Every duration is in seconds (the command line and a protocol file give the sampling
+    interval in milliseconds, as `--interval-ms` and `interval_ms`). A shape key left at None is not set by the
     protocol, so the command keeps its own default (the dtype's depends on the GPU)."""
 
-    order: str = "A0,A1,A1,A0"
+    order: tuple[str, ...] = ("A0", "A1", "A1", "A0")
     seconds: float = 45.0
-    interval_ms: float = 100.0
+    interval_s: float = 0.1
     trim_start: int = 20
     trim_end: int = 10
     idle_s: float = 5.0
@@ -305,6 +332,8 @@ class EnergyProtocol:
     chunk: int = 50
     ramp_fraction: float = 0.9
     seed: int = 0
+    # after the warm-up calls, chunks run until power and SM clock settle (_Settled: settle_min_s, settle_max_s),
+    # so that the timed loop and the energy counter start at the board's equilibrium for this kernel, not on its ramp
     dtype: str | None = None
     seq: tuple[str, ...] | None = None
     causal: bool | None = None
@@ -316,18 +345,22 @@ class EnergyProtocol:
     def __post_init__(self):
         from softbench.core.shapes import DTYPES, parse_seq
 
+        super().__post_init__()
+        if not isinstance(self.order, tuple) or not all(isinstance(v, str) for v in self.order):
+            raise UsageError(f"protocol: order must be kernel names, comma-separated or as a list, got {self.order!r}")
+        if not self.order:
+            raise UsageError("protocol: order names no loops")
         _check_fields(self, positive_ints=("chunk",), non_negative_ints=("trim_start", "trim_end", "warmup"),
                       positive_floats=("seconds",), non_negative_floats=("idle_s", "pre_s", "post_s"))
-        _check_fields(self, positive_ints=tuple(k for k in ("batch", "heads", "kv_heads", "head_dim")
-                                                if getattr(self, k) is not None))
-        if not isinstance(self.order, str):
-            raise UsageError(f"protocol: order must be kernel names, comma-separated or as a list, got {self.order!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise UsageError(f"protocol: seed must be an integer, got {self.seed!r}")
-        if not isinstance(self.interval_ms, (int, float)) or isinstance(self.interval_ms, bool) or self.interval_ms < 1:
-            raise UsageError(f"protocol: interval_ms must be a number of at least 1, got {self.interval_ms!r}")
+        # NVML updates its power reading at most every few milliseconds; a finer request would only repeat it
+        if not isinstance(self.interval_s, (int, float)) or isinstance(self.interval_s, bool) or self.interval_s < 1e-3:
+            raise UsageError(f"protocol: the sampling interval must be at least 1 ms, got {self.interval_s!r} s")
         if not isinstance(self.ramp_fraction, (int, float)) or not 0 < self.ramp_fraction <= 1:
             raise UsageError(f"protocol: ramp_fraction must be in (0, 1], got {self.ramp_fraction!r}")
+        _check_fields(self, positive_ints=tuple(k for k in ("batch", "heads", "kv_heads", "head_dim")
+                                                if getattr(self, k) is not None))
         if self.dtype is not None and self.dtype not in DTYPES:
             raise UsageError(f"protocol: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.causal is not None and not isinstance(self.causal, bool):
@@ -335,20 +368,46 @@ class EnergyProtocol:
         for text in self.seq or ():
             parse_seq(text)  # refuses a length it cannot read, in its own words
 
+    @property
+    def variants(self) -> list[str]:
+        """Each kernel once, in the order of its first loop: one worker per kernel serves all its loops."""
+        return list(dict.fromkeys(self.order))
+
+    def loop_settings(self) -> dict:
+        """The loops' settings by field name: everything but the shape keys."""
+        return {k: v for k, v in asdict(self).items() if k not in ENERGY_SHAPE_KEYS}
+
+    def check_trim(self) -> None:
+        """The paper's trim must leave samples of every loop. Checked on the settings a run uses, not on a
+        protocol file alone: the command line may lengthen the loops that the file's trim is meant for."""
+        expected = (self.pre_s + self.seconds + self.post_s) / self.interval_s
+        if self.trim_start + self.trim_end >= expected:
+            raise UsageError(f"trimming {self.trim_start} + {self.trim_end} samples leaves nothing of the about "
+                             f"{expected:.0f} samples a loop gives", hint="lengthen --seconds or trim less")
+
     def settings(self) -> dict:
         """The values this protocol sets, by field name (the shape keys only where it names them)."""
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def energy_protocol_from_mapping(data: dict, source: str = "protocol") -> EnergyProtocol:
-    """An energy protocol file's mapping: `order` may be a list, `seq` one length or a list of them."""
-    known = {f.name for f in fields(EnergyProtocol)}
+    """An energy protocol file's mapping. Its keys are the command's options (`interval_ms` as `--interval-ms`),
+    `order` comma-separated or a list, `seq` one length or a list of them."""
+    # the settle window is no file setting, as it is no command-line option: its defaults serve every run
+    known = ({f.name for f in fields(EnergyProtocol)} - {"interval_s", "settle_min_s", "settle_max_s"}) | {"interval_ms"}
     for key in data:
         if key not in known:
             raise UsageError(f"{source}: unknown key {key!r}", hint=f"known: {', '.join(sorted(known))}")
     values = dict(data)
-    if isinstance(values.get("order"), list):
-        values["order"] = ",".join(map(str, values["order"]))
+    if "order" in values:
+        order = values["order"]
+        values["order"] = (tuple(v.strip() for v in order.split(",") if v.strip()) if isinstance(order, str)
+                           else tuple(map(str, order)) if isinstance(order, list) else order)
+    if "interval_ms" in values:
+        ms = values.pop("interval_ms")
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 1:
+            raise UsageError(f"{source}: interval_ms must be a number of at least 1, got {ms!r}")
+        values["interval_s"] = ms / 1e3
     if "seq" in values:
         values["seq"] = tuple(str(v) for v in (values["seq"] if isinstance(values["seq"], list) else [values["seq"]]))
     try:

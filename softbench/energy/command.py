@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import click
 
 from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from, triton_config_option,
                                     variant_names)
-from softbench.core.protocol import EnergyProtocol, load_energy_protocol
+from softbench.core.protocol import ENERGY_SHAPE_KEYS, EnergyProtocol, load_energy_protocol
 
 
-# the loop options: (flag, type, help); their defaults are the energy protocol's, so a file and the command line
-# start from the same values
+# the loop options: (flag, type, help), each named as its EnergyProtocol field; their defaults are the loops' own, so
+# a protocol file and the command line start from the same values
 LOOP_OPTIONS = (
     ("--order", str, "loops in this order, comma-separated; one worker per kernel serves all its loops"),
     ("--seconds", click.FloatRange(min=0, min_open=True), "length of each timed loop"),
@@ -31,12 +32,17 @@ LOOP_OPTIONS = (
     ("--seed", int, None),
 )
 SHAPE_KEYS = ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim")
-LOOP_KEYS = tuple(flag[2:].replace("-", "_") for flag, _, _ in LOOP_OPTIONS)
+LOOP_KEYS = tuple(f.name for f in fields(EnergyProtocol) if f.name not in ENERGY_SHAPE_KEYS)
 
 
 def loop_options(fn):
     for flag, type_, help_ in reversed(LOOP_OPTIONS):
+        if flag == "--interval-ms":  # milliseconds on the command line (as NVML's interval reads), seconds after it
+            fn = click.option(flag, "interval_s", type=type_, default=EnergyProtocol.interval_s * 1e3, show_default=True,
+                              callback=lambda _ctx, _param, ms: ms / 1e3, help=help_)(fn)
+            continue
         default = getattr(EnergyProtocol, flag[2:].replace("-", "_"))
+        default = ",".join(default) if flag == "--order" else default
         fn = click.option(flag, type=type_, default=default, show_default=True, help=help_)(fn)
     return fn
 
@@ -53,9 +59,7 @@ def loop_options(fn):
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 @click.pass_context
-def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, order, seconds, interval_ms,
-            trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed, protocol_file,
-            triton_config, out_dir):
+def command(ctx, protocol_file, triton_config, out_dir, **_given):
     """Energy per forward of each kernel over sustained loops, by sampled NVML power and by the NVML energy counter.
 
     The dtype defaults to FP8 where FA4 has it (sm_100) and to BF16 elsewhere.
@@ -71,10 +75,11 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
 
     chosen, in_file = _with_protocol(ctx, protocol_file)
     dtype, seqs, causal, batch, heads, kv_heads, head_dim = (chosen[k] for k in SHAPE_KEYS)
-    order, seconds, interval_ms, trim_start, trim_end, idle_s, pre_s, post_s, warmup, chunk, ramp_fraction, seed = (
-        chosen[k] for k in LOOP_KEYS)
+    backend = chosen["backend"]
+    loops = {k: chosen[k] for k in LOOP_KEYS if k in chosen}  # the settle window: no option, its defaults
     check_triton_config(triton_config, backend)
-    names = variant_names(order, backend, option="--order", example="A0,A1,A1,A0")
+    loops["order"] = variant_names(loops["order"], backend, option="--order", example="A0,A1,A1,A0")
+    protocol = EnergyProtocol(**loops)
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
     check_out_dir(out_dir)
@@ -92,10 +97,8 @@ def command(ctx, dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         if reason:
             raise UnsupportedError(f"{shape.tag()}: {reason}")
     err.print(f"dtype: {dtype} ({note})")
-    opts = EnergyOptions(shape=shape, order=names, backend=backend, seconds=seconds, interval_s=interval_ms / 1e3,
-                         warmup=warmup, chunk=chunk, pre_s=pre_s, post_s=post_s, idle_s=idle_s, trim_start=trim_start,
-                         trim_end=trim_end, ramp_fraction=ramp_fraction, seed=seed, out_dir=Path(out_dir),
-                         dtype_note=note, backend_options=dict(triton_config or {}),
+    opts = EnergyOptions(shape=shape, protocol=protocol, backend=backend, out_dir=Path(out_dir), dtype_note=note,
+                         backend_options=dict(triton_config or {}),
                          command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     with RichProgress() as progress:
         session = run_energy(opts, power, progress)

@@ -13,12 +13,13 @@ Samples and loop records are appended to the session as soon as each loop ends."
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from softbench.core.envinfo import collect_env
-from softbench.core.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError
+from softbench.core.protocol import EnergyProtocol
 from softbench.runtime.client import WorkerProcess, load_all
 from softbench.energy.summary import summarize_energy, summarize_loop
 from softbench.core.nvml import GpuReading, PowerSampler
@@ -31,24 +32,12 @@ LOOPS_FILE = "loops.jsonl"
 
 @dataclass(frozen=True)
 class EnergyOptions:
+    """One energy run: the shape, the protocol its loops follow (softbench.core.protocol.EnergyProtocol: their
+    settings, defaults and checks live there) and what it measures with, where it writes."""
+
     shape: Shape
-    order: tuple[str, ...] = ("A0", "A1", "A1", "A0")
+    protocol: EnergyProtocol = EnergyProtocol()
     backend: str = "fa4"
-    seconds: float = 45.0
-    interval_s: float = 0.1
-    warmup: int = 30
-    chunk: int = 50
-    pre_s: float = 2.0
-    post_s: float = 1.0
-    idle_s: float = 5.0
-    trim_start: int = 20
-    trim_end: int = 10
-    ramp_fraction: float = 0.9
-    # after the warm-up calls, chunks run until power and SM clock settle (softbench.runtime.settle), so that the
-    # timed loop and the energy counter start at the board's equilibrium for this kernel, not on its ramp
-    settle_min_s: float = 2.0
-    settle_max_s: float = 20.0
-    seed: int = 0
     out_dir: Path = Path("sessions")
     backend_options: dict = field(default_factory=dict)
     dtype_note: str = ""
@@ -56,36 +45,14 @@ class EnergyOptions:
     require_gpu: bool = True  # False only in tests: a CPU worker with a replayed power source
 
     def __post_init__(self):
-        if not self.order:
-            raise UsageError("--order names no loops")
-        for name in ("seconds", "interval_s"):
-            if getattr(self, name) <= 0:
-                raise UsageError(f"{name} must be positive")
-        for name in ("pre_s", "post_s", "idle_s"):
-            if getattr(self, name) < 0:
-                raise UsageError(f"{name} must not be negative")
-        if self.trim_start < 0 or self.trim_end < 0:
-            raise UsageError("trim counts must not be negative")
-        if not 0 < self.ramp_fraction <= 1:
-            raise UsageError("ramp fraction must be in (0, 1]")
-        if self.chunk < 1 or self.warmup < 0:
-            raise UsageError("chunk must be positive and warm-up non-negative")
-        expected = (self.pre_s + self.seconds + self.post_s) / self.interval_s
-        if self.trim_start + self.trim_end >= expected:
-            raise UsageError(f"trimming {self.trim_start} + {self.trim_end} samples leaves nothing of the about "
-                             f"{expected:.0f} samples a loop gives", hint="lengthen --seconds or trim less")
-
-    @property
-    def variants(self) -> list[str]:
-        return list(dict.fromkeys(self.order))
+        self.protocol.check_trim()
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["shape"] = self.shape.to_dict()
-        d["order"] = list(self.order)
-        d["out_dir"] = str(self.out_dir)
-        d.pop("require_gpu")
-        return d
+        """The run as its session records it: the loops' settings beside the shape and the backend, in one
+        mapping (summary.json's `protocol`, protocol.yaml)."""
+        return {"shape": self.shape.to_dict(), **self.protocol.loop_settings(), "order": list(self.protocol.order),
+                "backend": self.backend, "out_dir": str(self.out_dir), "backend_options": self.backend_options,
+                "dtype_note": self.dtype_note, "command_line": self.command_line}
 
 
 class Progress:
@@ -139,8 +106,8 @@ def run_energy(opts: EnergyOptions, power, progress: Progress | None = None,
     """`power`: an object with read() -> GpuReading, has_energy_counter() and describe() (softbench.core.nvml.Nvml,
     or a replay in tests)."""
     progress = progress or Progress()
-    progress.start(len(opts.order))
-    workers = {v: worker_factory(v, opts.backend, v, opts.backend_options) for v in opts.variants}
+    progress.start(len(opts.protocol.order))
+    workers = {v: worker_factory(v, opts.backend, v, opts.backend_options) for v in opts.protocol.variants}
     session = None
     try:
         progress.message(f"loading {', '.join(workers)} ({opts.backend}) in {len(workers)} processes")
@@ -151,8 +118,9 @@ def run_energy(opts: EnergyOptions, power, progress: Progress | None = None,
         smoke = {}
         for label, w in workers.items():
             progress.message(f"{opts.shape.tag()}: preparing {label} (inputs, compile, smoke check)")
-            smoke[label] = w.request("prepare", shape=opts.shape.to_dict(), seed=opts.seed)["result"]
-        session = Session.create(opts.out_dir, "energy", f"{opts.shape.tag()}-{opts.backend}-{'-'.join(opts.order)}")
+            smoke[label] = w.request("prepare", shape=opts.shape.to_dict(), seed=opts.protocol.seed)["result"]
+        tag = f"{opts.shape.tag()}-{opts.backend}-{'-'.join(opts.protocol.order)}"
+        session = Session.create(opts.out_dir, "energy", tag)
         session.write_json("env.json", {**collect_env(gpu=True), "power_source": power.describe(),
                                         "workers": {k: w.info for k, w in workers.items()}})
         session.write_yaml("protocol.yaml", {"command": "energy", "command_line": opts.command_line,
@@ -181,19 +149,20 @@ def _phase(t: float, loop: dict) -> str:
 
 def _run_loops(opts: EnergyOptions, power, workers: dict[str, WorkerProcess], session: Session,
                progress: Progress) -> list[dict]:
+    p = opts.protocol
     loops = []
-    for i, variant in enumerate(opts.order):
+    for i, variant in enumerate(p.order):
         w = workers[variant]
-        progress.message(f"loop {i + 1}/{len(opts.order)}: {variant} (idle {opts.idle_s:g} s, loop {opts.seconds:g} s)")
-        idle = _sample(power.read, opts.idle_s, opts.interval_s) if opts.idle_s > 0 else []
+        progress.message(f"loop {i + 1}/{len(p.order)}: {variant} (idle {p.idle_s:g} s, loop {p.seconds:g} s)")
+        idle = _sample(power.read, p.idle_s, p.interval_s) if p.idle_s > 0 else []
         idle_w = [r.power_w for r in idle if r.power_w is not None]
-        sampler = PowerSampler(power.read, opts.interval_s)
+        sampler = PowerSampler(power.read, p.interval_s)
         sampler.start()
         try:
-            time.sleep(opts.pre_s)
-            res = w.request("energy_loop", seconds=opts.seconds, warmup=opts.warmup, chunk=opts.chunk,
-                            settle={"min_s": opts.settle_min_s, "max_s": opts.settle_max_s})["result"]
-            time.sleep(opts.post_s)
+            time.sleep(p.pre_s)
+            res = w.request("energy_loop", seconds=p.seconds, warmup=p.warmup, chunk=p.chunk,
+                            settle=p.settle_rule())["result"]
+            time.sleep(p.post_s)
         finally:
             readings = sampler.stop()
         loop = {"loop": i, "variant": variant, "pid": w.pid, "utc": utc_iso(), **res,
@@ -204,7 +173,7 @@ def _run_loops(opts: EnergyOptions, power, workers: dict[str, WorkerProcess], se
         for rec in records:
             session.append(SAMPLES_FILE, rec)
         stream = [{**rec, "time_s": rec["time_s"] + loop["t_start"]} for rec in records]
-        loop.update(summarize_loop(stream, loop, opts.trim_start, opts.trim_end, opts.ramp_fraction))
+        loop.update(summarize_loop(stream, loop, p.trim_start, p.trim_end, p.ramp_fraction))
         session.append(LOOPS_FILE, loop)
         loops.append(loop)
         progress.window(variant, loop)
@@ -223,9 +192,9 @@ def _finish(session: Session, opts: EnergyOptions, loops: list[dict], complete: 
 
     summary = {
         "command": "energy", "backend": opts.backend, "shape": opts.shape.to_dict(), "shape_tag": opts.shape.tag(),
-        "dtype": opts.shape.dtype, "dtype_note": opts.dtype_note, "order": list(opts.order),
+        "dtype": opts.shape.dtype, "dtype_note": opts.dtype_note, "order": list(opts.protocol.order),
         "protocol": opts.to_dict(), "loops": loops, "complete": complete, "finished_utc": utc_iso(),
-        **summarize_energy(loops, opts.order[0]),
+        **summarize_energy(loops, opts.protocol.order[0]),
     }
     if reason:
         summary["incomplete_reason"] = reason

@@ -19,23 +19,32 @@ from softbench.core.errors import UnsupportedError
 HEAD_CHUNK = 256
 
 
+@dataclass(frozen=True)
+class Divergences:
+    """Sums over a block's predicted positions of the vocabulary-output comparison with the baseline: all four or
+    none (a block scored without the baseline's hidden states has none)."""
+
+    kl_forward_sum: float
+    kl_reverse_sum: float
+    jsd_sum: float
+    top1_agree: int
+
+
 @dataclass
 class BlockScore:
     """Sums over a block's predicted positions; means are sum / n_tokens."""
 
     nll_sum: float
     n_tokens: int
-    kl_forward_sum: float | None = None
-    kl_reverse_sum: float | None = None
-    jsd_sum: float | None = None
-    top1_agree: int | None = None
+    divergences: Divergences | None = None
 
     def to_row(self) -> dict:
         n = self.n_tokens
         row = {"nll": self.nll_sum / n, "n_tokens": n}
-        if self.kl_forward_sum is not None:
-            row.update(kl_forward=self.kl_forward_sum / n, kl_reverse=self.kl_reverse_sum / n,
-                       jsd=self.jsd_sum / n, top1_agreement=self.top1_agree / n)
+        d = self.divergences
+        if d is not None:
+            row.update(kl_forward=d.kl_forward_sum / n, kl_reverse=d.kl_reverse_sum / n, jsd=d.jsd_sum / n,
+                       top1_agreement=d.top1_agree / n)
         return row
 
 
@@ -113,4 +122,4 @@ def score_block(head: FP32Head, hidden: torch.Tensor, targets: torch.Tensor,
         del lp, lb
     if baseline_hidden is None:
         return BlockScore(nll, n)
-    return BlockScore(nll, n, kl_f, kl_r, jsd, agree)
+    return BlockScore(nll, n, Divergences(kl_f, kl_r, jsd, agree))

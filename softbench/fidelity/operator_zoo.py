@@ -101,8 +101,23 @@ def _fmt_value(v) -> str:
 ZOO: Registry[OperatorDef] = Registry("operator")
 
 
-def _register(definition: OperatorDef) -> OperatorDef:
-    return ZOO.register(definition.name, definition)
+def _operator(name: str, scope: str, anchor: str, section: str, summary: str, params: dict | None = None):
+    """Register the decorated builder as operator `name`: each definition stands on the function that builds it
+    (the catalog's order is the order of the builders below)."""
+
+    def register(build):
+        ZOO.register(name, OperatorDef(name, scope, anchor, section, summary, build, params or {}))
+        return build
+
+    return register
+
+
+def _positive(v) -> str | None:
+    return None if v > 0 else "must be positive"
+
+
+def _at_least(n):
+    return lambda v: None if v >= n else f"must be at least {n}"
 
 
 def _zero_masked(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -111,6 +126,9 @@ def _zero_masked(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 # --- element operators: x is the base-2 exponent from the anchor (x <= 0 while the anchor is current) ---------
 
+@_operator(
+    "exp2", "element", "running", "Sec. 3.1 Eq. 1; A.1 Eq. 6",
+    "exact softmax weights 2^x (FP32); through the simulation it tests the tiling, rescale and storage alone")
 def _build_exp2():
     def exp2(x: torch.Tensor) -> torch.Tensor:
         """Exact exp2 in FP32: the softmax itself (the condition that must reproduce the baseline)."""
@@ -119,17 +137,27 @@ def _build_exp2():
     return exp2
 
 
+@_operator(
+    "rowmax-h15", "element", "running", "Sec. 5.2 Eq. 5; B.1 Eq. 28",
+    "n = rne(2x), w = (1 + (n mod 2)/2) 2^floor(n/2), clamp x >= -126; the kernel's add-and-shift construction")
 def _build_h15():
     """Rowmax-H15 (Sec. 5.2 Eq. 5, B.1 Eq. 28): n = rne(2x), w = (1 + (n mod 2)/2) 2^floor(n/2), computed with
     the kernel's clamp/add/shift construction (softbench.operators), masked -inf -> 2^-126 as in the kernel."""
     return ops.rowmax_h15
 
 
+@_operator(
+    "rowmax-h15-sat", "element", "running", "Sec. 5.2 Eq. 5 (softbench's Hopper construction)",
+    "rowmax-h15 with the clamp as the saturation of u = (2x + 252)/512: 2x resolved to 2^-15 before n = rne(2x)")
 def _build_h15_sat():
     """Rowmax-H15 with the clamp as an FMA's saturation (kernel variant h15-sat, softbench.operators)."""
     return ops.rowmax_h15_sat
 
 
+@_operator(
+    "rowmax-h15-folded", "element", "running", "Sec. 5.2 Eq. 5 (softbench's two-instruction construction)",
+    "n = rne(2cs - rne(2cm)) for raw scores s, anchor m: rowmax-h15 on the lattice shifted by the anchor's phase "
+    "2cm - rne(2cm), the anchor's weight exact; weight 0 from n = -254 down")
 def _build_h15_folded():
     """Rowmax-H15 with the magic add folded into the scaling FMA (kernel variant h15-folded, softbench.operators):
     n = rne(2cs - rne(2cm)), the anchor's weight exact, the rescale between two anchors' lattices."""
@@ -138,6 +166,10 @@ def _build_h15_folded():
     return H15_FOLDED
 
 
+@_operator(
+    "pot-m", "element", "row", "A.6 Eq. 18",
+    "power-of-two perturbation w = 2^(-round(m Delta/ln2)/m), no tail cutoff; |log error| <= ln2/(2m)",
+    params={"m": Param(int, 1, check=_at_least(1), help="steps per octave (1, 2, ...)")})
 def _build_pot_m(m: int):
     def pot_m(x: torch.Tensor) -> torch.Tensor:
         """w = 2^(-round(m*Delta/ln2)/m) with Delta/ln2 = -x; round to nearest even (torch.round)."""
@@ -148,6 +180,11 @@ def _build_pot_m(m: int):
     return pot_m
 
 
+@_operator(
+    "rowmax-pot", "element", "row", "A.6 Eq. 20",
+    "d = min(K_max, floor(Delta/ln2 + 1/2)), w = 2^-d; tail=drop gives keys beyond K_max weight 0",
+    params={"kmax": Param(int, 20, check=_at_least(0), help="largest octave index K_max"),
+            "tail": Param(str, "clamp", choices=("clamp", "drop"))})
 def _build_rowmax_pot(kmax: int, tail: str):
     def rowmax_pot(x: torch.Tensor) -> torch.Tensor:
         """d = min(K_max, floor(-x + 1/2)); w = 2^-d (clamp) or 0 beyond K_max (drop)."""
@@ -167,6 +204,9 @@ def schraudolph_unshifted(x: torch.Tensor) -> torch.Tensor:
     return torch.ldexp(1.0 + (x - f), f.to(torch.int32))
 
 
+@_operator(
+    "schraudolph", "element", "row", "B.1; B.2 exponential-map ablation",
+    "unshifted Schraudolph S(x) = 2^floor(x) (1 + x - floor(x)) on max(x, -126)")
 def _build_schraudolph():
     def s_of_x(x: torch.Tensor) -> torch.Tensor:
         """Unshifted Schraudolph S(x) on max(x, -126) (B.1; the unquantized-input reference of B.2)."""
@@ -177,6 +217,10 @@ def _build_schraudolph():
     return s_of_x
 
 
+@_operator(
+    "schraudolph-q", "element", "row", "B.1; B.2 exponential-map ablation",
+    "S(Q_{2^-k}(x)), Q_{2^-k}(x) = 2^-k rne(2^k x), on max(x, -126); k = 1 is the ideal Rowmax-H15",
+    params={"k": Param(int, 2, check=lambda v: None if 0 <= v <= 13 else "must be in 0..13")})
 def _build_schraudolph_q(k: int):
     step = 2.0 ** k
 
@@ -189,6 +233,10 @@ def _build_schraudolph_q(k: int):
     return s_of_q
 
 
+@_operator(
+    "temperature", "element", "running", "A.7 Eq. 22",
+    "softmax of alpha-scaled scores, w = 2^(alpha x); alpha < 1 flattens, alpha > 1 sharpens",
+    params={"alpha": Param(float, None, check=_positive)})
 def _build_temperature(alpha: float):
     def temperature(x: torch.Tensor) -> torch.Tensor:
         """w = 2^(alpha x): softmax of alpha-scaled scores (a shift of every score cancels on normalization)."""
@@ -217,6 +265,14 @@ def grid_boundaries(K: int, R: float) -> torch.Tensor:
     return (1.0 - rho ** a) / (1.0 - rho ** K)
 
 
+@_operator(
+    "grid", "row", "row", "Sec. 3.2 Eq. 2; A.4; A.5 Eq. 17",
+    "full-range grid: [0, C] of u = s - min s in K intervals, interval at the maximum R times narrower; "
+    "weight exp of the reconstructed boundary (nearest: ties to the lower; upper edge) or LERP of the two "
+    "boundary weights; weight=linear uses the upper bin index instead (weighting-geometry control)",
+    params={"K": Param(int, 32, check=_at_least(1)), "R": Param(float, 4.0, check=_positive),
+            "recon": Param(str, "nearest", choices=("nearest", "upper", "lerp")),
+            "weight": Param(str, "exp", choices=("exp", "linear"))})
 def _build_grid(K: int, R: float, recon: str, weight: str):
     bounds64 = grid_boundaries(K, R)
 
@@ -251,6 +307,25 @@ def _build_grid(K: int, R: float, recon: str, weight: str):
     return grid
 
 
+def _on_k_grid(z: torch.Tensor, K: int, recon: str, weight_at: Callable[[torch.Tensor], torch.Tensor],
+               midpoint_up: bool) -> torch.Tensor:
+    """K-interval attention's reconstruction: z in [0, K] on a grid of K + 1 points at the integers, `weight_at(g)`
+    the weight of grid point g. Nearest: the weight of the closest point (at the midpoint the upper index when
+    `midpoint_up`, else the lower); LERP: the two neighbouring points' weights interpolated."""
+    r = torch.clamp(torch.floor(z), 0, K - 1)
+    t = z - r
+    if recon == "nearest":
+        up = t >= 0.5 if midpoint_up else t > 0.5
+        return weight_at(r + up.to(z.dtype))
+    return (1.0 - t) * weight_at(r) + t * weight_at(r + 1.0)
+
+
+@_operator(
+    "kint-minmax", "row", "row", "companion paper (pretraining with quantized softmax), MinMax calibration",
+    "K-interval attention, forward: K+1 grid values from the row minimum to the maximum, h = (M - m)/K; "
+    "Nearest (midpoint rounds up) or LERP of the grid weights; equal scores give uniform weights",
+    params={"K": Param(int, 4, check=_at_least(1)),
+            "recon": Param(str, "nearest", choices=("nearest", "lerp"))})
 def _build_kint_minmax(K: int, recon: str):
     def kint_minmax(s: torch.Tensor) -> torch.Tensor:
         """K-interval attention with MinMax calibration (companion paper, forward): grid m + a h, h = (M - m)/K,
@@ -261,19 +336,20 @@ def _build_kint_minmax(K: int, recon: str):
         degenerate = ~(span > 0)
         h = torch.where(degenerate, torch.ones_like(span), span) / K
         z = torch.where(valid, (sf - lo) / h, torch.zeros_like(sf))  # in [0, K], grid points at integers
-        r = torch.clamp(torch.floor(z), 0, K - 1)
-        t = z - r
-        if recon == "nearest":
-            g = r + (t >= 0.5).to(z.dtype)  # the midpoint rounds up
-            w = torch.exp((g - K) * h)
-        else:
-            w = (1.0 - t) * torch.exp((r - K) * h) + t * torch.exp((r + 1.0 - K) * h)
+        # grid point g sits at the score m + g h; the midpoint rounds up, to the heavier point
+        w = _on_k_grid(z, K, recon, lambda g: torch.exp((g - K) * h), midpoint_up=True)
         w = torch.where(degenerate, torch.ones_like(w), w)
         return torch.where(valid, w, torch.zeros_like(w))
 
     return kint_minmax
 
 
+@_operator(
+    "kint-fwm", "row", "row", "companion paper (pretraining with quantized softmax), FWM calibration",
+    "K-interval attention, forward: a fixed-width window [M - tau, M] anchored at the row maximum, h = tau/K, "
+    "weight 0 below the window; Nearest (midpoint to the higher value) or LERP of the grid weights",
+    params={"K": Param(int, 4, check=_at_least(1)), "tau": Param(float, 6.0, check=_positive),
+            "recon": Param(str, "nearest", choices=("nearest", "lerp"))})
 def _build_kint_fwm(K: int, tau: float, recon: str):
     h = tau / K
 
@@ -284,84 +360,11 @@ def _build_kint_fwm(K: int, tau: float, recon: str):
         valid, hi, _ = _row_extremes(sf)
         z = torch.where(valid, (hi - sf) / h, torch.zeros_like(sf))  # 0 at the row maximum, K at the window edge
         inside = valid & (z <= K)
-        r = torch.clamp(torch.floor(z), 0, K - 1)
-        t = z - r
-        if recon == "nearest":
-            g = r + (t > 0.5).to(z.dtype)  # the midpoint goes to the higher grid value
-            w = torch.exp(-g * h)
-        else:
-            w = (1.0 - t) * torch.exp(-r * h) + t * torch.exp(-(r + 1.0) * h)
+        # grid point g sits at the score M - g h; the midpoint goes to the higher grid value (the lower index)
+        w = _on_k_grid(z, K, recon, lambda g: torch.exp(-g * h), midpoint_up=False)
         return torch.where(inside, w, torch.zeros_like(w))
 
     return kint_fwm
-
-
-def _positive(v) -> str | None:
-    return None if v > 0 else "must be positive"
-
-
-def _at_least(n):
-    return lambda v: None if v >= n else f"must be at least {n}"
-
-
-_register(OperatorDef(
-    "exp2", "element", "running", "Sec. 3.1 Eq. 1; A.1 Eq. 6",
-    "exact softmax weights 2^x (FP32); through the simulation it tests the tiling, rescale and storage alone",
-    _build_exp2))
-_register(OperatorDef(
-    "rowmax-h15", "element", "running", "Sec. 5.2 Eq. 5; B.1 Eq. 28",
-    "n = rne(2x), w = (1 + (n mod 2)/2) 2^floor(n/2), clamp x >= -126; the kernel's add-and-shift construction",
-    _build_h15))
-_register(OperatorDef(
-    "rowmax-h15-sat", "element", "running", "Sec. 5.2 Eq. 5 (softbench's Hopper construction)",
-    "rowmax-h15 with the clamp as the saturation of u = (2x + 252)/512: 2x resolved to 2^-15 before n = rne(2x)",
-    _build_h15_sat))
-_register(OperatorDef(
-    "rowmax-h15-folded", "element", "running", "Sec. 5.2 Eq. 5 (softbench's two-instruction construction)",
-    "n = rne(2cs - rne(2cm)) for raw scores s, anchor m: rowmax-h15 on the lattice shifted by the anchor's phase "
-    "2cm - rne(2cm), the anchor's weight exact; weight 0 from n = -254 down",
-    _build_h15_folded))
-_register(OperatorDef(
-    "pot-m", "element", "row", "A.6 Eq. 18",
-    "power-of-two perturbation w = 2^(-round(m Delta/ln2)/m), no tail cutoff; |log error| <= ln2/(2m)",
-    _build_pot_m, {"m": Param(int, 1, check=_at_least(1), help="steps per octave (1, 2, ...)")}))
-_register(OperatorDef(
-    "rowmax-pot", "element", "row", "A.6 Eq. 20",
-    "d = min(K_max, floor(Delta/ln2 + 1/2)), w = 2^-d; tail=drop gives keys beyond K_max weight 0",
-    _build_rowmax_pot, {"kmax": Param(int, 20, check=_at_least(0), help="largest octave index K_max"),
-                        "tail": Param(str, "clamp", choices=("clamp", "drop"))}))
-_register(OperatorDef(
-    "schraudolph", "element", "row", "B.1; B.2 exponential-map ablation",
-    "unshifted Schraudolph S(x) = 2^floor(x) (1 + x - floor(x)) on max(x, -126)",
-    _build_schraudolph))
-_register(OperatorDef(
-    "schraudolph-q", "element", "row", "B.1; B.2 exponential-map ablation",
-    "S(Q_{2^-k}(x)), Q_{2^-k}(x) = 2^-k rne(2^k x), on max(x, -126); k = 1 is the ideal Rowmax-H15",
-    _build_schraudolph_q, {"k": Param(int, 2, check=lambda v: None if 0 <= v <= 13 else "must be in 0..13")}))
-_register(OperatorDef(
-    "temperature", "element", "running", "A.7 Eq. 22",
-    "softmax of alpha-scaled scores, w = 2^(alpha x); alpha < 1 flattens, alpha > 1 sharpens",
-    _build_temperature, {"alpha": Param(float, None, check=_positive)}))
-_register(OperatorDef(
-    "grid", "row", "row", "Sec. 3.2 Eq. 2; A.4; A.5 Eq. 17",
-    "full-range grid: [0, C] of u = s - min s in K intervals, interval at the maximum R times narrower; "
-    "weight exp of the reconstructed boundary (nearest: ties to the lower; upper edge) or LERP of the two "
-    "boundary weights; weight=linear uses the upper bin index instead (weighting-geometry control)",
-    _build_grid, {"K": Param(int, 32, check=_at_least(1)), "R": Param(float, 4.0, check=_positive),
-                  "recon": Param(str, "nearest", choices=("nearest", "upper", "lerp")),
-                  "weight": Param(str, "exp", choices=("exp", "linear"))}))
-_register(OperatorDef(
-    "kint-minmax", "row", "row", "companion paper (pretraining with quantized softmax), MinMax calibration",
-    "K-interval attention, forward: K+1 grid values from the row minimum to the maximum, h = (M - m)/K; "
-    "Nearest (midpoint rounds up) or LERP of the grid weights; equal scores give uniform weights",
-    _build_kint_minmax, {"K": Param(int, 4, check=_at_least(1)),
-                         "recon": Param(str, "nearest", choices=("nearest", "lerp"))}))
-_register(OperatorDef(
-    "kint-fwm", "row", "row", "companion paper (pretraining with quantized softmax), FWM calibration",
-    "K-interval attention, forward: a fixed-width window [M - tau, M] anchored at the row maximum, h = tau/K, "
-    "weight 0 below the window; Nearest (midpoint to the higher value) or LERP of the grid weights",
-    _build_kint_fwm, {"K": Param(int, 4, check=_at_least(1)), "tau": Param(float, 6.0, check=_positive),
-                      "recon": Param(str, "nearest", choices=("nearest", "lerp"))}))
 
 
 def _convert(op: str, key: str, p: Param, text: str):

@@ -123,7 +123,8 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
     """The gates that compare the patched kernel with the stock one over several key tiles (paper B.2)."""
     a, b = ENVELOPE
     st = patched.storage
-    r_out, r_p = rounding_octaves(st.u_out), rounding_octaves(st.u_p)
+    # the storage's relative roundings as octaves: the output's, P's, and the FP32 normalization's slack
+    r_out, r_p, r_slack = (rounding_octaves(u) for u in (st.u_out, st.u_p, st.slack))
     p0, p1, valid = stock.p, patched.p, patched.valid
     # Elements resolved in both storage formats: the stock value clear of the output dtype's subnormals and its
     # unnormalized weight clear of the P dtype's, each by the envelope width and one octave; smaller ones lose
@@ -138,7 +139,7 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
 
     # normalized ratio: eps in [a, b] gives only log2(p1/p0) = eps_j - log2 sum_k p_k 2^eps_k in [a - b, b - a];
     # P1 went through one rounding, P0 through two
-    tol_norm = 2 * r_out + r_p + st.slack_octaves
+    tol_norm = 2 * r_out + r_p + r_slack
     gates.append(Gate(
         "normalized_ratio", "log2(P1/P0) over all resolved elements (multi-tile)", _range(r),
         (a - b - tol_norm, b - a + tol_norm), "octave",
@@ -180,7 +181,7 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
     # close to the maximum lies on the same lattice point
     p1_max = p1.amax(dim=-1, keepdim=True)
     at_stock_max = torch.log2(p1.gather(-1, p0.argmax(dim=-1, keepdim=True)) / p1_max).flatten()
-    tol_att = 2 * r_out + 2 * (r_p + r_out) + st.slack_octaves
+    tol_att = 2 * r_out + 2 * (r_p + r_out) + r_slack
     ties = (valid & (p1 >= p1_max * 2.0 ** (-2 * r_out))).sum(dim=-1).flatten().tolist()
     gates.append(Gate(
         "row_max_attained", "log2(P1 at the stock row maximum / P1 row maximum) (multi-tile)", _range(at_stock_max),

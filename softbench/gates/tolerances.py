@@ -80,10 +80,6 @@ class Storage:
     def slack(self) -> float:
         return fp32_slack(self.seq_k)
 
-    @property
-    def slack_octaves(self) -> float:
-        return rounding_octaves(self.slack)
-
     def to_dict(self) -> dict:
         name = lambda dt: str(dt).replace("torch.", "")  # noqa: E731
         return {"p_dtype": name(self.p_dtype), "out_dtype": name(self.out_dtype), "u_p": self.u_p,

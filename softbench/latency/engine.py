@@ -67,6 +67,11 @@ class LatencyOptions:
         specs += [KernelSpec(f"ref-{r}", f"ref-{r}", "A0", "reference") for r in self.references]
         return specs
 
+    def roles(self) -> dict[str, str]:
+        """label -> role (baseline, variant, null, reference), as the kernel specs give them: what a kernel is
+        for belongs to the measurement, not to the process that runs it (a sweep reuses one baseline process)."""
+        return {s.label: s.role for s in self.kernel_specs()}
+
 
 class Progress:
     """What the engine tells the outside world; the CLI passes a rich-backed implementation."""
@@ -110,7 +115,7 @@ def protocol_record(opts: LatencyOptions, shape: Shape, workers: dict) -> dict:
     return {
         "command": "latency", "command_line": opts.command_line, "backend": opts.backend,
         "backend_options": opts.backend_options, "baseline": opts.baseline, "variant": opts.variant,
-        "labels": list(workers), "roles": {k: getattr(w, "role", None) for k, w in workers.items()},
+        "labels": list(workers), "roles": {k: opts.roles()[k] for k in workers},
         "null": opts.null, "references": list(opts.references), "shape": shape.to_dict(),
         "protocol": opts.protocol.to_dict(),
     }
@@ -128,7 +133,8 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
     from softbench.latency.sustained import measure_sustained
 
     p = opts.protocol
-    kernels = {label: {"role": getattr(w, "role", "variant"), "variant": w.variant, "backend": w.backend}
+    roles = opts.roles()
+    kernels = {label: {"role": roles[label], "variant": w.variant, "backend": w.backend}
                for label, w in workers.items()}
     base_label = opts.labels()[0]
     gated = [lbl for lbl, k in kernels.items() if k["role"] in ("variant", "null")]

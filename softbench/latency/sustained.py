@@ -39,7 +39,7 @@ def block_summary(label: str, cycle: int, position: int, windows: list[dict], re
 def measure_sustained(proto: SustainedProtocol, workers: dict, record: Callable[[dict], None],
                       record_block: Callable[[dict], None], progress) -> dict:
     labels = list(workers)
-    settle = {"min_s": proto.settle_min_s, "max_s": proto.settle_max_s}
+    settle = proto.settle_rule()
     blocks = []
     for cycle in range(proto.cycles):
         for pos, label in enumerate(cycle_order(labels, cycle)):

@@ -37,7 +37,6 @@ def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProc
     try:
         for s in specs:
             workers[s.label] = factory(s.label, s.backend, s.variant, s.options)
-            workers[s.label].role = s.role
             if register_names:
                 workers[s.label].request("register_variant", variant=s.variant)
         load_all(workers.values())

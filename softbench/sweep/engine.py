@@ -46,9 +46,8 @@ class SweepOptions:
             raise UsageError(f"variants repeat: {', '.join(dupes)}")
 
 
-def _start(label: str, variant: str, opts: SweepOptions, factory, role: str) -> WorkerProcess:
+def _start(label: str, variant: str, opts: SweepOptions, factory) -> WorkerProcess:
     w = factory(label, opts.backend, variant, opts.backend_options)
-    w.role = role
     try:
         if opts.register_names:
             w.request("register_variant", variant=variant)
@@ -81,7 +80,7 @@ def run_variant_sweep(opts: SweepOptions, progress: Progress | None = None,
     base = None
     try:
         progress.message(f"loading the baseline {opts.baseline}")
-        base = _start(opts.baseline, opts.baseline, opts, worker_factory, "baseline")
+        base = _start(opts.baseline, opts.baseline, opts, worker_factory)
         env = collect_env(gpu=True)
         sweep.write_json("env.json", {**env, "baseline_worker": base.info})
         for variant in opts.variants:
@@ -171,7 +170,7 @@ def _one_variant(opts: SweepOptions, variant: str, base: WorkerProcess, env: dic
     w = None
     try:
         progress.message(f"loading {variant}")
-        w = _start(var_label, variant, opts, factory, "null" if variant == opts.baseline else "variant")
+        w = _start(var_label, variant, opts, factory)
         # the latency engine's per-shape phase, given our workers: the baseline process stays alive across variants
         session = latency_engine.run_shape(lat, opts.shape, {base_label: base, var_label: w}, env, progress)
     except SoftbenchError as e:

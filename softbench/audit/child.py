@@ -1,0 +1,99 @@
+"""What the audit's two child processes share (softbench.audit.driver, and softbench.audit.nsight_driver under
+nsight-python): the REQUEST.json -> RESULT.json protocol with its exit codes, and the compiled forward with the
+record of what ran.
+
+The parent reads the result file, not stdout: everything the libraries print goes to stderr (the driver's log).
+A SoftbenchError keeps its exit code and hint; any other exception is a MeasurementError with the traceback on
+stderr, so that a crash in CuTe DSL or under ncu is diagnosable from the session."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from softbench.core.errors import SoftbenchError
+
+
+def serve_request(argv: list[str], module: str, run: Callable[[dict, Path], dict]) -> int:
+    """`python -m <module> REQUEST.json RESULT.json`: run(request, result_path) -> the result, written to RESULT
+    whatever happens; 0 when the result says ok."""
+    if len(argv) != 2:
+        print(f"usage: python -m {module} REQUEST.json RESULT.json", file=sys.stderr)
+        return 2
+    req_path, res_path = map(Path, argv)
+    try:
+        result = run(json.loads(req_path.read_text()), res_path)
+        code = 0 if result.get("ok") else 1
+    except SoftbenchError as e:
+        result = {"ok": False, "error": str(e), "hint": e.hint, "type": type(e).__name__}
+        code = e.exit_code
+    except Exception as e:  # reported to the parent with the traceback on stderr
+        traceback.print_exc()
+        result = {"ok": False, "error": f"{type(e).__name__}: {e}", "type": "MeasurementError"}
+        code = 1
+    res_path.write_text(json.dumps(result, indent=2, default=str))
+    return code
+
+
+@dataclass
+class CompiledForward:
+    forward: Callable[[], object]
+    sync: Callable[[], None]
+    record: dict  # what ran: backend, variant, what loading said, load and compile times, device, pid
+
+
+def compiled_forward(req: dict) -> CompiledForward:
+    """The request's backend and variant loaded, its forward built on fixed-seed inputs of the request's shape
+    and called once: the call that compiles, so that what the profiler measures later is a compiled launch."""
+    import torch
+
+    from softbench.core.shapes import Shape
+    from softbench.kernels.backends import make_backend
+    from softbench.kernels.inputs import make_inputs
+
+    t0 = time.monotonic()
+    backend = make_backend(req["backend"], **req.get("options", {}))
+    info = backend.load(req["variant"])
+    load_s = time.monotonic() - t0
+    shape = Shape(**req["shape"])
+    cuda = backend.device.kind == "cuda"
+    inputs = make_inputs(shape, int(req.get("seed", 0)), "cuda" if cuda else "cpu")
+    forward = backend.build(shape, inputs)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    with torch.inference_mode():
+        t1 = time.monotonic()
+        forward()
+        sync()
+        compile_s = time.monotonic() - t1
+    record = {"ok": True, "backend": req["backend"], "variant": req["variant"], "load": info,
+              "load_s": round(load_s, 3), "compile_s": round(compile_s, 3),
+              "device": {"kind": backend.device.kind, "name": backend.device.name, "arch": backend.device.arch},
+              "pid": os.getpid()}
+    return CompiledForward(forward, sync, record)
+
+
+def harvest_compiled_cubins() -> list[str]:
+    """Copy `__cubin__` of every compiled FA4 forward in this process into CuTe DSL's dump folder
+    (CUTE_DSL_DUMP_DIR, deduplicated by hash): the cubins the audit disassembles, in case CuTe DSL's own file
+    naming changes."""
+    dump_dir = Path(os.environ.get("CUTE_DSL_DUMP_DIR", "."))
+    interface = sys.modules.get("flash_attn.cute.interface")
+    fwd = getattr(interface, "_flash_attn_fwd", None) if interface else None
+    cache = getattr(getattr(fwd, "compile_cache", None), "cache", None)
+    if not dump_dir.is_dir() or not isinstance(cache, dict):
+        return []
+    written = []
+    for fn in cache.values():
+        blob = getattr(fn, "__cubin__", None)
+        if isinstance(blob, (bytes, bytearray)) and blob[:4] == b"\x7fELF":
+            name = dump_dir / f"compiled-{hashlib.sha256(blob).hexdigest()[:16]}.cubin"
+            name.write_bytes(bytes(blob))
+            written.append(str(name))
+    return written
