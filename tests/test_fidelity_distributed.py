@@ -59,7 +59,9 @@ def test_gpus_starts_torchrun_without_gpus_and_with_nvls_off():
     argv = launch.torchrun_argv(2, "fidelity", args)
     assert argv[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "softbench",
                         "fidelity", "--model", "m", "--max-blocks", "4"]
-    assert launch.torchrun_env({"NCCL_NVLS_ENABLE": "1", "X": "y"}) == {"NCCL_NVLS_ENABLE": "0", "X": "y"}
+    assert launch.torchrun_env({"NCCL_NVLS_ENABLE": "1", "X": "y"}) == {**launch.NO_NVLS, "X": "y"}
+    assert launch.NO_NVLS == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                              "NVSHMEM_DISABLE_NVLS": "1"}
     gpus.check_gpus(2, None, visible=2, in_launch=False)
     with pytest.raises(UnsupportedError, match="only 2 CUDA GPU"):
         gpus.check_gpus(4, None, visible=2, in_launch=False)

@@ -13,9 +13,10 @@ import sys
 
 from softbench.core.errors import MeasurementError, UsageError
 
-# No NVLink multicast (NVLS) buffers in any process softbench starts: the project's rule for its multi-GPU hosts
-# (issue 19). softbench exchanges only a few Python objects between ranks and needs none.
-NO_NVLS = {"NCCL_NVLS_ENABLE": "0"}
+# NVLink multicast off, in NCCL, PyTorch's symmetric memory and NVSHMEM, in every process softbench starts: on the
+# shared multi-GPU hosts a program that uses it can put the host's GPUs out of service (the device hosts' notes
+# name these three variables). softbench exchanges only a few Python objects between ranks and needs none.
+NO_NVLS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 class RanksFailed(MeasurementError):
