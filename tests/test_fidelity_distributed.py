@@ -12,7 +12,9 @@ import pytest
 
 from softbench.cli import main
 from softbench.core.errors import UnsupportedError, UsageError
-from softbench.fidelity import distributed, launch
+from softbench.fidelity import gpus
+from softbench.fidelity.engine import FAULT_ENV
+from softbench.runtime import distributed, launch
 
 ROOT = Path(__file__).resolve().parents[1]
 # the per-block results; `seconds` (wall time) and `rank` (who computed it) legitimately differ
@@ -54,17 +56,19 @@ def test_one_process_group_is_the_identity_and_opens_nothing():
 
 def test_gpus_starts_torchrun_without_gpus_and_with_nvls_off():
     args = ["--model", "m", "--gpus", "2", "--max-blocks", "4", "--gpus=3"]
-    argv = launch.torchrun_argv(2, args)
+    argv = launch.torchrun_argv(2, "fidelity", args)
     assert argv[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "softbench",
                         "fidelity", "--model", "m", "--max-blocks", "4"]
-    assert launch.torchrun_env({"NCCL_NVLS_ENABLE": "1", "X": "y"}) == {"NCCL_NVLS_ENABLE": "0", "X": "y"}
-    launch.check_gpus(2, None, visible=2, in_launch=False)
+    assert launch.torchrun_env({"NCCL_NVLS_ENABLE": "1", "X": "y"}) == {**launch.NO_NVLS, "X": "y"}
+    assert launch.NO_NVLS == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                              "NVSHMEM_DISABLE_NVLS": "1"}
+    gpus.check_gpus(2, None, visible=2, in_launch=False)
     with pytest.raises(UnsupportedError, match="only 2 CUDA GPU"):
-        launch.check_gpus(4, None, visible=2, in_launch=False)
+        gpus.check_gpus(4, None, visible=2, in_launch=False)
     with pytest.raises(UsageError, match="under torchrun"):
-        launch.check_gpus(2, None, visible=2, in_launch=True)
+        gpus.check_gpus(2, None, visible=2, in_launch=True)
     with pytest.raises(UsageError, match="--device cpu"):
-        launch.check_gpus(2, "cpu", visible=2, in_launch=False)
+        gpus.check_gpus(2, "cpu", visible=2, in_launch=False)
 
 
 def test_gpus_on_a_machine_without_cuda_is_refused_in_one_sentence(capsys, tmp_path):
@@ -176,7 +180,7 @@ def test_two_ranks_equal_one_process_bit_for_bit(tiny, one_process, tmp_path):
 @pytest.mark.slow
 def test_a_dead_rank_leaves_a_partial_session_that_a_resume_with_three_ranks_completes(tiny, one_process,
                                                                                         tmp_path):
-    proc = _torchrun(2, _args(tiny, tmp_path), **{distributed.FAULT_ENV: "1:1"})
+    proc = _torchrun(2, _args(tiny, tmp_path), **{FAULT_ENV: "1:1"})
     assert proc.returncode != 0
     session = _only_session(tmp_path)
     status = json.loads((session / "status.json").read_text())

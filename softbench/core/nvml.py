@@ -78,24 +78,51 @@ class GpuReading:
         return d
 
 
-class Nvml:
-    """An initialized NVML handle on one GPU. Use `Nvml.open()`; it raises UnsupportedError where NVML is missing."""
+def cuda_device_uuid() -> str | None:
+    """The UUID of this process's CUDA device 0 as NVML spells it (GPU-...), where torch sees a GPU."""
+    try:
+        import torch
 
-    def __init__(self, index: int = 0):
+        if not torch.cuda.is_available():
+            return None
+        uuid = str(torch.cuda.get_device_properties(0).uuid)
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+
+
+class Nvml:
+    """An initialized NVML handle on one GPU. Use `Nvml.open()`; it raises UnsupportedError where NVML is missing.
+
+    `index` None (the default) is the board this process's CUDA device 0 runs on, found by its UUID: NVML numbers
+    every GPU of the host and ignores CUDA_VISIBLE_DEVICES, so under `latency --gpus` (each rank pinned to one GPU)
+    NVML's index 0 would be another rank's board. `matched_by` says how the board was found."""
+
+    def __init__(self, index: int | None = None):
         self.pynvml = _import_pynvml()
         try:
             self.pynvml.nvmlInit()
         except self.pynvml.NVMLError as e:
             raise UnsupportedError(f"NVML could not be initialized (no NVIDIA driver here?): {e}") from None
-        self.handle = self.pynvml.nvmlDeviceGetHandleByIndex(index)
-        self.index = index
+        self.handle, self.matched_by = None, "index"
+        if index is None:
+            uuid = cuda_device_uuid()
+            if uuid is not None:
+                try:
+                    self.handle = self.pynvml.nvmlDeviceGetHandleByUUID(uuid)
+                    self.matched_by = "cuda device 0 uuid"
+                except self.pynvml.NVMLError:
+                    pass
+        if self.handle is None:
+            self.handle = self.pynvml.nvmlDeviceGetHandleByIndex(index or 0)
+        self.index = self._maybe(self.pynvml.nvmlDeviceGetIndex)
 
     @classmethod
-    def open(cls, index: int = 0) -> "Nvml":
+    def open(cls, index: int | None = None) -> "Nvml":
         return cls(index)
 
     @classmethod
-    def try_open(cls, index: int = 0) -> "Nvml | None":
+    def try_open(cls, index: int | None = None) -> "Nvml | None":
         try:
             return cls(index)
         except UnsupportedError:
@@ -140,6 +167,7 @@ class Nvml:
             "name": text(self._maybe(p.nvmlDeviceGetName)),
             "driver": text(self._maybe_global(p.nvmlSystemGetDriverVersion)),
             "uuid": text(self._maybe(p.nvmlDeviceGetUUID)),
+            "nvml_index": self.index, "matched_by": self.matched_by,
             "power_limit_w": None if limit is None else limit / 1000.0,
             "max_sm_clock_mhz": self._maybe(p.nvmlDeviceGetMaxClockInfo, p.NVML_CLOCK_SM),
             "persistence_mode": self._maybe(p.nvmlDeviceGetPersistenceMode),

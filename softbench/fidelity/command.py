@@ -93,7 +93,7 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
 
         go_offline()
     from softbench.fidelity.engine import FidelityOptions, run_fidelity
-    from softbench.fidelity.distributed import from_env
+    from softbench.runtime.distributed import from_env
     from softbench.fidelity.report import CONSOLE_COLUMNS, console_rows, headline, interval_note
 
     command_line = "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -109,15 +109,16 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
                                command_line=command_line)
         opts.check()  # bad operators and combinations fail before anything is loaded
     if gpus:
-        from softbench.fidelity.launch import launch
+        from softbench.fidelity.gpus import launch
 
         if device_map:
             raise UsageError("--gpus gives every GPU its own copy of the model and --device-map spreads one copy "
                              "over them; use one or the other")
 
+        from softbench.runtime.launch import command_args
+
         # the ranks get this command's own arguments (those after `fidelity`), less --gpus
-        args = sys.argv[1:]
-        launch(gpus, device, args[args.index("fidelity") + 1:] if "fidelity" in args else args)
+        launch(gpus, device, command_args(sys.argv[1:], "fidelity"))
         return
     ranks = from_env()
     if resume is not None and ranks.main:

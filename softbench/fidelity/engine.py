@@ -13,22 +13,31 @@ whose kernel (--backend fa4 or triton) is recorded in run.json `kernel` and summ
 evaluates only the blocks that are not complete for every condition.
 
 Under torchrun every rank runs these phases on its own copy of the model and its share of the blocks; rank 0
-alone writes the session (softbench.fidelity.distributed says how the blocks are dealt and gathered), and
-run.json `launches` records each launch's world size, ranks and devices."""
+alone writes the session (softbench.runtime.distributed deals the blocks round-robin; `_run` gathers them), and
+run.json `launches` records each launch's world size, ranks and devices. The ranks work in rounds, one block
+each, and rank 0 gathers every round's rows before the next one starts; round-robin rather than contiguous
+ranges keeps what is finished a prefix of the block order. What a dead rank costs ("nothing lost"): rank 0
+appends its own block before the round's gather, and every other rank's rows once gathered, so a rank that dies
+loses only the block it was on and the others only their block of that round; rank 0 writes the partial
+session, and `--resume` evaluates what is missing with any number of ranks."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
-from softbench.fidelity import distributed
+from softbench.runtime import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
 from softbench.fidelity.limits import MIN_BLOCK_LEN
 from softbench.core.session import Session, utc_iso
 
 COMMAND = "fidelity"
+# Fault injection for the tests of a dying rank: "R:N" makes rank R exit, as a crashed process would, when it
+# is about to start its (N+1)-th block. Unset in normal use.
+FAULT_ENV = "SOFTBENCH_FAULT_RANK_AFTER_BLOCKS"
 ROWS_FILE = "blocks.jsonl"
 GATE_TOLERANCE_NATS = 0.02  # baseline NLL through softbench's attention and head vs the model's own loss
 
@@ -257,6 +266,15 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
     return session, FidelityOptions.from_dict(session.read_json("options.json"))
 
 
+def fault_check(ranks: distributed.Ranks, blocks_done: int) -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    rank, _, after = spec.partition(":")
+    if int(rank) == ranks.rank and blocks_done >= int(after):
+        os._exit(17)
+
+
 def _refuse_distributed(opts: FidelityOptions, ranks: distributed.Ranks) -> None:
     if ranks.world == 1:
         return
@@ -272,7 +290,7 @@ def _refuse_distributed(opts: FidelityOptions, ranks: distributed.Ranks) -> None
 
 def run_fidelity(opts: FidelityOptions | None = None, progress: Progress | None = None,
                  resume: Path | str | None = None) -> Session | None:
-    """One process, or every rank of a torchrun launch (softbench.fidelity.distributed): each rank evaluates its
+    """One process, or every rank of a torchrun launch (softbench.runtime.distributed): each rank evaluates its
     share of the blocks; rank 0 alone writes the session and returns it, the other ranks return None."""
     ranks = distributed.from_env()
     progress = progress or Progress()
@@ -378,7 +396,7 @@ def _run(opts: FidelityOptions, conditions: list[Condition], prep: Prepared, ses
         for rnd in distributed.rounds(todo, ranks.world):
             rows = []
             if ranks.rank < len(rnd):
-                distributed.fault_check(ranks, evaluated)
+                fault_check(ranks, evaluated)
                 i = rnd[ranks.rank]
                 rows = [{**r, "rank": ranks.rank} for r in evaluator.evaluate(i, prep.blocks[i])]
                 evaluated += 1

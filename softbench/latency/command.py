@@ -3,8 +3,7 @@ one of three protocols (interleaved: at equal clock, the default; sustained; pap
 
 from __future__ import annotations
 
-import shlex
-import sys
+import os
 from pathlib import Path
 
 import click
@@ -30,10 +29,17 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
 @triton_config_option()
+@click.option("--gpus", default=None, metavar="LIST",
+              help="the cells in parallel on these GPUs (indices, e.g. 0,1): torchrun with one rank and one set of "
+                   "kernel workers per GPU, pinned by CUDA_VISIBLE_DEVICES, cells dealt round-robin; rank 0 "
+                   "writes an index of the sessions (on a CPU: --backend sim only)")
+@click.option("--control", is_flag=True,
+              help="with --gpus: instead of the cells, the first cell's A/A (baseline against itself) on every GPU "
+                   "at once, then on each GPU alone: whether neighbours disturb each other")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, protocol_name,
             rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
-            references, rescale_threshold, triton_config, out_dir):
+            references, rescale_threshold, triton_config, gpus, control, out_dir):
     """Time BASELINE against VARIANT, each kernel in its own process.
 
     The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a
@@ -48,9 +54,23 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.kernels.catalog import check as check_variant
     from softbench.kernels.references import resolve_references
+    from softbench.latency.across import launch_command_line
     from softbench.latency.engine import LatencyOptions, run_latency
+    from softbench.latency.gpus import check_gpus, parse_gpus, pin_this_process
     from softbench.latency.render import latency_headline, latency_rows, paired_columns, paired_rows
+    from softbench.runtime.distributed import from_env
+    from softbench.runtime.launch import refuse_in_launch
 
+    gpu_list = parse_gpus(gpus) if gpus is not None else None
+    ranks = pin = None
+    if "WORLD_SIZE" in os.environ:  # a rank of torchrun: pinned to its GPU before anything touches CUDA
+        if gpu_list is not None:
+            refuse_in_launch()
+        ranks = from_env()
+        pin = pin_this_process(ranks)
+    if control and gpu_list is None and ranks is None:
+        raise UsageError("--control compares GPUs measuring together and alone; it needs --gpus (or torchrun)")
+    quiet = ranks is not None and not ranks.main  # rank 0 speaks for the launch
     ctx = click.get_current_context()
     given = {n for n in ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim", "backend", "baseline",
                          "variant") if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
@@ -70,6 +90,14 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     backend = backend if "backend" in given or not plan.backend else plan.backend
     baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
     variant = variant if "variant" in given or not plan.variant else plan.variant
+    if gpu_list is not None:
+        import torch
+
+        check_gpus(gpu_list, gpus, backend, torch.cuda.device_count())
+    if control:
+        from softbench.latency.across import control_cell
+
+        shapes, variant, null, references = control_cell(ctx, shapes, baseline)
     if backend != "sim" and rescale_threshold:
         raise click.BadParameter("--rescale-threshold applies to --backend sim only", param_hint="--rescale-threshold")
     check_out_dir(out_dir)
@@ -78,7 +106,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     device = detect_device() if backend != "sim" else None
     if backend == "auto":
         backend = choose_backend(shapes, device)
-        err.print(f"backend: {backend} (auto)")
+        if not quiet:
+            err.print(f"backend: {backend} (auto)")
     check_variant(backend, baseline)
     check_variant(backend, variant)
     if backend == "sim":  # after the names: a mistyped variant is the first thing to hear about, not the estimate
@@ -87,7 +116,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     check_triton_config(triton_config, backend)
     if triton_config:
         backend_options = dict(triton_config)
-    refs, skipped = resolve_references(references_asked(ctx, proto), shapes, backend,
+    refs, skipped = resolve_references(references if control else references_asked(ctx, proto), shapes, backend,
                                        device or detect_device(prefer_cuda=False))
 
     def check(shape):
@@ -99,7 +128,11 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
 
     opts = LatencyOptions(shapes=shapes, protocol=proto, backend=backend, baseline=baseline, variant=variant,
                           out_dir=Path(out_dir), backend_options=backend_options, null=null, references=refs,
-                          command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+                          command_line=launch_command_line(ranks))
+    if gpu_list is not None or ranks is not None:
+        from softbench.latency.across import run_across
+
+        return run_across(opts, gpu_list, ranks, pin, control, protocol_name, check)
     with RichProgress() as progress:
         sessions = run_latency(opts, progress, check=check)
     for s in sessions:

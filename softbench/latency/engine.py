@@ -9,9 +9,10 @@ summarize (also for a partial session)."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import UsageError
@@ -39,6 +40,9 @@ class LatencyOptions:
     null: bool = False  # a second process of the baseline, interleaved with the others: the A/A null in the same run
     references: tuple[str, ...] = ()  # exact reference kernels timed alongside (fa3, fa4, sdpa)
     more_variants: tuple[str, ...] = ()  # further variants in the same interleaving (sweep variants)
+    # where the sessions ran when a matrix runs across GPUs (softbench.latency.matrix): rank, GPU, the
+    # CUDA_VISIBLE_DEVICES given, cell, control phase; recorded in env.json and summary.json, and in the tag
+    placement: dict = field(default_factory=dict)
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
@@ -88,27 +92,41 @@ def run_latency(opts: LatencyOptions, progress: Progress | None = None,
     progress = progress or Progress()
     if not opts.shapes:
         raise UsageError("no shapes to measure")
-    specs = opts.kernel_specs()
+    opts.kernel_specs()  # its refusals (a repeated variant, --null with the paper's rounds) come first
     for shape in opts.shapes:
         if check:
             check(shape)
+    progress.start(window_total(opts, len(opts.shapes)))
+    with loaded_workers(opts, progress, worker_factory) as (workers, env):
+        return [run_shape(opts, shape, workers, env, progress, clock=clock) for shape in opts.shapes]
+
+
+def window_total(opts: LatencyOptions, n_shapes: int) -> int | None:
+    """The progress bar's length: known in advance under the paper's rounds only (the others stop by their rule)."""
     p = opts.protocol
-    progress.start(len(opts.shapes) * p.rounds * 2 * p.windows if p.kind == "paper" else None)
+    return n_shapes * p.rounds * 2 * p.windows if p.kind == "paper" else None
+
+
+@contextmanager
+def loaded_workers(opts: LatencyOptions, progress: Progress,
+                   worker_factory: Callable[..., WorkerProcess] = WorkerProcess) -> Iterator[tuple[dict, dict]]:
+    """(workers, env): one loaded process per kernel of `opts` and this machine's environment, for as many
+    shapes as the caller runs through run_shape; every process is closed on the way out."""
+    specs = opts.kernel_specs()
     progress.message(f"loading {opts.backend} {', '.join(s.label for s in specs)}: {len(specs)} processes")
     workers = start_workers(specs, worker_factory)
-    sessions: list[Session] = []
     try:
-        env = collect_env(gpu=True)
-        for shape in opts.shapes:
-            sessions.append(run_shape(opts, shape, workers, env, progress, clock=clock))
+        yield workers, collect_env(gpu=True)
     finally:
         close_all(workers.values())
-    return sessions
 
 
 def session_tag(opts: LatencyOptions, shape: Shape) -> str:
     extra = f"+{len(opts.more_variants)}" if opts.more_variants else ""
-    return f"{shape.tag()}-{opts.backend}-{opts.baseline}-vs-{opts.variant}{extra}-{opts.protocol.kind}"
+    # across GPUs: the GPU in the name, so that the control's sessions of one cell (one per GPU) tell apart
+    where = f"-gpu{opts.placement['gpu']}" if "gpu" in opts.placement else ""
+    phase = f"-{opts.placement['phase']}" if opts.placement.get("phase") else ""
+    return f"{shape.tag()}-{opts.backend}-{opts.baseline}-vs-{opts.variant}{extra}-{opts.protocol.kind}{where}{phase}"
 
 
 def protocol_record(opts: LatencyOptions, shape: Shape, workers: dict) -> dict:
@@ -152,8 +170,7 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
         write_summary(session, opts, shape, summary, complete, reason, smoke=state["smoke"], run=state["run"],
                       timings_are=timings_are(opts.backend, device_kind))
 
-    with session_run(opts.out_dir, "latency", session_tag(opts, shape),
-                     env={**env, "workers": {k: w.info for k, w in workers.items()}},
+    with session_run(opts.out_dir, "latency", session_tag(opts, shape), env=session_env(opts, env, workers),
                      protocol=protocol_record(opts, shape, workers), finish=finish,
                      workers=lambda: workers.values()) as session:
         state["smoke"] = prepare_all(workers, shape, p.seed, progress.message)
@@ -175,6 +192,13 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
     return session
 
 
+def session_env(opts: LatencyOptions, env: dict, workers: dict[str, WorkerProcess]) -> dict:
+    """env.json of a session: the machine, each worker's load record (its board among them), and where the
+    session ran when a matrix runs across GPUs."""
+    return {**env, "workers": {k: w.info for k, w in workers.items()},
+            **({"placement": opts.placement} if opts.placement else {})}
+
+
 def timings_are(backend: str, device_kind: str | None) -> str:
     if backend == "sim":
         where = "CPU wall-clock" if device_kind != "cuda" else "CUDA event"
@@ -192,6 +216,7 @@ def write_summary(session: Session, opts: LatencyOptions, shape: Shape, summary:
     summary.update({
         "command": "latency", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
         "protocol": opts.protocol.to_dict(), **extra, "complete": complete, "finished_utc": utc_iso(),
+        **({"placement": opts.placement} if opts.placement else {}),
     })
     if reason:
         summary["incomplete_reason"] = reason

@@ -139,3 +139,62 @@ def latency_markdown(summary: dict, title: str) -> str:
         lines += ["", "Speed-up = 100 (median A0 / median A1 - 1) over pooled windows; the per-round sd is a spread, "
                   "not a confidence interval.", ""]
     return "\n".join(lines)
+
+
+# --- a matrix across GPUs (softbench.latency.matrix_index) ---------------------------------------------------
+
+MATRIX_COLUMNS = ["cell", "shape", "phase", "rank", "GPU", "UUID", "state", "speed-up %", "A/A null %",
+                  "SM MHz", "W", "session"]
+CONTROL_COLUMNS = ["rank", "GPU", "A/A together %", "A/A alone %", "baseline ms together", "baseline ms alone",
+                   "together vs alone %", "SM MHz together / alone"]
+
+
+def _with_interval(value, ci) -> str:
+    if value is None:
+        return "-"
+    lo, hi = ci if ci else (None, None)
+    inside = f" [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]" if lo is not None and lo == lo else ""
+    return f"{value:+.2f}{inside}"
+
+
+def matrix_rows(index: dict) -> list[list[str]]:
+    rows = [[str(e["cell"]), e.get("shape_tag") or "?", e.get("phase") or "", fmt(e.get("rank"), "d"),
+             fmt(e.get("gpu"), "d"),
+             (e.get("gpu_uuid") or "-")[:12], e.get("state") or "?",
+             _with_interval(e.get("speedup_pct"), e.get("speedup_ci95_pct")),
+             _with_interval(e.get("null_pct"), e.get("null_ci95_pct")),
+             fmt(e.get("sm_clock_mhz_median"), ".0f"), fmt(e.get("power_w_median"), ".0f"), e["session"]]
+            for e in index["sessions"]]
+    rows += [[str(m["cell"]), "", m.get("phase") or "", str(m["rank"]), "", "", "no session", "", "", "", "", ""]
+             for m in index["missing"]]
+    return rows
+
+
+def control_rows(index: dict) -> list[list[str]]:
+    return [[str(g["rank"]), fmt(g.get("gpu"), "d"), _with_interval(g["together_aa"], g["together_aa_ci95"]),
+             _with_interval(g["alone_aa"], g["alone_aa_ci95"]), fmt(g["together_baseline_ms"], ".4f"),
+             fmt(g["alone_baseline_ms"], ".4f"), fmt(g["together_vs_alone_pct"], "+.2f"),
+             f"{fmt(g['together_sm_clock_mhz'], '.0f')} / {fmt(g['alone_sm_clock_mhz'], '.0f')}"]
+            for g in index["control"]["gpus"]]
+
+
+def control_overlap(index: dict) -> str:
+    c = index["control"]
+    return (f"the 'together' sessions measured at the same time for {fmt(c['together_overlap_s'], '.1f')} s "
+            f"(each measured for {', '.join(fmt(s, '.1f') for s in c['together_spans_s'])} s)")
+
+
+def matrix_markdown(index: dict, title: str) -> str:
+    lines = md_heading(title, index)
+    lines += [f"- {index['kind']} on {index['world_size']} GPU(s), backend `{index['backend']}`, "
+              f"{index['baseline']} vs {index['variant']}, protocol {index['protocol_source']} "
+              f"({index['protocol']['kind']})", f"- command: `{index['command_line']}`", ""]
+    lines += md_table(MATRIX_COLUMNS, matrix_rows(index))
+    if index.get("control"):
+        lines += ["", "Control: one A/A cell on every GPU at once, then on each GPU alone. 'together vs alone' is "
+                  "100 (baseline ms together / alone - 1): above 0, the neighbours slowed this GPU's kernel.", ""]
+        lines += md_table(CONTROL_COLUMNS, control_rows(index)) + ["", control_overlap(index) + "."]
+    errors = [f"- rank {r['rank']}: {r['error']}" for r in index["ranks"] if r.get("error")]
+    if errors:
+        lines += ["", "Ranks that stopped:", *errors]
+    return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ WINDOWS_FILE = "windows.jsonl"
 
 
 def run_rounds(opts, shape: Shape, workers: dict, env: dict, progress) -> Session:
-    from softbench.latency.engine import protocol_record, session_tag
+    from softbench.latency.engine import protocol_record, session_env, session_tag
 
     base_label, var_label = opts.labels()
     p = opts.protocol
@@ -26,7 +26,7 @@ def run_rounds(opts, shape: Shape, workers: dict, env: dict, progress) -> Sessio
         _finish(session, opts, shape, state["windows"], state["smoke"], order, complete, reason)
 
     with session_run(opts.out_dir, "latency", session_tag(opts, shape),
-                     env={**env, "workers": {k: w.info for k, w in workers.items()}},
+                     env=session_env(opts, env, workers),
                      protocol={**protocol_record(opts, shape, workers), "order": [list(o) for o in order]},
                      finish=finish, workers=lambda: workers.values()) as session:
         state["smoke"] = prepare_all(workers, shape, p.seed, progress.message)

@@ -54,7 +54,7 @@ def summarize_latency(windows: list[dict], baseline: str, variant: str, flops: f
 QUANTITY = {"interleaved": "at equal clock", "sustained": "sustained"}
 
 
-def _median_or_none(values) -> float | None:
+def median_or_none(values) -> float | None:
     vals = [v for v in values if v is not None]
     return float(np.median(vals)) if vals else None
 
@@ -95,12 +95,12 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
         med = stats.median(by_label[label]) if by_label.get(label) else None
         entry = {**k, "median_ms": med, "tflops": (flops / (med * 1e-3) / 1e12) if med else None,
                  "units": len(by_label.get(label, [])), "windows": len(ws),
-                 "sm_clock_mhz_median": _median_or_none(w.get("gpu_sm_clock_mhz") for w in ws),
-                 "power_w_median": _median_or_none(w.get("gpu_power_w") for w in ws),
+                 "sm_clock_mhz_median": median_or_none(w.get("gpu_sm_clock_mhz") for w in ws),
+                 "power_w_median": median_or_none(w.get("gpu_power_w") for w in ws),
                  "throttled_windows": sum(bool(w.get("gpu_throttled")) for w in ws),
                  "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in ws)}
         if kind == "sustained":
-            entry["energy_per_forward_mj"] = _median_or_none(u.get("energy_per_forward_mj") for u in units
+            entry["energy_per_forward_mj"] = median_or_none(u.get("energy_per_forward_mj") for u in units
                                                              if u["label"] == label)
         out["kernels"][label] = entry
     rounds = sorted({u.get("round", 0) for u in units})
@@ -148,8 +148,8 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
     if kind == "interleaved":
         out["carryover"] = carryover_pct(units, value_key)
         out["clock_during_pairs"] = {
-            "sm_clock_mhz_median": _median_or_none(w.get("gpu_sm_clock_mhz") for w in windows),
-            "power_w_median": _median_or_none(w.get("gpu_power_w") for w in windows),
+            "sm_clock_mhz_median": median_or_none(w.get("gpu_sm_clock_mhz") for w in windows),
+            "power_w_median": median_or_none(w.get("gpu_power_w") for w in windows),
             "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in windows),
             "windows": len(windows)}
     return out

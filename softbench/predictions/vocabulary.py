@@ -32,7 +32,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
                 # the interleaved and sustained protocols
                 "protocol_kind", "quantity", "kernels", "comparisons", "variants", "null", "references",
                 "speedup_ci95_pct", "null_pct", "null_ci95_pct", "best_exact", "vs_best_exact", "run", "device",
-                "timings_are", "roles"),
+                "timings_are", "roles", "carryover", "clock_during_pairs",
+                # a matrix run across GPUs (latency --gpus): rank, GPU, CUDA_VISIBLE_DEVICES, UUID, cell, phase
+                "placement"),
     "sweep": ("baseline", "kind", "measured", "protocol", "rows", "shape", "shape_tag", "variants",
               "protocol_kind", "quantity", "null", "references"),
     "energy": ("baseline", "chunk", "dtype", "dtype_note", "idle_s", "interval_s", "loops", "order", "out_dir",
@@ -45,7 +47,8 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "per_element_dynamic", "per_element_dynamic_notes", "per_element_elements_static",
               "per_element_method", "per_element_notes", "per_element_reference", "registers", "registers_source",
               "sass", "seed", "shape", "shape_tag", "spills", "spills_method", "stack_bytes", "tools", "variants",
-              "warmup"),
+              "warmup", "collector", "counter_check", "counter_reader", "counter_reader_failures",
+              "counter_readers"),
     "gates": ("all_passed", "baseline", "envelope", "failed", "gates", "labels", "non_finite_readback_values",
               "not_applicable", "readback_sha256", "reevaluated_from", "rescale_threshold", "seed", "shapes",
               "source_command_line", "storage", "tag", "variant"),
@@ -65,6 +68,9 @@ PROTOCOL_FIELDS: dict[str, frozenset[str]] = {
                          "trim_end", "trim_start", "warmup")),
 }
 
+# sessions that are records, not evidence (an environment; the index of a latency matrix across GPUs, which
+# lists latency sessions): no prediction scopes them
+RECORDS_ONLY = ("env", "matrix")
 COMMANDS = tuple(sorted(RECORDED))
 # beyond the commands themselves: the kinds an audit summary lists under `evidence`
 EVIDENCE_KINDS = tuple(sorted(set(COMMANDS) | {"sass", "ncu"}))

@@ -12,6 +12,7 @@ from typing import Callable
 
 from softbench.core import errors
 from softbench.core.errors import MeasurementError
+from softbench.runtime.launch import NO_NVLS
 
 _ERROR_TYPES = {name: getattr(errors, name) for name in
                 ("UsageError", "UnsupportedError", "PatchError", "MeasurementError", "SoftbenchError")}
@@ -34,7 +35,7 @@ class WorkerProcess:
         cmd = (wrap or []) + [sys.executable, "-m", module]
         self._stderr = open(self.log, "a")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     text=True, bufsize=1, env={**os.environ, **(env or {})})
+                                     text=True, bufsize=1, env={**os.environ, **NO_NVLS, **(env or {})})
         self.info: dict = {}
 
     @property

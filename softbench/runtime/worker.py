@@ -77,6 +77,10 @@ class WorkerState:
                           "arch": self.backend.device.arch}
         self.timer = Timer(self.backend.device.kind)
         self.nvml = Nvml.try_open() if self.backend.device.kind == "cuda" else None
+        # which board this worker reads (its UUID) and the GPUs it was given: under latency --gpus every rank's
+        # workers have their own
+        info["gpu"] = self.nvml.describe() if self.nvml else None
+        info["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
         return info
 
     def prepare(self, req: dict) -> dict:

@@ -1,25 +1,19 @@
-"""Data-parallel fidelity under torchrun: which process this is, which blocks it evaluates, and how its rows
-reach rank 0, the only process that writes the session.
+"""torch.distributed for the commands that run under torchrun: which process this is, how independent work is
+dealt to the ranks, and a gloo group for the few Python objects the ranks exchange.
 
 torchrun (torch.distributed.run) starts the processes and sets RANK, WORLD_SIZE and LOCAL_RANK; softbench
-launches nothing of its own. Without those variables the run is one process (rank 0 of 1) and nothing here
-opens a process group.
+launches nothing of its own (softbench.runtime.launch starts torchrun for `--gpus`). Without those variables the
+run is one process (rank 0 of 1) and nothing here opens a process group.
 
-Shards. The blocks still to do (a resumed session's complete blocks are left out first, whatever the world size
-that made them) are dealt round-robin: the k-th block to do goes to rank k % world. The ranks then work in
-rounds, one block each per round, and rank 0 gathers every round's rows before the next one starts. Round-robin
-rather than contiguous ranges because the blocks all have the same length (the same cost), so a round costs
-about one block's time, and because it keeps what is finished a prefix of the block order: a run that stops
-after k rounds holds blocks 0 .. k*world-1 (less the block a dead rank was on), not the heads of `world`
-separate ranges.
+Work is dealt statically, round-robin: the k-th item to do goes to rank k % world (`shard`, `rounds`). No
+scheduler: the items of one command cost about the same (fidelity's blocks all have one length; a latency
+matrix's cells differ, but by a cell's time at most per rank), and a static deal keeps which rank did what
+decidable from the world size alone. Fidelity deals blocks and gathers each round's rows to rank 0
+(softbench.fidelity.engine); latency deals the cells of a protocol file, one set of kernel workers per GPU
+(softbench.latency.matrix).
 
-What a dead rank costs ("nothing lost"): rank 0 appends its own block to the session before the round's
-gather, and every other rank's rows once gathered; a rank that dies loses only the block it was evaluating, and
-the other ranks lose only their block of that round. The gather then fails (or torchrun terminates the
-group), rank 0 writes the partial session, and `--resume` evaluates what is missing with any number of ranks.
-
-The rows travel as Python objects over gloo: on CPUs the only backend, on GPUs a CPU-side gloo group beside
-NCCL (fidelity exchanges a few hundred bytes per block; nothing on a GPU is communicated)."""
+Only Python objects travel, over gloo: on CPUs the only backend, on GPUs a CPU-side group (beside NCCL where a
+command asks for one); nothing on a GPU is communicated."""
 
 from __future__ import annotations
 
@@ -29,10 +23,8 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 
 from softbench.core.errors import MeasurementError, UsageError
+from softbench.runtime.launch import NO_NVLS
 
-# Fault injection for the tests of a dying rank: "R:N" makes rank R exit, as a crashed process would, when it
-# is about to start its (N+1)-th block. Unset in normal use.
-FAULT_ENV = "SOFTBENCH_FAULT_RANK_AFTER_BLOCKS"
 # A round waits for its slowest rank; a block of a large model at a long context takes minutes on a GPU and
 # far longer on a CPU, so the collective timeout is generous (a dead peer is detected by its closed socket).
 TIMEOUT = timedelta(hours=2)
@@ -70,12 +62,12 @@ def from_env(environ=None) -> Ranks:
 
 
 def rounds(todo: list[int], world: int) -> list[list[int]]:
-    """The blocks to do, one per rank per round: round k's r-th entry is rank r's block (todo[k*world + r])."""
+    """The items to do, one per rank per round: round k's r-th entry is rank r's item (todo[k*world + r])."""
     return [todo[k:k + world] for k in range(0, len(todo), world)]
 
 
 def shard(todo: list[int], rank: int, world: int) -> list[int]:
-    """The blocks one rank evaluates, in the order it evaluates them."""
+    """The items one rank does, in the order it does them."""
     return todo[rank::world]
 
 
@@ -84,15 +76,6 @@ def rank_device(device: str, ranks: Ranks) -> str:
     if device == "cuda" and ranks.world > 1:
         return f"cuda:{ranks.local_rank}"
     return device
-
-
-def fault_check(ranks: Ranks, blocks_done: int) -> None:
-    spec = os.environ.get(FAULT_ENV)
-    if not spec:
-        return
-    rank, _, after = spec.partition(":")
-    if int(rank) == ranks.rank and blocks_done >= int(after):
-        os._exit(17)
 
 
 class Group:
@@ -107,8 +90,7 @@ class Group:
         import torch
         import torch.distributed as dist
 
-        # the project's rule for every process it starts: no NVLink multicast (NVLS) buffers
-        os.environ["NCCL_NVLS_ENABLE"] = "0"
+        os.environ.update(NO_NVLS)  # also when torchrun was started by hand rather than by --gpus
         if device.startswith("cuda"):
             torch.cuda.set_device(device)
             self.backend = "cpu:gloo,cuda:nccl"
@@ -141,6 +123,11 @@ class Group:
         out = [None] * self.ranks.world if self.ranks.main else None
         self._collective(self.dist.gather_object, obj, out, dst=0)
         return out
+
+    def barrier(self) -> None:
+        """Return once every rank has arrived (latency's control starts its phases together)."""
+        if self.ranks.world > 1:
+            self._collective(self.dist.barrier)
 
     def broadcast(self, obj):
         """Rank 0's `obj` on every rank."""
