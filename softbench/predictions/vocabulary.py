@@ -53,8 +53,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "not_applicable", "readback_sha256", "reevaluated_from", "rescale_threshold", "seed", "shapes",
               "source_command_line", "storage", "tag", "variant"),
     "fidelity": ("baseline", "block_ids", "block_len", "block_len_requested", "blocks_complete", "blocks_planned",
-                 "bootstrap", "bos", "conditions", "contrasts", "corpus", "device", "dtype", "fp8_storage", "gate",
-                 "model", "path", "rescale_threshold", "tile", "token_signature", "updated_utc"),
+                 "bootstrap", "bos", "bos_note", "conditions", "contrasts", "corpus", "device", "dtype", "fp8_storage",
+                 "gate", "kernels", "model", "path", "rescale_threshold", "tile", "token_signature", "updated_utc",
+                 "warnings", "world_sizes"),
 }.items()}
 
 # the fields of the `protocol` mapping each command records
