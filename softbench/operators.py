@@ -159,6 +159,24 @@ def exact_exp2(x: torch.Tensor) -> torch.Tensor:
     return torch.exp2(x.to(torch.float32))
 
 
+HYBRID_BITS = {2: 0b1, 4: 0b1001}  # the key-index bits that must all be set for Rowmax-H15, per `every`
+
+
+def hybrid_picks(keys: torch.Tensor, every: int) -> torch.Tensor:
+    """The keys on which the hybrids h15-1of2 and h15-1of4 take Rowmax-H15 (the others the exact exp2): the odd
+    keys, or keys 9, 11, 13, 15 of every 16. These are the last of each `every` columns a thread holds in the
+    sm_80/sm_90 MMA accumulator (2 t + {0, 1} + 8 i for lane t of a quad), FA4's patch's choice; the bits are
+    fixed per register there, so a kernel computes one map per score."""
+    bits = HYBRID_BITS[every]
+    return (keys & bits) == bits
+
+
+def rowmax_h15_hybrid(x: torch.Tensor, keys: torch.Tensor, every: int) -> torch.Tensor:
+    """Rowmax-H15 (rowmax_h15, with its clamp) where hybrid_picks(keys, every), exact exp2 elsewhere; keys
+    broadcast against x along its last axis."""
+    return torch.where(hybrid_picks(keys, every), rowmax_h15(x), exact_exp2(x))
+
+
 def no_exp(x: torch.Tensor) -> torch.Tensor:
     """The timing control with the exponential removed: the exponent itself is used as the weight.
     Results are wrong on purpose; it bounds what any exp2 replacement can gain."""

@@ -98,8 +98,9 @@ def test_emulation_settings_are_fa4_variants_by_name():
 
 
 def test_fidelity_runs_one_variant_per_operator_and_backend():
-    assert catalog.fidelity_variants("fa4") == {"rowmax-h15": "A1"}
-    assert catalog.fidelity_variants("triton") == {"rowmax-h15": "A1", "rowmax-h15-sat": "h15-sat",
+    hybrids = {"rowmax-h15-1of2": "h15-1of2", "rowmax-h15-1of4": "h15-1of4"}
+    assert catalog.fidelity_variants("fa4") == {"rowmax-h15": "A1", **hybrids}
+    assert catalog.fidelity_variants("triton") == {"rowmax-h15": "A1", **hybrids, "rowmax-h15-sat": "h15-sat",
                                                    "rowmax-h15-folded": "h15-folded"}
 
 
@@ -109,7 +110,7 @@ REFUSED = {
     "sweep": ["sweep", "variants", "--backend", "sim", "--variants", "A1,h15-wg"],
     "energy": ["energy", "--backend", "sim", "--order", "A0,h15-proved"],
     "gates": ["gates", "--backend", "sim", "--variant", "h15-noclamp"],
-    "trace": ["trace", "run", "--backend", "triton", "--variants", "A0,h15-1of2"],
+    "trace": ["trace", "run", "--backend", "triton", "--variants", "A0,h15-wg"],
     "audit": ["audit", "--variants", "A0,h15-proved"],
     "fidelity": ["fidelity", "--model", "smollm2-135m", "--path", "kernel", "--backend", "fa4", "--operator", "rowmax-h15-sat"],
 }
@@ -125,5 +126,5 @@ def test_every_command_refuses_before_any_process_starts(command, monkeypatch, c
     monkeypatch.setattr(subprocess, "Popen", no_process)
     assert main([*REFUSED[command], "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert ("is built by the" in err) or ("variants only: rowmax-h15 " in err), err
+    assert ("is built by the" in err) or ("FA4 variants only: rowmax-h15, " in err), err
     assert not any(tmp_path.iterdir())

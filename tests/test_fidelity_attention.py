@@ -109,6 +109,24 @@ def test_folded_h15_on_the_simulation_and_whole_row_paths():
     assert not torch.equal(fp8, sim)
 
 
+def test_hybrids_on_the_simulation_and_whole_row_paths():
+    """rowmax-h15-1of2 and -1of4: within one tile both paths agree (the tile's positions are the keys); their error
+    against exact attention lies between A0's and A1's, larger with more Rowmax-H15 keys."""
+    q, k, v = _qkv(seq=120)
+    ref = _reference(q, k, v, 0.25)
+
+    def error(out):
+        return ((out.double() - ref).norm() / ref.norm()).item()
+
+    errors = []
+    for name in ("exp2", "rowmax-h15-1of4", "rowmax-h15-1of2", "rowmax-h15"):
+        op = parse_operator(name)
+        sim = attention.SimAttention(op, tile=128)(q, k, v, 0.25)
+        assert torch.allclose(sim, attention.RowAttention(op)(q, k, v, 0.25), atol=2e-6), name
+        errors.append(error(sim))
+    assert errors == sorted(errors) and errors[1] > 10 * errors[0], errors
+
+
 def test_bf16_probabilities_are_stored_before_pv():
     q, k, v = _qkv(seq=64, dtype=torch.bfloat16)
     out = attention.ExactAttention()(q, k, v, 0.25)
@@ -188,7 +206,11 @@ def test_kernel_path_conditions():
     # run 20261201T125041Z named three and was refused only after the model had loaded)
     with pytest.raises(UsageError, match="one --operator at a time, got 2"):
         build_conditions("kernel", ["rowmax-h15", "rowmax-h15-sat"], backend="triton")
-    with pytest.raises(UsageError, match="FA4 variants only: rowmax-h15 "):
+    with pytest.raises(UsageError, match="FA4 variants only: rowmax-h15, rowmax-h15-1of2, rowmax-h15-1of4 "):
         build_conditions("kernel", ["rowmax-h15-sat"])
+    # the hybrids run in both: FA4's sm_90 patches and softbench's kernels
+    for backend in ("fa4", "triton"):
+        conds = build_conditions("kernel", ["rowmax-h15-1of4"], backend=backend)
+        assert [(c.name, c.variant) for c in conds][1:] == [("kernel:rowmax-h15-1of4", "h15-1of4")]
     with pytest.raises(UsageError, match="cannot be mixed"):
         build_conditions("sim", ["kernel:rowmax-h15"])

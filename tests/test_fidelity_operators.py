@@ -101,6 +101,19 @@ def test_masked_scores_get_zero_weight_except_the_kernel_operator():
     assert folded.weights(minus_inf, torch.zeros(1), 0.25, 0.0).item() == 0.0
 
 
+def test_hybrid_operators_take_h15_on_their_keys():
+    from softbench import operators as ops
+    from softbench.kernels.sim_weights import weight_fn
+
+    s = torch.randn(3, 64, generator=torch.Generator().manual_seed(0)) * 5
+    m = s.amax(-1, keepdim=True)
+    for every in (2, 4):
+        op = parse_operator(f"rowmax-h15-1of{every}")
+        assert op.fn is weight_fn(f"h15-1of{every}") and not op.whole_row
+        x = s * 0.3 - m * 0.3
+        assert torch.equal(op.fn.weights(s, m, 0.3, 0.0), ops.rowmax_h15_hybrid(x, torch.arange(64), every))
+
+
 def test_folded_operator_is_the_kernels_tile_map():
     """rowmax-h15-folded in the zoo is the simulation's map: softbench.operators' weights and anchor rescale."""
     from softbench import operators as ops

@@ -101,20 +101,22 @@ def test_triton_kernel_path_reproduces_exact_and_simulated_attention(tiny64, tmp
 
 
 @pytest.mark.slow
-def test_triton_kernel_path_runs_h15_folded_as_simulated(tiny64, tmp_path, monkeypatch):
-    """h15-folded through the kernel path (the Triton-language kernel under the interpreter) gives the simulated
-    operator's NLL block by block, and a dNLL of its own (not Rowmax-H15's)."""
+@pytest.mark.parametrize("operator, variant", [("rowmax-h15-folded", "h15-folded"),
+                                               ("rowmax-h15-1of4", "h15-1of4")])
+def test_triton_kernel_path_runs_the_new_forms_as_simulated(tiny64, tmp_path, monkeypatch, operator, variant):
+    """h15-folded and a hybrid through the kernel path (the Triton-language kernel under the interpreter) give the
+    simulated operator's NLL block by block, and a dNLL of their own (not Rowmax-H15's)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     kernel = run_fidelity(FidelityOptions(**_options(tiny64, path="kernel", backend="triton",
-                                                     operators=("rowmax-h15-folded",), out_dir=str(tmp_path / "k"))))
+                                                     operators=(operator,), out_dir=str(tmp_path / "k"))))
     local = run_fidelity(FidelityOptions(**_options(tiny64, path="sim", out_dir=str(tmp_path / "s"),
-                                                    operators=("sim:rowmax-h15-folded", "sim:rowmax-h15"))))
-    assert kernel.status()["complete"] and kernel.read_json("run.json")["kernel"]["workers"]["h15-folded"]
+                                                    operators=(f"sim:{operator}", "sim:rowmax-h15"))))
+    assert kernel.status()["complete"] and kernel.read_json("run.json")["kernel"]["workers"][variant]
     k, s = _nll(kernel), _nll(local)
     for b in range(N_BLOCKS):
         assert k[(b, "kernel:stock")] == pytest.approx(s[(b, "exact")], abs=NLL_TOL)
-        assert k[(b, "kernel:rowmax-h15-folded")] == pytest.approx(s[(b, "sim:rowmax-h15-folded")], abs=NLL_TOL)
-    assert abs(s[(0, "sim:rowmax-h15-folded")] - s[(0, "sim:rowmax-h15")]) > NLL_TOL  # its own operator
+        assert k[(b, f"kernel:{operator}")] == pytest.approx(s[(b, f"sim:{operator}")], abs=NLL_TOL)
+    assert abs(s[(0, f"sim:{operator}")] - s[(0, "sim:rowmax-h15")]) > NLL_TOL  # its own operator
 
 
 def test_head_dim_96_is_refused_naming_it(tmp_path, monkeypatch, capsys):

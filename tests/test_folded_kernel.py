@@ -18,40 +18,20 @@ import torch
 
 pytest.importorskip("triton")
 
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
 from softbench import operators as ops  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
 from softbench.kernels.refs import reference_rows, relative_error  # noqa: E402
 from softbench.kernels.sim import H15_FOLDED, probabilities_via_one_hot, sim_attention  # noqa: E402
 
 from folded_inputs import beside_ties  # noqa: E402
+from tile_step import COLS, ROWS, TILES, run_tiles  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 C = ta.KernelConfig
-ROWS, COLS, TILES = 16, 32, 4
-
-
-@triton.jit
-def _tiles(S, P, M, A, qk_scale, TILES: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
-           MASK: tl.constexpr, MAX_OFFSET: tl.constexpr):
-    """The kernels' per-tile step on TILES given score tiles (-inf: masked), its outputs stored per tile."""
-    rows = tl.arange(0, ROWS)
-    at = rows[:, None] * COLS + tl.arange(0, COLS)[None, :]
-    m_i = tl.full([ROWS], float("-inf"), tl.float32)
-    for j in tl.static_range(TILES):
-        s = tl.load(S + j * ROWS * COLS + at)
-        p, m_i, alpha = ta._tile_weights(s, m_i, s > float("-inf"), qk_scale, MASK, "h15-folded", MAX_OFFSET)
-        tl.store(P + j * ROWS * COLS + at, p)
-        tl.store(M + j * ROWS + rows, m_i)
-        tl.store(A + j * ROWS + rows, alpha)
 
 
 def _run_tiles(s: torch.Tensor, scale: float, mask: bool, offset: float):
-    p, m, a = torch.empty_like(s), torch.empty(TILES, ROWS), torch.empty(TILES, ROWS)
-    _tiles[(1,)](s, p, m, a, scale, TILES=TILES, ROWS=ROWS, COLS=COLS, MASK=mask, MAX_OFFSET=offset)
-    return p, m, a
+    return run_tiles(s, scale, mask, "h15-folded", offset)
 
 
 def _score_tiles(seed: int, scale: float) -> torch.Tensor:

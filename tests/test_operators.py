@@ -231,3 +231,27 @@ def test_folded_rescale_is_the_ratio_of_the_two_anchors(scale):
     assert (alpha / torch.exp2(c2 / 2 * (m_old.double() - m_new.double())) - 1).abs().max() > 0.1
     assert ops.rowmax_h15_folded_rescale(torch.tensor([-math.inf]), torch.tensor([1.0]), scale).item() == 0.0
     assert torch.equal(ops.rowmax_h15_folded_rescale(m_new, m_new, scale), torch.ones_like(m_new))
+
+
+# --- the hybrids h15-1of2 and h15-1of4: Rowmax-H15 on part of the keys ---------------------------------------
+
+@pytest.mark.parametrize("every, picked", [(2, [1, 3, 5, 7, 9, 11, 13, 15]), (4, [9, 11, 13, 15])])
+def test_hybrid_picks_one_key_in_every(every, picked):
+    keys = torch.arange(4096)
+    picks = ops.hybrid_picks(keys, every)
+    assert picks.float().mean().item() == 1 / every
+    assert keys[:16][picks[:16]].tolist() == picked and torch.equal(picks[16:32], picks[:16])
+    # the sm_80/sm_90 accumulator: lane t of a quad holds keys 8 i + 2 t + j; the last of each `every` it holds
+    for t in range(4):
+        held = torch.tensor([8 * i + 2 * t + j for i in range(8) for j in range(2)])
+        assert torch.equal(picks[held], torch.arange(held.numel()) % every == every - 1)
+
+
+def test_hybrid_is_h15_on_its_keys_and_exp2_on_the_others():
+    x = torch.linspace(-30.0, 0.0, 16 * 1000).view(1000, 16)
+    keys = torch.arange(16)
+    for every in (2, 4):
+        w = ops.rowmax_h15_hybrid(x, keys, every)
+        picks = ops.hybrid_picks(keys, every)
+        assert torch.equal(w[:, picks], ops.rowmax_h15(x[:, picks]))
+        assert torch.equal(w[:, ~picks], torch.exp2(x[:, ~picks]))

@@ -10,9 +10,10 @@ Two kinds (`scope`):
 Each operator also names its `anchor`: "running" where its definition is the kernel's (Rowmax-H15, exact exp2,
 temperature, which is shift invariant), "row" where the paper defines it on the final row maximum. A row-anchored
 operator asked for on the simulation path is evaluated on the whole-row path, and its condition says so.
-One element operator, rowmax-h15-folded, needs the anchor's own value besides x (its lattice is shifted by the
-anchor's phase): its `fn` is a softbench.kernels.sim.TileMap of the scores and the anchor, which the simulation
-and the whole-row path (where the anchor is the final row maximum and c = log2(e)) call as such.
+Three element operators need more than x: rowmax-h15-folded the anchor's own value (its lattice is shifted by
+the anchor's phase), the hybrids rowmax-h15-1of2 and -1of4 each score's key (they choose Rowmax-H15 or exp2 by
+it). Their `fn` is a softbench.kernels.sim.TileMap of the scores and the anchor, which the simulation and the
+whole-row path (where the anchor is the final row maximum and c = log2(e)) call as such.
 
 Masked scores arrive as -inf. Element maps return weight 0 there, except Rowmax-H15 (and h15-sat), which keeps
 the kernel's own behaviour (the clamp at x = -126 gives 2^-126, negligible against any valid weight), so the
@@ -164,6 +165,20 @@ def _build_h15_folded():
     from softbench.kernels.sim import H15_FOLDED
 
     return H15_FOLDED
+
+
+def _build_hybrid(every: int):
+    """FA4's hybrids (kernel variants h15-1of2, h15-1of4): Rowmax-H15 on the keys softbench.operators.hybrid_picks
+    chooses, exact exp2 on the others."""
+    from softbench.kernels.sim import HYBRIDS
+
+    return lambda: HYBRIDS[every]
+
+
+for _every, _which in ((2, "the odd keys"), (4, "keys 9, 11, 13, 15 of every 16")):
+    _operator(f"rowmax-h15-1of{_every}", "element", "running",
+              "Sec. 5.2 Eq. 5 on part of the keys (FA4's sm_90 hybrids)",
+              f"rowmax-h15 on {_which} (one in {_every}), exact exp2 on the others")(_build_hybrid(_every))
 
 
 @_operator(

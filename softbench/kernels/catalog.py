@@ -47,10 +47,10 @@ for _v in (
             "emulation mix)", ALL),
     Variant("A1", "candidate", "rowmax-h15", "Rowmax-H15 in the exponential path only (one clamp, one FP32 add, "
             "one shift)", ALL, fidelity_kernel=True),
-    Variant("h15-1of2", "candidate", "mixed", "sm_90: Rowmax-H15 on every second element, hardware exp2 on the "
-            "rest", FA4),
-    Variant("h15-1of4", "candidate", "mixed", "sm_90: Rowmax-H15 on one element in four, hardware exp2 on the "
-            "rest", FA4),
+    Variant("h15-1of2", "candidate", "rowmax-h15-1of2", "sm_90 and Triton/Gluon: Rowmax-H15 (A1's) on every "
+            "second element (the odd keys), hardware exp2 on the rest", ALL, fidelity_kernel=True),
+    Variant("h15-1of4", "candidate", "rowmax-h15-1of4", "sm_90 and Triton/Gluon: Rowmax-H15 (A1's) on one element "
+            "in four (keys 9, 11, 13, 15 of every 16), hardware exp2 on the rest", ALL, fidelity_kernel=True),
     Variant("h15-wg", "candidate", "mixed", "sm_90: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the "
             "second", FA4),
     Variant("h15-proved", "candidate", "rowmax-h15", "Triton and Gluon: A1 with the clamp left out of the unmasked "

@@ -12,14 +12,14 @@ lacks against FA3/FA4 is their schedule, which Triton 3.6 does not derive by its
 The partitions ask for registers with setmaxnreg: 240 per consumer thread, 24 for the producer.
 
 The online softmax's per-tile step, with its weight maps (A0 exact exp2, A1 Rowmax-H15 with the clamp, h15-sat,
-h15-folded, h15-noclamp, noexp), is triton_attn's own `_tile_weights`, called from here as it is (log2 units, FA4's
-max offset at FP8), as are its program order, input checks, key-major V copy and the key-norm prologue and bound of
-h15-proved and h15-folded, so the two kernels compute the same operator: with equal key tiles their outputs agree
-bit for bit (H200, tools/gpu/gluon_probe.py). BF16/FP16 and FP8 e4m3 (V read from a key-major copy, P rounded to
-e4m3 for P.V, BF16 out). On the H200 this kernel is the faster one at every dtype: about 95% / 88% of FA4 causal /
-non-causal at BF16 8K (the Triton kernel 80% / 77%), and at FP8 causal 8K 754 against 719 TFLOP/s (since P's FP8
-operand is packed at the wgmma, _p_carry / _p_operand), so it is the backend's default on sm_90 (default_config per
-dtype).
+h15-folded, the hybrids h15-1of2 and h15-1of4, h15-noclamp, noexp), is triton_attn's own `_tile_weights`, called
+from here as it is (log2 units, FA4's max offset at FP8), as are its program order, input checks, key-major V copy
+and the key-norm prologue and bound of h15-proved and h15-folded, so the two kernels compute the same operator: with
+equal key tiles their outputs agree bit for bit (H200, tools/gpu/gluon_probe.py). BF16/FP16 and FP8 e4m3 (V read
+from a key-major copy, P rounded to e4m3 for P.V, BF16 out). On the H200 this kernel is the faster one at every
+dtype: about 95% / 88% of FA4 causal / non-causal at BF16 8K (the Triton kernel 80% / 77%), and at FP8 causal 8K 754
+against 719 TFLOP/s (since P's FP8 operand is packed at the wgmma, _p_carry / _p_operand), so it is the backend's
+default on sm_90 (default_config per dtype).
 
 Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim), contiguous; TMA descriptors
 over (batch, seq, heads * dim) views, one (1, rows, dim) box per tile, so that boxes past the end of a sequence
@@ -261,9 +261,9 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     keys = offs_n
     keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
     if n_full > 0:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, UNMASKED, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
     else:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, MASKED, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
     l_i = l_i * alpha + gl.sum(p, 1)
     p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
@@ -286,9 +286,9 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         keys = i * BLOCK_N + offs_n
         keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
         if i >= n_full:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, True, MASKED, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
         else:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, qk_scale, False, UNMASKED, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
         l_i = l_i * alpha + gl.sum(p, 1)
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)

@@ -27,7 +27,9 @@ LOG2_E = math.log2(math.e)
 class TileMap:
     """One key tile's weights and the rescale factor, from raw scores and the raw running maximum. Most maps are
     functions of x alone (element_map wraps them); a map whose lattice is anchored on the maximum's own value
-    (rowmax-h15-folded: its phase) needs the maximum, and its rescale factor must follow the anchors it uses."""
+    (rowmax-h15-folded: its phase) needs the maximum, and its rescale factor must follow the anchors it uses; the
+    hybrids need each score's key, its position along s's last axis (the key index modulo the tile, which keeps
+    the bits they choose by wherever the tile is a multiple of 16)."""
 
     weights: Callable  # (s, m, scale_log2, max_offset) -> weights; s raw scores (-inf masked), m (.., 1) raw
     rescale: Callable  # (m_old, m_new, scale_log2, max_offset) -> the factor for what was summed under m_old
@@ -47,6 +49,18 @@ def element_map(fn: Callable[[torch.Tensor], torch.Tensor]) -> TileMap:
 
 # h15-folded: each tile's weights on the lattice of the current maximum's phase, the rescale between two anchors
 H15_FOLDED = TileMap(operators.rowmax_h15_folded, operators.rowmax_h15_folded_rescale)
+
+
+def hybrid_map(every: int) -> TileMap:
+    """h15-1of2 / h15-1of4: Rowmax-H15 on the keys operators.hybrid_picks chooses, exp2 on the others."""
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return operators.rowmax_h15_hybrid(x, torch.arange(x.shape[-1], device=x.device), every)
+
+    return element_map(fn)
+
+
+HYBRIDS = {every: hybrid_map(every) for every in operators.HYBRID_BITS}
 
 
 def _p_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -19,6 +19,8 @@ exponent to weight changes with the variant (a constexpr string):
                t = fma(s, 2c, B) and the shift, two instructions where h15-proved's bound drops the clamp (the
                masked loop clamps t at the magic constant, which gives masked keys weight 0); the rescale is
                2^((B_new - B_old)/2)
+  h15-1of2, h15-1of4   FA4's hybrids: A1 on the odd keys, or on keys 9, 11, 13, 15 of every 16
+               (softbench.operators.hybrid_picks), exact exp2 on the others; each score computes one of the two
   h15-noclamp  A1 without its clamp (timing control: equal to A1 where every 2x >= -252)
   noexp  the exponent itself (timing control; results wrong on purpose)
 
@@ -238,36 +240,54 @@ def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constex
 
 
 @triton.jit
-def _tile_weights(s, m_i, keep, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+def _tile_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
     """One key tile's weights p, new running maximum and rescale factor alpha from its raw scores s: the operator
     itself, the one place both kernels take it from (the Gluon kernel calls this as it is). keep: the mask, read
-    only when MASK. The running maximum is in log2 units, except h15-folded's (raw scores: _folded_weights)."""
+    only when MASK; keys: the tile's key indices (the hybrids choose by them). The running maximum is in log2
+    units, except h15-folded's (raw scores: _folded_weights)."""
     if MASK:
         s = tl.where(keep, s, float("-inf"))
     if WEIGHT == "h15-folded":
         p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET)
     else:
-        p, m_new, alpha = _exponent_weights(s, m_i, keep, qk_scale, MASK, WEIGHT, MAX_OFFSET)
+        p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET)
     return p, m_new, alpha
 
 
 @triton.jit
-def _exponent_weights(s, m_i, keep, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+def _h15_doubled(s, m_use, qk_scale, CLAMP: tl.constexpr):
+    """Rowmax-H15 with softbench.operators.rowmax_h15's construction: 2x in one FMA (doubling commutes with
+    rounding), the clamp that keeps the exponent field >= 1 (CLAMP), the magic add that rounds to an integer with
+    the exponent bias already in place, the shift into the field."""
+    t = s * (2.0 * qk_scale) - (2.0 * m_use)[:, None]
+    if CLAMP:
+        t = tl.maximum(t, CLAMP_DOUBLED_C)
+    y = t + MAGIC_C
+    return (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _exponent_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr,
+                      MAX_OFFSET: tl.constexpr):
     """The maps of x = s * qk_scale - m + MAX_OFFSET, m in log2 units, with the exact rescale exp2(m_i - m_new)."""
     # running maximum in log2 units; the first tile always holds key 0, so it is finite from then on
     m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
     m_use = m_new - MAX_OFFSET  # FP8: exponents measured from (max - 8), weights up to 2^8
     if (WEIGHT == "A1") or (WEIGHT == "h15-noclamp"):
-        # 2x in one FMA (doubling commutes with rounding), the clamp that keeps the exponent field >= 1, the
-        # magic add that rounds to an integer with the exponent bias already in place, the shift into the field
-        t = s * (2.0 * qk_scale) - (2.0 * m_use)[:, None]
-        if WEIGHT == "A1":
-            # h15-noclamp leaves it out: equal to A1 wherever every t >= -252 (masked -inf gives weight 0 there
-            # and 2^-126 in A1, both lost in a row sum >= 1 and in P's FP8 rounding), garbage below -254.5. A
-            # timing control for what a proof of that bound would save, not a kernel for arbitrary inputs
-            t = tl.maximum(t, CLAMP_DOUBLED_C)
-        y = t + MAGIC_C
-        p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
+        # h15-noclamp leaves the clamp out: equal to A1 wherever every t >= -252 (masked -inf gives weight 0 there
+        # and 2^-126 in A1, both lost in a row sum >= 1 and in P's FP8 rounding), garbage below -254.5. A timing
+        # control for what a proof of that bound would save, not a kernel for arbitrary inputs
+        p = _h15_doubled(s, m_use, qk_scale, WEIGHT == "A1")
+    elif (WEIGHT == "h15-1of2") or (WEIGHT == "h15-1of4"):
+        # FA4's hybrids: A1's weight on the keys softbench.operators.hybrid_picks chooses (odd keys; keys 9, 11,
+        # 13, 15 of every 16), the hardware exp2 on the others. The MMA layouts fix bits 0 and 3 of the key a
+        # register holds, so the choice is made at compile time and each score computes one of the two
+        if WEIGHT == "h15-1of2":
+            pick = (keys & 1) == 1
+        else:
+            pick = (keys & 9) == 9
+        exact = tl.math.exp2(s * qk_scale - m_use[:, None])
+        p = tl.where(pick[None, :], _h15_doubled(s, m_use, qk_scale, True), exact)
     elif WEIGHT == "h15-sat":
         # u = (2x + 252) / 512 in one FMA whose result is clamped to [0, 1]: ptxas folds the max and min into
         # FFMA.SAT (NaN -> 0, -inf -> 0: 2^-126, as A1's clamp gives), then u * 512 + magic - 252 in a second FMA
@@ -297,7 +317,7 @@ def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, o
         keep = keys[None, :] < seq
         if CAUSAL:
             keep = keep & (keys[None, :] <= offs_m[:, None])
-    p, m_new, alpha = _tile_weights(s, m_i, keep, qk_scale, MASK, WEIGHT, MAX_OFFSET)
+    p, m_new, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]
     if TMA:

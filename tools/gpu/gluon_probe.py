@@ -61,7 +61,8 @@ CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
 # fails and some of their weights sit at the clamp (A1's 2^-126), the other heads' proof holds
 CLAMP_SHAPES = [(1, 1000, 4, 2, 128, True), (1, 640, 4, 4, 64, False)]
 CLAMP_SCALE = 60.0
-CHECK_VARIANTS = ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-noclamp")
+CHECK_VARIANTS = ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-1of2", "h15-1of4",
+                  "h15-noclamp")
 DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn, "fp16": torch.float16}
 TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2, "fp16": 1e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
 
@@ -124,14 +125,14 @@ def timing(rows: list, fa4: bool, dtypes: dict) -> None:
             entries = []
             tcfg = ta.default_config(dtype, d)
             tops = ta.prepare_operands(q, k, v, tcfg)
-            for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "noexp") if dtype_name == "fp8" \
-                    else ("A0",):
+            for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-1of4", "noexp") \
+                    if dtype_name == "fp8" else ("A0",):
                 entries.append(("triton " + tcfg.label(), variant,
                                 (lambda vv=variant: ta.launch(tops, causal, vv, tcfg))))
             for config, every_variant in CANDIDATES[dtype_name]:
                 ops = ga.prepare_operands(q, k, v, config)
-                for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-noclamp", "noexp") \
-                        if every_variant else ("A0",):
+                for variant in ("A0", "A1", "h15-proved", "h15-sat", "h15-folded", "h15-1of2", "h15-1of4",
+                                "h15-noclamp", "noexp") if every_variant else ("A0",):
                     entries.append((config.label(), variant,
                                     (lambda o=ops, c=config, vv=variant: ga.launch(o, causal, vv, c))))
             if fa4 and dtype_name == "bf16":
