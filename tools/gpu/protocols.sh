@@ -60,8 +60,8 @@ if [ "$PART" = 6 ]; then
   done
   sb latency --backend triton --dtype fp8 --seq 8192 --variant h15-folded --null --reference fa3 --protocol sustained
 fi
-# Part 7 (Triton/Gluon only): the hybrids h15-1of4 and h15-1of2 in softbench's kernels beside h15-folded and the
-# null, FP8 then BF16 causal 8K; each sweep is packed as soon as it ends (the device time left was short).
+# Part 7 (Triton/Gluon only; not run yet: the session's device time ran out): the hybrids h15-1of4 and h15-1of2
+# beside h15-folded and the null, FP8 then BF16 causal 8K; each sweep is packed as soon as it ends (the device time left was short).
 if [ "$PART" = 7 ]; then
   for dt in fp8 bf16; do
     sb sweep variants --backend triton --dtype "$dt" --seq 8192 --baseline A0 --variants h15-folded,h15-1of4,h15-1of2 \
