@@ -40,7 +40,7 @@ test:
 # Triton/Gluon kernels through the CPU interpreter (their name checks run here: tests/test_catalog.py)
 test-fast:
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --ignore=tests/test_triton_attn.py \
-		--ignore=tests/test_gluon_attn.py
+		--ignore=tests/test_gluon_attn.py --ignore=tests/test_folded_kernel.py --ignore=tests/test_hybrid_kernel.py
 
 demo:
 	$(BIN)/softbench latency --backend sim --seq 128 --heads 2 --variant h15-sat --null --calls 5 --budget-s 15
