@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from softbench.core import stats
-from softbench.core.protocol import InterleavedProtocol
 import numpy as np
 
-from softbench.latency.schedule import carryover_circuit, circuit_cycle, pairs_by_cycle, random_cycle
+from softbench.core.protocol import InterleavedProtocol
+from softbench.latency.schedule import carryover_circuit, circuit_cycle, random_cycle
+from softbench.latency.summary import paired_estimate
 from softbench.runtime.settle import SettleRule, Settler
 
 
@@ -95,9 +95,10 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
             n_pairs = cycle * len(labels) if circuit else cycle  # circuit: one pair per predecessor per cycle
             elapsed = clock() - t0
             if n_pairs >= proto.min_pairs and (cycle % proto.check_every == 0 or elapsed >= proto.budget_s):
-                widths = {g: stats.paired_median_estimate(stats.pair_speedups_pct(
-                    *pairs_by_cycle(measured, baseline, g, slot=slot)), seed=proto.seed).half_width_pp
-                    for g in gated}
+                # the summary's own estimator, so that the run stops on the interval it will report
+                estimates = {g: paired_estimate(measured, baseline, g, "interleaved", "ms_per_call", slot,
+                                                seed=proto.seed) for g in gated}
+                widths = {g: e["half_width_pp"] if e else float("nan") for g, e in estimates.items()}
                 if all(w <= proto.target_pp for w in widths.values()):
                     reason = f"target reached: every 95% half-width <= {proto.target_pp} pp"
                     break

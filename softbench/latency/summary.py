@@ -59,8 +59,16 @@ def median_or_none(values) -> float | None:
     return float(np.median(vals)) if vals else None
 
 
+def board_readings(windows: list[dict]) -> dict:
+    """The board's state over `windows`: median SM clock and power, how many were power-capped, how many."""
+    return {"windows": len(windows),
+            "sm_clock_mhz_median": median_or_none(w.get("gpu_sm_clock_mhz") for w in windows),
+            "power_w_median": median_or_none(w.get("gpu_power_w") for w in windows),
+            "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in windows)}
+
+
 def paired_estimate(units: list[dict], baseline: str, other: str, kind: str, value_key: str,
-                    slot: str | None = None) -> dict | None:
+                    slot: str | None = None, seed: int = 0) -> dict | None:
     """The paired estimate of `other` against `baseline` over `units` (PairedEstimate.to_dict), None without a
     pair: the median of per-pair speed-ups with a bootstrap over pairs for interleaved windows, the mean with a t
     interval over the few block pairs of sustained. The report re-estimates against a reference kernel with it,
@@ -70,8 +78,10 @@ def paired_estimate(units: list[dict], baseline: str, other: str, kind: str, val
     b, o = pairs_by_cycle(units, baseline, other, value_key, slot)
     if not b:
         return None
-    estimator = stats.paired_median_estimate if kind == "interleaved" else stats.paired_mean_t_estimate
-    return estimator(stats.pair_speedups_pct(b, o)).to_dict()
+    pct = stats.pair_speedups_pct(b, o)
+    if kind == "interleaved":  # `seed`: the bootstrap's (the t interval of sustained blocks draws nothing)
+        return stats.paired_median_estimate(pct, seed=seed).to_dict()
+    return stats.paired_mean_t_estimate(pct).to_dict()
 
 
 def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str, flops: float, kind: str,
@@ -94,11 +104,8 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
         ws = [w for w in windows if w["label"] == label]
         med = stats.median(by_label[label]) if by_label.get(label) else None
         entry = {**k, "median_ms": med, "tflops": (flops / (med * 1e-3) / 1e12) if med else None,
-                 "units": len(by_label.get(label, [])), "windows": len(ws),
-                 "sm_clock_mhz_median": median_or_none(w.get("gpu_sm_clock_mhz") for w in ws),
-                 "power_w_median": median_or_none(w.get("gpu_power_w") for w in ws),
-                 "throttled_windows": sum(bool(w.get("gpu_throttled")) for w in ws),
-                 "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in ws)}
+                 "units": len(by_label.get(label, [])), **board_readings(ws),
+                 "throttled_windows": sum(bool(w.get("gpu_throttled")) for w in ws)}
         if kind == "sustained":
             entry["energy_per_forward_mj"] = median_or_none(u.get("energy_per_forward_mj") for u in units
                                                              if u["label"] == label)
@@ -146,29 +153,22 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
     out["null_pct"] = nul["paired"]["estimate_pct"] if nul and nul["paired"] else None
     out["null_ci95_pct"] = nul["paired"]["ci95_pct"] if nul and nul["paired"] else None
     if kind == "interleaved":
-        out["carryover"] = carryover_pct(units, value_key)
-        out["clock_during_pairs"] = {
-            "sm_clock_mhz_median": median_or_none(w.get("gpu_sm_clock_mhz") for w in windows),
-            "power_w_median": median_or_none(w.get("gpu_power_w") for w in windows),
-            "power_capped_windows": sum("sw_power_cap" in (w.get("gpu_throttle_reasons") or []) for w in windows),
-            "windows": len(windows)}
+        out["carryover"] = carryover_pct(units, out["median_ms"], value_key)
+        out["clock_during_pairs"] = board_readings(windows)
     return out
 
 
-def carryover_pct(windows: list[dict], value_key: str = "ms_per_call") -> dict:
+def carryover_pct(windows: list[dict], median_ms: dict[str, float], value_key: str = "ms_per_call") -> dict:
     """How much the kernel before a window slows it: per predecessor, the median over the windows that follow it
     of 100 (time / that window's kernel's median time - 1). A random order gives every kernel every predecessor
     alike except itself (no kernel follows itself inside a cycle), so a predecessor that slows its successor by
     c% biases that kernel's comparisons by up to about c/n points for n kernels; the A/A null cannot show this,
-    since its two processes are the same kernel. A diagnostic, not a correction."""
-    by_label: dict[str, list[float]] = defaultdict(list)
-    for w in windows:
-        by_label[w["label"]].append(w[value_key])
-    med = {k: float(np.median(v)) for k, v in by_label.items()}
+    since its two processes are the same kernel. A diagnostic, not a correction. `median_ms`: each kernel's
+    median over the same windows (the summary's)."""
     after: dict[str, list[float]] = defaultdict(list)
     for w in windows:
         if w.get("predecessor") is not None:
-            after[w["predecessor"]].append(100.0 * (w[value_key] / med[w["label"]] - 1.0))
+            after[w["predecessor"]].append(100.0 * (w[value_key] / median_ms[w["label"]] - 1.0))
     return {"method": "median of 100 (window / its kernel's median - 1) over the windows after each kernel",
             "after_pct": {p: float(np.median(v)) for p, v in sorted(after.items())},
             "windows": {p: len(v) for p, v in sorted(after.items())}}
