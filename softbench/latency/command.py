@@ -44,8 +44,9 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
 
     The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a
     random order) after a warm-up that ends when power and SM clock settle, until the paired speed-up's 95%
-    interval is within +-0.25 pp: the speed-up at equal clock. --protocol sustained gives the speed-up with each kernel at its own equilibrium
-    under the power cap; --null adds the A/A null to the same run; --reference times the fastest exact kernels.
+    interval is within +-0.25 pp: the speed-up at equal clock. --protocol sustained gives the speed-up with each
+    kernel at its own equilibrium under the power cap; --null adds the A/A null to the same run; --reference times
+    the fastest exact kernels.
 
     Example: softbench latency --dtype fp8 --seq 16384 --rounds 3"""
     from softbench.core.console import RichProgress, err, out, table

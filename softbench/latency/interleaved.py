@@ -78,7 +78,8 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
         verdict = settler.verdict()
         if verdict.done:
             break
-    run = {"window": sizing, "warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()}, "rounds": [],
+    run = {"window": sizing, "warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()},
+           "rounds": [],
            "order": {"kind": proto.order, "circuit": circuit, "seed": proto.seed,
                      "pairing": "windows with the same predecessor, per cycle" if circuit else "one pair per cycle"}}
 
