@@ -174,6 +174,10 @@ def test_smollm2_on_austen_blocks(tmp_path):
     assert run["gate"]["passed"] and run["model"]["heads"] == 9 and run["model"]["kv_heads"] == 3
     assert 1.5 < summary["baseline"]["nll"] < 6.0  # an English novel under a small LM, not noise
     assert abs(summary["conditions"][0]["dnll"]) < 0.05 and summary["conditions"][0]["top1_agreement"] > 0.8
+    # the GGUF's tokenizer was checked against the file before the weights loaded, and recorded
+    check = summary["tokenizer_check"]
+    assert check["gguf_tokenizer_model"] == "gpt2" and check["gguf_add_bos_token"] is False
+    assert check["whole_words_tried"] >= 20 and check["whole_words_kept"] >= 0.8 * check["whole_words_tried"]
 
 
 def test_input_errors_come_before_any_model_loads(tiny, tmp_path, capsys):

@@ -177,6 +177,12 @@ def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progre
     models.check_supported(config, opts.path, block_len, opts.dtype, detect_device(prefer_cuda=device.startswith("cuda")),
                            opts.backend, {c.path for c in conditions})
     tokenizer = models.load_tokenizer(src)
+    tokenizer_check = None
+    if src.kind == "gguf":  # transformers rebuilt the tokenizer from the file: is it the file's tokenizer?
+        from softbench.fidelity.gguf_tokenizer import check_gguf_tokenizer
+
+        tokenizer_check = check_gguf_tokenizer(tokenizer, Path(src.location) / src.gguf_file, text.text,
+                                               corpora.adds_bos(tokenizer))
     bos, bos_note, warning = corpora.resolve_bos(opts.bos, tokenizer)
     if warning:
         progress.warning(warning)
@@ -191,6 +197,7 @@ def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progre
         "blocks_available": int(stream.size // (block_len if bos == "stream" else block_len - 1)),
         "n_blocks": int(blocks.shape[0]), "bos": bos, "bos_requested": opts.bos, "bos_note": bos_note,
         "bos_token_id": tokenizer.bos_token_id, "warnings": [warning] if warning else [],
+        "tokenizer_check": tokenizer_check,
         "token_signature": corpora.token_signature(blocks),
         "conditions": [c.describe() for c in conditions],
     }
@@ -226,6 +233,7 @@ def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool,
             "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
             "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
             "token_signature": run["token_signature"], "gate": run.get("gate"),
+            "tokenizer_check": run.get("tokenizer_check"),
             "world_sizes": [launch["world_size"] for launch in run.get("launches", [])],
             "kernels": _worker_kernels(run), **s}
 

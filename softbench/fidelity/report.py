@@ -110,6 +110,12 @@ def fidelity_markdown(summary: dict) -> str:
         lines.append(f"- wiring check on block 0: softbench baseline NLL {gate['softbench_baseline_nll']:.6f} vs the "
                      f"model's own loss ({gate.get('native_attention', 'sdpa')} attention) {_native(gate):.6f} "
                      f"(difference {gate['difference']:+.2e})")
+    tc = summary.get("tokenizer_check")
+    if tc:
+        kept = (f"; {tc['whole_words_kept']} of {tc['whole_words_tried']} corpus words that are vocabulary tokens "
+                "kept whole" if tc.get("whole_words_tried") else "")
+        lines.append(f"- tokenizer rebuilt from the GGUF by transformers {tc['transformers']}: BOS as the file says "
+                     f"(add_bos_token {tc['gguf_add_bos_token']}){kept}")
     note = interval_note(summary)
     if note:
         lines.append(f"- **{note}**")

@@ -54,8 +54,8 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "source_command_line", "storage", "tag", "variant"),
     "fidelity": ("baseline", "block_ids", "block_len", "block_len_requested", "blocks_complete", "blocks_planned",
                  "bootstrap", "bos", "bos_note", "conditions", "contrasts", "corpus", "device", "dtype", "fp8_storage",
-                 "gate", "kernels", "model", "path", "rescale_threshold", "tile", "token_signature", "updated_utc",
-                 "warnings", "world_sizes"),
+                 "gate", "kernels", "model", "path", "rescale_threshold", "tile", "token_signature", "tokenizer_check",
+                 "updated_utc", "warnings", "world_sizes"),
 }.items()}
 
 # the fields of the `protocol` mapping each command records
