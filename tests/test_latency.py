@@ -242,6 +242,43 @@ def test_interleaved_sim_run_names_its_quantity_its_null_and_cpu_timings(tmp_pat
     assert "CPU wall-clock timings of the pure-torch simulation, not kernel timings" in r.stdout
 
 
+def test_start_order_is_recorded_and_shuffled_on_request(tmp_path, cli):
+    """--start-order shuffled starts the processes in a fresh random order, recorded in env.json with its seed, so
+    that an offset between the baseline and its null twin can be told from the place a process started in."""
+    proto = tmp_path / "quick.yaml"
+    proto.write_text(QUICK_INTERLEAVED)
+    common = ("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64", "--variant",
+              "h15-sat", "--null", "--protocol", str(proto))
+    r = cli(*common, "--out", str(tmp_path / "listed"))
+    assert r.returncode == 0, r.stderr
+    (session,) = list((tmp_path / "listed").iterdir())
+    env = json.loads((session / "env.json").read_text())
+    assert env["start_order"] == {"rule": "listed", "labels": ["A0", "h15-sat", "A0'"]}
+    r = cli(*common, "--start-order", "shuffled", "--out", str(tmp_path / "shuffled"))
+    assert r.returncode == 0, r.stderr
+    (session,) = list((tmp_path / "shuffled").iterdir())
+    env = json.loads((session / "env.json").read_text())
+    order = env["start_order"]
+    assert order["rule"] == "shuffled" and isinstance(order["seed"], int)
+    assert sorted(order["labels"]) == ["A0", "A0'", "h15-sat"]
+    # the processes did start in that order: process ids rise with the start
+    pid = {w["label"]: w["pid"] for w in map(json.loads, (session / "windows.jsonl").read_text().splitlines())}
+    assert [pid[label] for label in order["labels"]] == sorted(pid.values())
+
+
+def test_shuffled_start_orders_are_permutations_drawn_per_run():
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions, ordered_specs
+
+    opts = LatencyOptions(shapes=(Shape(seq=128, heads=1, head_dim=64),), variant="h15-sat", null=True,
+                          start_order="shuffled")
+    orders = {tuple(ordered_specs(opts, seed=s)[1]["labels"]) for s in range(40)}
+    assert len(orders) == 6  # every order of three processes turns up
+    specs, record = ordered_specs(opts, seed=7)
+    assert [s.label for s in specs] == record["labels"] and record["seed"] == 7
+    assert ordered_specs(opts, seed=7)[1] == record  # the recorded seed gives the order back
+
+
 def test_protocol_knobs_of_another_protocol_are_refused(tmp_path, cli):
     r = cli("latency", "--backend", "sim", "--seq", "128", "--windows", "3", "--out", str(tmp_path))
     assert r.returncode == 2 and "--windows does not apply to the interleaved protocol" in r.stderr

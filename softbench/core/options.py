@@ -206,6 +206,14 @@ def null_option(fn):
                              "(interleaved and sustained)")(fn)
 
 
+def start_order_option(fn):
+    return click.option(
+        "--start-order", type=click.Choice(["listed", "shuffled"]), default="listed", show_default=True,
+        help="the order in which the kernels' processes start and allocate their inputs: listed (baseline, "
+             "variants, null, references) or shuffled (a fresh random order per run, recorded in env.json): "
+             "whether an offset belongs to a kernel's role or to its place in that order")(fn)
+
+
 def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--variants",
                   example: str = "A0,A1") -> tuple[str, ...]:
     """A comma-separated list of kernel variants (or the names already split, as a protocol file gives them), each

@@ -43,6 +43,10 @@ class LatencyOptions:
     # where the sessions ran when a matrix runs across GPUs (softbench.latency.matrix): rank, GPU, the
     # CUDA_VISIBLE_DEVICES given, cell, control phase; recorded in env.json and summary.json, and in the tag
     placement: dict = field(default_factory=dict)
+    # listed: the processes start (and allocate their inputs) in kernel_specs' order; shuffled: in a fresh random
+    # order per run. In interleavings of four or more kernels the null's baseline process (started first) ran
+    # 0.14 pp slower than its twin on average on the H200 (2026-12-01): shuffling tells role from place
+    start_order: str = "listed"
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
@@ -107,16 +111,32 @@ def window_total(opts: LatencyOptions, n_shapes: int) -> int | None:
     return n_shapes * p.rounds * 2 * p.windows if p.kind == "paper" else None
 
 
+def ordered_specs(opts: LatencyOptions, seed: int | None = None) -> tuple[list, dict]:
+    """The kernel specs in the order their processes start, and the record of that order (env.json)."""
+    specs = opts.kernel_specs()
+    if opts.start_order == "listed":
+        return specs, {"rule": "listed", "labels": [s.label for s in specs]}
+    if opts.start_order != "shuffled":
+        raise UsageError(f"--start-order {opts.start_order!r}: listed or shuffled")
+    import secrets
+
+    import numpy as np
+
+    seed = secrets.randbits(32) if seed is None else seed
+    specs = [specs[i] for i in np.random.default_rng(seed).permutation(len(specs))]
+    return specs, {"rule": "shuffled", "seed": seed, "labels": [s.label for s in specs]}
+
+
 @contextmanager
 def loaded_workers(opts: LatencyOptions, progress: Progress,
                    worker_factory: Callable[..., WorkerProcess] = WorkerProcess) -> Iterator[tuple[dict, dict]]:
     """(workers, env): one loaded process per kernel of `opts` and this machine's environment, for as many
     shapes as the caller runs through run_shape; every process is closed on the way out."""
-    specs = opts.kernel_specs()
+    specs, order = ordered_specs(opts)
     progress.message(f"loading {opts.backend} {', '.join(s.label for s in specs)}: {len(specs)} processes")
     workers = start_workers(specs, worker_factory)
     try:
-        yield workers, collect_env(gpu=True)
+        yield workers, {**collect_env(gpu=True), "start_order": order}
     finally:
         close_all(workers.values())
 

@@ -37,6 +37,7 @@ class SweepOptions:
     command_line: str = ""
     null: bool = False  # interleaved and sustained: a second baseline process in the same run
     references: tuple[str, ...] = ()  # interleaved and sustained: exact reference kernels in the same run
+    start_order: str = "listed"  # the order the processes start in (LatencyOptions.start_order)
 
     def __post_init__(self):
         if not self.variants:
@@ -109,7 +110,7 @@ def _run_together(opts: SweepOptions, progress: Progress, worker_factory) -> Ses
     lat = LatencyOptions(shapes=(opts.shape,), protocol=opts.protocol, backend=opts.backend, baseline=opts.baseline,
                          variant=opts.variants[0], more_variants=tuple(opts.variants[1:]), out_dir=opts.out_dir,
                          backend_options=opts.backend_options, command_line=opts.command_line, null=opts.null,
-                         references=opts.references)
+                         references=opts.references, start_order=opts.start_order)
     sweep = Session.create(opts.out_dir, "sweep", f"{opts.kind}-{opts.shape.tag()}-{opts.backend}-vs-{opts.baseline}")
     sweep.write_yaml("protocol.yaml", {
         "command": "sweep", "kind": opts.kind, "command_line": opts.command_line, "backend": opts.backend,
