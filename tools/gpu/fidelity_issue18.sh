@@ -14,6 +14,10 @@
 #     on a machine whose Hugging Face cache has it: python3 -c 'from softbench.fidelity.corpus import
 #     wikitext_text; open("wiki.test.txt", "w").write(wikitext_text().text)'; any other long English text works,
 #     named in the session).
+# Since 2026-12-01: carry everything with tools/gpu/payload.py (7 chunks for FA3, both models and both corpora;
+# tools/gpu/issue14_18.sh shows the lease), and add transformers 5.24.0's wheel (pure Python, 13.5 MB; the host's
+# huggingface_hub 1.33 and tokenizers 0.23.2 satisfy it): the host's 5.17.0 rebuilds Gemma-3-270M's tokenizer
+# without its BOS and merges, which softbench now refuses (softbench.fidelity.gguf_tokenizer).
 # Run from the project root after `. /tmp/gpu-site/env.sh` (FA4) and `. /tmp/softbench-model/env.sh`:
 #   bash tools/gpu/fidelity_issue18.sh /tmp/issue18-sessions
 # The sessions go to $1, a folder outside the checkout; when $OUT is set they are packed into
