@@ -6,6 +6,8 @@ as such. Figures:
 - latency: speed-up against sequence length, one line per (backend, dtype, mask, baseline-vs-variant) with
   each round's speed-up as small points; speed-up bars per dtype x mask with the per-round sd as whiskers; per
   session, window latency over time per kernel with the SM clock on a twin axis.
+- A/A nulls: every latency session's null beside its protocol, kernel count and process start order, with
+  misses and signs counted per group (softbench.report.nulls).
 - energy: per session, power over time per loop (samples.jsonl: time_s, power_w, sm_clock_mhz) with the
   SM clock on a twin axis; the per-loop numbers of summary.json as a table.
 - fidelity: per session, dNLL with its interval per condition (summary.json `conditions`).
@@ -25,6 +27,7 @@ from softbench.core.tables import md_table
 from softbench.predictions.sessions import SessionRecord, load_sessions
 from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
+from softbench.report.nulls import NULL_COLUMNS, null_rows, null_summary, null_table_rows
 from softbench.report.records import marked_name, safe_name
 from softbench.report.speed_fidelity import choose_shape, describe, join_speed_fidelity, latency_shapes
 from softbench.report.speed_figure import plot_speed_fidelity
@@ -99,6 +102,10 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
     lat = by_kind.get("latency", [])
     if lat:
         report.tables.append(latency_table(lat))
+        nulls = null_rows(lat)
+        if nulls:
+            report.tables.append(TableData("A/A nulls", NULL_COLUMNS, null_table_rows(nulls)))
+            report.sections.append(("A/A nulls across sessions", null_summary(nulls)))
         add(lambda p: plot_speedup_vs_seq(lat, p), out_dir / "latency-speedup-vs-seq.png")
         add(lambda p: plot_speedup_bars(lat, p), out_dir / "latency-speedup-bars.png")
         for r in lat:

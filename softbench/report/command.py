@@ -15,7 +15,8 @@ import click
 def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None):
     """Write report.md and PNG figures for the sessions at PATHS (session folders or folders of sessions).
 
-    Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock.
+    Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock, and
+    every A/A null beside its protocol, kernel count and start order.
     Energy: power traces per loop. Fidelity: dNLL intervals. Latency and fidelity together: one shape's
     speed-ups (against A0, and against FA3 where timed) against each variant's dNLL. Other kinds are listed,
     not drawn."""
