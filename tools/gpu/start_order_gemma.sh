@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The next lease, planned 2026-12-01 (not run yet): five calls, each carrying one 57.7 MiB chunk of a 303 MB
+# payload (FA3's wheel, transformers 5.24.0's wheel, the Austen and KJV texts, the gguf wheel, Gemma-3-270M).
+#   here:  C=~/.cache/softbench-gpu; python3 tools/gpu/payload.py pack .gpu/pay2 --chunk-mib 57.7016 \
+#            FA3_WHEEL=$C/fa3/fa3_fwd-0.0.3-*.whl TRANSFORMERS_WHEEL=transformers-5.24.0-py3-none-any.whl \
+#            SOFTBENCH_SECOND_TEXT=kjv.txt SOFTBENCH_AUSTEN_TEXT=austen.txt GGUF_WHEEL=gguf-0.19.0-*.whl \
+#            SOFTBENCH_GEMMA3_FILE=gemma-3-270m-q4_k_m.gguf      (tools/kjv_text.sh writes kjv.txt)
+#   host:  bash tools/gpu/start_order_gemma.sh N   (carry .gpu/pay2/cN), N = 1..5, back to back
+# Steps 1-4 (issue 14): does the null's offset follow the baseline's role or the first-started process? Ten
+# interleavings of four or more kernels with --start-order shuffled; `softbench report` over them prints the
+# nulls grouped by which twin started first. Step 5 (issue 18): Gemma-3-270M on both corpora under transformers
+# 5.24.0, whose rebuilt tokenizer passes softbench's GGUF check (5.17.0's does not).
+set -uo pipefail
+STEP=${1:?step 1..5}
+python3 ".gpu/pay2/c$STEP/payload.py" unpack || exit 4
+. /tmp/softbench-payload/env.sh
+DIR=/tmp/sb/step$STEP
+mkdir -p "$DIR"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+lat=(latency --backend triton --seq 8192 --null --reference fa3 --start-order shuffled)
+case "$STEP" in
+1|2) [ "$STEP" = 1 ] && sb env --record
+     for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done ;;
+3) for i in 1 2; do
+     sb sweep variants --backend triton --dtype fp8 --seq 8192 --baseline A0 --variants h15-folded,h15-sat,A1 \
+        --null --reference fa3 --start-order shuffled
+   done ;;
+4) for i in 1 2; do sb "${lat[@]}" --dtype fp8 --variant h15-sat; done
+   python3 -m softbench report /tmp/sb/step1 /tmp/sb/step2 /tmp/sb/step3 /tmp/sb/step4 --out /tmp/sb-report > /dev/null && sed -n '/## A\/A nulls across/,/^## [^A]/p' /tmp/sb-report/report.md ;;
+5) python3 -c "import transformers; print('transformers', transformers.__version__)"
+   g=(fidelity --dtype bf16 --bootstrap 5000 --seed 0 --max-blocks 97 --model "$SOFTBENCH_GEMMA3_FILE" --device cuda
+      --operator rowmax-h15 --operator rowmax-h15-sat)
+   # sliding window 512: the simulation takes blocks within it; --bos auto now finds the GGUF's BOS
+   sb "${g[@]}" --corpus "$SOFTBENCH_AUSTEN_TEXT" --block-len 512 --path sim
+   sb "${g[@]}" --corpus "$SOFTBENCH_SECOND_TEXT" --block-len 512 --path sim
+   sb "${g[@]}" --corpus "$SOFTBENCH_AUSTEN_TEXT" --block-len 2048 --path row ;;
+esac
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
