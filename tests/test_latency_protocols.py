@@ -347,14 +347,20 @@ def test_calls_and_window_ms_together_are_refused():
     assert apply_protocol_flags(InterleavedProtocol(), {"window_ms": 5.0}).window_ms == 5.0
 
 
-def test_random_order_is_seeded_and_each_cycle_holds_every_kernel_once():
-    proto = InterleavedProtocol(**FAST)
+def test_random_order_is_drawn_per_run_recorded_and_each_cycle_holds_every_kernel_once():
     kernels = [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 1.0, "variant"), ("A0'", "A0", 1.0, "null")]
-    runs = [run_interleaved(proto, kernels)[1] for _ in range(2)]
-    orders = [[r["label"] for r in recs] for recs in runs]
-    assert orders[0] == orders[1]  # the seed fixes the order
+    # by default every run draws its own order (invocations are independent draws of it) and records the seed
+    (run_a, recs_a, _), (run_b, recs_b, _) = [run_interleaved(InterleavedProtocol(**FAST), kernels) for _ in range(2)]
+    assert run_a["order"]["seed_rule"] == "drawn for this run" and run_a["order"]["seed"] != run_b["order"]["seed"]
+    orders = [[r["label"] for r in recs if r["phase"] == "measure"] for recs in (recs_a, recs_b)]
+    assert orders[0] != orders[1]
+    # the recorded seed gives the run's order back; a protocol's fixed seed fixes it
+    again = run_interleaved(InterleavedProtocol(**FAST, order_seed=run_a["order"]["seed"]), kernels)
+    assert again[0]["order"]["seed_rule"] == "fixed by the protocol"
+    assert [r["label"] for r in again[1] if r["phase"] == "measure"][:len(orders[0])] == orders[0][:len(
+        [r for r in again[1] if r["phase"] == "measure"])]
     by_cycle = {}
-    for r in runs[0]:
+    for r in recs_a:
         by_cycle.setdefault((r["round"], r["cycle"]), []).append(r["label"])
     assert all(sorted(v) == ["A0", "A0'", "A1"] for v in by_cycle.values())
     assert len({tuple(v) for v in by_cycle.values()}) > 1  # not one fixed order

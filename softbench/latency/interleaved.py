@@ -10,6 +10,7 @@ that the tests drive it with a fake worker and a fake clock."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Callable
 
@@ -47,7 +48,8 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
     null; reference kernels are measured alongside but do not hold the run up)."""
     labels = list(workers)
     circuit = carryover_circuit(labels) if proto.order == "circuit" else None
-    rng = np.random.default_rng(proto.seed)
+    order_seed = proto.order_seed if proto.order_seed is not None else secrets.randbits(32)
+    rng = np.random.default_rng(order_seed)
     slot = "predecessor" if circuit else None
 
     def cycle_windows(cycle: int) -> list[str]:
@@ -80,7 +82,8 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
             break
     run = {"window": sizing, "warmup": {**verdict.to_dict(), "cycles": cycle, "rule": settler.rule.to_dict()},
            "rounds": [],
-           "order": {"kind": proto.order, "circuit": circuit, "seed": proto.seed,
+           "order": {"kind": proto.order, "circuit": circuit, "seed": order_seed,
+                     "seed_rule": "fixed by the protocol" if proto.order_seed is not None else "drawn for this run",
                      "pairing": "windows with the same predecessor, per cycle" if circuit else "one pair per cycle"}}
 
     # --- rounds: cycles until the stopping rule says so -----------------------------------------------------
