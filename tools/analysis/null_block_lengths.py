@@ -10,14 +10,16 @@ the misses were intervals too narrow for slowly wandering pairs, the longer bloc
 Usage:  python3 tools/analysis/null_block_lengths.py SESSIONS [GLOB]   (GLOB default: *-latency-*-interleaved)"""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from softbench.core import stats
-from softbench.latency.schedule import pairs_by_cycle
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recorded_nulls import DEFAULT_GLOB, recorded_nulls  # noqa: E402
+
+from softbench.core import stats  # noqa: E402
+from softbench.latency.schedule import pairs_by_cycle  # noqa: E402
 
 
 def interval(a: np.ndarray, block: int) -> tuple[float, float]:
@@ -26,24 +28,16 @@ def interval(a: np.ndarray, block: int) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def main(root: str, pattern: str = "*-latency-*-interleaved") -> int:
+def main(root: str, pattern: str = DEFAULT_GLOB) -> int:
     from arch.bootstrap import optimal_block_length
 
     rules = ("n^(1/3)", "Politis-White", "n^(1/2)", "n/10")
     misses = dict.fromkeys(rules, 0)
     print("| session | kernels | pairs | null % | " + " | ".join(f"{r}: block, 95% CI" for r in rules) + " |")
     print("| --- " * (4 + len(rules)) + "|")
-    for d in sorted(Path(root).glob(pattern)):
-        try:
-            s = json.loads((d / "summary.json").read_text())
-            windows = [json.loads(line) for line in (d / "windows.jsonl").read_text().splitlines()]
-        except (OSError, json.JSONDecodeError):
-            continue
-        null = s.get("null")
-        if not isinstance(null, str):
-            continue
-        measured = [w for w in windows if w.get("phase") == "measure"]
-        b, o = pairs_by_cycle(measured, s["baseline"], null, "ms_per_call", None)
+    for rec in recorded_nulls(root, pattern):
+        d, s = rec.path, rec.summary
+        b, o = pairs_by_cycle(rec.measured, rec.baseline, rec.null, "ms_per_call", None)
         a = np.asarray(stats.pair_speedups_pct(b, o))
         if a.size < stats.MIN_BOOTSTRAP_PAIRS:
             continue

@@ -6,30 +6,24 @@ balanced mean; a later window that is slower shows as the gap between the two me
 Usage:  python3 tools/analysis/null_order_split.py SESSIONS [GLOB]   (GLOB default: *-latency-*-interleaved)"""
 from __future__ import annotations
 
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recorded_nulls import DEFAULT_GLOB, recorded_nulls  # noqa: E402
 
-def main(root: str, pattern: str = "*-latency-*-interleaved") -> int:
+
+def main(root: str, pattern: str = DEFAULT_GLOB) -> int:
     print("| session | kernels | null % | baseline after its twin | median then | median otherwise | balanced |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for d in sorted(Path(root).glob(pattern)):
-        try:
-            s = json.loads((d / "summary.json").read_text())
-            windows = [json.loads(line) for line in (d / "windows.jsonl").read_text().splitlines()]
-        except (OSError, json.JSONDecodeError):
-            continue
-        null, base = s.get("null"), s.get("baseline")
-        if not isinstance(null, str):
-            continue
+    for rec in recorded_nulls(root, pattern):
+        d, s, null, base = rec.path, rec.summary, rec.null, rec.baseline
         cycles: dict[tuple, dict] = defaultdict(dict)
-        for w in windows:
-            if w.get("phase") == "measure":
-                cycles[(w.get("round", 0), w["cycle"])][w["label"]] = (w.get("position", 0), w["ms_per_call"])
+        for w in rec.measured:
+            cycles[(w.get("round", 0), w["cycle"])][w["label"]] = (w.get("position", 0), w["ms_per_call"])
         after, before = [], []
         for c in cycles.values():
             if base in c and null in c:
