@@ -32,12 +32,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
+from softbench.core.runoptions import RunOptions
 from softbench.audit import collectors, readers
 from softbench.audit import ncu as ncu_mod
 from softbench.audit.disassembly import sass_step
@@ -54,7 +55,7 @@ VARIANTS_FILE = "variants.jsonl"
 
 
 @dataclass(frozen=True)
-class AuditOptions:
+class AuditOptions(RunOptions):
     shapes: tuple[Shape, ...]
     backend: str = "fa4"
     variants: tuple[str, ...] = ("A0", "A1", "noexp")
@@ -67,10 +68,7 @@ class AuditOptions:
     calls: int = 2
     seed: int = 0
     timeout_s: float = 600.0
-    out_dir: Path = Path("sessions")
-    backend_options: dict = field(default_factory=dict)
     driver_module: str = "softbench.audit.driver"
-    command_line: str = ""
     collector: str = "ncu"  # collectors.COLLECTORS
     counter_reader: str = "auto"  # readers.CHOICES
 

@@ -13,7 +13,7 @@ Samples and loop records are appended to the session as soon as each loop ends."
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +23,7 @@ from softbench.core.protocol import EnergyProtocol
 from softbench.runtime.client import WorkerProcess, load_all
 from softbench.energy.summary import summarize_energy, summarize_loop
 from softbench.core.nvml import GpuReading, PowerSampler
+from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
 
@@ -31,17 +32,14 @@ LOOPS_FILE = "loops.jsonl"
 
 
 @dataclass(frozen=True)
-class EnergyOptions:
+class EnergyOptions(RunOptions):
     """One energy run: the shape, the protocol its loops follow (softbench.core.protocol.EnergyProtocol: their
     settings, defaults and checks live there) and what it measures with, where it writes."""
 
     shape: Shape
     protocol: EnergyProtocol = EnergyProtocol()
     backend: str = "fa4"
-    out_dir: Path = Path("sessions")
-    backend_options: dict = field(default_factory=dict)
     dtype_note: str = ""
-    command_line: str = ""
     require_gpu: bool = True  # False only in tests: a CPU worker with a replayed power source
 
     def __post_init__(self):

@@ -65,6 +65,8 @@ class FidelityOptions:
     patch_cache: str | None = None
     backend: str = "fa4"  # the kernel path's kernel: FA4, or softbench's Triton forward
     device_map: str | None = None  # "auto": accelerate places the layers across the visible GPUs
+    # as RunOptions.command_line; FidelityOptions is no RunOptions: its out_dir is a str (options.json, read back by
+    # --resume) and it takes no backend_options
     command_line: str = ""
 
     def to_dict(self) -> dict:

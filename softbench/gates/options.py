@@ -3,15 +3,15 @@ single-tile gate is sized to and the rescale threshold the multi-tile gates assu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 from softbench.core.errors import UsageError
+from softbench.core.runoptions import RunOptions
 from softbench.core.shapes import Shape
 
 
 @dataclass(frozen=True)
-class GatesOptions:
+class GatesOptions(RunOptions):
     backend: str = "sim"
     variant: str = "A1"
     baseline: str = "A0"
@@ -24,9 +24,6 @@ class GatesOptions:
     single_seq: int | None = None  # None: one whole key tile of the kernel (resolve_options)
     multi_seq: int = 512
     seed: int = 0
-    out_dir: Path = Path("sessions")
-    backend_options: dict = field(default_factory=dict)
-    command_line: str = ""
 
     def shape(self, seq: int) -> Shape:
         return Shape(dtype=self.dtype, seq=seq, causal=self.causal, batch=self.batch, heads=self.heads,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterator
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import UsageError
 from softbench.core.protocol import AnyProtocol, InterleavedProtocol
+from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
 from softbench.runtime.client import WorkerProcess
@@ -28,15 +28,12 @@ BLOCKS_FILE = "blocks.jsonl"
 
 
 @dataclass(frozen=True)
-class LatencyOptions:
+class LatencyOptions(RunOptions):
     shapes: tuple[Shape, ...]
     protocol: AnyProtocol = InterleavedProtocol()
     backend: str = "sim"
     baseline: str = "A0"
     variant: str = "A1"
-    out_dir: Path = Path("sessions")
-    backend_options: dict = field(default_factory=dict)
-    command_line: str = ""
     null: bool = False  # a second process of the baseline, interleaved with the others: the A/A null in the same run
     references: tuple[str, ...] = ()  # exact reference kernels timed alongside (fa3, fa4, sdpa)
     more_variants: tuple[str, ...] = ()  # further variants in the same interleaving (sweep variants)

@@ -6,7 +6,6 @@ variant so an interrupted sweep keeps what it measured."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from softbench.core.envinfo import collect_env
@@ -15,6 +14,7 @@ from softbench.latency import engine as latency_engine
 from softbench.runtime.client import WorkerProcess
 from softbench.latency.engine import LatencyOptions, Progress
 from softbench.core.protocol import LatencyProtocol
+from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
 
@@ -22,19 +22,16 @@ RESULTS_FILE = "results.jsonl"
 
 
 @dataclass(frozen=True)
-class SweepOptions:
+class SweepOptions(RunOptions):
     shape: Shape
     variants: tuple[str, ...]
     baseline: str = "A0"
     protocol: LatencyProtocol = LatencyProtocol()
     backend: str = "sim"
     kind: str = "variants"  # names the sweep session: "variants" or "emulation"
-    out_dir: Path = Path("sessions")
-    backend_options: dict = field(default_factory=dict)
     register_names: bool = False  # workers register name-only variants (emulation settings) before loading
     variant_info: dict = field(default_factory=dict)  # variant -> what the sweep knows about it (setting, beta)
     meta: dict = field(default_factory=dict)  # written into the sweep's protocol.yaml and summary
-    command_line: str = ""
     null: bool = False  # interleaved and sustained: a second baseline process in the same run
     references: tuple[str, ...] = ()  # interleaved and sustained: exact reference kernels in the same run
     start_order: str = "listed"  # the order the processes start in (LatencyOptions.start_order)

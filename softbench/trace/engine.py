@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +22,7 @@ import numpy as np
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
+from softbench.core.runoptions import RunOptions
 from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
 from softbench.trace.summary import b4_rows, non_kernel_pct
 from softbench.core.session import Session, utc_iso
@@ -62,7 +63,7 @@ def nsys_version(nsys: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class TraceOptions:
+class TraceOptions(RunOptions):
     shapes: tuple[Shape, ...]
     variants: tuple[str, ...] = ("A0", "A1")
     backend: str = "fa4"
@@ -70,11 +71,8 @@ class TraceOptions:
     calls: int = 200
     seed: int = 0
     nsys: str | None = None  # None: torch.profiler fallback
-    out_dir: Path = Path("sessions")
     keep_bytes: int = KEEP_BYTES
     timeout_s: float = 900.0
-    backend_options: dict = field(default_factory=dict)
-    command_line: str = ""
 
     def __post_init__(self):
         if not self.shapes:
@@ -85,10 +83,12 @@ class TraceOptions:
             raise UsageError("calls must be positive and warm-up non-negative")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["shapes"] = [s.to_dict() for s in self.shapes]
-        d["out_dir"] = str(self.out_dir)
-        return d
+        """Every field, as protocol.yaml records them, in the order the sessions list them (asdict would put
+        RunOptions' fields first)."""
+        return {"shapes": [s.to_dict() for s in self.shapes], "variants": self.variants, "backend": self.backend,
+                "warmup": self.warmup, "calls": self.calls, "seed": self.seed, "nsys": self.nsys,
+                "out_dir": str(self.out_dir), "keep_bytes": self.keep_bytes, "timeout_s": self.timeout_s,
+                "backend_options": self.backend_options, "command_line": self.command_line}
 
 
 class Progress:
