@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ class SessionRecord:
     facts: dict
     problems: tuple[str, ...] = ()
     started: _dt.datetime | None = None  # the earliest time the session records (see session_start)
+    env: dict = field(default_factory=dict)  # env.json as recorded ({} when absent), for what facts leave out
 
     def supplies(self, kind: str) -> bool:
         if kind == self.command:
@@ -114,7 +115,8 @@ def load_session(path: Path | str) -> SessionRecord:
     facts = session_facts(status, summary, protocol, env)
     return SessionRecord(name=path.name, path=str(path), command=str(facts.get("command")),
                          complete=complete, summary=summary, protocol=protocol, facts=facts,
-                         problems=tuple(problems), started=session_start(path.name, summary, protocol, env))
+                         problems=tuple(problems), started=session_start(path.name, summary, protocol, env),
+                         env=env)
 
 
 def session_dirs(paths) -> list[Path]:

@@ -10,9 +10,7 @@ role or the place."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
@@ -35,15 +33,6 @@ class NullRow:
         return None if self.ci is None else self.ci[0] <= 0.0 <= self.ci[1]
 
 
-def _start_order(path: str) -> dict | None:
-    try:
-        env = json.loads((Path(path) / "env.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    order = env.get("start_order")
-    return order if isinstance(order, dict) else None
-
-
 def null_rows(recs: list[SessionRecord]) -> list[NullRow]:
     """One row per latency session whose summary names a null (interleaved or sustained)."""
     rows = []
@@ -56,7 +45,7 @@ def null_rows(recs: list[SessionRecord]) -> list[NullRow]:
             continue
         kernels = list(s.get("kernels") or {})
         baseline = s.get("baseline") or (kernels[0] if kernels else None)
-        order = _start_order(r.path)
+        order = r.env.get("start_order") if isinstance(r.env.get("start_order"), dict) else None
         if order is None or order.get("rule") == "listed":
             # listed: the baseline's process starts first, by construction (LatencyOptions.kernel_specs)
             text = "listed" if order else "listed (not recorded)"
