@@ -27,6 +27,9 @@ SAMPLE_WORDS = 400
 # how a word's leading space is written inside the vocabulary: SentencePiece and byte-level BPE (GPT-2)
 SPACE_MARKS = {"llama": "\u2581", "gpt2": "\u0120"}
 _WORD = re.compile(r"[A-Za-z]{3,}")
+# what to do about either refusal: the conversion is transformers', so another release or another format
+CONVERSION_HINT = ("use a transformers release that converts it correctly (5.24.0 does for Gemma-3), or the model's "
+                   "Hugging Face folder instead of the GGUF")
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,7 @@ def check_gguf_tokenizer(tokenizer, gguf_path: Path, text: str, adds_bos: bool) 
             f"transformers {version} rebuilt {gguf_path.name}'s tokenizer {'without' if facts.add_bos else 'with'} "
             f"a BOS, but the file says add_bos_token = {str(facts.add_bos).lower()}: its conversion of this GGUF's "
             "tokenizer is wrong, so every NLL would be of text the model was not trained on",
-            hint="use a transformers release that converts it correctly (5.24.0 does for Gemma-3), or the model's "
-                 "Hugging Face folder instead of the GGUF")
+            hint=CONVERSION_HINT)
     mark = SPACE_MARKS.get(facts.model or "")
     kept = tried = None
     if mark is not None:
@@ -141,8 +143,7 @@ def check_gguf_tokenizer(tokenizer, gguf_path: Path, text: str, adds_bos: bool) 
                 f"transformers {version} rebuilt {gguf_path.name}'s tokenizer wrongly: only {kept} of {tried} corpus "
                 f"words that are single tokens of its vocabulary come out as that token (a correct one keeps nearly "
                 f"all), so every NLL would be of text the model was not trained on",
-                hint="use a transformers release that converts it correctly (5.24.0 does for Gemma-3), or the "
-                     "model's Hugging Face folder instead of the GGUF")
+                hint=CONVERSION_HINT)
     return {"transformers": version, "gguf_tokenizer_model": facts.model, "gguf_add_bos_token": facts.add_bos,
             "tokenizer_adds_bos": adds_bos, "whole_words_kept": kept, "whole_words_tried": tried,
             "whole_word_min": WHOLE_WORD_MIN}
