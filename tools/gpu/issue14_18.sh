@@ -13,12 +13,8 @@
 # Triton kernel path and the simulation on both corpora (issue 18).
 set -uo pipefail
 STEP=${1:?step 1..7}
-python3 ".gpu/pay/c$STEP/payload.py" unpack || exit 4
-. /tmp/softbench-payload/env.sh
-DIR=/tmp/sb/step$STEP
-mkdir -p "$DIR"
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+PAYLOAD=.gpu/pay
+. tools/gpu/lease_step.sh
 lat=(latency --backend triton --seq 8192)
 fid=(fidelity --dtype bf16 --bootstrap 5000 --seed 0 --max-blocks 97)
 case "$STEP" in

@@ -12,12 +12,8 @@
 # 5.24.0, whose rebuilt tokenizer passes softbench's GGUF check (5.17.0's does not).
 set -uo pipefail
 STEP=${1:?step 1..5}
-python3 ".gpu/pay2/c$STEP/payload.py" unpack || exit 4
-. /tmp/softbench-payload/env.sh
-DIR=/tmp/sb/step$STEP
-mkdir -p "$DIR"
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+PAYLOAD=.gpu/pay2
+. tools/gpu/lease_step.sh
 lat=(latency --backend triton --seq 8192 --null --reference fa3 --start-order shuffled)
 case "$STEP" in
 1|2) [ "$STEP" = 1 ] && sb env --record

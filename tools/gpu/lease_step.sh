@@ -1,0 +1,10 @@
+# Sourced by a lease's step script (issue14_18.sh, start_order_gemma.sh) with PAYLOAD (the packed payload's folder,
+# e.g. .gpu/pay2) and STEP set: unpacks this call's chunk (tools/gpu/payload.py), loads what has arrived, and gives
+# the step its own sessions folder DIR and `sb`, softbench with the wall time of each command. The step packs DIR
+# into $OUT at its end (pack.sh).
+python3 "$PAYLOAD/c$STEP/payload.py" unpack || exit 4
+. "${SOFTBENCH_PAYLOAD_DIR:-/tmp/softbench-payload}/env.sh"
+DIR=/tmp/sb/step$STEP
+mkdir -p "$DIR"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
