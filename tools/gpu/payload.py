@@ -107,11 +107,10 @@ def unpack(here: Path) -> int:
             (site / f".{out.name}.installed").touch()
         env.append(f'export {f["var"]}="{out}"')
     # chunks whose files are all written are no longer needed: free the host's /tmp
-    written = [f for f in manifest["files"] if (root / f["file"]).exists()]
+    written = {f["file"] for f in manifest["files"] if (root / f["file"]).exists()}
     for i in sorted(have):
         lo, hi = i * chunk, (i + 1) * chunk
-        if all(any(w is f for w in written) for f in manifest["files"]
-               if f["offset"] < hi and f["offset"] + f["size"] > lo):
+        if all(f["file"] in written for f in manifest["files"] if f["offset"] < hi and f["offset"] + f["size"] > lo):
             (root / "chunks" / f"chunk{i + 1:02d}").unlink(missing_ok=True)
     if site.exists():
         env.append(f'export PYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}"')
