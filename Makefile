@@ -42,12 +42,12 @@ corpus:
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-# the whole suite, the slow end-to-end runs and the interpreter kernels included (about 11 minutes on 2 cores)
+# the whole suite, the slow end-to-end runs and the interpreter kernels included (about 10 minutes on 2 cores)
 test:
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST)
 
-# the tier to run before every commit (under 3 minutes on 2 cores): no end-to-end runs marked slow, and none of the
-# Triton/Gluon kernels through the CPU interpreter (their name checks run here: tests/test_catalog.py)
+# the tier to run before every commit (1.5 minutes on 2 cores; keep it under 3): no end-to-end runs marked slow,
+# and none of the Triton/Gluon kernels through the CPU interpreter (their name checks run here: tests/test_catalog.py)
 test-fast:
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" --ignore=tests/test_triton_attn.py \
 		--ignore=tests/test_gluon_attn.py --ignore=tests/test_folded_kernel.py --ignore=tests/test_hybrid_kernel.py
