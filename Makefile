@@ -33,13 +33,23 @@ corpus:
 	  && echo "corpus: Austen unpacked in $(AUSTEN_DIR)" \
 	  || echo "corpus: Debian's r-cran-janeaustenr could not be fetched; --corpus austen needs it (or pass a text file)"
 
-test:
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+# Both test targets run in TEST_WORKERS pytest-xdist processes (the test extra), one per core of the 2-core machine;
+# tests/conftest.py gives each worker, and what it starts, one torch/OpenBLAS thread. --dist worksteal hands each
+# worker a contiguous half of the tests and, at the end, moves queued tests from the busier one: a module's tests
+# mostly run in order on one worker (its module-scoped fixtures built once, sometimes twice), and neither core
+# idles while the other has a queue. (--dist loadgroup would pin modules exactly, but pytest 9.2 drops its groups.)
+# TEST_WORKERS=0: all in this one process, as before.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-# the tier to run before every commit (under 3 minutes on 2 cores): no end-to-end runs marked slow, and none of the
-# Triton/Gluon kernels through the CPU interpreter (their name checks run here: tests/test_catalog.py)
+# the whole suite, the slow end-to-end runs and the interpreter kernels included (about 10 minutes on 2 cores)
+test:
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST)
+
+# the tier to run before every commit (1.5 minutes on 2 cores; keep it under 3): no end-to-end runs marked slow,
+# and none of the Triton/Gluon kernels through the CPU interpreter (their name checks run here: tests/test_catalog.py)
 test-fast:
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --ignore=tests/test_triton_attn.py \
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" --ignore=tests/test_triton_attn.py \
 		--ignore=tests/test_gluon_attn.py --ignore=tests/test_folded_kernel.py --ignore=tests/test_hybrid_kernel.py
 
 demo:
