@@ -162,7 +162,7 @@ def test_a_folder_saved_by_datasets(tmp_path):
 
 
 class _Tok:
-    """The one tokenizer behaviour resolve_bos asks about: whether encoding puts the BOS first."""
+    """The one tokenizer behaviour adds_bos asks about: whether encoding puts the BOS first."""
 
     def __init__(self, bos_id, adds):
         self.bos_token_id = bos_id
@@ -172,15 +172,20 @@ class _Tok:
         return {"input_ids": ([self.bos_token_id] if self.adds else []) + [5]}
 
 
+def test_adds_bos_reads_what_encoding_puts_first():
+    assert corpus.adds_bos(_Tok(2, True)) is True
+    assert corpus.adds_bos(_Tok(2, False)) is False
+    assert corpus.adds_bos(_Tok(None, False)) is False
+
+
 def test_bos_regime_follows_the_tokenizer_and_stream_warns():
-    assert corpus.resolve_bos("auto", _Tok(2, True))[0] == "block"
-    mode, note, warning = corpus.resolve_bos("auto", _Tok(2, False))
+    assert corpus.resolve_bos("auto", True)[0] == "block"
+    mode, note, warning = corpus.resolve_bos("auto", False)
     assert (mode, warning) == ("stream", None) and "adds no BOS" in note
-    assert corpus.resolve_bos("auto", _Tok(None, False))[0] == "stream"
-    mode, note, warning = corpus.resolve_bos("stream", _Tok(2, True))
+    mode, note, warning = corpus.resolve_bos("stream", True)
     assert mode == "stream" and "only block 0" in warning and "--bos block" in warning
-    assert corpus.resolve_bos("stream", _Tok(2, False))[2] is None
-    assert corpus.resolve_bos("block", _Tok(2, False))[:2] == ("block", "block, as asked")
+    assert corpus.resolve_bos("stream", False)[2] is None
+    assert corpus.resolve_bos("block", False)[:2] == ("block", "block, as asked")
 
 
 def test_wikitext_without_datasets_says_what_to_do(monkeypatch):

@@ -19,7 +19,7 @@ TEXT = ("It is a truth universally acknowledged, that a single man in possession
         "considered the rightful property of some one or other of their daughters. ") * 40
 
 
-def write_gguf(path, model: str, add_bos: bool | None, n_tokens: int = 3000):
+def write_gguf(path, model: str, add_bos: bool | None, n_tokens: int = 3000, bos_id: int = 7):
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_string("general.name", "tiny")
     w.add_tokenizer_model(model)
@@ -28,7 +28,7 @@ def write_gguf(path, model: str, add_bos: bool | None, n_tokens: int = 3000):
     w.add_token_scores([float(-i) for i in range(n_tokens)])
     if add_bos is not None:
         w.add_add_bos_token(add_bos)
-    w.add_bos_token_id(7)
+    w.add_bos_token_id(bos_id)
     w.add_tensor("w", np.zeros((4, 4), dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -37,7 +37,7 @@ def write_gguf(path, model: str, add_bos: bool | None, n_tokens: int = 3000):
     return path
 
 
-def bpe(merges: bool) -> PreTrainedTokenizerFast:
+def bpe(merges: bool, bos: str | None = None) -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -46,7 +46,9 @@ def bpe(merges: bool) -> PreTrainedTokenizerFast:
     if not merges:  # the same vocabulary without its merges: every word falls apart into pieces
         vocab = tok.get_vocab()
         tok.model = models.BPE(vocab=vocab, merges=[])
-    return PreTrainedTokenizerFast(tokenizer_object=tok)
+    if bos is not None:  # a special token added after the trained vocabulary: its id is the vocabulary's size
+        tok.add_special_tokens([bos])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos)
 
 
 def test_header_fields_skip_arrays_and_read_the_scalars(tmp_path):
@@ -91,3 +93,14 @@ def test_check_refuses_a_tokenizer_that_lost_the_files_bos(tmp_path):
     with pytest.raises(UnsupportedError, match="without a BOS, but the file says add_bos_token = true") as e:
         check_gguf_tokenizer(bpe(merges=True), p, TEXT, adds_bos=False)
     assert "transformers" in str(e.value)
+
+
+def test_check_refuses_a_tokenizer_whose_bos_is_another_token_than_the_files(tmp_path):
+    tok = bpe(merges=True, bos="<s>")
+    own = tok.bos_token_id
+    assert own is not None
+    with pytest.raises(UnsupportedError, match=rf"BOS token id {own}, but the file says bos_token_id = {own + 1}"):
+        check_gguf_tokenizer(tok, write_gguf(tmp_path / "t.gguf", "gpt2", False, bos_id=own + 1), TEXT, adds_bos=False)
+    record = check_gguf_tokenizer(tok, write_gguf(tmp_path / "u.gguf", "gpt2", False, bos_id=own), TEXT,
+                                  adds_bos=False)
+    assert record["gguf_bos_token_id"] == record["tokenizer_bos_token_id"] == own

@@ -225,9 +225,9 @@ def adds_bos(tokenizer) -> bool:
     return len(ids) > 0 and ids[0] == bos
 
 
-def resolve_bos(requested: str, tokenizer) -> tuple[str, str, str | None]:
-    """(mode, note for the summary, warning or None) for --bos `requested` with this tokenizer."""
-    adds = adds_bos(tokenizer)
+def resolve_bos(requested: str, adds: bool) -> tuple[str, str, str | None]:
+    """(mode, note for the summary, warning or None) for --bos `requested` with a tokenizer that does or does not
+    put a BOS first on its own (`adds_bos`)."""
     if requested == "auto":
         if adds:
             return "block", "auto: the tokenizer adds a BOS, so every block starts with it", None

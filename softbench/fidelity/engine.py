@@ -179,13 +179,13 @@ def prepare(opts: FidelityOptions, conditions: list[Condition], progress: Progre
     models.check_supported(config, opts.path, block_len, opts.dtype, detect_device(prefer_cuda=device.startswith("cuda")),
                            opts.backend, {c.path for c in conditions})
     tokenizer = models.load_tokenizer(src)
+    adds_bos = corpora.adds_bos(tokenizer)
     tokenizer_check = None
     if src.kind == "gguf":  # transformers rebuilt the tokenizer from the file: is it the file's tokenizer?
         from softbench.fidelity.gguf_tokenizer import check_gguf_tokenizer
 
-        tokenizer_check = check_gguf_tokenizer(tokenizer, Path(src.location) / src.gguf_file, text.text,
-                                               corpora.adds_bos(tokenizer))
-    bos, bos_note, warning = corpora.resolve_bos(opts.bos, tokenizer)
+        tokenizer_check = check_gguf_tokenizer(tokenizer, Path(src.location) / src.gguf_file, text.text, adds_bos)
+    bos, bos_note, warning = corpora.resolve_bos(opts.bos, adds_bos)
     if warning:
         progress.warning(warning)
     t0 = time.monotonic()

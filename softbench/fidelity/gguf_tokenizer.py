@@ -134,6 +134,13 @@ def check_gguf_tokenizer(tokenizer, gguf_path: Path, text: str, adds_bos: bool) 
             f"a BOS, but the file says add_bos_token = {str(facts.add_bos).lower()}: its conversion of this GGUF's "
             "tokenizer is wrong, so every NLL would be of text the model was not trained on",
             hint=CONVERSION_HINT)
+    # the BOS is the one token put before every block (--bos block): the rebuilt tokenizer's must be the file's
+    own_bos = getattr(tokenizer, "bos_token_id", None)
+    if facts.bos_id is not None and own_bos is not None and own_bos != facts.bos_id:
+        raise UnsupportedError(
+            f"transformers {version} rebuilt {gguf_path.name}'s tokenizer with BOS token id {own_bos}, but the file "
+            f"says bos_token_id = {facts.bos_id}: every block would start with a token the model was not trained "
+            "to see there", hint=CONVERSION_HINT)
     mark = SPACE_MARKS.get(facts.model or "")
     kept = tried = None
     if mark is not None:
@@ -145,5 +152,5 @@ def check_gguf_tokenizer(tokenizer, gguf_path: Path, text: str, adds_bos: bool) 
                 f"all), so every NLL would be of text the model was not trained on",
                 hint=CONVERSION_HINT)
     return {"transformers": version, "gguf_tokenizer_model": facts.model, "gguf_add_bos_token": facts.add_bos,
-            "tokenizer_adds_bos": adds_bos, "whole_words_kept": kept, "whole_words_tried": tried,
+            "tokenizer_adds_bos": adds_bos, "gguf_bos_token_id": facts.bos_id, "tokenizer_bos_token_id": own_bos, "whole_words_kept": kept, "whole_words_tried": tried,
             "whole_word_min": WHOLE_WORD_MIN}
