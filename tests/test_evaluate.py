@@ -292,6 +292,24 @@ def test_a_source_hash_or_protocol_other_than_the_scope_names_is_excluded(tmp_pa
     assert why["one-round"] == "recorded protocol.rounds=1, the scope names 3"
 
 
+def test_a_prediction_for_one_gpu_is_not_scored_on_another_gpus_sessions(tmp_path):
+    pred = {**PREDICTIONS["predictions"][0],
+            "scope": {**PREDICTIONS["predictions"][0]["scope"], "gpu_capability": "10.0"}}
+    board = {"name": "NVIDIA B200", "capability": "10.0", "sm_count": 148}
+    latency(tmp_path, "b200", "fp8", 12.0, env={"gpu": board})
+    latency(tmp_path, "h200", "fp8", 12.0, env={"gpu": {**board, "name": "NVIDIA H200", "capability": "9.0"}})
+    latency(tmp_path, "cpu", "fp8", 12.0, env={"gpu": {"name": None, "cuda_available": False}})
+    ev = evaluate(normalize({"predictions": [pred]}), load_sessions([tmp_path]))
+    assert [e.session for e in ev.predictions[0].evidence] == ["b200"]
+    why = {x.session: x.reason for x in ev.excluded}
+    assert why == {"h200": "recorded gpu_capability='9.0', the scope names '10.0'",
+                   "cpu": "records no gpu_capability, which the scope names ('10.0')"}
+    # the name is a scope key as well, and seal's vocabulary knows both
+    named = {**pred, "scope": {**PREDICTIONS["predictions"][0]["scope"], "gpu_name": "NVIDIA B200"}}
+    assert [e.session for e in evaluate(normalize({"predictions": [named]}),
+                                        load_sessions([tmp_path])).predictions[0].evidence] == ["b200"]
+
+
 def test_cli_lists_excluded_sessions_and_an_early_session_cannot_meet(tmp_path):
     sess = tmp_path / "sessions"
     latency(sess, "early", "fp8", 12.0)  # would meet the prediction, but it was recorded before the seal

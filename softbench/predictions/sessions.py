@@ -14,7 +14,7 @@ import yaml
 
 from softbench.core.errors import UsageError
 from softbench.core.session import STATUS_FILE
-from softbench.predictions.vocabulary import PROVENANCE_KEYS, SHAPE_KEYS
+from softbench.predictions.vocabulary import CODE_KEYS, SHAPE_KEYS
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,12 @@ def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None 
     facts.setdefault("command", status.get("command"))
     own = (env or {}).get("softbench")
     if isinstance(own, dict):
-        facts.update({k: own[k] for k in PROVENANCE_KEYS if k in own})
+        facts.update({k: own[k] for k in CODE_KEYS if k in own})
         if "commit" in own:
             facts["git_commit"] = own["commit"]
+    gpu = (env or {}).get("gpu")
+    if isinstance(gpu, dict):  # a session without a GPU records none: a scope naming one excludes it
+        facts.update({f"gpu_{k}": gpu[k] for k in ("name", "capability") if _scalar(gpu.get(k)) and gpu.get(k)})
     return facts
 
 

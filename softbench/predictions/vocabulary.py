@@ -5,7 +5,7 @@ unverifiable forever. tests/test_vocabulary.py holds it against the recorded ses
 
 A scope key is
 - a fact every session has: `command`, the shape fields, and the provenance that env.json records
-  (`source_sha256`: softbench's own sources, `git_commit`);
+  (`source_sha256`: softbench's own sources, `git_commit`; `gpu_name` and `gpu_capability`: the GPU it ran on);
 - a top-level key that the command writes into summary.json or protocol.yaml (`backend`, `variant`, ...);
 - a dotted path whose first part is such a key (`median_ms.A1`); under `protocol.` only the fields that the
   command's protocol records (`protocol.rounds`)."""
@@ -19,7 +19,11 @@ from softbench.core.suggest import did_you_mean
 
 SHAPE_KEYS = ("dtype", "seq", "causal", "head_dim", "batch", "heads", "kv_heads")
 # read from env.json's "softbench" block (see sessions.session_facts)
-PROVENANCE_KEYS = ("source_sha256", "git_commit")
+CODE_KEYS = ("source_sha256", "git_commit")
+# read from env.json's "gpu" block: the board a session ran on (its name as torch reports it, e.g. "NVIDIA B200";
+# its compute capability, e.g. "10.0"), so that a prediction for one GPU is not scored on another's sessions
+GPU_KEYS = ("gpu_name", "gpu_capability")
+PROVENANCE_KEYS = CODE_KEYS + GPU_KEYS
 
 # summary.json and protocol.yaml top-level keys, by command (as the commands write them)
 _COMMON = ("command", "complete", "finished_utc", "started_utc", "command_line", "backend", "backend_options",
