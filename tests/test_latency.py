@@ -120,13 +120,20 @@ def test_crashed_worker_leaves_a_partial_session(tmp_path, cli):
 @pytest.mark.slow
 def test_ctrl_c_keeps_a_partial_session(tmp_path):
     args = [sys.executable, "-m", "softbench", "latency", *TINY, "--rounds", "40", "--out", str(tmp_path)]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell without job control starts background jobs with SIGINT ignored, and Python keeps an inherited
+    # SIG_IGN instead of raising KeyboardInterrupt (as `nohup softbench ... &` wants): the command would never see
+    # this Ctrl-C and would run all 40 rounds. The command starts as a terminal's would, with the default.
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline:
         found = list(tmp_path.glob("*/windows.jsonl"))
         if found and len(found[0].read_text().splitlines()) >= 4:
             break
         time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the run wrote no 4 windows in 120 s")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
