@@ -69,7 +69,8 @@ def issue_budget(arch: str | int | None, dtype: str, head_dim: int) -> dict | No
     }
 
 
-def budget_block(arch: str | int | None, dtype: str, head_dim: int, per_element: dict[str, float | None]) -> dict | None:
+def budget_block(arch: str | int | None, dtype: str, head_dim: int,
+                 per_element: dict[str, float | None]) -> dict | None:
     """summary.json's `budget`: the nominal budget and, per variant, the static per-element estimate and its share
     of the issue slots per score (None where the estimate is missing)."""
     budget = issue_budget(arch, dtype, head_dim)
