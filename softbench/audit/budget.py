@@ -43,12 +43,16 @@ METHOD = ("nominal: scores per clock per SM = tensor-core FLOP per clock per SM 
           "occupancy, dual issue or overlap is modelled")
 
 
+def capability(arch: str | int | None) -> int | None:
+    """'sm_100a', 'sm_100' or 100 -> 100; None or unparsable -> None."""
+    m = re.fullmatch(r"(?:sm_)?(\d+)[a-z]?", str(arch).strip()) if arch is not None else None
+    return int(m.group(1)) if m else None
+
+
 def arch_family(arch: str | int | None) -> str | None:
     """'sm_100a', 'sm_100', 100 or 103 -> 'sm_100'; 'sm_90a' or 90 -> 'sm_90'; None or unparsable -> None."""
-    if arch is None:
-        return None
-    m = re.fullmatch(r"(?:sm_)?(\d+)[a-z]?", str(arch).strip())
-    return f"sm_{int(m.group(1)) // 10 * 10}" if m else None
+    cc = capability(arch)
+    return f"sm_{cc // 10 * 10}" if cc is not None else None
 
 
 def issue_budget(arch: str | int | None, dtype: str, head_dim: int) -> dict | None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 # why the static per-element estimate on sm_100 is per hardware exponential, not per score element
 FA4_SM100_EMULATION = ("FA4's sm_100 forward computes part of its exponentials with a polynomial on the FMA pipe "
-                       "(ex2_emu_freq/ex2_emu_res in its tuning), without MUFU.EX2: the element count n counts only "
+                       "(ex2_emu_freq/ex2_emu_res in its tuning; none on sm_103), without MUFU.EX2: the element count n counts only "
                        "the MUFU ones, so these per-element values are per hardware exponential: larger than the "
                        "cost per score element by the ratio of all exponentials to the MUFU ones")
 SPILLS_METHOD = ("static count of local-memory instructions (LDL + STL) in the attention kernel; "
@@ -29,7 +29,7 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
     ncu_vals = {v: r["ncu"] for v, r in records.items() if r.get("ncu")}
     pe = sass_mod.per_element_costs(fams)
     arch = budget_arch(records, opts)
-    if opts.backend == "fa4" and budget_mod.arch_family(arch) == "sm_100" and pe.get("reference"):
+    if opts.backend == "fa4" and budget_mod.capability(arch) == 100 and pe.get("reference"):
         pe["notes"].append(FA4_SM100_EMULATION)
     dyn = sass_mod.per_element_dynamic(ncu_vals)
     registers, reg_source, spills, local_bytes, stack_bytes = {}, {}, {}, {}, {}
