@@ -64,6 +64,7 @@ def test_options_and_environment_of_a_cross_compile(tmp_path):
 def test_engine_records_the_target_in_every_file(tmp_path, fake_tools):  # noqa: F811
     (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0", "A1", "noexp"), arch="sm_100a", use_ncu=False),
                      render_markdown=audit_markdown)
+    assert s.path.name.endswith("-audit-bf16-8K-causal-b1h16d128-fa4-sm_100a")
     want = {"arch": "sm_100a", "compiled_only": True, "target_sms": 148}
     env, summary = s.read_json("env.json"), s.read_json("summary.json")
     protocol = yaml.safe_load((s.path / "protocol.yaml").read_text())

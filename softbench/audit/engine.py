@@ -145,7 +145,9 @@ def run_audit(opts: AuditOptions, progress: Progress | None = None,
 
 def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSetup, env_record: dict,
                progress: Progress, render_markdown) -> Session:
-    session = Session.create(opts.out_dir, "audit", f"{shape.tag()}-{opts.backend}")
+    # a cross-compile's target in the name too: its session sits beside the native ones of the same shape
+    target = f"-{opts.arch}" if opts.target else ""
+    session = Session.create(opts.out_dir, "audit", f"{shape.tag()}-{opts.backend}{target}")
     _, removed = driver_env(session.path)
     session.write_json("env.json", {**env_record, "audit_env_removed": removed})
     session.write_yaml("protocol.yaml", {
