@@ -20,6 +20,13 @@ setup:
 	$(MAKE) --no-print-directory corpus
 	# the pinned FA4 sources, for the patcher's tests only (no CUDA dependencies pulled in)
 	$(BIN)/pip install -q --no-deps flash-attn-4==4.0.0b36
+	# CuTe DSL and the rest of FA4's dependencies, the versions the GPU sessions ran: `softbench audit --arch sm_100a`
+	# compiles FA4's Blackwell forward on this CPU (no GPU, no libcuda) and its tests do so for real. Plain installs:
+	# the CPU torch above satisfies every `torch` they ask for, so none drags in a CUDA torch; nvidia-cutlass-dsl
+	# brings its libs-base, libs-core and libs-cu12 (the compiler, about 0.5 GB), cuda-bindings and protobuf,
+	# quack-kernels brings einops (flash_attn.cute imports it)
+	$(BIN)/pip install -q nvidia-cutlass-dsl==4.8.1 quack-kernels==0.6.5 apache-tvm-ffi==0.1.15.post2 \
+		torch-c-dlpack-ext==0.1.5
 	# the Triton backend's tests run its kernel through the CPU interpreter; the GPU host has this version
 	$(BIN)/pip install -q triton==3.6.0
 

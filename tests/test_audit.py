@@ -327,3 +327,14 @@ def test_the_per_element_note_without_noexp_says_how_elements_were_counted():
     assert "192 element exponentials in A0's code" in with_noexp[0]
     without = audit_notes({"per_element_reference": "A0"})
     assert "counted per variant as the MUFU.EX2 it removes from A0" in without[0] and "?" not in without[0]
+
+
+def test_tools_are_also_looked_for_in_tritons_bundled_bin():
+    """A machine without a CUDA toolkit still disassembles: triton's wheel bundles cuobjdump and nvdisasm."""
+    from softbench.audit.tools import default_tool_dirs, triton_tool_dir
+
+    d = triton_tool_dir()
+    if d is None:
+        pytest.skip("triton is not installed here")
+    assert Path(d).parts[-3:] == ("backends", "nvidia", "bin") and (Path(d) / "cuobjdump").is_file()
+    assert default_tool_dirs()[-1] == d  # after PATH, CUDA_HOME and the toolkit's folders

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from softbench.audit.cross import ARCH_CHOICES, NATIVE
 from softbench.core.options import backend_option, shape_options, shapes_from, variant_names
 
 
@@ -17,8 +18,13 @@ from softbench.core.options import backend_option, shape_options, shapes_from, v
 @backend_option("the compiled kernels audited (FlashAttention-4 on a CUDA GPU)", only=("fa4",))
 @click.option("--variants", default="A0,A1,noexp", show_default=True,
               help="comma-separated variants; A0 and noexp give the per-element estimate its reference")
-@click.option("--ncu/--no-ncu", "use_ncu", default=True, show_default=True,
-              help="also read hardware counters with Nsight Compute (one launch per variant)")
+@click.option("--arch", type=click.Choice(ARCH_CHOICES), default=NATIVE, show_default=True,
+              help="native: compile and run on this machine's CUDA GPU; sm_100a: compile FA4's forward for the "
+              "B200 (Blackwell, 148 SMs assumed) on this machine, with or without a GPU, run nothing, and audit "
+              "the SASS of what was compiled (needs CuTe DSL installed; no ncu)")
+@click.option("--ncu/--no-ncu", "use_ncu", default=None,
+              help="also read hardware counters with Nsight Compute (one launch per variant) [default: on for "
+              "native, off for a cross-compile]")
 @click.option("--ncu-path", type=click.Path(dir_okay=False), default=None, help="the ncu executable [default: found]")
 @click.option("--collector", type=click.Choice(["ncu", "nsight-python"]), default="ncu", show_default=True,
               help="who runs Nsight Compute: softbench's own ncu command line, or NVIDIA's nsight-python "
@@ -39,32 +45,43 @@ from softbench.core.options import backend_option, shape_options, shapes_from, v
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True,
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, use_ncu, ncu_path,
+def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, arch, use_ncu, ncu_path,
             collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, out_dir):
     """Audit the compiled attention forward of each variant: SASS instruction counts by opcode family,
     registers, spills, the per-element cost of the exponential path, and (with ncu) pipe utilization,
     issue activity and instructions executed. One session per shape.
 
-    Example: softbench audit --seq 8K --causal --variants A0,A1,noexp"""
+    Example: softbench audit --seq 8K --causal --variants A0,A1,noexp
+
+    Without the GPU: softbench audit --arch sm_100a --seq 8K --causal --variants A0,A1,noexp"""
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
-    from softbench.core.errors import UnsupportedError
+    from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, fa4_unsupported_reason
-    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, AuditOptions, run_audit
+    from softbench.audit.cross import INSTALL_HINT, missing_stack, target_for
+    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, run_audit
     from softbench.audit.render import audit_markdown, audit_notes, audit_tables
 
     names = variant_names(variants, backend, example="A0,A1,noexp")
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    target = target_for(arch)
+    if target is not None and use_ncu:
+        raise UsageError(NCU_WITH_TARGET.format(arch=arch))
+    use_ncu = target is None if use_ncu is None else use_ncu
     check_out_dir(out_dir)
-    for shape in shapes:
-        check_memory(shape, backend)
-    device = detect_device()
+    if target is None:  # a cross-compile allocates no inputs (fake tensors) and needs no GPU
+        for shape in shapes:
+            check_memory(shape, backend)
+    elif (missing := missing_stack()) is not None:
+        raise UnsupportedError(missing, hint=INSTALL_HINT)
+    device = detect_device() if target is None else target.device()
     for shape in shapes:
         reason = fa4_unsupported_reason(shape, device)
         if reason:
-            raise UnsupportedError(f"{shape.tag()}: {reason}",
-                                   hint="the audit reads the kernels FA4 compiles; it needs the GPU they run on")
-    opts = AuditOptions(shapes=shapes, backend=backend, variants=names, use_ncu=use_ncu, ncu_path=ncu_path,
+            raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
+                                   hint=None if target else
+                                   "the audit reads the kernels FA4 compiles; it needs the GPU they run on")
+    opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, use_ncu=use_ncu, ncu_path=ncu_path,
                         collector=collector, counter_reader=counter_reader,
                         cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX,
                         warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),

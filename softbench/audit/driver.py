@@ -10,7 +10,10 @@ this module on its own or under Nsight Compute; the first forward compiles, so t
 Cubins: the parent sets CuTe DSL's keep switches (CUTE_DSL_KEEP=cubin, CUTE_DSL_DUMP_DIR) so the compile
 writes `<function>.<arch>.cubin` into the dump folder; this module also copies `__cubin__` from the compiled
 functions in FA4's forward compile cache, when present, in case the file naming changes (softbench.audit.child,
-which also holds the request/result protocol this module shares with the nsight-python driver)."""
+which also holds the request/result protocol this module shares with the nsight-python driver).
+
+A request with a `target` (--arch sm_100a) compiles for that GPU on fake tensors and runs nothing
+(softbench.audit.cross)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,10 @@ from softbench.audit.child import compiled_forward, harvest_compiled_cubins, ser
 def run(req: dict, _result_path=None) -> dict:
     import torch
 
+    if req.get("target"):  # --arch sm_100a: compiled for a GPU that is not here, nothing run
+        from softbench.audit.cross import compile_only
+
+        return {**compile_only(req), "harvested_cubins": harvest_compiled_cubins()}
     compiled = compiled_forward(req)
     warmup, calls = int(req.get("warmup", 3)), int(req.get("calls", 2))
     with torch.inference_mode():

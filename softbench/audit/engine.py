@@ -19,6 +19,10 @@ Per variant, in its own process (softbench.audit.driver), under `ncu` when it is
 Each step records its own error in the session and the next step still runs: no ncu, no counter permission
 or no cuobjdump leave the other parts standing.
 
+With a target architecture (`arch`, e.g. sm_100a: softbench.audit.cross) step 1 compiles for that GPU on fake
+tensors and runs nothing, so there is no step 4; the session records the target (arch, compiled_only,
+target_sms) and summary.json a nominal per-score issue budget for it (softbench.audit.budget).
+
 Why this way of getting the cubin: CuTe DSL's own keep switch writes the cubin from the same compile that
 runs, made by its embedded ptxas. FA4's `cute_dsl_ptxas` hook (CUTE_DSL_PTXAS_PATH, with
 CUTE_DSL_KEEP_CUBIN) compiles with the system ptxas instead, a different compiler than the one timed
@@ -39,7 +43,7 @@ from typing import Callable
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
 from softbench.core.runoptions import RunOptions
-from softbench.audit import collectors, readers
+from softbench.audit import collectors, cross, readers
 from softbench.audit import ncu as ncu_mod
 from softbench.audit.disassembly import sass_step
 from softbench.audit.profile import CounterSetup, counter_setup, profile_ncu, profile_nsight, read_counters
@@ -52,6 +56,8 @@ from softbench.core.shapes import Shape
 # the combine kernel of split-KV (FlashAttentionForwardCombine) does not match.
 DEFAULT_KERNEL_REGEX = "FlashAttentionForwardSm"
 VARIANTS_FILE = "variants.jsonl"
+NCU_WITH_TARGET = ("--ncu cannot be used with --arch {arch}: the kernels are compiled for a GPU that is not here "
+                   "and never run, so Nsight Compute has no launch to profile")
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,11 @@ class AuditOptions(RunOptions):
     driver_module: str = "softbench.audit.driver"
     collector: str = "ncu"  # collectors.COLLECTORS
     counter_reader: str = "auto"  # readers.CHOICES
+    arch: str = cross.NATIVE  # cross.ARCH_CHOICES: native, or a GPU to compile for and not run on
 
     def __post_init__(self):
+        if self.target is not None and self.use_ncu:
+            raise UsageError(NCU_WITH_TARGET.format(arch=self.arch))
         if self.collector not in collectors.COLLECTORS:
             raise UsageError(f"unknown collector {self.collector!r}; one of {', '.join(collectors.COLLECTORS)}")
         if self.counter_reader not in readers.CHOICES:
@@ -83,6 +92,10 @@ class AuditOptions(RunOptions):
             raise UsageError(f"a variant is named twice in {', '.join(self.variants)}")
         if self.warmup < 0 or self.calls < 1:
             raise UsageError("--warmup must be >= 0 and --calls >= 1 (ncu profiles the launch after the warm-up)")
+
+    @property
+    def target(self) -> cross.Target | None:
+        return cross.target_for(self.arch)
 
     @property
     def launch_skip(self) -> int:
@@ -99,8 +112,9 @@ class Progress:
 
 # --- the run --------------------------------------------------------------------------------------------
 
-def driver_env(dump_dir: Path, base: dict | None = None) -> tuple[dict, dict]:
-    """Environment of an audit process, and the variables removed from it (recorded in the session)."""
+def driver_env(dump_dir: Path, base: dict | None = None, target: cross.Target | None = None) -> tuple[dict, dict]:
+    """Environment of an audit process, and the variables removed from it (recorded in the session). A target's
+    variables (softbench.audit.cross) are set here: FA4 and CuTe DSL read them at import."""
     env = dict(os.environ if base is None else base)
     removed = {k: env.pop(k) for k in ("CUTE_DSL_PTXAS_PATH",) if k in env}
     keep = {t.strip() for t in env.get("CUTE_DSL_KEEP", "").split(",") if t.strip()} | {"cubin"}
@@ -110,6 +124,7 @@ def driver_env(dump_dir: Path, base: dict | None = None) -> tuple[dict, dict]:
         "CUTE_DSL_DUMP_DIR": str(dump_dir),
         "CUTE_DSL_DISABLE_FILE_CACHING": "1",
         "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "0",
+        **(target.env() if target else {}),
     })
     return env, removed
 
@@ -124,13 +139,15 @@ def run_audit(opts: AuditOptions, progress: Progress | None = None,
     setup = counter_setup(opts, tools, versions["ncu"]["version"])
     progress.start(len(opts.shapes) * len(opts.variants))
     env_record = {**collect_env(gpu=opts.backend != "sim"), "tools": versions, "collector": setup.collector,
-                  "counter_readers_found": [r.record() for r in setup.found]}
+                  "counter_readers_found": [r.record() for r in setup.found], **cross.target_record(opts.arch)}
     return [_run_shape(opts, shape, tools, setup, env_record, progress, render_markdown) for shape in opts.shapes]
 
 
 def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSetup, env_record: dict,
                progress: Progress, render_markdown) -> Session:
-    session = Session.create(opts.out_dir, "audit", f"{shape.tag()}-{opts.backend}")
+    # a cross-compile's target in the name too: its session sits beside the native ones of the same shape
+    target = f"-{opts.arch}" if opts.target else ""
+    session = Session.create(opts.out_dir, "audit", f"{shape.tag()}-{opts.backend}{target}")
     _, removed = driver_env(session.path)
     session.write_json("env.json", {**env_record, "audit_env_removed": removed})
     session.write_yaml("protocol.yaml", {
@@ -140,12 +157,13 @@ def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSet
         "launch_skip": opts.launch_skip, "ncu": opts.use_ncu, "ncu_metrics": list(ncu_mod.ALL_METRICS),
         "collector": opts.collector if opts.use_ncu else None,
         "counter_reader": opts.counter_reader if opts.use_ncu else None,
-        "counter_readers": [r.name for r in setup.readers], "started_utc": utc_iso(),
+        "counter_readers": [r.name for r in setup.readers], **cross.target_record(opts.arch), "started_utc": utc_iso(),
     })
     records: dict[str, dict] = {}
     try:
         for v in opts.variants:
-            progress.message(f"{shape.tag()}: {v} (compile, run{', ncu' if opts.use_ncu else ''}, SASS)")
+            progress.message(f"{shape.tag()}: {v} (compile for {opts.arch}, SASS; nothing runs)" if opts.target else
+                             f"{shape.tag()}: {v} (compile, run{', ncu' if opts.use_ncu else ''}, SASS)")
             rec = _audit_variant(session, opts, shape, v, tools, setup, progress)
             records[v] = rec
             session.append(VARIANTS_FILE, {k: val for k, val in rec.items() if k != "functions"})
@@ -182,10 +200,11 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
     for d in (dump, drv):
         d.mkdir(parents=True, exist_ok=True)
     request = {"backend": opts.backend, "variant": variant, "shape": shape.to_dict(), "seed": opts.seed,
-               "warmup": opts.warmup, "calls": opts.calls, "options": opts.backend_options}
+               "warmup": opts.warmup, "calls": opts.calls, "options": opts.backend_options,
+               "target": opts.target.to_dict() if opts.target else None}
     req_path = drv / f"{variant}-request.json"
     req_path.write_text(json.dumps(request, indent=2))
-    env, _ = driver_env(dump)
+    env, _ = driver_env(dump, target=opts.target)
     result_path = drv / f"{variant}-result.json"
     target = [sys.executable, "-m", opts.driver_module, str(req_path), str(result_path)]
 
@@ -204,14 +223,15 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
     result = read_result(result_path)
     if not result.get("ok"):
         # no run under ncu, or it failed there: run the variant on its own for the compile and the cubin
-        progress.message(f"{shape.tag()}: {variant} (compile and run)")
+        progress.message(f"{shape.tag()}: {variant} (compile{'' if opts.target else ' and run'})")
         result_path.unlink(missing_ok=True)
         code, text = run_tool(target, env, opts.timeout_s, log=drv / f"{variant}.log")
         result = read_result(result_path)
         if not result.get("ok"):
             rec["errors"]["run"] = (result.get("error") or text or f"the driver exited with code {code}") + \
                 (f" (hint: {result['hint']})" if result.get("hint") else "") + f"; log: driver/{variant}.log"
-    rec["run"] = {k: result.get(k) for k in ("ok", "load_s", "compile_s", "forwards", "device", "pid")}
+    rec["run"] = {k: result.get(k) for k in ("ok", "load_s", "compile_s", "forwards", "device", "pid",
+                                             "compiled_only", "target_arch", "target_sms", "hardware_info_stand_in")}
     rec["patch"] = (result.get("load") or {}).get("patch", {}).get("patch") if result.get("ok") else None
 
     try:

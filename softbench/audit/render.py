@@ -7,7 +7,7 @@ from softbench.core.tables import fmt, md_heading, md_table
 # static SASS columns: family key in summary["sass"][v], column title
 SASS_COLUMNS = (("total", "instr."), ("MUFU_EX2", "MUFU.EX2"), ("FFMA", "FFMA"), ("FMUL", "FMUL"),
                 ("FADD", "FADD"), ("FMNMX", "FMNMX"), ("SHIFT", "SHF/SHL"), ("LEA", "LEA"), ("IADD3", "IADD3"),
-                ("CONVERT", "F2F/F2FP"), ("MMA", "GMMA"), ("LDS", "LDS"), ("STS", "STS"))
+                ("CONVERT", "F2F/F2FP"), ("MMA", "MMA"), ("LDS", "LDS"), ("STS", "STS"))
 NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", ".1f"),
                ("fma_pipe_pct", "FMA %", ".1f"), ("alu_pipe_pct", "ALU %", ".1f"),
                ("issue_active_pct", "issue %", ".1f"), ("instructions", "instr. (M)", "M"),
@@ -37,9 +37,10 @@ def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
             fmt((summary.get("local_bytes") or {}).get(v), "d"),
             fmt((summary.get("per_element") or {}).get(v), ".2f"),
             fmt((summary.get("per_element_dynamic") or {}).get(v), ".2f"), fmt(depth.get("median"), ".0f")])
-    tables.append((f"{tag}: attention kernel, static SASS",
+    tables.append((f"{tag}: attention kernel, static SASS{compiled_for(summary)}",
                    ["variant"] + [t for _, t in SASS_COLUMNS] + ["regs", "LDL+STL", "local B", "per elem.",
                                                                "per elem. (ncu)", "depth"], rows))
+    tables += budget_tables(summary)
     ncu = summary.get("ncu") or {}
     if ncu:
         rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in NCU_COLUMNS] for v in variants if v in ncu]
@@ -48,8 +49,39 @@ def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     return tables
 
 
+def compiled_for(summary: dict) -> str:
+    """', compiled for sm_100a, not run' for a cross-compile's titles; '' otherwise."""
+    return f", compiled for {summary.get('arch')}, not run" if summary.get("compiled_only") else ""
+
+
+def budget_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The nominal per-score budget beside each variant's static per-element estimate (softbench.audit.budget)."""
+    b = summary.get("budget")
+    if not b:
+        return []
+    rows = [[v, fmt(c.get("per_element_static"), ".2f"), fmt(b["issue_slots_per_score"], ".1f"),
+             fmt(c.get("share_of_issue_slots"), ".2f")] for v, c in (b.get("variants") or {}).items()]
+    return [(f"{summary.get('shape_tag', '')}: per-score issue budget on {b['arch_family']} (nominal rates, static "
+             "counts)", ["variant", "per elem. (static)", "issue slots/score", "share"], rows)]
+
+
+def budget_note(summary: dict) -> list[str]:
+    b = summary.get("budget")
+    if not b:
+        return []
+    return [f"budget ({b['arch_family']} {b['dtype']} d{b['head_dim']}, nominal): {b['tensor_flop_per_clock_sm']} "
+            f"tensor-core FLOP/clk/SM / {b['flop_per_score']} FLOP per score = {b['scores_per_clock_sm']:g} "
+            f"scores/clk/SM, so {b['issue_slots_per_score']:g} issue slots ({b['issue_per_clock_sm']} "
+            f"thread-instructions/clk/SM) and {b['mufu_ex2_per_score']:g} MUFU ex2 "
+            f"({b['mufu_ex2_per_clock_sm']}/clk/SM) per score; share = per element / issue slots"]
+
+
 def audit_notes(summary: dict) -> list[str]:
     lines = []
+    if summary.get("compiled_only"):
+        t = summary.get("target") or {}
+        lines.append(f"compiled for {summary.get('arch')} ({t.get('gpu')}, {summary.get('target_sms')} SMs assumed) "
+                     "on this machine and not run: static SASS only, no counters")
     ref = summary.get("per_element_reference")
     if ref:
         n = summary.get("per_element_elements_static")
@@ -62,6 +94,7 @@ def audit_notes(summary: dict) -> list[str]:
         if fams:
             lines.append(f"  {v}: " + ", ".join(f"{k} {x:+.2f}" for k, x in fams.items()))
     lines += [f"note: {n}" for n in (summary.get("per_element_notes") or [])]
+    lines += budget_note(summary)
     lines += counter_notes(summary)
     for v, errs in (summary.get("errors") or {}).items():
         for step, msg in errs.items():
@@ -88,7 +121,7 @@ def counter_notes(summary: dict) -> list[str]:
 def audit_markdown(summary: dict, title: str) -> str:
     lines = md_heading(title, summary, complete_if_unsaid=True)
     lines += [f"- backend `{summary.get('backend')}`, shape `{summary.get('shape_tag')}`, "
-              f"kernel /{summary.get('kernel_regex')}/", ""]
+              f"kernel /{summary.get('kernel_regex')}/{compiled_for(summary)}", ""]
     for v, name in (summary.get("kernel") or {}).items():
         lines.append(f"- {v}: `{name}`")
     lines.append("")
@@ -97,6 +130,7 @@ def audit_markdown(summary: dict, title: str) -> str:
         lines.append("")
     lines += [f"- {ln.strip()}" for ln in audit_notes(summary)]
     lines += ["", "Method, per element: " + str(summary.get("per_element_method", "")), "",
+              *(["Method, budget: " + summary["budget"]["method"], ""] if summary.get("budget") else []),
               "Spills: " + str(summary.get("spills_method", "")), ""]
     depth = next(iter((summary.get("dependency_depth") or {}).values()), None)
     if depth:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from softbench.audit import budget as budget_mod
+from softbench.audit import cross
 from softbench.audit import sass as sass_mod
 from softbench.core.shapes import Shape
 
@@ -11,6 +13,11 @@ if TYPE_CHECKING:
     from softbench.audit.engine import AuditOptions
     from softbench.audit.tools import Tools
 
+# why the static per-element estimate on sm_100 is per hardware exponential, not per score element
+FA4_SM100_EMULATION = ("FA4's sm_100 forward computes part of its exponentials with a polynomial on the FMA pipe "
+                       "(ex2_emu_freq/ex2_emu_res in its tuning; none on sm_103), without MUFU.EX2: the element count n counts only "
+                       "the MUFU ones, so these per-element values are per hardware exponential: larger than the "
+                       "cost per score element by the ratio of all exponentials to the MUFU ones")
 SPILLS_METHOD = ("static count of local-memory instructions (LDL + STL) in the attention kernel; "
                  "local_bytes is cuobjdump's LOCAL (bytes of local memory per thread)")
 
@@ -21,6 +28,9 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
     fams = {v: r["families"] for v, r in records.items() if r.get("families")}
     ncu_vals = {v: r["ncu"] for v, r in records.items() if r.get("ncu")}
     pe = sass_mod.per_element_costs(fams)
+    arch = budget_arch(records, opts)
+    if opts.backend == "fa4" and budget_mod.capability(arch) == 100 and pe.get("reference"):
+        pe["notes"].append(FA4_SM100_EMULATION)
     dyn = sass_mod.per_element_dynamic(ncu_vals)
     registers, reg_source, spills, local_bytes, stack_bytes = {}, {}, {}, {}, {}
     for v, r in records.items():
@@ -38,6 +48,7 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
     evidence = [k for k, present in (("sass", fams), ("ncu", ncu_vals)) if present]
     return {
         "command": "audit", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
+        **cross.target_record(opts.arch),
         "variants": list(records), "kernel_regex": opts.kernel_regex, "evidence": evidence,
         "kernel": {v: r.get("kernel") for v, r in records.items()},
         "sass": fams,
@@ -47,6 +58,7 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
         "per_element_reference": pe.get("reference"), "per_element_elements_static": pe.get("elements_static"),
         "per_element_by_family": pe["by_family"], "per_element_notes": pe["notes"],
         "per_element_dynamic": dyn["per_element"], "per_element_dynamic_notes": dyn["notes"],
+        "budget": budget_mod.budget_block(arch, shape.dtype, shape.head_dim, pe["per_element"]),
         "dependency_depth": {v: r["dependency_depth"] for v, r in records.items() if r.get("dependency_depth")},
         "ncu": ncu_vals,
         "ncu_notes": {v: r["ncu_notes"] for v, r in records.items() if r.get("ncu_notes")},
@@ -60,3 +72,11 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
         "errors": {v: r["errors"] for v, r in records.items() if r.get("errors")},
         "tools": {"ncu": tools.ncu, "cuobjdump": tools.cuobjdump, "nvdisasm": tools.nvdisasm} if tools else None,
     }
+
+
+def budget_arch(records: dict[str, dict], opts: AuditOptions) -> str | int | None:
+    """The architecture the budget is for: the target compiled for, else the GPU the kernels ran on."""
+    if opts.target is not None:
+        return opts.target.arch
+    archs = [((r.get("run") or {}).get("device") or {}).get("arch") for r in records.values()]
+    return next((a for a in archs if a is not None), None)

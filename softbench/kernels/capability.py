@@ -15,6 +15,8 @@ class Device:
     kind: str  # "cuda" or "cpu"
     name: str
     arch: int | None  # e.g. 90, 100; None on the CPU
+    # False: a GPU that kernels are compiled for and never run on, here (softbench audit --arch sm_100a)
+    present: bool = True
 
     @property
     def arch_label(self) -> str:

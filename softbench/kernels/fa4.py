@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from softbench.core.errors import PatchError, UnsupportedError
-from softbench.kernels.capability import detect_device, fa4_unsupported_reason
+from softbench.kernels.capability import Device, detect_device, fa4_unsupported_reason
 from softbench.kernels.catalog import check
 from softbench.kernels.fa4_patches import FA4_PATCHES
 from softbench.kernels.patch import build_patched_tree
@@ -27,8 +27,10 @@ def dist_version(name: str) -> str | None:
 class FA4Backend:
     name = "fa4"
 
-    def __init__(self, patch_cache: str | None = None):
-        self.device = detect_device()
+    def __init__(self, patch_cache: str | None = None, target: Device | None = None):
+        # target: the GPU to compile for instead of the visible one (a cross-compile, which runs nothing: the
+        # audit's --arch sm_100a); the variant's tree, its checks and its forward call stay those of a GPU run
+        self.device = target or detect_device()
         self.patch_cache = patch_cache
         self.fa = None
 

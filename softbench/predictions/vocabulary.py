@@ -52,7 +52,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "per_element_method", "per_element_notes", "per_element_reference", "registers", "registers_source",
               "sass", "seed", "shape", "shape_tag", "spills", "spills_method", "stack_bytes", "tools", "variants",
               "warmup", "collector", "counter_check", "counter_reader", "counter_reader_failures",
-              "counter_readers"),
+              "counter_readers",
+              # a cross-compile (--arch sm_100a): the target, and the nominal per-score budget beside per_element
+              "arch", "compiled_only", "target", "target_sms", "budget"),
     "gates": ("all_passed", "baseline", "envelope", "failed", "gates", "labels", "non_finite_readback_values",
               "not_applicable", "readback_sha256", "reevaluated_from", "rescale_threshold", "seed", "shapes",
               "source_command_line", "storage", "tag", "variant"),
