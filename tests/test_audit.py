@@ -92,6 +92,26 @@ def test_per_element_with_noexp_reference():
     assert pe["by_family"]["A0"] == {"MUFU_EX2": 1.0}
 
 
+def test_per_element_on_sm100_counts_fa4s_emulated_exponentials():
+    """FA4's sm_100 forward computes some exponentials on the FMA pipe, without MUFU.EX2. The counts of the two
+    recorded sm_100a audits (causal 8K, BF16 and FP8; tests/data/audit/sm100a-counts.json keeps their families and
+    opcodes) check the count of them: A0's exponentials, MUFU.EX2 plus two per FADD2.RM, come to as many elements
+    as the clamps (FMNMX) that A1 adds over noexp, one per element, and A1 then costs 3 instructions per element
+    (clamp, magic add, shift). Counting MUFU.EX2 alone would have made every value per hardware exponential."""
+    recorded = json.loads((DATA / "sm100a-counts.json").read_text())
+    for dtype, emulated in (("bf16", 48), ("fp8", 96)):
+        v = recorded[dtype]["variants"]
+        fams = {k: x["families"] for k, x in v.items()}
+        pe = sass.per_element_costs(fams, opcodes={k: x["opcodes"] for k, x in v.items()})
+        clamps = v["A1"]["opcodes"]["FMNMX"] - v["noexp"]["opcodes"]["FMNMX"]
+        assert pe["elements_static"] == clamps == 384, dtype
+        assert pe["emulated_static"] == {"A0": emulated, "A1": 0, "noexp": 0}
+        assert pe["per_element"]["A1"] == 3.0 and pe["per_element"]["noexp"] == 0.0
+        mufu_only = sass.per_element_costs(fams)
+        assert mufu_only["elements_static"] == 384 - emulated
+        assert mufu_only["per_element"]["A1"] > 3.0
+
+
 def test_per_element_without_noexp_is_flagged():
     fams = {v: sass.count_families(_kernel(v)) for v in ("A0", "A1")}
     pe = sass.per_element_costs(fams)

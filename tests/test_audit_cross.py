@@ -77,7 +77,7 @@ def test_engine_records_the_target_in_every_file(tmp_path, fake_tools):  # noqa:
     assert (b["arch_family"], b["scores_per_clock_sm"], b["issue_slots_per_score"]) == ("sm_100", 16, 8)
     assert b["variants"]["A1"]["per_element_static"] == summary["per_element"]["A1"] == 3.0
     assert b["variants"]["A1"]["share_of_issue_slots"] == pytest.approx(3.0 / 8)
-    assert any("ratio of all exponentials to the MUFU ones" in n for n in summary["per_element_notes"])
+    assert any("per score element, emulated or not" in n for n in summary["per_element_notes"])
     titles = [t for t, _, _ in audit_tables(summary)]
     assert "compiled for sm_100a, not run" in titles[0] and "issue budget on sm_100" in titles[1]
     assert audit_notes(summary)[0].startswith("compiled for sm_100a (NVIDIA B200, 148 SMs assumed)")

@@ -225,35 +225,52 @@ def pick_kernel(functions: list[SassFunction], pattern: str | None) -> tuple[Sas
 
 # --- per-element cost of the exponential path -------------------------------------------------------------
 
+# FA4's exp2 emulation on the FMA pipe (sm_100: flash_attn/cute/utils.py ex2_emulation and ex2_emulation_2 in
+# 4.0.0b36) starts every emulated pair with one round-down packed add (add.rm.ftz.f32x2: FADD2.RM) and every
+# emulated scalar with one round-down add (add.rm.ftz.f32: FADD.RM), to split off the integer part; FA4 rounds
+# down nowhere else. So these opcodes count the exponentials that have no MUFU.EX2, with their lane widths.
+EMULATED_EX2_OPCODES = {"FADD2.RM": 2, "FADD.RM": 1}
+
 PER_ELEMENT_METHOD = (
-    "static: (instructions of V - instructions of the reference) / n, where n = MUFU.EX2 of A0 - MUFU.EX2 of "
-    "the reference, i.e. the number of element exponentials in the static code (every inlined copy of the "
-    "softmax loop body counts once, whatever its trip count). With noexp as the reference the result is the "
+    "static: (instructions of V - instructions of the reference) / n, where n = exponentials of A0 - exponentials "
+    "of the reference, i.e. the number of element exponentials in the static code (every inlined copy of the "
+    "softmax loop body counts once, whatever its trip count); a kernel's exponentials are its MUFU.EX2 plus "
+    "those FA4 emulates on the FMA pipe (2 per FADD2.RM, 1 per FADD.RM: the round-down add each emulation "
+    "starts with). With noexp as the reference the result is the "
     "cost of the exponential path beyond the shared scale-and-subtract FFMA (A0 near 1: one MUFU.EX2). Without "
     "noexp, A0 is the reference, n counts the exponentials V removed, and the value is A0's cost (assumed one "
     "MUFU.EX2, flagged) plus V's extra instructions per element. Compiler side effects (moves, scheduling, "
     "different unrolling) land in the difference too; the per-family breakdown shows where.")
 
 
-def per_element_costs(families: dict[str, dict[str, int]], baseline: str = "A0",
-                      reference: str = "noexp") -> dict:
+def exponentials_static(family_counts: dict[str, int], opcodes: dict[str, int] | None) -> int:
+    """Element exponentials in a kernel's static code: MUFU.EX2 plus FA4's emulated ones (EMULATED_EX2_OPCODES)."""
+    return family_counts["MUFU_EX2"] + sum(w * (opcodes or {}).get(op, 0) for op, w in EMULATED_EX2_OPCODES.items())
+
+
+def per_element_costs(families: dict[str, dict[str, int]], baseline: str = "A0", reference: str = "noexp",
+                      opcodes: dict[str, dict[str, int]] | None = None) -> dict:
     """Per-element instruction cost of each variant's exponential path from static family counts.
 
-    families: {variant: count_families(...)}. Returns {"method", "reference", "elements_static",
-    "per_element": {v: float|None}, "by_family": {v: {family: float}}, "notes": [...]}."""
+    families: {variant: count_families(...)}; opcodes: {variant: count_opcodes(...)}, for the emulated
+    exponentials. Returns {"method", "reference", "elements_static", "emulated_static", "per_element":
+    {v: float|None}, "by_family": {v: {family: float}}, "notes": [...]}."""
     out: dict = {"method": PER_ELEMENT_METHOD, "per_element": {}, "by_family": {}, "notes": []}
     if baseline not in families:
         out["notes"].append(f"{baseline} was not audited: no per-element estimate")
         out["reference"] = None
         return out
+    opcodes = opcodes or {}
+    exps = {v: exponentials_static(fam, opcodes.get(v)) for v, fam in families.items()}
+    out["emulated_static"] = {v: exps[v] - fam["MUFU_EX2"] for v, fam in families.items()}
     base = families[baseline]
     if reference in families:
         ref = families[reference]
-        n = base["MUFU_EX2"] - ref["MUFU_EX2"]
+        n = exps[baseline] - exps[reference]
         out.update(reference=reference, elements_static=n)
         if n <= 0:
-            out["notes"].append(f"{reference} has no fewer MUFU.EX2 than {baseline} ({ref['MUFU_EX2']} vs "
-                                f"{base['MUFU_EX2']}): the element count is unknown")
+            out["notes"].append(f"{reference} has no fewer exponentials than {baseline} ({exps[reference]} vs "
+                                f"{exps[baseline]}): the element count is unknown")
             return out
         for v, fam in families.items():
             out["per_element"][v] = (fam["total"] - ref["total"]) / n
@@ -262,13 +279,13 @@ def per_element_costs(families: dict[str, dict[str, int]], baseline: str = "A0",
     out.update(reference=baseline, assumed_baseline_cost=1.0)
     out["notes"].append(f"no {reference} variant: {baseline}'s path is assumed to cost one MUFU.EX2 per element")
     for v, fam in families.items():
-        n = base["MUFU_EX2"] - fam["MUFU_EX2"]
+        n = exps[baseline] - exps[v]
         if v == baseline:
             out["per_element"][v] = 1.0
             continue
         if n <= 0:
             out["per_element"][v] = None
-            out["notes"].append(f"{v} removes no MUFU.EX2 relative to {baseline}: no element count")
+            out["notes"].append(f"{v} removes no exponential relative to {baseline}: no element count")
             continue
         out["per_element"][v] = 1.0 + (fam["total"] - base["total"]) / n
         out["by_family"][v] = _family_deltas(fam, base, n)

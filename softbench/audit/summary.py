@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from softbench.audit.engine import AuditOptions
     from softbench.audit.tools import Tools
 
-# why the static per-element estimate on sm_100 is per hardware exponential, not per score element
+# what the element count on sm_100 rests on (softbench.audit.sass.EMULATED_EX2_OPCODES)
 FA4_SM100_EMULATION = ("FA4's sm_100 forward computes part of its exponentials with a polynomial on the FMA pipe "
-                       "(ex2_emu_freq/ex2_emu_res in its tuning; none on sm_103), without MUFU.EX2: the element count n counts only "
-                       "the MUFU ones, so these per-element values are per hardware exponential: larger than the "
-                       "cost per score element by the ratio of all exponentials to the MUFU ones")
+                       "(ex2_emu_freq/ex2_emu_res in its tuning; none on sm_103), without MUFU.EX2: the element "
+                       "count n takes them from the round-down adds each emulation starts with (per_element_emulated_static), "
+                       "so the per-element values are per score element, emulated or not")
 SPILLS_METHOD = ("static count of local-memory instructions (LDL + STL) in the attention kernel; "
                  "local_bytes is cuobjdump's LOCAL (bytes of local memory per thread)")
 
@@ -27,7 +27,7 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
     (ncu.<v>.mufu_pipe_pct, registers.<v>, spills.<v>, sass.<v>.<family>, per_element.<v>, ...)."""
     fams = {v: r["families"] for v, r in records.items() if r.get("families")}
     ncu_vals = {v: r["ncu"] for v, r in records.items() if r.get("ncu")}
-    pe = sass_mod.per_element_costs(fams)
+    pe = sass_mod.per_element_costs(fams, opcodes={v: r["opcodes"] for v, r in records.items() if r.get("opcodes")})
     arch = budget_arch(records, opts)
     if opts.backend == "fa4" and budget_mod.capability(arch) == 100 and pe.get("reference"):
         pe["notes"].append(FA4_SM100_EMULATION)
@@ -56,6 +56,7 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
         "spills": spills, "spills_method": SPILLS_METHOD, "local_bytes": local_bytes, "stack_bytes": stack_bytes,
         "per_element": pe["per_element"], "per_element_method": pe["method"],
         "per_element_reference": pe.get("reference"), "per_element_elements_static": pe.get("elements_static"),
+        "per_element_emulated_static": pe.get("emulated_static"),
         "per_element_by_family": pe["by_family"], "per_element_notes": pe["notes"],
         "per_element_dynamic": dyn["per_element"], "per_element_dynamic_notes": dyn["notes"],
         "budget": budget_mod.budget_block(arch, shape.dtype, shape.head_dim, pe["per_element"]),

@@ -48,7 +48,7 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "timeout_s", "tool", "variants", "warmup"),
     "audit": ("calls", "dependency_depth", "errors", "evidence", "kernel", "kernel_regex", "launch_skip",
               "local_bytes", "ncu", "ncu_metrics", "ncu_notes", "per_element", "per_element_by_family",
-              "per_element_dynamic", "per_element_dynamic_notes", "per_element_elements_static",
+              "per_element_dynamic", "per_element_dynamic_notes", "per_element_elements_static", "per_element_emulated_static",
               "per_element_method", "per_element_notes", "per_element_reference", "registers", "registers_source",
               "sass", "seed", "shape", "shape_tag", "spills", "spills_method", "stack_bytes", "tools", "variants",
               "warmup", "collector", "counter_check", "counter_reader", "counter_reader_failures",
