@@ -358,3 +358,44 @@ def test_tools_are_also_looked_for_in_tritons_bundled_bin():
         pytest.skip("triton is not installed here")
     assert Path(d).parts[-3:] == ("backends", "nvidia", "bin") and (Path(d) / "cuobjdump").is_file()
     assert default_tool_dirs()[-1] == d  # after PATH, CUDA_HOME and the toolkit's folders
+
+
+def test_the_audit_child_registers_fa4s_emulation_settings_before_it_loads_them():
+    """`emu-f16-s1` exists by name only; the audit's child (native or cross-compile) adds it to FA4's patch
+    registry before the backend loads it, as the timing workers do, instead of failing with 'unknown FA4 patch'."""
+    import subprocess
+    import sys
+
+    code = ("from softbench.audit.child import load_variant\n"
+            "from softbench.kernels.fa4_patches import FA4_PATCHES\n"
+            "class Loader:\n"
+            "    name = 'fa4'\n"
+            "    def load(self, variant):\n"
+            "        return {'patch': FA4_PATCHES.get(variant).name}\n"
+            "assert 'emu-f16-s1' not in FA4_PATCHES\n"
+            "print(load_variant(Loader(), 'emu-f16-s1')['patch'], load_variant(Loader(), 'A1')['patch'])\n")
+    # a fresh process: the registry is per process, and this one's may already hold the name from another test
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["emu-f16-s1", "rowmax-h15"]
+
+
+def test_the_sass_count_of_emulated_exponentials_is_fa4s_own_share_for_every_setting():
+    """Two independent routes to the share of FA4's exponentials that its polynomial computes: FA4's own predicate
+    (softbench.sweep.emulation, beta) and the SASS of each setting compiled for sm_100a (FP8 causal 8K, session
+    20261201T191856Z; its families and opcodes are kept in tests/data/audit/sm100a-counts.json). They agree for
+    the stock setting (A0 = emu-f8-s1) and five others, from none to three quarters."""
+    from fractions import Fraction
+
+    from softbench.sweep.emulation import parse_variant
+
+    v = json.loads((DATA / "sm100a-counts.json").read_text())["fp8-emulation"]["variants"]
+    pe = sass.per_element_costs({k: x["families"] for k, x in v.items()},
+                                opcodes={k: x["opcodes"] for k, x in v.items()})
+    n = pe["elements_static"]
+    settings = {name: parse_variant(name) for name in v if name.startswith("emu-")} | {"A0": parse_variant("emu-f8-s1")}
+    assert len(settings) == 6 and {s.beta for s in settings.values()} == {Fraction(k, 8) for k in (0, 1, 2, 3, 4, 6)}
+    for name, setting in settings.items():
+        assert Fraction(pe["emulated_static"][name], n) == setting.beta, name
+        # every exponential is in the count, emulated or not: the MUFU's share is the rest
+        assert Fraction(pe["by_family"][name]["MUFU_EX2"]).limit_denominator(n) == 1 - setting.beta, name

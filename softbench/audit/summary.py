@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 # what the element count on sm_100 rests on (softbench.audit.sass.EMULATED_EX2_OPCODES)
 FA4_SM100_EMULATION = ("FA4's sm_100 forward computes part of its exponentials with a polynomial on the FMA pipe "
                        "(ex2_emu_freq/ex2_emu_res in its tuning; none on sm_103), without MUFU.EX2: the element "
-                       "count n takes them from the round-down adds each emulation starts with (per_element_emulated_static), "
-                       "so the per-element values are per score element, emulated or not")
+                       "count n takes them from the round-down adds each emulation starts with "
+                       "(per_element_emulated_static), so the per-element values are per score element, emulated "
+                       "or not")
 SPILLS_METHOD = ("static count of local-memory instructions (LDL + STL) in the attention kernel; "
                  "local_bytes is cuobjdump's LOCAL (bytes of local memory per thread)")
 
