@@ -201,3 +201,10 @@ def test_hopper_loop_takes_two_instructions_per_score():
         assert folded["loop_fmnmx"] == a0["loop_fmnmx"]  # the row maximum only: no clamp in the unmasked loop
         # per score: A0's MUFU.EX2 became the shift, nothing else; the rest is per row
         assert abs(folded["loop_instructions"] - a0["loop_instructions"]) < 24, (a0, folded)
+
+
+def test_cross_compile_tool_refuses_a_bad_label_in_one_sentence():
+    r = subprocess.run([sys.executable, "-m", "softbench.kernels.triton_compile", "fp8", "128", "A1", "--label",
+                        "m128"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("error: not a Triton configuration label: 'm128'")

@@ -346,5 +346,16 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def run(argv: list[str]) -> int:
+    """main, with softbench's convention for what goes wrong: one line on stderr and the error's exit code."""
+    from softbench.core.errors import SoftbenchError
+
+    try:
+        return main(argv)
+    except SoftbenchError as e:
+        print(f"error: {e}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        return e.exit_code
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:]))
