@@ -351,9 +351,10 @@ def test_the_per_element_note_without_noexp_says_how_elements_were_counted():
 
 def test_tools_are_also_looked_for_in_tritons_bundled_bin():
     """A machine without a CUDA toolkit still disassembles: triton's wheel bundles cuobjdump and nvdisasm."""
-    from softbench.audit.tools import default_tool_dirs, triton_tool_dir
+    from softbench.audit.tools import default_tool_dirs
+    from softbench.kernels.triton_compile import bundled_tool_dir
 
-    d = triton_tool_dir()
+    d = bundled_tool_dir()
     if d is None:
         pytest.skip("triton is not installed here")
     assert Path(d).parts[-3:] == ("backends", "nvidia", "bin") and (Path(d) / "cuobjdump").is_file()

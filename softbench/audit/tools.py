@@ -4,7 +4,6 @@ to run any of them that survives a hang or a missing executable."""
 from __future__ import annotations
 
 import glob
-import importlib.util
 import json
 import os
 import signal
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from softbench.core.errors import UsageError
+from softbench.kernels.triton_compile import bundled_tool_dir
 
 if TYPE_CHECKING:
     from softbench.audit.engine import AuditOptions
@@ -42,20 +42,9 @@ def default_tool_dirs() -> tuple[str, ...]:
         dirs.append(os.path.join(os.environ["CUDA_HOME"], "bin"))
     dirs += list(CUDA_TOOL_DIRS)
     dirs += sorted(glob.glob("/opt/nvidia/nsight-compute/*"), reverse=True)
-    dirs += [d for d in (triton_tool_dir(),) if d]
+    # triton's bundled cuobjdump and nvdisasm, last: a machine without a CUDA toolkit (a cross-compile audit's)
+    dirs += [d for d in (bundled_tool_dir(),) if d]
     return tuple(dict.fromkeys(dirs))
-
-
-def triton_tool_dir() -> str | None:
-    """The cuobjdump and nvdisasm that the triton wheel bundles (<triton>/backends/nvidia/bin; release 12.8 with
-    triton 3.6, which reads sm_90a and sm_100a cubins): a machine without a CUDA toolkit, such as the one a
-    cross-compile audit runs on, has these. Looked in last, after any toolkit; found without importing triton."""
-    spec = importlib.util.find_spec("triton")
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        d = Path(loc) / "backends" / "nvidia" / "bin"
-        if d.is_dir():
-            return str(d)
-    return None
 
 
 def locate_tools(opts: AuditOptions) -> Tools:

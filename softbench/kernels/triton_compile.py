@@ -223,12 +223,25 @@ def _ptxas_advisories(ptx: str, arch: int) -> list[str]:
             if re.search(r"\(C7\d+\)", ln)]
 
 
+def bundled_tool_dir() -> str | None:
+    """The folder of the CUDA tools the triton wheel bundles (<triton>/backends/nvidia/bin: ptxas, cuobjdump and
+    nvdisasm, release 12.8 with triton 3.6, which read sm_90a and sm_100a cubins), or None without triton. Found
+    without importing triton. The audit looks there too (softbench.audit.tools), last."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("triton")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        d = Path(loc) / "backends" / "nvidia" / "bin"
+        if d.is_dir():
+            return str(d)
+    return None
+
+
 def _bundled_tool(name: str) -> Path | None:
     """One of the CUDA tools Triton ships (ptxas, cuobjdump), or None where this Triton lacks it."""
-    import triton
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
-    return tool if tool.exists() else None
+    d = bundled_tool_dir()
+    tool = Path(d) / name if d else None
+    return tool if tool is not None and tool.exists() else None
 
 
 def _cuobjdump(cubin: bytes, flag: str) -> str:
