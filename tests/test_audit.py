@@ -361,26 +361,6 @@ def test_tools_are_also_looked_for_in_tritons_bundled_bin():
     assert default_tool_dirs()[-1] == d  # after PATH, CUDA_HOME and the toolkit's folders
 
 
-def test_the_audit_child_registers_fa4s_emulation_settings_before_it_loads_them():
-    """`emu-f16-s1` exists by name only; the audit's child (native or cross-compile) adds it to FA4's patch
-    registry before the backend loads it, as the timing workers do, instead of failing with 'unknown FA4 patch'."""
-    import subprocess
-    import sys
-
-    code = ("from softbench.audit.child import load_variant\n"
-            "from softbench.kernels.fa4_patches import FA4_PATCHES\n"
-            "class Loader:\n"
-            "    name = 'fa4'\n"
-            "    def load(self, variant):\n"
-            "        return {'patch': FA4_PATCHES.get(variant).name}\n"
-            "assert 'emu-f16-s1' not in FA4_PATCHES\n"
-            "print(load_variant(Loader(), 'emu-f16-s1')['patch'], load_variant(Loader(), 'A1')['patch'])\n")
-    # a fresh process: the registry is per process, and this one's may already hold the name from another test
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["emu-f16-s1", "rowmax-h15"]
-
-
 def test_the_sass_count_of_emulated_exponentials_is_fa4s_own_share_for_every_setting():
     """Two independent routes to the share of FA4's exponentials that its polynomial computes: FA4's own predicate
     (softbench.sweep.emulation, beta) and the SASS of each setting compiled for sm_100a (FP8 causal 8K, session

@@ -208,3 +208,27 @@ def test_sweep_variants_runs_one_sweep_per_length(tmp_path, cli):
     sweeps = sorted(tmp_path.glob("*-sweep-variants-*"))
     assert len(sweeps) == 2
     assert sorted(json.loads((s / "summary.json").read_text())["shape"]["seq"] for s in sweeps) == [128, 256]
+
+
+@pytest.mark.slow  # it imports FA4 and CuTe DSL
+def test_the_fa4_backend_loads_an_emulation_setting_by_name_alone():
+    """`emu-f16-s1` exists by name only. FA4Backend.load registers it on first use, in a fresh process (the
+    registry is per process), so every caller loads it as a named variant: here a cross-compile target, which
+    builds the patched tree and imports FA4 from it without a GPU."""
+    import subprocess
+    import sys
+
+    from softbench.audit import cross
+
+    missing = cross.missing_stack()
+    if missing:
+        pytest.skip(f"CuTe DSL stack not installed ({missing}); make setup installs it")
+    code = ("from softbench.kernels.capability import Device\n"
+            "from softbench.kernels.fa4 import FA4Backend\n"
+            "from softbench.kernels.fa4_patches import FA4_PATCHES\n"
+            "assert 'emu-f16-s1' not in FA4_PATCHES\n"
+            "info = FA4Backend(target=Device('cuda', 'B200 target', 100, present=False)).load('emu-f16-s1')\n"
+            "print(info['variant'], info['patch']['patch'])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["emu-f16-s1", "emu-f16-s1"]

@@ -49,16 +49,6 @@ class CompiledForward:
     record: dict  # what ran: backend, variant, what loading said, load and compile times, device, pid
 
 
-def load_variant(backend, variant: str) -> dict:
-    """backend.load(variant), after registering FA4's exp2-emulation settings (`emu-f8-s1`), which exist by name
-    only and are added to this process's patch registry on first use, as the timing workers do."""
-    if backend.name == "fa4":
-        from softbench.sweep.emulation import ensure_registered
-
-        ensure_registered(variant)
-    return backend.load(variant)
-
-
 def compiled_forward(req: dict) -> CompiledForward:
     """The request's backend and variant loaded, its forward built on fixed-seed inputs of the request's shape
     and called once: the call that compiles, so that what the profiler measures later is a compiled launch."""
@@ -70,7 +60,7 @@ def compiled_forward(req: dict) -> CompiledForward:
 
     t0 = time.monotonic()
     backend = make_backend(req["backend"], **req.get("options", {}))
-    info = load_variant(backend, req["variant"])
+    info = backend.load(req["variant"])
     load_s = time.monotonic() - t0
     shape = Shape(**req["shape"])
     cuda = backend.device.kind == "cuda"

@@ -108,7 +108,6 @@ def compile_only(req: dict) -> dict:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from softbench.core.shapes import Shape
-    from softbench.audit.child import load_variant
     from softbench.kernels.backends import make_backend
 
     target = Target(**req["target"])
@@ -119,7 +118,7 @@ def compile_only(req: dict) -> dict:
     t0 = time.monotonic()
     backend = make_backend(req["backend"], target=target.device(), **req.get("options", {}))
     try:
-        info = load_variant(backend, req["variant"])
+        info = backend.load(req["variant"])
     except ImportError as e:
         raise UnsupportedError(f"the cross-compile cannot import {e.name or 'a module'} ({e})",
                                hint=INSTALL_HINT) from None

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from softbench.core.errors import PatchError, UnsupportedError
 from softbench.kernels.capability import Device, detect_device, fa4_unsupported_reason
-from softbench.kernels.catalog import check
 from softbench.kernels.fa4_patches import FA4_PATCHES
 from softbench.kernels.patch import build_patched_tree
 from softbench.kernels.inputs import Inputs
@@ -40,7 +39,12 @@ class FA4Backend:
                                    hint="use --backend sim, the pure-torch simulation of the same kernels")
         if "flash_attn" in sys.modules:
             raise PatchError("flash_attn is already imported in this process; each variant needs its own process")
-        check("fa4", variant)
+        # FA4's exp2-emulation settings (emu-f8-s1) exist by name only: the check registers a setting in this
+        # process's patch registry on first use, so that every caller (a timing worker, the audit's child) loads
+        # one as it loads a named variant. Imported here: the emulation patch is the sweep's (sweep.emulation)
+        from softbench.sweep.emulation import ensure_registered
+
+        ensure_registered(variant)  # check("fa4", variant) first: an unknown name gets the closest ones
         patch = FA4_PATCHES.get(variant)
         family = (self.device.arch or 0) // 10
         if patch.arch_families is not None and family not in patch.arch_families:
