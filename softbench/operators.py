@@ -7,7 +7,7 @@ round-to-nearest-even; the result's bits are bits(y) << 22. For n = rne(2x) this
 2^-126 and masked -inf scores give 2^-126, as in the kernel. The construction is valid for 2x < 256 (n <= 255);
 larger inputs overflow the exponent field, as they would in the kernel.
 
-`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding, ldexp), for tests.
+`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding), for tests and the gates.
 
 `rowmax_h15_folded(s, m, c)` is the two-instruction form (variant h15-folded): the magic add folded into the FFMA that
 scales the raw scores s, so the weights depend on the running maximum m itself, not only on x = c (s - m); see its
@@ -111,15 +111,21 @@ def rowmax_h15_folded_rescale(m_old: torch.Tensor, m_new: torch.Tensor, scale_lo
 def rowmax_h15_folded_reference(s: torch.Tensor, m: torch.Tensor, scale_log2: float,
                                 max_offset: float = 0.0) -> torch.Tensor:
     """rowmax_h15_folded written out in float64, for tests: r = rne(2cm), n = rne(2cs - r) + 2 max_offset with
-    explicit tie-to-even rounding, w = (1 + (n mod 2)/2) 2^floor(n/2) for n >= -252, 2^-127 at n = -253, 0 below
-    and at -inf. Exact while 2cs - r fits float64's 53 bits (|2cs|, |2cm| < 2^11 with FP32 s, m)."""
+    explicit tie-to-even rounding, then rowmax_h15_folded_of_steps(n). Exact while 2cs - r fits float64's 53 bits
+    (|2cs|, |2cm| < 2^11 with FP32 s, m)."""
     c2 = 2.0 * float(torch.tensor(scale_log2, dtype=torch.float32))
     sd, md = s.to(torch.float32).double(), m.to(torch.float32).double()
-    n = _rne_half_steps(sd * c2 - _rne_half_steps(md * c2)) + 2.0 * max_offset
-    k = torch.floor(n / 2.0)
-    w = (1.0 + 0.5 * (n - 2.0 * k)) * torch.pow(torch.tensor(2.0, dtype=torch.float64), k)
-    w = torch.where(n == -253.0, torch.full_like(w, 2.0 ** -127), w)  # the exponent field's 0: a subnormal
-    return torch.where((n <= -254.0) | torch.isneginf(sd), torch.zeros_like(w), w).to(torch.float32)
+    n = rne_float64(sd * c2 - rne_float64(md * c2)) + 2.0 * max_offset
+    return torch.where(torch.isneginf(sd), torch.zeros_like(n), rowmax_h15_folded_of_steps(n).double()).to(torch.float32)
+
+
+def rowmax_h15_folded_of_steps(n: torch.Tensor) -> torch.Tensor:
+    """h15-folded's weight of the integer step n (the exponent field t = MAGIC_FOLDED + n, clamped at MAGIC):
+    the lattice weight h15_lattice_weight(n) for n >= -252, 2^-127 at n = -253 (the field's 0: a subnormal), 0 from
+    -254 down. float32 (every value is exact there)."""
+    w = h15_lattice_weight(n)
+    w = torch.where(n == -253.0, torch.full_like(w, 2.0 ** -127), w)
+    return torch.where(n <= -254.0, torch.zeros_like(w), w).to(torch.float32)
 
 
 def rowmax_h15_from_doubled(t: torch.Tensor) -> torch.Tensor:
@@ -127,27 +133,32 @@ def rowmax_h15_from_doubled(t: torch.Tensor) -> torch.Tensor:
     return rowmax_h15(t.to(torch.float32) * 0.5)
 
 
-def _rne_half_steps(x2: torch.Tensor) -> torch.Tensor:
-    """Round-to-nearest-even of float64 values, written out (floor, fraction, tie rule) so that the reference
-    does not share torch.round with anything it checks."""
-    f = torch.floor(x2)
-    frac = x2 - f
+def rne_float64(v: torch.Tensor) -> torch.Tensor:
+    """Round-to-nearest-even of float64 values to integers, written out (floor, fraction, tie rule) so that the
+    references do not share torch.round with anything they check."""
+    f = torch.floor(v)
+    frac = v - f
     up = (frac > 0.5) | ((frac == 0.5) & (torch.remainder(f, 2.0) == 1.0))
-    return f + up.to(x2.dtype)
+    return f + up.to(v.dtype)
+
+
+def h15_lattice_weight(n: torch.Tensor) -> torch.Tensor:
+    """The weight every Rowmax-H15 form gives the integer step n (n = rne(2x) for A1): (1 + (n mod 2)/2) 2^floor(n/2),
+    in float64 (paper Eq. 5), for n of any sign."""
+    nd = n.to(torch.float64)
+    k = torch.floor(nd / 2.0)
+    odd = nd - 2.0 * k  # non-negative residue, 0 or 1
+    return (1.0 + 0.5 * odd) * torch.pow(torch.tensor(2.0, dtype=torch.float64, device=nd.device), k)
 
 
 def rowmax_h15_reference(x: torch.Tensor) -> torch.Tensor:
-    """Paper Eq. 5 computed arithmetically in float64: n = rne(2x), w = (1 + (n mod 2)/2) * 2^floor(n/2),
-    with the kernel's clamp x >= -126 (NaN treated as the clamp, as the kernel's max does).
+    """Paper Eq. 5 computed arithmetically in float64: n = rne(2x), w = h15_lattice_weight(n), with the kernel's
+    clamp x >= -126 (NaN treated as the clamp, as the kernel's max does).
     Defined for x <= 127.5; returns float32 (every result is exactly representable)."""
     xd = x.to(torch.float64)
     xd = torch.where(torch.isnan(xd), torch.full_like(xd, CLAMP_DOUBLED / 2), xd)
     xd = torch.clamp(xd, min=CLAMP_DOUBLED / 2)
-    n = _rne_half_steps(2.0 * xd)
-    k = torch.floor(n / 2.0)
-    odd = n - 2.0 * k  # non-negative residue, 0 or 1
-    w = (1.0 + 0.5 * odd) * torch.pow(torch.tensor(2.0, dtype=torch.float64), k)
-    return w.to(torch.float32)
+    return h15_lattice_weight(rne_float64(2.0 * xd)).to(torch.float32)
 
 
 def half_octave_error_bounds() -> tuple[float, float]:

@@ -18,7 +18,7 @@ from softbench.gates.checks import multi_tile_gates, readback_gate, single_tile_
 from softbench.gates.engine import GatesFailed, run_gates
 from softbench.gates.options import GatesOptions
 from softbench.gates.readback import Readback
-from softbench.gates.references import exact_exponents, rowmax_h15_probabilities
+from softbench.gates.references import ExactScores, exact_exponents, reference_probabilities
 from softbench.gates.tolerances import ACCUM_U_FP8, ENVELOPE, FP8_MMA_K, Storage, rounding_octaves, unit_roundoff
 
 from conftest import run_cli
@@ -75,7 +75,7 @@ def _hand_made(weight_fn, seq=256, heads=2, causal=True, seed=0):
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(1, seq, heads, 64, generator=g).to(BF16)
     k = torch.randn(1, seq, heads, 64, generator=g).to(BF16)
-    x, valid, eta = exact_exponents(q, k, causal, 1 / 8)
+    x, valid, eta, _ = exact_exponents(q, k, causal, 1 / 8)
     w = weight_fn(x.float()).double().masked_fill(~valid, 0.0)
     p = (w.to(BF16).double() / w.sum(-1, keepdim=True)).to(BF16).double()
     return _readback(p, x, valid, eta, q, k, seq)
@@ -161,7 +161,7 @@ def test_reference_on_a_hand_computed_row():
     # 2x = 0, -0.6, -2.4 -> n = 0, -1, -2 -> weights 1, 0.75, 0.5
     x = torch.tensor([[0.0, -0.3, -1.2]], dtype=torch.float64)
     valid = torch.ones_like(x, dtype=torch.bool)
-    p, amb = rowmax_h15_probabilities(x, valid, torch.zeros_like(x))
+    p, amb, _, _ = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), None))
     assert torch.equal(p, torch.tensor([[1.0, 0.75, 0.5]], dtype=torch.float64) / 2.25) and not amb.any()
 
 
@@ -172,7 +172,7 @@ def test_reference_follows_the_kernel_only_at_a_rounding_boundary():
     eta = torch.full_like(x, 1e-6)
     for kernel_w in (0.75, 1.0):
         kw = torch.tensor([[1.0, kernel_w, 1.0]], dtype=torch.float64)  # last entry disagrees and must not matter
-        p, amb = rowmax_h15_probabilities(x, valid, eta, kw)
+        p, amb, _, _ = reference_probabilities(ExactScores(x, valid, eta, None), kernel_weights=kw)
         assert amb.tolist() == [[False, True, False]]
         w = torch.tensor([[1.0, kernel_w, 0.5]], dtype=torch.float64)
         assert torch.allclose(p, w / w.sum())
@@ -325,8 +325,8 @@ def test_fp8_scores_get_the_wider_accumulation_bound():
     g = torch.Generator().manual_seed(0)
     q = torch.randn(1, 64, 2, 128, generator=g).to(FP8)
     k = torch.randn(1, 64, 2, 128, generator=g).to(FP8)
-    x32, _, eta32 = exact_exponents(q, k, True, 128 ** -0.5)
-    x8, valid, eta8 = exact_exponents(q, k, True, 128 ** -0.5, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    x32, _, eta32, _ = exact_exponents(q, k, True, 128 ** -0.5)
+    x8, valid, eta8, _ = exact_exponents(q, k, True, 128 ** -0.5, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
     assert torch.equal(x32, x8)
     # 4 wgmma steps at 2^-13 against 128 FP32 additions at 2^-23: 2^10 / 32 = 32 times wider on that term
     ratio = eta8[valid] / eta32[valid]
@@ -342,7 +342,7 @@ def test_fp8_single_tile_reference_follows_the_kernel_storage():
     seq = 128
     q = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
     k = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
-    x, valid, eta = exact_exponents(q, k, False, 1 / 8, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    x, valid, eta, _ = exact_exponents(q, k, False, 1 / 8, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
     st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
     w = operators.rowmax_h15_reference(x.float()).double().masked_fill(~valid, 0.0)
     p = (st.stored(w) / w.sum(-1, keepdim=True)).to(BF16).double()
@@ -361,7 +361,7 @@ def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
     seq = 128
     q = torch.randn(1, seq, 2, 128, generator=g).to(FP8)
     k = torch.randn(1, seq, 2, 128, generator=g).to(FP8)
-    x, valid, eta = exact_exponents(q, k, True, 128 ** -0.5, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    x, valid, eta, _ = exact_exponents(q, k, True, 128 ** -0.5, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
     st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
 
     def readback(fn):

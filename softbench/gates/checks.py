@@ -8,11 +8,13 @@ came from; the parent computes every reference and gate from those files (pure f
 
 Gates (all in the parent):
   readback          stock kernel at one tile vs exact softmax from FP64 scores: checks the readback itself.
-  single_tile       patched kernel at one tile vs a Rowmax-H15 reference built from FP64 scores (L1 per row).
+  single_tile       patched kernel at one tile vs a reference of its weight map built from FP64 scores (L1 per
+                    row): Rowmax-H15's for A1, its own for h15-folded and the hybrids (softbench.gates.maps).
   normalized_ratio  multi-tile log2(P1/P0) within +-(b - a), the envelope width.
   recovered_error   log2(P1/P0) minus the shift read at the row maximum, within the envelope [a, b].
   row_sums          sum_j P1 within storage rounding of 1.
-  row_max_attained  the stock kernel's row-maximum entry holds the patched row maximum.
+  row_max_attained  the stock kernel's row-maximum entry holds the patched row maximum (h15-folded: the exact
+                    maximum's entry; its lattice's step below the maximum can lie arbitrarily close to it).
   masked            (causal) masked entries carry at most the operator's floor weight.
 
 Why the recovered error is well defined (tile-wise running max). The kernel computes the weights of each key tile
@@ -38,9 +40,10 @@ from dataclasses import dataclass, field
 import torch
 
 from softbench import operators
+from softbench.gates.maps import H15, GateMap
 from softbench.gates.readback import Readback
-from softbench.gates.references import rowmax_h15_probabilities
-from softbench.gates.tolerances import ENVELOPE, ENVELOPE_WIDTH, rounding_octaves
+from softbench.gates.references import reference_probabilities, row_phases
+from softbench.gates.tolerances import ENVELOPE, ENVELOPE_WIDTH, Storage, rounding_octaves
 
 
 @dataclass(frozen=True)
@@ -89,42 +92,76 @@ def _row_l1(p: torch.Tensor, ref: torch.Tensor, valid: torch.Tensor) -> torch.Te
     return torch.where(valid, (p - ref).abs(), torch.zeros_like(p)).sum(dim=-1).flatten()
 
 
+def _eta_max(rb: Readback) -> float:
+    return float(rb.eta.masked_fill(~rb.valid, 0.0).max())
+
+
+def _exp_l1_bound(st: Storage, eta_max: float) -> float:
+    """L1 per row of exponential weights against exact softmax: per element P's rounding, the output's and an
+    exponent off by at most eta (the normalization can move it by eta of the other elements again):
+    (1+u_p)(1+u_out) 2^(2 eta_max) (1 + FP32 slack) - 1."""
+    return (1 + st.u_p) * (1 + st.u_out) * 2.0 ** (2 * eta_max) * (1 + st.slack) - 1
+
+
 def readback_gate(stock: Readback) -> Gate:
-    """The stock kernel against exact softmax, both at one tile: if this fails, the readback itself is broken.
-    Per element the stock P went through the P rounding, the output rounding and an exponent off by at most eta
-    (the normalization can move it by eta of the other elements again): L1 <= (1+u_p)(1+u_out) 2^(2 eta_max) - 1."""
+    """The stock kernel against exact softmax, both at one tile: if this fails, the readback itself is broken."""
     st = stock.storage
     exact = torch.softmax(stock.x * math.log(2.0), dim=-1).masked_fill(~stock.valid, 0.0)
     l1 = _row_l1(stock.p, exact, stock.valid)
-    eta_max = float(stock.eta.masked_fill(~stock.valid, 0.0).max())
-    bound = (1 + st.u_p) * (1 + st.u_out) * 2.0 ** (2 * eta_max) * (1 + st.slack) - 1
+    eta_max = _eta_max(stock)
+    bound = _exp_l1_bound(st, eta_max)
     return Gate("readback", "stock kernel vs exact softmax, L1 per row (one tile)", _range(l1), (0.0, bound),
                 details={"mean": float(l1.mean()), "rows": l1.numel(), "elements": int(stock.valid.sum()),
                          "eta_max_octaves": eta_max, "storage": st.to_dict()})
 
 
-def single_tile_gate(patched: Readback) -> Gate:
-    """The patched kernel against whole-row Rowmax-H15 from the exact scores, at one tile (its running maximum
-    is the row maximum). Its weights are exact in the P dtype (the reference rounds E4M3's subnormal tail as the
-    kernel does), so each element carries only the output rounding:
-    L1 per row <= u_out * sum_j r_j + FP32 slack = u_out + slack (masked entries excluded)."""
+def single_tile_gate(patched: Readback, gmap: GateMap = H15) -> Gate:
+    """The patched kernel against whole-row `gmap` probabilities from the exact scores, at one tile (its running
+    maximum is the row maximum). Lattice weights are exact in the P dtype (the reference rounds E4M3's subnormal
+    tail as the kernel does), so each element carries only the output rounding: L1 per row <= u_out + FP32 slack
+    (masked entries excluded). Where some weights are exponentials (the hybrids, exp2) they carry the stock
+    kernel's allowance instead (_exp_l1_bound)."""
     st = patched.storage
     at_max = patched.p.gather(-1, patched.argmax)
-    ref, ambiguous = rowmax_h15_probabilities(patched.x, patched.valid, patched.eta, patched.p / at_max, st)
-    l1 = _row_l1(patched.p, ref, patched.valid)
-    bound = st.u_out + st.slack
-    return Gate("single_tile", "patched kernel vs Rowmax-H15 reference from exact scores, L1 per row (one tile)",
-                _range(l1), (0.0, bound),
-                details={"mean": float(l1.mean()), "rows": l1.numel(), "elements": int(patched.valid.sum()),
-                         "ambiguous_elements": int(ambiguous.sum()), "storage": st.to_dict()})
+    ref = reference_probabilities(patched.exact, gmap, patched.p / at_max, st)
+    l1 = _row_l1(patched.p, ref.probabilities, patched.valid)
+    bound = _exp_l1_bound(st, _eta_max(patched)) if gmap.rounds_p else st.u_out + st.slack
+    details = {"mean": float(l1.mean()), "rows": l1.numel(), "elements": int(patched.valid.sum()),
+               "ambiguous_elements": int(ref.ambiguous.sum()), "reference": gmap.name, "storage": st.to_dict()}
+    if gmap.row_phase:
+        details["ambiguous_rows"] = ref.ambiguous_rows
+    return Gate("single_tile", f"patched kernel vs {gmap.name} reference from exact scores, L1 per row (one tile)",
+                _range(l1), (0.0, bound), details=details)
 
 
-def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: float = 0.0) -> list[Gate]:
-    """The gates that compare the patched kernel with the stock one over several key tiles (paper B.2)."""
+def _phase_offsets(stock: Readback, eps: torch.Tensor, resolved: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """h15-folded: the per-row phi/2 to take off the recovered error (its weights' error is eps + phi/2). Where the
+    row's anchor is open (row_phases), the one that leaves the row's errors closer to the envelope, since either is
+    the kernel's to choose. Returns the offsets (b, h, sq, 1) and the number of open rows."""
+    a, b = ENVELOPE
+    phi_lo, phi_hi = row_phases(stock.scaled_max, stock.eta, stock.valid)
+
+    def excess(phi):
+        e = eps - phi / 2
+        over = torch.clamp(e - b, min=0.0) + torch.clamp(a - e, min=0.0)
+        return torch.where(resolved, over, torch.zeros_like(over)).amax(dim=-1, keepdim=True)
+
+    open_rows = phi_lo != phi_hi
+    phi = torch.where(open_rows & (excess(phi_hi) < excess(phi_lo)), phi_hi, phi_lo)
+    return phi / 2, int(open_rows.sum())
+
+
+def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: float = 0.0,
+                     gmap: GateMap = H15) -> list[Gate]:
+    """The gates that compare the patched kernel with the stock one over several key tiles (paper B.2), for the
+    weight map `gmap` (softbench.gates.maps: h15-folded's recovered error is taken after its row phase)."""
     a, b = ENVELOPE
     st = patched.storage
     # the storage's relative roundings as octaves: the output's, P's, and the FP32 normalization's slack
     r_out, r_p, r_slack = (rounding_octaves(u) for u in (st.u_out, st.u_p, st.slack))
+    # the normalized ratio's: P1 went through the output rounding (and P's where some weights are exponentials),
+    # P0 through P's and the output's
+    tol_norm = 2 * r_out + r_p + r_slack + (r_p if gmap.rounds_p else 0.0)
     p0, p1, valid = stock.p, patched.p, patched.valid
     # Elements resolved in both storage formats: the stock value clear of the output dtype's subnormals and its
     # unnormalized weight clear of the P dtype's, each by the envelope width and one octave; smaller ones lose
@@ -137,9 +174,8 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
     r = ratio[resolved]
     gates: list[Gate] = []
 
-    # normalized ratio: eps in [a, b] gives only log2(p1/p0) = eps_j - log2 sum_k p_k 2^eps_k in [a - b, b - a];
-    # P1 went through one rounding, P0 through two
-    tol_norm = 2 * r_out + r_p + r_slack
+    # normalized ratio: eps in [a, b] gives only log2(p1/p0) = eps_j - log2 sum_k p_k 2^eps_k in [a - b, b - a]
+    # (h15-folded's row phase is a constant of the row: it cancels)
     gates.append(Gate(
         "normalized_ratio", "log2(P1/P0) over all resolved elements (multi-tile)", _range(r),
         (a - b - tol_norm, b - a + tol_norm), "octave",
@@ -153,9 +189,18 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
     # still has Rowmax-H15 weight 1, its stock weight is 2^(-2 eta) at worst and takes a P rounding.
     idx = stock.argmax
     shift = ratio.gather(-1, idx)
-    eps = (ratio - shift)[resolved]
-    eta_max = float(stock.eta.masked_fill(~valid, 0.0).max())
+    eps_all = ratio - shift
+    eta_max = _eta_max(stock)
     tol_rec = tol_norm + 2 * r_out + r_p + 2 * eta_max
+    phase_details = {}
+    if gmap.row_phase:
+        # h15-folded: each weight's error is eps + phi/2; the exact maximum's phi is the kernel's within eta_max
+        offsets, open_rows = _phase_offsets(stock, eps_all, resolved)
+        eps_all = eps_all - offsets
+        tol_rec += eta_max
+        phase_details = {"phase_open_rows": open_rows, "phase_half_min": float(offsets.min()),
+                         "phase_half_max": float(offsets.max())}
+    eps = eps_all[resolved]
     deferred = rescale_threshold > 0
     why_not = (f"rescale threshold {rescale_threshold:g} > 0: the running maximum can lag, so the row maximum's "
                "weight is not exact and the shift cannot be read there" if deferred else "")
@@ -166,13 +211,14 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
                  "fraction_below_before_tolerance": float((eps < a).double().mean()) if eps.numel() else math.nan,
                  "fraction_above_before_tolerance": float((eps > b).double().mean()) if eps.numel() else math.nan,
                  "shift_min": float(shift.min()), "shift_max": float(shift.max()), "shift_mean": float(shift.mean()),
-                 **({"not_applicable": why_not} if deferred else {})}))
+                 **phase_details, **({"not_applicable": why_not} if deferred else {})}))
 
-    # row sums: each P1 carries the output rounding; masked entries add at most the operator's floor weight each
+    # row sums: each P1 carries the output rounding (and P's, on exponential weights); masked entries add at most
+    # the operator's floor weight each
     floor = float(operators.rowmax_h15(torch.tensor(-math.inf)))
     n_masked = (~valid).sum(dim=-1)
     sums = p1.sum(dim=-1).flatten()
-    tol_sum = st.u_out + st.slack + int(n_masked.max()) * floor
+    tol_sum = st.u_out + st.slack + int(n_masked.max()) * floor + (st.u_p if gmap.rounds_p else 0.0)
     gates.append(Gate("row_sums", "sum of P1 per row (multi-tile)", _range(sums), (1 - tol_sum, 1 + tol_sum),
                       details={"tolerance": tol_sum, "rows": sums.numel()}))
 
@@ -180,15 +226,32 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
     # roundings); the stock argmax is known only to within two stock readings (2 (r_p + r_out)), an element that
     # close to the maximum lies on the same lattice point
     p1_max = p1.amax(dim=-1, keepdim=True)
-    at_stock_max = torch.log2(p1.gather(-1, p0.argmax(dim=-1, keepdim=True)) / p1_max).flatten()
-    tol_att = 2 * r_out + 2 * (r_p + r_out) + r_slack
     ties = (valid & (p1 >= p1_max * 2.0 ** (-2 * r_out))).sum(dim=-1).flatten().tolist()
+    if not gmap.row_phase:
+        which = "stock"
+        at_max = torch.log2(p1.gather(-1, p0.argmax(dim=-1, keepdim=True)) / p1_max).flatten()
+        tol_att = 2 * r_out + 2 * (r_p + r_out) + r_slack
+        phase_rows = {}
+    else:
+        # h15-folded: the lattice's step below the maximum can lie arbitrarily close to it (at 2x = -1/2 - phi),
+        # so an element the stock readings cannot tell from the maximum may sit one step lower. The gate reads
+        # the exact maximum instead, whose step is 0 unless the kernel's anchor is open (its phase within the
+        # scores' error, 6 eta_row, of -1/2): there one step, log2(3/4), is allowed
+        which = "exact"
+        at_max = torch.log2(p1.gather(-1, stock.argmax) / p1_max)
+        eta_row = stock.eta.masked_fill(~valid, 0.0).amax(dim=-1, keepdim=True)
+        phi = torch.where(torch.isfinite(stock.scaled_max), 2.0 * stock.scaled_max, torch.zeros_like(at_max))
+        phi = phi - operators.rne_float64(phi)
+        near = phi < -0.5 + 6.0 * eta_row
+        at_max = torch.where(near, torch.clamp(at_max - math.log2(0.75), max=0.0), at_max).flatten()
+        tol_att = 2 * r_out + r_slack
+        phase_rows = {"rows_one_step_allowed": int(near.sum())}
     gates.append(Gate(
-        "row_max_attained", "log2(P1 at the stock row maximum / P1 row maximum) (multi-tile)", _range(at_stock_max),
+        "row_max_attained", f"log2(P1 at the {which} row maximum / P1 row maximum) (multi-tile)", _range(at_max),
         (-tol_att, 0.0), "octave", applicable=not deferred,
-        details={"tolerance": tol_att, "rows": len(ties), "rows_attained": int((at_stock_max >= -tol_att).sum()),
+        details={"tolerance": tol_att, "rows": len(ties), "rows_attained": int((at_max >= -tol_att).sum()),
                  "lattice_ties_median": statistics.median(ties) if ties else None,
-                 "lattice_ties_max": max(ties) if ties else None,
+                 "lattice_ties_max": max(ties) if ties else None, **phase_rows,
                  **({"not_applicable": why_not} if deferred else {})}))
 
     # masked entries: Rowmax-H15 clamps -inf to its floor weight 2^-126. The row sum holds the row maximum's

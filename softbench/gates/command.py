@@ -38,7 +38,8 @@ from softbench.core.shapes import DTYPES
 def command(backend, variant, baseline, dtype, causal, batch, heads, kv_heads, head_dim, single_seq, multi_seq,
             seed, rescale_threshold, triton_config, source, out_dir):
     """Read VARIANT's and BASELINE's probabilities back through one-hot V and check them: L1 against a
-    Rowmax-H15 reference at one tile; the error envelope, row sums and row maximum over several tiles.
+    reference of the variant's weight map at one tile (Rowmax-H15 for A1; h15-folded's phase-shifted lattice
+    and the hybrids' mix are their own); the error envelope, row sums and row maximum over several tiles.
     Exits non-zero when a gate fails.
 
     Example: softbench gates --backend fa4 --dtype bf16 --no-causal"""

@@ -10,6 +10,7 @@ from typing import Callable
 from softbench.core.errors import MeasurementError, SoftbenchError
 from softbench.core.session import file_label
 from softbench.gates.checks import Gate, multi_tile_gates, readback_gate, single_tile_gate
+from softbench.gates.maps import GateMap, gate_map_for
 from softbench.gates.options import GatesOptions, rescale_threshold, resolve_options
 from softbench.gates.readback import Readback, load_readback, readback_path, same_inputs
 from softbench.gates.record import record_gates
@@ -32,12 +33,13 @@ def default_runner(label: str, backend: str, variant: str, options: dict):
     return WorkerProcess(label, backend, variant, options)
 
 
-def evaluate(single: dict[str, Readback], multi: dict[str, Readback], base: str, var: str, tau: float) -> list[Gate]:
+def evaluate(single: dict[str, Readback], multi: dict[str, Readback], base: str, var: str, tau: float,
+             gmap: GateMap) -> list[Gate]:
     for seq_pair in (single, multi):
         if not same_inputs(seq_pair[base], seq_pair[var]):
             raise MeasurementError("the two kernel processes built different inputs from the same seed")
-    return [readback_gate(single[base]), single_tile_gate(single[var]),
-            *multi_tile_gates(multi[base], multi[var], rescale_threshold=tau)]
+    return [readback_gate(single[base]), single_tile_gate(single[var], gmap),
+            *multi_tile_gates(multi[base], multi[var], rescale_threshold=tau, gmap=gmap)]
 
 
 def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
@@ -51,6 +53,9 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
     runner = runner or default_runner  # looked up at call time, so a test can swap it
     opts = resolve_options(opts)
     base, var = opts.labels()
+    gmap, map_note = gate_map_for(opts.variant)
+    if map_note:
+        say(map_note)
     session = Session.create(opts.out_dir, "gates", opts.tag())
     session.write_yaml("protocol.yaml", {
         "command": "gates", "command_line": opts.command_line, "backend": opts.backend,
@@ -58,11 +63,12 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
         "labels": [base, var], "seed": opts.seed,
         "shapes": {"single_tile": opts.shape(opts.single_seq).to_dict(),
                    "multi_tile": opts.shape(opts.multi_seq).to_dict()},
-        "envelope": list(ENVELOPE), "started_utc": utc_iso(),
+        "envelope": list(ENVELOPE), "reference": gmap.name, "started_utc": utc_iso(),
     })
     workers = {}
     summary = {"command": "gates", "backend": opts.backend, "baseline": opts.baseline, "variant": opts.variant,
-               "tag": opts.tag(), "complete": False}
+               "tag": opts.tag(), "reference": gmap.to_dict(), "complete": False,
+               **({"reference_note": map_note} if map_note else {})}
     try:
         workers = {base: runner(base, opts.backend, opts.baseline, opts.backend_options),
                    var: runner(var, opts.backend, opts.variant, opts.backend_options)}
@@ -87,7 +93,7 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
                 non_finite[label][seq] = res["non_finite"]
                 readbacks[seq][label] = load_readback(path, opts.causal)
         say("evaluating the gates")
-        gates = evaluate(readbacks[opts.single_seq], readbacks[opts.multi_seq], base, var, tau)
+        gates = evaluate(readbacks[opts.single_seq], readbacks[opts.multi_seq], base, var, tau, gmap)
     except BaseException as exc:
         reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
         summary.update({"incomplete_reason": reason, "finished_utc": utc_iso()})

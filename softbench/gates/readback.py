@@ -13,7 +13,7 @@ import torch
 from softbench.core.errors import MeasurementError
 from softbench.core.session import file_label
 from softbench.core.shapes import Shape
-from softbench.gates.references import exact_exponents
+from softbench.gates.references import ExactScores, exact_exponents
 from softbench.gates.tolerances import ACCUM_U, ACCUM_U_FP8, FP8_MMA_K, Storage, p_dtype_for
 
 
@@ -63,6 +63,12 @@ class Readback:
     storage: Storage
     q: torch.Tensor
     k: torch.Tensor
+    scaled_max: torch.Tensor | None = None  # float64 (b, h, s_q, 1): the exact row maximum times scale_log2
+
+    @property
+    def exact(self) -> ExactScores:
+        """The exact scores' exponents, as the references take them (scaled_max None: no h15-folded reference)."""
+        return ExactScores(self.x, self.valid, self.eta, self.scaled_max)
 
     @property
     def argmax(self) -> torch.Tensor:
@@ -85,13 +91,15 @@ def load_readback(path: Path, causal: bool) -> Readback:
     storage = Storage(p_dtype_for(in_dtype), getattr(torch, data["out_dtype"]), shape.seq,
                       max_offset=8.0 if fp8 else 0.0, accum_u=ACCUM_U_FP8 if fp8 else ACCUM_U,
                       accum_chunk=FP8_MMA_K if fp8 else 1)  # FA4's and the simulation's offset for FP8
-    x, valid, eta = exact_exponents(data["q"], data["k"], causal, data["softmax_scale"], tuple(data["descale"]),
-                                    accum_u=storage.accum_u, accum_chunk=storage.accum_chunk)
+    x, valid, eta, scaled_max = exact_exponents(data["q"], data["k"], causal, data["softmax_scale"],
+                                                tuple(data["descale"]), accum_u=storage.accum_u,
+                                                accum_chunk=storage.accum_chunk)
     p = data["p"].double().permute(0, 2, 1, 3)
     expected = tuple(x.shape)
     if tuple(p.shape) != expected:
         raise MeasurementError(f"{path}: readback has shape {tuple(p.shape)}, the scores {expected}")
-    return Readback(p=p, x=x, valid=valid, eta=eta, storage=storage, q=data["q"], k=data["k"])
+    return Readback(p=p, x=x, valid=valid, eta=eta, storage=storage, q=data["q"], k=data["k"],
+                    scaled_max=scaled_max)
 
 
 def same_inputs(a: Readback, b: Readback) -> bool:

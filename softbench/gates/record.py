@@ -33,7 +33,8 @@ def record_gates(session, summary: dict, gates: list[Gate], tau: float, storage:
 
 _HEADLINE_KEYS = ("mean", "fraction_outside_before_tolerance", "fraction_below_before_tolerance",
                   "fraction_above_before_tolerance", "shift_min", "shift_max", "shift_mean", "lattice_ties_median",
-                  "lattice_ties_max", "ambiguous_elements", "elements", "rows", "not_applicable")
+                  "lattice_ties_max", "ambiguous_elements", "ambiguous_rows", "phase_open_rows", "phase_half_min",
+                  "phase_half_max", "rows_one_step_allowed", "elements", "rows", "not_applicable")
 
 
 def _headline_details(g: Gate) -> dict:

@@ -15,6 +15,7 @@ import yaml
 from softbench.core.errors import UsageError
 from softbench.kernels.patch import sha256_file
 from softbench.gates.engine import evaluate
+from softbench.gates.maps import gate_map_named
 from softbench.gates.options import GatesOptions, rescale_threshold
 from softbench.gates.readback import load_readback, readback_path
 from softbench.gates.record import record_gates
@@ -49,7 +50,9 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     tau = rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
     readbacks = {kind: {label: load_readback(files[(kind, label)], causal) for label in (base, var)}
                  for kind in shapes}
-    gates = evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau)
+    # the map the source recorded (one written before maps were recorded was gated against Rowmax-H15)
+    gmap = gate_map_named(proto.get("reference"))
+    gates = evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau, gmap)
 
     opts = GatesOptions(backend=proto["backend"], variant=proto["variant"], baseline=proto["baseline"],
                           dtype=multi.dtype, causal=causal, batch=multi.batch, heads=multi.heads,
@@ -58,13 +61,14 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     tag = opts.tag() + "-reevaluated"
     session = Session.create(out_dir, "gates", tag)
     session.write_yaml("protocol.yaml", {
-        **proto, "command_line": command_line, "reevaluated_from": source.name,
+        **proto, "reference": gmap.name, "command_line": command_line, "reevaluated_from": source.name,
         "source_command_line": proto.get("command_line", ""), "started_utc": utc_iso(),
         "readback_sha256": {p.name: sha256_file(p) for p in files.values()},
     })
     session.write_json("env.json", {"source_env": env, "reevaluated_on": collect_env(gpu=False)})
     summary = {"command": "gates", "backend": proto["backend"], "baseline": proto["baseline"],
-               "variant": proto["variant"], "tag": tag, "complete": False, "reevaluated_from": source.name}
+               "variant": proto["variant"], "tag": tag, "reference": gmap.to_dict(), "complete": False,
+               "reevaluated_from": source.name}
     record_gates(session, summary, gates, tau, readbacks["multi_tile"][var].storage,
                    {k: s.tag() for k, s in shapes.items()})
     return session, summary

@@ -42,6 +42,12 @@ def gate_rows(summary: dict) -> list[list[str]]:
             notes.append(f"ties median {_num(g['lattice_ties_median'])}, max {_num(g['lattice_ties_max'])}")
         if g.get("ambiguous_elements"):
             notes.append(f"{g['ambiguous_elements']} near a rounding boundary")
+        if g.get("ambiguous_rows") or g.get("phase_open_rows"):
+            notes.append(f"{g.get('ambiguous_rows') or g.get('phase_open_rows')} rows whose anchor is open")
+        if g.get("rows_one_step_allowed"):
+            notes.append(f"{g['rows_one_step_allowed']} rows allowed one step (anchor open)")
+        if "phase_half_min" in g:
+            notes.append(f"row phase/2 [{_num(g['phase_half_min'])}, {_num(g['phase_half_max'])}] taken off")
         if "not_applicable" in g:
             notes.append(g["not_applicable"])
         unit = {"octave": "oct"}.get(g.get("unit", ""), g.get("unit", ""))
@@ -50,17 +56,27 @@ def gate_rows(summary: dict) -> list[list[str]]:
     return rows
 
 
+def _reference_name(summary: dict) -> str:
+    return (summary.get("reference") or {}).get("name", "rowmax-h15")  # older sessions: always Rowmax-H15
+
+
 def gates_headline(summary: dict) -> str:
     if not summary.get("complete"):
         return f"gates not finished: {summary.get('incomplete_reason', 'interrupted')}"
+    against = f"reference {_reference_name(summary)}"
     if summary["all_passed"]:
-        return f"all gates passed ({summary['variant']} against {summary['baseline']}, {summary['backend']})"
-    return f"FAILED gates: {', '.join(summary['failed'])} ({summary['variant']}, {summary['backend']})"
+        return (f"all gates passed ({summary['variant']} against {summary['baseline']}, {summary['backend']}; "
+                f"{against})")
+    return f"FAILED gates: {', '.join(summary['failed'])} ({summary['variant']}, {summary['backend']}; {against})"
 
 
 def gates_markdown(summary: dict, title: str) -> str:
     lines = md_heading(title, summary)
+    ref = summary.get("reference") or {}
     lines += [f"- backend: `{summary.get('backend')}`; {summary.get('variant')} against {summary.get('baseline')}",
+              f"- reference weight map: `{_reference_name(summary)}`"
+              + (f": {ref['description']}" if ref.get("description") else "")
+              + (f" ({summary['reference_note']})" if summary.get("reference_note") else ""),
               f"- shapes: {summary.get('shapes', {})}", f"- storage: {summary.get('storage', {})}",
               f"- rescale threshold tau: {summary.get('rescale_threshold')}", "", gates_headline(summary), ""]
     lines += md_table(GATE_COLUMNS, gate_rows(summary))
@@ -94,6 +110,8 @@ def print_gates(session, summary) -> None:
     for r in rows:
         if r[5]:
             out.print(f"  {r[0]}: {r[5]}", highlight=False)
+    if summary.get("reference_note"):
+        out.print(f"note: {summary['reference_note']}", highlight=False)
     out.print(gates_headline(summary))
     err.print(f"session: {session.path}")
     if not summary["all_passed"]:

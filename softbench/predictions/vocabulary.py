@@ -57,8 +57,8 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               # a cross-compile (--arch sm_100a): the target, and the nominal per-score budget beside per_element
               "arch", "compiled_only", "target", "target_sms", "budget"),
     "gates": ("all_passed", "baseline", "envelope", "failed", "gates", "labels", "non_finite_readback_values",
-              "not_applicable", "readback_sha256", "reevaluated_from", "rescale_threshold", "seed", "shapes",
-              "source_command_line", "storage", "tag", "variant"),
+              "not_applicable", "readback_sha256", "reevaluated_from", "reference", "reference_note",
+              "rescale_threshold", "seed", "shapes", "source_command_line", "storage", "tag", "variant"),
     "fidelity": ("baseline", "block_ids", "block_len", "block_len_requested", "blocks_complete", "blocks_planned",
                  "bootstrap", "bos", "bos_note", "conditions", "contrasts", "corpus", "device", "dtype", "fp8_storage",
                  "gate", "kernels", "model", "path", "rescale_threshold", "tile", "token_signature", "tokenizer_check",

@@ -1,0 +1,182 @@
+"""The gates' weight maps (softbench.gates.maps): each variant is held to its own operator's reference. h15-folded
+and the hybrids pass on the simulation; the same readbacks fail against another map, and kernels that get the map
+subtly wrong (a rescale that ignores the anchors, hybrids on the wrong keys) fail theirs."""
+
+import pathlib
+
+import pytest
+import torch
+import yaml
+
+from softbench import operators
+from softbench.core.errors import UsageError
+from softbench.gates import engine as gates_engine
+from softbench.gates.checks import multi_tile_gates, single_tile_gate
+from softbench.gates.engine import run_gates
+from softbench.gates.maps import GATE_MAPS, H15, gate_map_for, gate_map_named
+from softbench.gates.options import GatesOptions
+from softbench.gates.readback import load_readback, readback_path
+from softbench.gates.references import ExactScores, reference_probabilities, row_phases
+from softbench.kernels.catalog import VARIANTS, Variant
+from softbench.kernels.sim import TileMap, element_map
+from softbench.kernels.sim_weights import SIM_WEIGHTS
+
+from inprocess_worker import InProcessRunner
+
+FOLDED = GATE_MAPS["rowmax-h15-folded"]
+SMALL = dict(backend="sim", heads=1, head_dim=64)
+
+
+def _register(name, weights):
+    if name not in VARIANTS:
+        SIM_WEIGHTS.register(name, weights)
+        VARIANTS.register(name, Variant(name, "control", name, "deliberately wrong (tests)", ("sim",)))
+    return name
+
+
+# h15-folded's weights rescaled by 2^(c (m_old - m_new)), as every other map is: each earlier tile keeps its own
+# phase in its weights, which the anchor-to-anchor rescale exists to remove
+PLAIN_RESCALE = _register("test-folded-plain-rescale", TileMap(
+    operators.rowmax_h15_folded, lambda m_old, m_new, c, _offset: torch.exp2((m_old - m_new) * c)))
+
+
+def _even_keys(x):
+    pick = (torch.arange(x.shape[-1]) & 1) == 0  # h15-1of2 takes the odd keys
+    return torch.where(pick, operators.rowmax_h15(x), operators.exact_exp2(x))
+
+
+WRONG_KEYS = _register("test-hybrid-even-keys", element_map(_even_keys))
+
+
+def _run(tmp_path_factory, variant, gmap=None, monkeypatch=None, **kw):
+    if gmap is not None:
+        monkeypatch.setattr(gates_engine, "gate_map_for", lambda _v: (gmap, ""))
+    out = pathlib.Path(tmp_path_factory.mktemp(variant))
+    return run_gates(GatesOptions(out_dir=out, variant=variant, **{**SMALL, **kw}), runner=InProcessRunner)
+
+
+@pytest.fixture(scope="module")
+def folded_run(tmp_path_factory):
+    return _run(tmp_path_factory, "h15-folded")
+
+
+# --- which map a variant is held to ------------------------------------------------------------------------------
+
+def test_each_variant_is_gated_against_its_own_operator():
+    assert gate_map_for("A1") == (H15, "")
+    assert gate_map_for("h15-sat")[0] is H15  # its near-tie flips lie inside the scores' error bound
+    assert gate_map_for("h15-folded")[0] is FOLDED
+    assert gate_map_for("h15-1of4")[0].hybrid_every == 4 and gate_map_for("h15-1of2")[0].hybrid_every == 2
+    assert gate_map_for("A0")[0].exact
+    gmap, note = gate_map_for("noexp")
+    assert gmap is H15 and "no gate reference of its own" in note
+
+
+def test_a_recorded_map_name_reads_back_and_an_unknown_one_is_refused():
+    assert gate_map_named(None) is H15  # sessions from before maps were recorded
+    assert gate_map_named("rowmax-h15-folded") is FOLDED
+    with pytest.raises(UsageError, match="no gate reference 'rowmax-h17'"):
+        gate_map_named("rowmax-h17")
+
+
+# --- the references on hand-computed rows --------------------------------------------------------------------------
+
+def test_folded_reference_on_a_hand_computed_row():
+    # c m = 0.2: r = rne(0.4) = 0, phase 0.4. 2x + 0.4 = 0.4, -0.2, -2.0 -> n = 0, 0, -2 -> weights 1, 1, 0.5
+    # (Rowmax-H15 anchored at the maximum gives 1, 0.75, 0.5)
+    x = torch.tensor([[0.0, -0.3, -1.2]], dtype=torch.float64)
+    valid = torch.ones_like(x, dtype=torch.bool)
+    ref = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), torch.tensor([[0.2]])), FOLDED)
+    assert torch.equal(ref.probabilities, torch.tensor([[1.0, 1.0, 0.5]], dtype=torch.float64) / 2.5)
+    assert ref.ambiguous_rows == 0 and float(ref.phase) == pytest.approx(0.4)
+    a1 = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), torch.tensor([[0.2]])), H15)
+    assert torch.equal(a1.probabilities, torch.tensor([[1.0, 0.75, 0.5]], dtype=torch.float64) / 2.25)
+
+
+def test_folded_anchor_is_open_only_within_the_error_bound_of_a_rounding_boundary():
+    x = torch.zeros(1, 3, 1, dtype=torch.float64)
+    valid = torch.ones_like(x, dtype=torch.bool)
+    eta = torch.full_like(x, 1e-4)
+    scaled_max = torch.tensor([[[0.25 + 1e-5], [0.25 + 1e-3], [-7.1]]], dtype=torch.float64)  # 2cm = 0.5 + ...
+    lo, hi = row_phases(scaled_max.view(1, 3, 1), eta, valid)
+    assert lo.flatten().tolist()[0] == pytest.approx(0.5 + 2e-5) and hi.flatten().tolist()[0] == pytest.approx(
+        -0.5 + 2e-5)
+    assert torch.equal(lo.flatten()[1:], hi.flatten()[1:])  # clear of the boundary: one anchor
+
+
+def test_hybrid_reference_takes_the_exponential_off_the_chosen_keys():
+    x = torch.full((1, 16), -0.3, dtype=torch.float64)
+    x[0, 0] = 0.0
+    valid = torch.ones_like(x, dtype=torch.bool)
+    ref = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), None), GATE_MAPS["rowmax-h15-1of4"])
+    w = ref.probabilities[0] * ref.probabilities[0].reciprocal()[0]  # relative to the maximum (key 0, weight 1)
+    lattice = {9, 11, 13, 15}
+    for key in range(1, 16):
+        assert float(w[key]) == pytest.approx(0.75 if key in lattice else 2.0 ** -0.3), key
+
+
+# --- the engine on the simulation -----------------------------------------------------------------------------------
+
+def test_simulated_h15_folded_passes_its_own_gates_and_records_the_map(folded_run):
+    session, summary = folded_run
+    assert summary["all_passed"] is True, summary["failed"]
+    assert summary["reference"]["name"] == "rowmax-h15-folded"
+    assert yaml.safe_load((session.path / "protocol.yaml").read_text())["reference"] == "rowmax-h15-folded"
+    rec = summary["gates"]["recovered_error"]
+    assert rec["phase_half_min"] < -0.2 and rec["phase_half_max"] > 0.2  # the phases span their range
+    assert "reference rowmax-h15-folded" in (session.path / "summary.md").read_text()
+
+
+def test_the_same_folded_readbacks_fail_against_rowmax_h15(folded_run):
+    session, summary = folded_run
+    single, multi = (load_readback(readback_path(session.path, "h15-folded", n), True) for n in (128, 512))
+    stock = load_readback(readback_path(session.path, "A0", 512), True)
+    assert single_tile_gate(single, FOLDED).passed and not single_tile_gate(single, H15).passed
+    by_name = {g.name: g for g in multi_tile_gates(stock, multi, gmap=H15)}
+    assert by_name["recovered_error"].passed is False  # the phase takes the errors out of A1's envelope
+
+
+def test_a1_fails_the_folded_reference(tmp_path_factory, monkeypatch):
+    _, summary = _run(tmp_path_factory, "A1", FOLDED, monkeypatch)
+    assert {"single_tile", "recovered_error"} <= set(summary["failed"])
+
+
+def test_folded_with_the_plain_rescale_fails_the_multi_tile_gates(tmp_path_factory, monkeypatch):
+    _, summary = _run(tmp_path_factory, PLAIN_RESCALE, FOLDED, monkeypatch)
+    assert summary["gates"]["single_tile"]["passed"] is True  # one tile: no rescale, the weights are right
+    assert "recovered_error" in summary["failed"]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_simulated_h15_folded_passes_at_fp8(tmp_path_factory, causal):
+    _, summary = _run(tmp_path_factory, "h15-folded", dtype="fp8", causal=causal)
+    assert summary["all_passed"] is True, summary["failed"]
+
+
+@pytest.mark.parametrize("variant", ["h15-1of2", "h15-1of4"])
+def test_simulated_hybrids_pass_their_own_gates(tmp_path_factory, variant):
+    _, summary = _run(tmp_path_factory, variant)
+    assert summary["all_passed"] is True, summary["failed"]
+    assert summary["reference"]["name"] == f"rowmax-{variant}"
+
+
+def test_a_hybrid_on_the_wrong_keys_fails(tmp_path_factory, monkeypatch):
+    _, summary = _run(tmp_path_factory, WRONG_KEYS, GATE_MAPS["rowmax-h15-1of2"], monkeypatch)
+    assert "single_tile" in summary["failed"]
+
+
+def test_reevaluation_keeps_the_recorded_map(tmp_path, folded_run):
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    source, first = folded_run
+    again, summary = reevaluate_gates(source.path, tmp_path / "cpu")
+    assert summary["reference"]["name"] == "rowmax-h15-folded" and summary["gates"] == first["gates"]
+
+
+def test_every_correct_catalog_variant_has_a_map_or_is_named_as_lacking_one():
+    """A new operator must get a gate map (or join this list knowingly): otherwise its gates would hold it to
+    Rowmax-H15 and fail a correct kernel."""
+    lacking = {"mixed"}  # FA4's h15-wg: Rowmax-H15 in one MMA warpgroup's rows, exp2 in the other's
+    for name, v in VARIANTS.items():
+        if v.correct and v.role != "control" and not name.startswith("test-"):
+            assert gate_map_for(name)[1] == "" or v.operator in lacking, name
