@@ -8,8 +8,10 @@
 #   host:  bash tools/gpu/start_order_gemma.sh N   (carry .gpu/pay2/cN), N = 1..5, back to back
 # Steps 1-4 (issue 14): does the null's offset follow the baseline's role or the first-started process? Ten
 # interleavings of four or more kernels with --start-order shuffled; `softbench report` over them prints the
-# nulls grouped by which twin started first. Step 5 (issue 18): Gemma-3-270M on both corpora under transformers
-# 5.24.0, whose rebuilt tokenizer passes softbench's GGUF check (5.17.0's does not).
+# nulls grouped by which twin started first. Steps 1 and 3 also gate the Gluon kernel's h15-folded and hybrids
+# against their own weight maps (issue 15's "correct form": the gates until now held them to A1's lattice).
+# Step 5 (issue 18): Gemma-3-270M on both corpora under transformers 5.24.0, whose rebuilt tokenizer passes
+# softbench's GGUF check (5.17.0's does not).
 set -uo pipefail
 STEP=${1:?step 1..5}
 PAYLOAD=.gpu/pay2
@@ -17,11 +19,14 @@ PAYLOAD=.gpu/pay2
 lat=(latency --backend triton --seq 8192 --null --reference fa3 --start-order shuffled)
 case "$STEP" in
 1|2) [ "$STEP" = 1 ] && sb env --record
-     for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done ;;
+     for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done
+     # about 25 s a gates run; the Gluon kernel is the backend's default at BF16 on sm_90
+     [ "$STEP" = 1 ] && for v in h15-folded h15-1of4 h15-1of2; do sb gates --backend triton --dtype bf16 --variant "$v"; done ;;
 3) for i in 1 2; do
      sb sweep variants --backend triton --dtype fp8 --seq 8192 --baseline A0 --variants h15-folded,h15-sat,A1 \
         --null --reference fa3 --start-order shuffled
-   done ;;
+   done
+   for c in --causal --no-causal; do sb gates --backend triton --dtype fp8 $c --variant h15-folded; done ;;
 4) for i in 1 2; do sb "${lat[@]}" --dtype fp8 --variant h15-sat; done
    python3 -m softbench report /tmp/sb/step1 /tmp/sb/step2 /tmp/sb/step3 /tmp/sb/step4 --out /tmp/sb-report > /dev/null && sed -n '/## A\/A nulls across/,/^## [^A]/p' /tmp/sb-report/report.md ;;
 5) python3 -c "import transformers; print('transformers', transformers.__version__)"
