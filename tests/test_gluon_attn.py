@@ -35,6 +35,12 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert ga.GluonConfig.from_label(other.label()) == other
     pp = ga.GluonConfig(pingpong=True)
     assert pp.label() == "gluon-n128s2-c240l24-hg8-pp" and ga.GluonConfig.from_label(pp.label()) == pp
+    named = ga.GluonConfig(pingpong=True, handover="named")
+    assert named.label() == "gluon-n128s2-c240l24-hg8-ppn" and ga.GluonConfig.from_label(named.label()) == named
+    with pytest.raises(UsageError, match="needs the ping-pong"):
+        ga.GluonConfig(handover="named")
+    with pytest.raises(UsageError, match="mbarrier or named"):
+        ga.GluonConfig(pingpong=True, handover="spin")
     one = ga.GluonConfig(consumers=1)
     assert one.label() == "gluon-n128s2-c240l24-hg8-g1" and ga.GluonConfig.from_label(one.label()) == one
     # one consumer: a 128-register launch, so that two programs share an SM's registers
@@ -119,6 +125,7 @@ def test_both_kernels_implement_the_same_variants():
 
 
 @pytest.mark.parametrize("label", ["gluon-n128s2-c240l24-hg8", "gluon-n128s4-c240l24-hg8-pp",
+                                   "gluon-n128s2-c240l24-hg8-ppn",
                                    "gluon-n128s2-c240l24-hg8-g1", "m64n128w4s3-vk-tma-hg16"])
 def test_every_label_reaches_the_backend_whole(label):
     """What --triton-config parses a label into is what each worker process builds its backend from: every field
@@ -181,14 +188,25 @@ def test_hopper_compile_is_warp_specialized_without_spills():
     fp8 = _compile("fp8", "A1", "gluon-n128s3-c240l24-hg8")
     fp8_a0 = _compile("fp8", "A0", "gluon-n128s4-c240l24-hg8")
     pp = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8-pp")
-    for rep in (a0, a1, fp8, fp8_a0, pp):
+    ppn = _compile("bf16", "A0", "gluon-n128s2-c240l24-hg8-ppn")
+    for rep in (a0, a1, fp8, fp8_a0, pp, ppn):
         assert rep["warp_specialized"] and rep["tma_loads"] >= 3, rep
         assert rep["local_bytes"] == 0 and rep["stack_bytes"] == 0 and rep["spill_stores"] == 0, rep
         assert rep["shared_bytes"] <= 227 * 1024, rep
         assert rep["ptxas_advisories"] == [], rep  # no serialized wgmma
-    assert a0["wgmma"] == a1["wgmma"] == pp["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
+    assert a0["wgmma"] == a1["wgmma"] == pp["wgmma"] == ppn["wgmma"] == ["m64n128k16.f32.bf16.bf16"]
     # ping-pong adds the turn hand-over (an mbarrier wait and arrive per tile), nothing per element
     assert 0 < pp["loop_instructions"] - a0["loop_instructions"] < 32, (a0, pp)
+    # through named barriers, FA3's way: one BAR.SYNC and one BAR.ARV per tile and consumer, on ids of their own
+    # (Triton's barriers keep theirs), 256 threads each; the second consumer arrives once more, before its first
+    # wait, to give the first consumer its first turn
+    mine, theirs = ga.TURN_BARRIERS
+    nb = ppn["named_barriers"]
+    assert {k: v for k, v in nb.items() if k.split()[1].split("/")[0] in (str(mine), str(theirs))} == {
+        f"sync {mine}/256": 2, f"sync {theirs}/256": 2, f"arrive {mine}/256": 3, f"arrive {theirs}/256": 2}, nb
+    triton_ids = {int(k.split()[1].split("/")[0]) for k in a0["named_barriers"]}
+    assert triton_ids and not triton_ids & {mine, theirs}, a0["named_barriers"]
+    assert ppn["loop_instructions"] - a0["loop_instructions"] == 2, (a0, ppn)
     assert fp8["wgmma"] == ["m64n128k32.f32.e4m3.e4m3"]
     # P's FP8 operand: two conversions and one byte permute per four keys (carried across the loop as bytes it
     # took 108 PRMT, 64 LOP3 and 32 SHF more per tile)

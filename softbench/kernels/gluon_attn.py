@@ -48,6 +48,14 @@ CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partiti
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}
 
 
+# the ping-pong's turn hand-overs and their label suffixes; the kernel's PINGPONG constant is the 1-based index
+HANDOVERS = {"mbarrier": "-pp", "named": "-ppn"}
+# named-barrier ids of the "named" hand-over, one per consumer warpgroup. Triton's own code uses 0 (its CTA-wide
+# and default-partition barrier), 1 (warp_specialize's entry and exit) and one id per further partition (2, ...):
+# tests/test_gluon_attn.py reads the ids out of the compiled PTX and checks that these stay apart
+TURN_BARRIERS = (12, 13)
+
+
 @dataclass(frozen=True)
 class GluonConfig:
     """block_n: keys per K/V tile; stages: K/V buffers in the ring; consumer_registers / loader_registers: the
@@ -55,10 +63,12 @@ class GluonConfig:
     the first consumer, the default partition, gets what the launch leaves, 240 with two consumers and 232 with
     one, where consumer_registers has no partition to apply to); head_group as KernelConfig.head_group;
     pingpong: the two consumers take turns issuing their wgmmas (FA3's inter-warpgroup schedule: one's softmax
-    runs while the other's matrix products do), handing the turn over through a pair of mbarriers;
+    runs while the other's matrix products do), handing the turn over through a pair of mbarriers (handover
+    "mbarrier", label -pp) or, as FA3 does, through two named barriers (bar.sync / bar.arrive, handover "named",
+    label -ppn): no shared-memory word to poll, the hardware barrier releases the waiting warpgroup;
     consumers: 2 (a program holds 128 query rows, both warpgroups sharing each K/V tile) or 1 (64 rows, a third
     of the shared memory, so that two programs share an SM as the Triton kernel's FP8 configuration does).
-    Labels read gluon-n128s2-c240l24-hg8[-pp][-g1] (what sessions record and --triton-config takes)."""
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -67,6 +77,7 @@ class GluonConfig:
     head_group: int = 8
     pingpong: bool = False
     consumers: int = 2
+    handover: str = "mbarrier"  # how the ping-pong passes the turn: "mbarrier" or "named" (barriers)
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -83,23 +94,30 @@ class GluonConfig:
             raise UsageError(f"the Gluon forward runs 1 or 2 consumer warpgroups per program, not {self.consumers}")
         if self.pingpong and self.consumers != 2:
             raise UsageError("ping-pong needs two consumer warpgroups")
+        if self.handover not in HANDOVERS:
+            raise UsageError(f"the ping-pong hands the turn over by {' or '.join(HANDOVERS)}, not {self.handover!r}")
+        if self.handover != "mbarrier" and not self.pingpong:
+            raise UsageError("a turn hand-over needs the ping-pong (pingpong=True)")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
-                f"-hg{self.head_group}" + ("-pp" if self.pingpong else "") + ("-g1" if self.consumers == 1 else ""))
+                f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
+                + ("-g1" if self.consumers == 1 else ""))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-pp)?(-g1)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
-                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong; "
+                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong (-ppn: "
+                             "through named barriers); "
                              "-g1: one consumer warpgroup)")
+        handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
-                   consumers=1 if m.group(7) else 2)
+                   consumers=1 if m.group(7) else 2, handover=handover)
 
 
 DEFAULT = GluonConfig()
@@ -207,14 +225,49 @@ def _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS: gl.con
 
 
 @gluon.jit
+def _named_barrier(BAR: gl.constexpr, ARRIVE: gl.constexpr):
+    """bar.sync (wait) or bar.arrive (signal, no wait) on named barrier BAR for 256 threads: this warpgroup's
+    128 and the other consumer's. Gluon has no operation for it, so one inline PTX block per thread: a tensor
+    of one element per thread of the warpgroup's 4 warps, the asm marked impure so that it stays where it is."""
+    one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    ids = gl.full([128], BAR, gl.int32, one_per_thread)
+    if ARRIVE:
+        gl.inline_asm_elementwise("bar.arrive $1, 256;\n\tmov.b32 $0, $1;", "=r,r", [ids], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+    else:
+        gl.inline_asm_elementwise("bar.sync $1, 256;\n\tmov.b32 $0, $1;", "=r,r", [ids], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+
+
+@gluon.jit
+def _wait_turn(my_turn, phase, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr):
+    if PINGPONG == 1:
+        mbarrier.wait(my_turn, phase)
+    if PINGPONG == 2:
+        _named_barrier(BAR_MINE, False)
+
+
+@gluon.jit
+def _pass_turn(their_turn, PINGPONG: gl.constexpr, BAR_THEIRS: gl.constexpr):
+    if PINGPONG == 1:
+        mbarrier.arrive(their_turn, count=1)
+    if PINGPONG == 2:
+        _named_barrier(BAR_THEIRS, True)
+
+
+@gluon.jit
 def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
               my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
-              KN_WIDTH: gl.constexpr):
+              KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
+              FIRST: gl.constexpr = True):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
-    which need no mask. PINGPONG: before issuing tile i's wgmmas wait for turn i on my_turn, after issuing them
-    pass the turn on (their_turn); both consumers take n_tiles turns, the first consumer's first is given.
+    which need no mask. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
+    for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
+    BAR_THEIRS); both consumers take n_tiles turns, the first consumer's first is given (named: the second
+    consumer arrives on the first's barrier once before its own first wait, so one arrival is left over at the
+    end, which the program's exit discards).
     h15-proved: the unmasked tiles take A1 without its clamp where _proved_n_full says so, the masked ones A1;
     h15-folded likewise its clamp-free and clamped forms (triton_attn._folded_weights)."""
     ROWS: gl.constexpr = 64
@@ -249,13 +302,13 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     o = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
 
     # tile 0: its scores before the loop
-    if PINGPONG:
-        mbarrier.wait(my_turn, 0)
+    if (PINGPONG == 2) and (not FIRST):
+        _named_barrier(BAR_THEIRS, True)  # the first consumer's first turn
+    _wait_turn(my_turn, 0, PINGPONG, BAR_MINE)
     mbarrier.wait(k_ready.index(0), 0)
     s = warpgroup_mma(q, k_bufs.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s, use_acc=False,
                       is_async=True)
-    if PINGPONG:
-        mbarrier.arrive(their_turn, count=1)
+    _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
     s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier.arrive(k_empty.index(0), count=1)
     keys = offs_n
@@ -271,16 +324,14 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         slot = i % STAGES
         prev = (i - 1) % STAGES
         # this tile's Q.K^T, then the previous tile's P.V, both in flight while the softmax below runs
-        if PINGPONG:
-            mbarrier.wait(my_turn, i & 1)
+        _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
         mbarrier.wait(k_ready.index(slot), (i // STAGES) & 1)
         s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                               use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
         o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
                               is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(their_turn, count=1)
+        _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
         s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
         mbarrier.arrive(k_empty.index(slot), count=1)
         keys = i * BLOCK_N + offs_n
@@ -317,8 +368,9 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  head_group,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
-                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = False,
-                 CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1):
+                 CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
+                 CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
+                 BAR_1: gl.constexpr = 0):
     ROWS: gl.constexpr = 64
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
@@ -363,10 +415,10 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    turns = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)  # PINGPONG: whose turn to issue wgmmas
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)  # PINGPONG 1: whose turn to issue wgmmas
     mbarrier.init(q_bars.index(0), count=1)
     mbarrier.init(q_bars.index(1), count=1)
-    if PINGPONG:
+    if PINGPONG == 1:
         mbarrier.init(turns.index(0), count=1)
         mbarrier.init(turns.index(1), count=1)
         mbarrier.arrive(turns.index(0), count=1)  # the first consumer's first turn
@@ -382,7 +434,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
                          v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                          n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, False, KN_WIDTH)),
+                         V_KMAJOR, 0, KN_WIDTH)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -391,11 +443,11 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
                      kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                     KN_WIDTH)),
+                     KN_WIDTH, BAR_0, BAR_1, True)),
         (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
                      KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH)),
+                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -494,7 +546,8 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
-                PINGPONG=config.pingpong, CONSUMERS=config.consumers,
+                PINGPONG=(list(HANDOVERS).index(config.handover) + 1) if config.pingpong else 0,
+                CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

@@ -28,7 +28,8 @@ from softbench.core.shapes import Shape
 # takes as options; written out here so that the backend checks its options without importing triton
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
                  "max_registers", "rotate", "head_group")
-GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers")
+GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers",
+                "handover")
 KERNELS = ("triton", "gluon")
 
 

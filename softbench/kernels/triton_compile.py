@@ -302,7 +302,25 @@ def _sass_summary(cubin: bytes) -> dict:
             # byte moves and conversions: what P's FP8 operand costs (one PRMT per two F2FP when packed well)
             "loop_prmt": count(body, lambda i: i.base == "PRMT"), "loop_f2fp": count(body, lambda i: i.base == "F2FP"),
             "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT")),
-            "loop_ffma": count(body, lambda i: i.base == "FFMA")}
+            "loop_ffma": count(body, lambda i: i.base == "FFMA"),
+            "named_barriers": _named_barriers(kernel)}
+
+
+def _named_barriers(kernel: list) -> dict:
+    """Every named-barrier instruction of the kernel by kind, id and thread count ("sync 12/256", "arrive 13/256";
+    "sync 1/all" without a count), with how often it occurs: Triton's own barriers and the ping-pong's hand-over."""
+    found: dict[str, int] = {}
+    for i in kernel:
+        kind = {"BAR.SYNC": "sync", "BAR.ARV": "arrive"}.get(next((k for k in ("BAR.SYNC", "BAR.ARV")
+                                                                   if i.opcode.startswith(k)), ""))
+        if not kind or not i.operands:
+            continue
+        ids = [int(o, 16) for o in i.operands if re.fullmatch(r"0x[0-9a-f]+", o)]
+        if not ids:
+            continue
+        key = f"{kind} {ids[0]}/{ids[1] if len(ids) > 1 else 'all'}"
+        found[key] = found.get(key, 0) + 1
+    return dict(sorted(found.items()))
 
 
 def _resource_usage(cubin: bytes) -> dict:

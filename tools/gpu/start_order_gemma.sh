@@ -21,7 +21,18 @@ case "$STEP" in
 1|2) [ "$STEP" = 1 ] && sb env --record
      for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done
      # about 25 s a gates run; the Gluon kernel is the backend's default at BF16 on sm_90
-     [ "$STEP" = 1 ] && for v in h15-folded h15-1of4 h15-1of2; do sb gates --backend triton --dtype bf16 --variant "$v"; done ;;
+     [ "$STEP" = 1 ] && for v in h15-folded h15-1of4 h15-1of2; do sb gates --backend triton --dtype bf16 --variant "$v"; done
+     # step 2, issue 15 (A0 at FA3 parity): the ping-pong through named barriers (-ppn, FA3's hand-over; never
+     # run yet). Checked against the simulation first, under a timeout in case the hand-over deadlocks; then
+     # A0 / FA3 in sessions at BF16 causal and non-causal 8K
+     if [ "$STEP" = 2 ]; then
+       ppn=gluon-n128s2-c240l24-hg8-ppn
+       if timeout 240 python3 tools/gpu/gluon_probe.py /tmp/sb/probe-ppn --only=bf16 --checks-only \
+            --check-configs=$ppn --check-variants=A0,h15-sat; then
+         for c in --causal --no-causal; do sb "${lat[@]}" --dtype bf16 $c --variant h15-sat --triton-config $ppn; done
+       else echo "ppn probe: exit $? (124: timed out, a deadlock)"; fi
+       cp -r /tmp/sb/probe-ppn "$DIR/" 2>/dev/null
+     fi ;;
 3) for i in 1 2; do
      sb sweep variants --backend triton --dtype fp8 --seq 8192 --baseline A0 --variants h15-folded,h15-sat,A1 \
         --null --reference fa3 --start-order shuffled
