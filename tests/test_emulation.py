@@ -125,17 +125,6 @@ def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
         emu.ensure_registered("h15-proved")
 
 
-def test_a_worker_registers_an_emulation_variant_before_loading():
-    from softbench.runtime.client import WorkerProcess
-
-    w = WorkerProcess("emu", "fa4", "emu-f8-s0", {})
-    try:
-        reply = w.request("register_variant", variant="emu-f8-s0")["result"]
-    finally:
-        w.close()
-    assert reply["setting"]["beta_pct"] == 37.5 and reply["patch"] == "emu-f8-s0"
-
-
 @pytest.mark.parametrize("text, match", [
     ("settings: []\n", "non-empty"),
     ("settings: [{freq: 8, start_frg: 1}]\nbogus: 1\n", "unknown keys"),

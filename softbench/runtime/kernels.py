@@ -25,8 +25,8 @@ class KernelSpec:
             raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
 
-def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProcess] = WorkerProcess,
-                  register_names: bool = False) -> dict[str, WorkerProcess]:
+def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProcess] = WorkerProcess
+                  ) -> dict[str, WorkerProcess]:
     """Start one process per kernel and load them concurrently (FA4's import is about 9 s each); a failure closes
     every process already started."""
     specs = list(specs)
@@ -37,8 +37,6 @@ def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProc
     try:
         for s in specs:
             workers[s.label] = factory(s.label, s.backend, s.variant, s.options)
-            if register_names:
-                workers[s.label].request("register_variant", variant=s.variant)
         load_all(workers.values())
     except BaseException:
         close_all(workers.values())

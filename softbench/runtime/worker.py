@@ -235,13 +235,6 @@ class WorkerState:
                 "chunk": chunk, "energy_start_j": energy_start_j, "energy_end_j": energy_end_j,
                 "settle": verdict.to_dict() if verdict else None}
 
-    def register_variant(self, req: dict) -> dict:
-        """Register a variant that exists only by name (FA4's emulation settings, `emu-f8-s1`) in this
-        process's patch registry, before `load` asks for it."""
-        from softbench.sweep.emulation import ensure_registered
-
-        return ensure_registered(req["variant"])
-
     def probabilities(self, req: dict) -> dict:
         """The kernel's probabilities read back through one-hot V blocks and saved to req["path"] with the q and k
         they came from (for `softbench gates`, which builds its references in the parent)."""
@@ -250,7 +243,7 @@ class WorkerState:
         return write_readback(self.backend, req)
 
 
-_RESULT_OPS = ("load", "prepare", "window", "energy_loop", "register_variant", "probabilities")
+_RESULT_OPS = ("load", "prepare", "window", "energy_loop", "probabilities")
 
 
 def main() -> int:

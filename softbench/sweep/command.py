@@ -75,7 +75,7 @@ def emulation(protocol_file, dry_run, out_dir):
     info = {r["variant"]: {"description": r["description"], "beta_pct": r["beta_pct"], "setting": r} for r in records}
     opts = SweepOptions(shape=sweep.shape, variants=tuple(sweep.variants()), baseline=sweep.baseline,
                         protocol=sweep.protocol, backend="fa4", kind="emulation", out_dir=Path(out_dir),
-                        register_names=True, variant_info=info, command_line=_command_line(),
+                        variant_info=info, command_line=_command_line(),
                         meta={"sweep_file": str(path), "sweep_name": sweep.name, "notes": sweep.notes,
                               "settings": records})
     with RichProgress() as progress:
@@ -149,7 +149,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
                             kind="variants", out_dir=Path(out_dir), variant_info=info,
                             backend_options=dict(triton_config), null=null, references=refs, start_order=start_order,
-                            register_names=bool(emulation), command_line=_command_line())
+                            command_line=_command_line())
         with RichProgress() as progress:
             session = run_variant_sweep(opts, progress)
         _print_result(session)

@@ -29,7 +29,6 @@ class SweepOptions(RunOptions):
     protocol: LatencyProtocol = LatencyProtocol()
     backend: str = "sim"
     kind: str = "variants"  # names the sweep session: "variants" or "emulation"
-    register_names: bool = False  # workers register name-only variants (emulation settings) before loading
     variant_info: dict = field(default_factory=dict)  # variant -> what the sweep knows about it (setting, beta)
     meta: dict = field(default_factory=dict)  # written into the sweep's protocol.yaml and summary
     null: bool = False  # interleaved and sustained: a second baseline process in the same run
@@ -47,8 +46,6 @@ class SweepOptions(RunOptions):
 def _start(label: str, variant: str, opts: SweepOptions, factory) -> WorkerProcess:
     w = factory(label, opts.backend, variant, opts.backend_options)
     try:
-        if opts.register_names:
-            w.request("register_variant", variant=variant)
         w.load()
     except BaseException:
         w.close()
