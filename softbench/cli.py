@@ -47,8 +47,9 @@ def group():
     """Measure what a softmax approximation inside a fused attention kernel costs and buys."""
 
 
-def _error(message: str, hint: str | None, code: int) -> int:
-    """The one shape every failure takes: `error: ...` on one line, an optional `hint: ...`, an exit code."""
+def print_error(message: str, hint: str | None, code: int) -> int:
+    """The one shape every failure takes: `error: ...` on one line, an optional `hint: ...`, an exit code (also
+    for softbench's own module entry points, e.g. softbench.kernels.triton_compile)."""
     first, _, rest = str(message).partition("\n")
     click.secho(f"error: {first}", fg="red", err=True)
     if rest:  # detail that belongs to the error (a seal's diff) follows, never as a second `error:` line
@@ -94,17 +95,17 @@ def main(argv=None) -> int:
     except click.ClickException as e:
         ctx = getattr(e, "ctx", None)
         hint = f"{ctx.command_path} --help lists the options" if ctx is not None else None
-        return _error(e.format_message(), hint, e.exit_code)
+        return print_error(e.format_message(), hint, e.exit_code)
     except SoftbenchError as e:
-        return _error(str(e), e.hint, e.exit_code)
+        return print_error(str(e), e.hint, e.exit_code)
     except OSError as e:
         # the machine refused (disk full, permissions changed mid-run): its words, not a traceback
         where = f" ({e.filename})" if e.filename else ""
-        return _error(f"{e.strerror or e}{where}", None, 74)
+        return print_error(f"{e.strerror or e}{where}", None, 74)
     except Exception as e:
         if os.environ.get("SOFTBENCH_TRACEBACK"):
             raise
-        return _error(f"internal error: {type(e).__name__}: {e}",
+        return print_error(f"internal error: {type(e).__name__}: {e}",
                       "this is a bug in softbench; SOFTBENCH_TRACEBACK=1 shows the traceback", 70)
     return 0
 

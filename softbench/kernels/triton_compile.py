@@ -379,13 +379,13 @@ def main(argv: list[str]) -> int:
 
 def run(argv: list[str]) -> int:
     """main, with softbench's convention for what goes wrong: one line on stderr and the error's exit code."""
+    from softbench.cli import print_error
     from softbench.core.errors import SoftbenchError
 
     try:
         return main(argv)
     except SoftbenchError as e:
-        print(f"error: {e}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
-        return e.exit_code
+        return print_error(str(e), e.hint, e.exit_code)
 
 
 if __name__ == "__main__":

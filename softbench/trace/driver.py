@@ -98,6 +98,7 @@ def _torch_profile(forward, timer, calls: int, dest: Path, cuda: bool) -> int:
 
 
 if __name__ == "__main__":
+    from softbench.cli import print_error
     from softbench.core.errors import SoftbenchError
 
     # keep stdout free: whatever FA4 or CuTe DSL prints goes to stderr
@@ -105,5 +106,4 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except SoftbenchError as e:  # the parent shows the end of this process's log
-        print(f"error: {e}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
-        sys.exit(e.exit_code)
+        sys.exit(print_error(str(e), e.hint, e.exit_code))
