@@ -48,8 +48,9 @@ CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partiti
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_e4m3fn: gl.float8e4nv}
 
 
-# the ping-pong's turn hand-overs and their label suffixes; the kernel's PINGPONG constant is the 1-based index
+# the ping-pong's turn hand-overs: their label suffixes, and the kernel's PINGPONG constant for each (0: no ping-pong)
 HANDOVERS = {"mbarrier": "-pp", "named": "-ppn"}
+PINGPONG_MODE = {"mbarrier": 1, "named": 2}
 # named-barrier ids of the "named" hand-over, one per consumer warpgroup. Triton's own code uses 0 (its CTA-wide
 # and default-partition barrier), 1 (warp_specialize's entry and exit) and one id per further partition (2, ...):
 # tests/test_gluon_attn.py reads the ids out of the compiled PTX and checks that these stay apart
@@ -546,7 +547,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
-                PINGPONG=(list(HANDOVERS).index(config.handover) + 1) if config.pingpong else 0,
+                PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 

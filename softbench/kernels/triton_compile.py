@@ -311,11 +311,8 @@ def _named_barriers(kernel: list) -> dict:
     "sync 1/all" without a count), with how often it occurs: Triton's own barriers and the ping-pong's hand-over."""
     found: dict[str, int] = {}
     for i in kernel:
-        kind = {"BAR.SYNC": "sync", "BAR.ARV": "arrive"}.get(next((k for k in ("BAR.SYNC", "BAR.ARV")
-                                                                   if i.opcode.startswith(k)), ""))
-        if not kind or not i.operands:
-            continue
-        ids = [int(o, 16) for o in i.operands if re.fullmatch(r"0x[0-9a-f]+", o)]
+        kind = "sync" if i.opcode.startswith("BAR.SYNC") else "arrive" if i.opcode.startswith("BAR.ARV") else None
+        ids = [int(o, 16) for o in i.operands if re.fullmatch(r"0x[0-9a-f]+", o)] if kind else []
         if not ids:
             continue
         key = f"{kind} {ids[0]}/{ids[1] if len(ids) > 1 else 'all'}"
