@@ -42,7 +42,7 @@ import torch
 from softbench import operators
 from softbench.gates.maps import H15, GateMap
 from softbench.gates.readback import Readback
-from softbench.gates.references import reference_probabilities, row_phases
+from softbench.gates.references import reference_probabilities, row_eta, row_phases
 from softbench.gates.tolerances import ENVELOPE, ENVELOPE_WIDTH, Storage, rounding_octaves
 
 
@@ -239,7 +239,7 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
         # scores' error, 6 eta_row, of -1/2): there one step, log2(3/4), is allowed
         which = "exact"
         at_max = torch.log2(p1.gather(-1, stock.argmax) / p1_max)
-        eta_row = stock.eta.masked_fill(~valid, 0.0).amax(dim=-1, keepdim=True)
+        eta_row = row_eta(stock.eta, valid)
         phi = torch.where(torch.isfinite(stock.scaled_max), 2.0 * stock.scaled_max, torch.zeros_like(at_max))
         phi = phi - operators.rne_float64(phi)
         near = phi < -0.5 + 6.0 * eta_row

@@ -53,17 +53,22 @@ def exact_exponents(q: torch.Tensor, k: torch.Tensor, causal: bool, softmax_scal
     return ExactScores(x, valid, eta, m * scale_log2)
 
 
+def row_eta(eta: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """(b, h, sq, 1): the row's largest eta over its valid keys, which bounds the error of its kernel maximum."""
+    return eta.masked_fill(~valid, 0.0).amax(dim=-1, keepdim=True)
+
+
 def row_phases(scaled_max: torch.Tensor, eta: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """h15-folded's legal row phases phi = 2cm - r, r = rne(2cm) of the kernel's maximum: that maximum is within
     the row's largest eta of the exact one, so r is rne(2cm -+ 2 eta_row) and the two differ only on rows whose 2cm
     lies that close to a rounding boundary. Returns (phi_low_r, phi_high_r), (b, h, sq, 1) each, equal elsewhere
     (0 on rows with no valid key)."""
-    eta_row = eta.masked_fill(~valid, 0.0).amax(dim=-1, keepdim=True)
+    step = 2.0 * row_eta(eta, valid)
     c2m = 2.0 * scaled_max
     finite = torch.isfinite(c2m)
     c2m = torch.where(finite, c2m, torch.zeros_like(c2m))
     phases = []
-    for r in (operators.rne_float64(c2m - 2.0 * eta_row), operators.rne_float64(c2m + 2.0 * eta_row)):
+    for r in (operators.rne_float64(c2m - step), operators.rne_float64(c2m + step)):
         phases.append(torch.where(finite, c2m - r, torch.zeros_like(c2m)))
     return phases[0], phases[1]
 
