@@ -7,7 +7,8 @@ round-to-nearest-even; the result's bits are bits(y) << 22. For n = rne(2x) this
 2^-126 and masked -inf scores give 2^-126, as in the kernel. The construction is valid for 2x < 256 (n <= 255);
 larger inputs overflow the exponent field, as they would in the kernel.
 
-`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding), for tests and the gates.
+`rowmax_h15_reference(x)` computes Eq. 5 independently in float64 (explicit tie-to-even rounding), for tests and
+the gates.
 
 `rowmax_h15_folded(s, m, c)` is the two-instruction form (variant h15-folded): the magic add folded into the FFMA that
 scales the raw scores s, so the weights depend on the running maximum m itself, not only on x = c (s - m); see its
@@ -116,7 +117,8 @@ def rowmax_h15_folded_reference(s: torch.Tensor, m: torch.Tensor, scale_log2: fl
     c2 = 2.0 * float(torch.tensor(scale_log2, dtype=torch.float32))
     sd, md = s.to(torch.float32).double(), m.to(torch.float32).double()
     n = rne_float64(sd * c2 - rne_float64(md * c2)) + 2.0 * max_offset
-    return torch.where(torch.isneginf(sd), torch.zeros_like(n), rowmax_h15_folded_of_steps(n).double()).to(torch.float32)
+    w = rowmax_h15_folded_of_steps(n).double()
+    return torch.where(torch.isneginf(sd), torch.zeros_like(w), w).to(torch.float32)
 
 
 def rowmax_h15_folded_of_steps(n: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,8 @@ class ExactScores(NamedTuple):
     x: torch.Tensor  # (b, h, sq, sk) base-2 exponent relative to the row maximum, -inf where masked
     valid: torch.Tensor  # (b, h, sq, sk) bool: not masked
     eta: torch.Tensor  # (b, h, sq, sk) bound on |x_kernel - x|
-    scaled_max: torch.Tensor | None  # (b, h, sq, 1) c m: the row maximum times scale_log2 (h15-folded's anchor needs it)
+    # (b, h, sq, 1) c m: the row maximum times scale_log2 (h15-folded's anchor needs it)
+    scaled_max: torch.Tensor | None
 
 
 def exact_exponents(q: torch.Tensor, k: torch.Tensor, causal: bool, softmax_scale: float,

@@ -113,9 +113,8 @@ class GluonConfig:
         m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
-                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong (-ppn: "
-                             "through named barriers); "
-                             "-g1: one consumer warpgroup)")
+                             "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
+                             "(-ppn: through named barriers); -g1: one consumer warpgroup)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover)

@@ -21,7 +21,9 @@ case "$STEP" in
 1|2) [ "$STEP" = 1 ] && sb env --record
      for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done
      # about 25 s a gates run; the Gluon kernel is the backend's default at BF16 on sm_90
-     [ "$STEP" = 1 ] && for v in h15-folded h15-1of4 h15-1of2; do sb gates --backend triton --dtype bf16 --variant "$v"; done
+     [ "$STEP" = 1 ] && for v in h15-folded h15-1of4 h15-1of2; do
+       sb gates --backend triton --dtype bf16 --variant "$v"
+     done
      # step 2, issue 15 (A0 at FA3 parity): the ping-pong through named barriers (-ppn, FA3's hand-over; never
      # run yet). Checked against the simulation first, under a timeout in case the hand-over deadlocks; then
      # A0 / FA3 in sessions at BF16 causal and non-causal 8K
