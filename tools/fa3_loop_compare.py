@@ -3,18 +3,20 @@
 (docs/hopper-notes.md, "Where FA3's lead is not").
 
     pip download --no-deps fa3-fwd==0.0.3 -d /tmp/fa3      # FA3's forward as PyPI ships it (sm_90a cubins)
-    python3 tools/fa3_loop_compare.py /tmp/fa3/fa3_fwd-0.0.3-*.whl
+    .venv/bin/python tools/fa3_loop_compare.py /tmp/fa3/fa3_fwd-0.0.3-*.whl
 
 For each shape it takes the FA3 kernel that FA3's dispatch runs for b1 h16 d128 (no varlen, split, paged KV,
 GQA packing or softcap; its tile from tile_size_fwd_sm90) and softbench's A0 cross-compiled for sm_90a, and counts
-one steady-state iteration of the key loop per consumer thread: FA3's shortest loop holding a GMMA (its unmasked
-loop); softbench's loop holds both tile forms, so its unmasked path is the loop less the masked branch it jumps
-over. Prints a Markdown table. Needs the compiled Triton (not TRITON_INTERPRET) and c++filt."""
+one steady-state iteration of the key loop per consumer thread (triton_compile.main_loop, the shortest loop
+holding a GMMA): FA3's is its unmasked loop; softbench's loop holds both tile forms, so its unmasked path is the
+loop less the masked branch it jumps over. Prints a Markdown table. Needs the compiled Triton (not
+TRITON_INTERPRET) and c++filt."""
 
 from __future__ import annotations
 
 import collections
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,8 @@ SHAPES = (
     ("BF16 non-causal", "bfloat16_t", 176, 2, False, None, None),
     ("FP8 causal", "float_e4m3_t", 224, 1, True, "fp8", "gluon-n128s2-c240l24-hg8-g1"),
 )
-ROWS_PER_THREAD_KEYS = 2  # a 64-row m64 wgmma accumulator: each thread holds 64 x N / 128 = N / 2 scores
+# each consumer warpgroup's accumulator is 64 rows x N keys over its 128 threads
+WG_ROWS, WG_THREADS = 64, 128
 COUNTED = ("MUFU.EX2", "FFMA", "FMUL", "FADD", "FMNMX", "F2FP")
 
 
@@ -89,15 +92,7 @@ def fa3_loop(functions, element: str, block_n: int, cluster: int, causal: bool) 
     cubin, name = hits[0]
     text = subprocess.run([Path(bundled_tool_dir()) / "cuobjdump", "-sass", "-fun", name, str(cubin)],
                           capture_output=True, text=True).stdout
-    ins = parse_sass(text)[0].instructions
-    loops = []
-    for br in ins:
-        t = _target(br)
-        if br.base == "BRA" and t is not None and t <= br.address:
-            body = [i for i in ins if t <= i.address <= br.address]
-            if any("GMMA" in i.opcode for i in body):
-                loops.append(body)
-    return _mix(min(loops, key=len))
+    return _mix(main_loop(parse_sass(text)[0].instructions))
 
 
 def softbench_loop(dtype: str, label: str, causal: bool) -> dict:
@@ -122,6 +117,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
+    if bundled_tool_dir() is None or shutil.which("c++filt") is None:
+        from softbench.cli import print_error
+
+        return print_error("this needs triton's bundled cuobjdump and c++filt", "run it with the project's "
+                           "environment (.venv/bin/python, after make setup) on a machine with binutils", 2)
     with tempfile.TemporaryDirectory() as tmp:
         functions = fa3_functions(Path(argv[0]), Path(tmp))
         print("| kernel, shape | key tile | scores per thread | instructions (unmasked path) | per score | "
@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
             if label:
                 rows.append((f"softbench {label}", 128, softbench_loop(dtype, label, causal)))
             for who, tile, mix in rows:
-                scores = tile // ROWS_PER_THREAD_KEYS
+                scores = WG_ROWS * tile // WG_THREADS
                 print(f"| {who}, {name} | {tile} | {scores} | {mix['n']} | {mix['n'] / scores:.2f} | "
                       + " / ".join(str(mix[k]) for k in COUNTED) + f" | {mix['BAR']} |")
     return 0
