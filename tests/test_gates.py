@@ -11,8 +11,6 @@ import torch
 
 from softbench import operators
 from softbench.core.errors import MeasurementError
-from softbench.kernels.catalog import VARIANTS, Variant
-from softbench.kernels.sim_weights import SIM_WEIGHTS
 from softbench.gates import engine as gates_engine
 from softbench.gates.checks import multi_tile_gates, readback_gate, single_tile_gate
 from softbench.gates.engine import GatesFailed, run_gates
@@ -23,21 +21,14 @@ from softbench.gates.tolerances import ACCUM_U_FP8, ENVELOPE, FP8_MMA_K, Storage
 
 from conftest import run_cli
 from inprocess_worker import InProcessRunner
+from wrong_variants import register_wrong_variant
 
 BF16 = torch.bfloat16
 
 
-def _register(name, fn):
-    """A variant of the simulation only, whose operator of the same name is `fn`."""
-    if name not in VARIANTS:
-        SIM_WEIGHTS.register(name, fn)
-        VARIANTS.register(name, Variant(name, "control", name, "deliberately wrong (tests)", ("sim",)))
-    return name
-
-
 # deliberately wrong operators, visible to in-process workers only
-OCTAVE = _register("test-octave-pot", lambda x: torch.exp2(torch.round(x.float())))  # whole-octave lattice
-SHIFTED = _register("test-shifted-h15", lambda x: operators.rowmax_h15(x.float() + 0.3))  # lattice off the max
+OCTAVE = register_wrong_variant("test-octave-pot", lambda x: torch.exp2(torch.round(x.float())))  # whole-octave lattice
+SHIFTED = register_wrong_variant("test-shifted-h15", lambda x: operators.rowmax_h15(x.float() + 0.3))  # lattice off the max
 
 
 SMALL = dict(backend="sim", heads=1, head_dim=64)

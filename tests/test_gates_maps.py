@@ -17,26 +17,19 @@ from softbench.gates.maps import GATE_MAPS, H15, gate_map_for, gate_map_named
 from softbench.gates.options import GatesOptions
 from softbench.gates.readback import load_readback, readback_path
 from softbench.gates.references import ExactScores, reference_probabilities, row_phases
-from softbench.kernels.catalog import VARIANTS, Variant
+from softbench.kernels.catalog import VARIANTS
 from softbench.kernels.sim import TileMap, element_map
-from softbench.kernels.sim_weights import SIM_WEIGHTS
 
 from inprocess_worker import InProcessRunner
+from wrong_variants import register_wrong_variant
 
 FOLDED = GATE_MAPS["rowmax-h15-folded"]
 SMALL = dict(backend="sim", heads=1, head_dim=64)
 
 
-def _register(name, weights):
-    if name not in VARIANTS:
-        SIM_WEIGHTS.register(name, weights)
-        VARIANTS.register(name, Variant(name, "control", name, "deliberately wrong (tests)", ("sim",)))
-    return name
-
-
 # h15-folded's weights rescaled by 2^(c (m_old - m_new)), as every other map is: each earlier tile keeps its own
 # phase in its weights, which the anchor-to-anchor rescale exists to remove
-PLAIN_RESCALE = _register("test-folded-plain-rescale", TileMap(
+PLAIN_RESCALE = register_wrong_variant("test-folded-plain-rescale", TileMap(
     operators.rowmax_h15_folded, lambda m_old, m_new, c, _offset: torch.exp2((m_old - m_new) * c)))
 
 
@@ -45,7 +38,7 @@ def _even_keys(x):
     return torch.where(pick, operators.rowmax_h15(x), operators.exact_exp2(x))
 
 
-WRONG_KEYS = _register("test-hybrid-even-keys", element_map(_even_keys))
+WRONG_KEYS = register_wrong_variant("test-hybrid-even-keys", element_map(_even_keys))
 
 
 def _run(tmp_path_factory, variant, gmap=None, monkeypatch=None, **kw):
@@ -98,7 +91,7 @@ def test_folded_anchor_is_open_only_within_the_error_bound_of_a_rounding_boundar
     valid = torch.ones_like(x, dtype=torch.bool)
     eta = torch.full_like(x, 1e-4)
     scaled_max = torch.tensor([[[0.25 + 1e-5], [0.25 + 1e-3], [-7.1]]], dtype=torch.float64)  # 2cm = 0.5 + ...
-    lo, hi = row_phases(scaled_max.view(1, 3, 1), eta, valid)
+    lo, hi = row_phases(scaled_max, eta, valid)
     assert lo.flatten().tolist()[0] == pytest.approx(0.5 + 2e-5) and hi.flatten().tolist()[0] == pytest.approx(
         -0.5 + 2e-5)
     assert torch.equal(lo.flatten()[1:], hi.flatten()[1:])  # clear of the boundary: one anchor
@@ -109,7 +102,7 @@ def test_hybrid_reference_takes_the_exponential_off_the_chosen_keys():
     x[0, 0] = 0.0
     valid = torch.ones_like(x, dtype=torch.bool)
     ref = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), None), GATE_MAPS["rowmax-h15-1of4"])
-    w = ref.probabilities[0] * ref.probabilities[0].reciprocal()[0]  # relative to the maximum (key 0, weight 1)
+    w = ref.probabilities[0] / ref.probabilities[0, 0]  # relative to the maximum (key 0, weight 1)
     lattice = {9, 11, 13, 15}
     for key in range(1, 16):
         assert float(w[key]) == pytest.approx(0.75 if key in lattice else 2.0 ** -0.3), key
