@@ -17,30 +17,30 @@ STEP=${1:?step 1..5}
 PAYLOAD=.gpu/pay2
 . tools/gpu/lease_step.sh
 lat=(latency --backend triton --seq 8192 --null --reference fa3 --start-order shuffled)
+ppn=gluon-n128s2-c240l24-hg8-ppn
 case "$STEP" in
-1|2) [ "$STEP" = 1 ] && sb env --record
-     for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done
-     # about 25 s a gates run; the Gluon kernel is the backend's default at BF16 on sm_90
-     [ "$STEP" = 1 ] && for v in h15-folded h15-1of4 h15-1of2; do
-       sb gates --backend triton --dtype bf16 --variant "$v"
-     done
-     # step 2, issue 15 (A0 at FA3 parity): the ping-pong through named barriers (-ppn, FA3's hand-over; never
-     # run yet). Checked against the simulation first, under a timeout in case the hand-over deadlocks; then
-     # A0 / FA3 in sessions at BF16 causal and non-causal 8K
-     if [ "$STEP" = 2 ]; then
-       ppn=gluon-n128s2-c240l24-hg8-ppn
-       if timeout 240 python3 tools/gpu/gluon_probe.py /tmp/sb/probe-ppn --only=bf16 --checks-only \
-            --check-configs=$ppn --check-variants=A0,h15-sat; then
-         for c in --causal --no-causal; do sb "${lat[@]}" --dtype bf16 $c --variant h15-sat --triton-config $ppn; done
-       else echo "ppn probe: exit $? (124: timed out, a deadlock)"; fi
-       cp -r /tmp/sb/probe-ppn "$DIR/" 2>/dev/null
-     fi ;;
+1) sb env --record
+   for i in 1 2 3; do sb "${lat[@]}" --dtype bf16 --variant h15-sat; done
+   # about 25 s a gates run; the Gluon kernel is the backend's default at BF16 on sm_90
+   for v in h15-folded h15-1of4 h15-1of2; do sb gates --backend triton --dtype bf16 --variant "$v"; done ;;
+2) # issue 15 (A0 at FA3 parity): the ping-pong through named barriers (-ppn, FA3's hand-over; never run yet).
+   # Checked against the simulation first at both dtypes, under a timeout in case the hand-over deadlocks; then
+   # A0 / FA3 in sessions (also interleavings for the start-order count). /tmp/sb/ppn-ok tells step 4.
+   if timeout 240 python3 tools/gpu/gluon_probe.py /tmp/sb/probe-ppn --only=bf16,fp8 --checks-only \
+        --check-configs=$ppn --check-variants=A0,h15-sat; then
+     touch /tmp/sb/ppn-ok
+     for c in --causal --no-causal; do sb "${lat[@]}" --dtype bf16 $c --variant h15-sat --triton-config $ppn; done
+     sb "${lat[@]}" --dtype fp8 --variant h15-sat --triton-config $ppn
+   else echo "ppn probe: exit $? (124: timed out, a deadlock)"; sb "${lat[@]}" --dtype bf16 --variant h15-sat; fi
+   cp -r /tmp/sb/probe-ppn "$DIR/" 2>/dev/null ;;
 3) for i in 1 2; do
      sb sweep variants --backend triton --dtype fp8 --seq 8192 --baseline A0 --variants h15-folded,h15-sat,A1 \
         --null --reference fa3 --start-order shuffled
    done
    for c in --causal --no-causal; do sb gates --backend triton --dtype fp8 $c --variant h15-folded; done ;;
 4) for i in 1 2; do sb "${lat[@]}" --dtype fp8 --variant h15-sat; done
+   [ -f /tmp/sb/ppn-ok ] && sb "${lat[@]}" --dtype fp8 --no-causal --variant h15-sat --triton-config $ppn
+   [ -f /tmp/sb/ppn-ok ] && for d in fp8 bf16; do sb "${lat[@]/8192/16384}" --dtype $d --variant h15-sat --triton-config $ppn; done
    python3 -m softbench report /tmp/sb/step1 /tmp/sb/step2 /tmp/sb/step3 /tmp/sb/step4 --out /tmp/sb-report > /dev/null && sed -n '/## A\/A nulls across/,/^## [^A]/p' /tmp/sb-report/report.md ;;
 5) python3 -c "import transformers; print('transformers', transformers.__version__)"
    g=(fidelity --dtype bf16 --bootstrap 5000 --seed 0 --max-blocks 97 --model "$SOFTBENCH_GEMMA3_FILE" --device cuda
