@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The next lease, planned 2026-12-01 (not run yet): five calls, each carrying one 57.7 MiB chunk of a 303 MB
-# payload (FA3's wheel, transformers 5.24.0's wheel, the Austen and KJV texts, the gguf wheel, Gemma-3-270M).
+# The lease of 2026-12-02 00:49-01:15 UTC (planned 2026-12-01), as run: five calls, each carrying one 57.7 MiB
+# chunk of a 303 MB payload (FA3's wheel, transformers 5.24.0's wheel, the Austen and KJV texts, the gguf wheel, Gemma-3-270M).
 #   here:  C=~/.cache/softbench-gpu; python3 tools/gpu/payload.py pack .gpu/pay2 --chunk-mib 57.7016 \
 #            FA3_WHEEL=$C/fa3/fa3_fwd-0.0.3-*.whl TRANSFORMERS_WHEEL=transformers-5.24.0-py3-none-any.whl \
 #            SOFTBENCH_SECOND_TEXT=kjv.txt SOFTBENCH_AUSTEN_TEXT=austen.txt GGUF_WHEEL=gguf-0.19.0-*.whl \
 #            SOFTBENCH_GEMMA3_FILE=gemma-3-270m-q4_k_m.gguf      (tools/kjv_text.sh writes kjv.txt)
 #   host:  bash tools/gpu/start_order_gemma.sh N   (carry .gpu/pay2/cN), N = 1..5, back to back
-# Steps 1-4 (issue 14): does the null's offset follow the baseline's role or the first-started process? Ten
-# interleavings of four or more kernels with --start-order shuffled; `softbench report` over them prints the
+# Steps 1-4 (issue 14): does the null's offset follow the baseline's role or the first-started process? Thirteen
+# interleavings of four or more kernels with --start-order shuffled (step 2 and step 4's last three with -ppn); `softbench report` over them prints the
 # nulls grouped by which twin started first. Steps 1 and 3 also gate the Gluon kernel's h15-folded and hybrids
 # against their own weight maps (issue 15's "correct form": the gates until now held them to A1's lattice).
 # Step 5 (issue 18): Gemma-3-270M on both corpora under transformers 5.24.0, whose rebuilt tokenizer passes
