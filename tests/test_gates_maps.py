@@ -2,6 +2,7 @@
 and the hybrids pass on the simulation; the same readbacks fail against another map, and kernels that get the map
 subtly wrong (a rescale that ignores the anchors, hybrids on the wrong keys) fail theirs."""
 
+import math
 import pathlib
 
 import pytest
@@ -16,7 +17,7 @@ from softbench.gates.engine import run_gates
 from softbench.gates.maps import GATE_MAPS, H15, gate_map_for, gate_map_named
 from softbench.gates.options import GatesOptions
 from softbench.gates.readback import load_readback, readback_path
-from softbench.gates.references import ExactScores, reference_probabilities, row_phases
+from softbench.gates.references import ExactScores, reference_probabilities, row_phases, step_below_open
 from softbench.kernels.catalog import VARIANTS
 from softbench.kernels.sim import TileMap, element_map
 
@@ -81,7 +82,7 @@ def test_folded_reference_on_a_hand_computed_row():
     valid = torch.ones_like(x, dtype=torch.bool)
     ref = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), torch.tensor([[0.2]])), FOLDED)
     assert torch.equal(ref.probabilities, torch.tensor([[1.0, 1.0, 0.5]], dtype=torch.float64) / 2.5)
-    assert ref.ambiguous_rows == 0 and float(ref.phase) == pytest.approx(0.4)
+    assert ref.open_anchor_rows == 0 and float(ref.phase) == pytest.approx(0.4)
     a1 = reference_probabilities(ExactScores(x, valid, torch.zeros_like(x), torch.tensor([[0.2]])), H15)
     assert torch.equal(a1.probabilities, torch.tensor([[1.0, 0.75, 0.5]], dtype=torch.float64) / 2.25)
 
@@ -95,6 +96,19 @@ def test_folded_anchor_is_open_only_within_the_error_bound_of_a_rounding_boundar
     assert lo.flatten().tolist()[0] == pytest.approx(0.5 + 2e-5) and hi.flatten().tolist()[0] == pytest.approx(
         -0.5 + 2e-5)
     assert torch.equal(lo.flatten()[1:], hi.flatten()[1:])  # clear of the boundary: one anchor
+
+
+def test_folded_step_below_is_open_near_either_boundary_of_the_phase():
+    # eta_row 1e-3: phi = 2cm - rne(2cm) opens the step below within 6 eta above -1/2, and within 2 eta below +1/2
+    # (there the kernel's maximum can round to the next anchor, phase phi - 1, near -1/2 again)
+    eta = torch.full((1, 7, 1), 1e-3, dtype=torch.float64)
+    valid = torch.ones_like(eta, dtype=torch.bool)
+    phi = [-0.5 + 5e-3, -0.5 + 7e-3, 0.0, 0.5 - 3e-3, 0.5 - 1e-3, 0.5 - 1e-4]
+    scaled_max = torch.tensor([[[(3.0 + x) / 2] for x in phi] + [[-math.inf]]], dtype=torch.float64)
+    assert step_below_open(scaled_max, eta, valid).flatten().tolist() == [True, False, False, False, True, True,
+                                                                         False]
+    none_valid = torch.zeros_like(valid)  # a row without keys has eta_row 0: only an exact boundary would open it
+    assert step_below_open(scaled_max, eta, none_valid).flatten().tolist() == [False] * 7
 
 
 def test_hybrid_reference_takes_the_exponential_off_the_chosen_keys():

@@ -42,7 +42,7 @@ import torch
 from softbench import operators
 from softbench.gates.maps import H15, GateMap
 from softbench.gates.readback import Readback
-from softbench.gates.references import reference_probabilities, row_eta, row_phases
+from softbench.gates.references import reference_probabilities, row_phases, step_below_open
 from softbench.gates.tolerances import ENVELOPE, ENVELOPE_WIDTH, Storage, rounding_octaves
 
 
@@ -129,7 +129,7 @@ def single_tile_gate(patched: Readback, gmap: GateMap = H15) -> Gate:
     details = {"mean": float(l1.mean()), "rows": l1.numel(), "elements": int(patched.valid.sum()),
                "ambiguous_elements": int(ref.ambiguous.sum()), "reference": gmap.name, "storage": st.to_dict()}
     if gmap.row_phase:
-        details["ambiguous_rows"] = ref.ambiguous_rows
+        details["open_anchor_rows"] = ref.open_anchor_rows
     return Gate("single_tile", f"patched kernel vs {gmap.name} reference from exact scores, L1 per row (one tile)",
                 _range(l1), (0.0, bound), details=details)
 
@@ -198,7 +198,7 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
         offsets, open_rows = _phase_offsets(stock, eps_all, resolved)
         eps_all = eps_all - offsets
         tol_rec += eta_max
-        phase_details = {"phase_open_rows": open_rows, "phase_half_min": float(offsets.min()),
+        phase_details = {"open_anchor_rows": open_rows, "phase_half_min": float(offsets.min()),
                          "phase_half_max": float(offsets.max())}
     eps = eps_all[resolved]
     deferred = rescale_threshold > 0
@@ -233,16 +233,12 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
         tol_att = 2 * r_out + 2 * (r_p + r_out) + r_slack
         phase_rows = {}
     else:
-        # h15-folded: the lattice's step below the maximum can lie arbitrarily close to it (at 2x = -1/2 - phi),
-        # so an element the stock readings cannot tell from the maximum may sit one step lower. The gate reads
-        # the exact maximum instead, whose step is 0 unless the kernel's anchor is open (its phase within the
-        # scores' error, 6 eta_row, of -1/2): there one step, log2(3/4), is allowed
+        # h15-folded: the lattice's step below the maximum can lie arbitrarily close to it, so an element the
+        # stock readings cannot tell from the maximum may sit one step lower. The gate reads the exact maximum
+        # instead, whose step is 0 except on the rows step_below_open names: there one step, log2(3/4), is allowed
         which = "exact"
         at_max = torch.log2(p1.gather(-1, stock.argmax) / p1_max)
-        eta_row = row_eta(stock.eta, valid)
-        phi = torch.where(torch.isfinite(stock.scaled_max), 2.0 * stock.scaled_max, torch.zeros_like(at_max))
-        phi = phi - operators.rne_float64(phi)
-        near = phi < -0.5 + 6.0 * eta_row
+        near = step_below_open(stock.scaled_max, stock.eta, valid)
         at_max = torch.where(near, torch.clamp(at_max - math.log2(0.75), max=0.0), at_max).flatten()
         tol_att = 2 * r_out + r_slack
         phase_rows = {"rows_one_step_allowed": int(near.sum())}

@@ -33,7 +33,7 @@ def record_gates(session, summary: dict, gates: list[Gate], tau: float, storage:
 
 _HEADLINE_KEYS = ("mean", "fraction_outside_before_tolerance", "fraction_below_before_tolerance",
                   "fraction_above_before_tolerance", "shift_min", "shift_max", "shift_mean", "lattice_ties_median",
-                  "lattice_ties_max", "ambiguous_elements", "ambiguous_rows", "phase_open_rows", "phase_half_min",
+                  "lattice_ties_max", "ambiguous_elements", "open_anchor_rows", "phase_half_min",
                   "phase_half_max", "rows_one_step_allowed", "elements", "rows", "not_applicable")
 
 

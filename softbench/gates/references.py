@@ -74,11 +74,24 @@ def row_phases(scaled_max: torch.Tensor, eta: torch.Tensor, valid: torch.Tensor)
     return phases[0], phases[1]
 
 
+def step_below_open(scaled_max: torch.Tensor, eta: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """h15-folded: (b, h, sq, 1), the rows on which the exact maximum may sit one lattice step below the kernel's.
+    The step below the maximum lies at 2x = -1/2 - phi, arbitrarily close to it when the kernel's phase is near
+    -1/2. From the exact maximum's phase phi that happens two ways: phi itself within the scores' error, 6
+    eta_row, of -1/2, or phi within 2 eta_row below +1/2, where the kernel's maximum, off by up to eta_row, rounds
+    to the next anchor and its phase becomes phi - 1, near -1/2 again. Rows with no valid key: never."""
+    eta_row = row_eta(eta, valid)
+    finite = torch.isfinite(scaled_max)
+    c2m = torch.where(finite, 2.0 * scaled_max, torch.zeros_like(scaled_max))
+    phi = c2m - operators.rne_float64(c2m)
+    return finite & ((phi < -0.5 + 6.0 * eta_row) | (phi > 0.5 - 2.0 * eta_row))
+
+
 class Reference(NamedTuple):
     probabilities: torch.Tensor
     ambiguous: torch.Tensor  # elements whose lattice point the scores' error bound leaves open
     phase: torch.Tensor | None  # h15-folded: the row phase phi the reference used (b, h, sq, 1)
-    ambiguous_rows: int  # h15-folded: rows whose anchor r the error bound leaves open
+    open_anchor_rows: int  # h15-folded: rows whose anchor r the error bound leaves open
 
 
 def _lattice_weights(gmap: GateMap, x: torch.Tensor, phase: torch.Tensor | None, max_offset: float

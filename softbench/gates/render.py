@@ -42,8 +42,10 @@ def gate_rows(summary: dict) -> list[list[str]]:
             notes.append(f"ties median {_num(g['lattice_ties_median'])}, max {_num(g['lattice_ties_max'])}")
         if g.get("ambiguous_elements"):
             notes.append(f"{g['ambiguous_elements']} near a rounding boundary")
-        if g.get("ambiguous_rows") or g.get("phase_open_rows"):
-            notes.append(f"{g.get('ambiguous_rows') or g.get('phase_open_rows')} rows whose anchor is open")
+        # sessions recorded before 2026-12-02 named the count ambiguous_rows (single tile) or phase_open_rows
+        open_rows = g.get("open_anchor_rows") or g.get("ambiguous_rows") or g.get("phase_open_rows")
+        if open_rows:
+            notes.append(f"{open_rows} rows whose anchor is open")
         if g.get("rows_one_step_allowed"):
             notes.append(f"{g['rows_one_step_allowed']} rows allowed one step (anchor open)")
         if "phase_half_min" in g:
