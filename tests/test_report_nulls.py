@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 from softbench.predictions.sessions import load_sessions
 from softbench.report.build import build_report
-from softbench.report.nulls import null_rows, null_summary, null_table_rows
+from softbench.report.nulls import NullRow, null_rows, null_spread, null_summary, null_table_rows
 
 RECORDED = (Path(__file__).resolve().parent / "data" / "sessions"
             / "20261201T093441Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved")
@@ -51,3 +52,29 @@ def test_nulls_of_a_recorded_and_a_shuffled_run(tmp_path, cli):
     report = build_report([root], tmp_path / "report")
     text = report.markdown_path.read_text()
     assert "## A/A nulls" in text and "## A/A nulls across sessions" in text and "shuffled: " in text
+
+
+LEASE = Path(__file__).resolve().parents[1] / "sessions"  # the committed H200 sessions
+
+
+def test_the_spread_of_the_recorded_nulls_against_their_intervals():
+    # the 13 interleavings of the lease of 2026-12-02, as recorded: their nulls scatter more widely than their own
+    # intervals imply
+    rows = null_rows(load_sessions(sorted(LEASE.glob("20261202T0*-latency-*-interleaved"))))
+    assert len(rows) == 13
+    (line,) = null_spread(rows)
+    sd = statistics.stdev(r.estimate_pct for r in rows)
+    implied = statistics.median((r.ci[1] - r.ci[0]) / 2 for r in rows) / 1.96
+    assert line.startswith(f"- spread, interleaved: 13 nulls scatter with a standard deviation of {sd:.2f} pp")
+    assert sd > 1.5 * implied and "times wider" in line
+
+
+def _null(estimate, half):
+    return NullRow("s", "interleaved", "fp8", 4, "listed", False, estimate, (estimate - half, estimate + half))
+
+
+def test_spread_needs_five_nulls_and_adds_nothing_when_the_scatter_matches_the_intervals():
+    assert null_spread([_null(0.1, 0.2)] * 4) == []
+    # a half-width of 0.196 implies a standard deviation of 0.10; nulls with that scatter are what it promises
+    (line,) = null_spread([_null(x, 0.196) for x in (-0.1, 0.0, 0.1, -0.1, 0.0, 0.1, 0.0)])
+    assert "imply 0.10 pp" in line and "times wider" not in line

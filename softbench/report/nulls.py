@@ -6,10 +6,13 @@ did not. This table puts every recorded null beside what might explain it: the p
 the run, and the order in which their processes started (env.json's `start_order`, recorded since then; older
 sessions started them as listed: baseline, variants, null, references). The summary line counts misses and signs
 over the sessions given, so a run of `--start-order shuffled` sessions answers whether the offset follows the
-role or the place."""
+role or the place. The spread line puts the nulls' scatter across sessions beside what their own intervals
+imply: in 13 shuffled-start interleavings (2026-12-02) the offsets took either sign and scattered more widely
+than the runs' intervals allowed, an offset of each pair of processes that no single run can see."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from softbench.core.tables import fmt
@@ -89,4 +92,29 @@ def null_summary(rows: list[NullRow]) -> list[str]:
         mean = sum(r.estimate_pct for r in g) / len(g)
         out.append(f"- {name}: {len(g)} null(s), mean {mean:+.2f} pp, {pos} positive; misses of 0: {len(misses)}"
                    + (f" ({', '.join(f'{r.estimate_pct:+.2f}' for r in misses)})" if misses else ""))
+    return out + null_spread(rows)
+
+
+SPREAD_MIN_NULLS = 5  # fewer give a standard deviation too rough to set beside the intervals
+
+
+def null_spread(rows: list[NullRow]) -> list[str]:
+    """Per protocol with SPREAD_MIN_NULLS nulls or more: their standard deviation across sessions against the one
+    their own 95% intervals imply (median half-width / 1.96). The nulls estimate 0 with independent errors only if
+    the two agree; a wider scatter is an offset between processes that lasts a run and that its interval misses."""
+    out = []
+    by_protocol: dict[str, list[NullRow]] = {}
+    for r in rows:
+        by_protocol.setdefault(r.protocol, []).append(r)
+    for protocol, g in sorted(by_protocol.items()):
+        widths = [(r.ci[1] - r.ci[0]) / 2 for r in g if r.ci]
+        if len(g) < SPREAD_MIN_NULLS or len(widths) < SPREAD_MIN_NULLS:
+            continue
+        sd = statistics.stdev(r.estimate_pct for r in g)
+        half = statistics.median(widths)
+        implied = half / 1.96
+        wider = (f": {sd / implied:.1f} times wider, an offset between processes that a run's own interval does "
+                 "not hold") if sd > 1.5 * implied else ""
+        out.append(f"- spread, {protocol}: {len(g)} nulls scatter with a standard deviation of {sd:.2f} pp across "
+                   f"sessions; their intervals (median half-width {half:.2f} pp) imply {implied:.2f} pp{wider}")
     return out
