@@ -44,6 +44,9 @@ class LatencyOptions(RunOptions):
     # order per run. In interleavings of four or more kernels the null's baseline process (started first) ran
     # 0.14 pp slower than its twin on average on the H200 (2026-12-01): shuffling tells role from place
     start_order: str = "listed"
+    # processes per kernel (interleaved only): the windows rotate over them, so that the summary can give the
+    # speed-up across pairs of processes, whose offsets a run of one process per kernel cannot see
+    processes: int = 1
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
@@ -66,6 +69,11 @@ class LatencyOptions(RunOptions):
                 raise UsageError("--null needs the interleaved or sustained protocol (the paper's rounds pair "
                                  "exactly two kernels; run --variant A0 for its null)")
             specs.append(KernelSpec(self.baseline + "'", self.backend, self.baseline, "null", self.backend_options))
+        if self.processes < 1:
+            raise UsageError(f"--processes {self.processes}: each kernel needs at least one process")
+        if self.processes > 1 and self.protocol.kind != "interleaved":
+            raise UsageError(f"--processes {self.processes} needs the interleaved protocol, whose windows rotate "
+                             f"over a kernel's processes; the {self.protocol.kind} protocol runs each kernel in one")
         if self.references and self.protocol.kind == "paper":
             raise UsageError("--reference needs the interleaved or sustained protocol (the paper's rounds pair "
                              "exactly two kernels)")
@@ -130,8 +138,9 @@ def loaded_workers(opts: LatencyOptions, progress: Progress,
     """(workers, env): one loaded process per kernel of `opts` and this machine's environment, for as many
     shapes as the caller runs through run_shape; every process is closed on the way out."""
     specs, order = ordered_specs(opts)
-    progress.message(f"loading {opts.backend} {', '.join(s.label for s in specs)}: {len(specs)} processes")
-    workers = start_workers(specs, worker_factory)
+    progress.message(f"loading {opts.backend} {', '.join(s.label for s in specs)}: "
+                     f"{len(specs) * opts.processes} processes")
+    workers = start_workers(specs, worker_factory, opts.processes)
     try:
         yield workers, {**collect_env(gpu=True), "start_order": order}
     finally:
@@ -151,7 +160,8 @@ def protocol_record(opts: LatencyOptions, shape: Shape, workers: dict) -> dict:
         "command": "latency", "command_line": opts.command_line, "backend": opts.backend,
         "backend_options": opts.backend_options, "baseline": opts.baseline, "variant": opts.variant,
         "labels": list(workers), "roles": {k: opts.roles()[k] for k in workers},
-        "null": opts.null, "references": list(opts.references), "shape": shape.to_dict(),
+        "null": opts.null, "references": list(opts.references), "processes_per_kernel": opts.processes,
+        "shape": shape.to_dict(),
         "protocol": opts.protocol.to_dict(),
     }
 
@@ -164,7 +174,7 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
 
         return run_rounds(opts, shape, workers, env, progress)
     from softbench.latency.interleaved import measure_interleaved
-    from softbench.latency.summary import summarize_paired
+    from softbench.latency.summary import process_pairs, summarize_paired
     from softbench.latency.sustained import measure_sustained
 
     p = opts.protocol
@@ -181,6 +191,8 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
         if p.kind == "interleaved":
             summary = summarize_paired(measured, kernels, base_label, shape.flops, p.kind, "ms_per_call",
                                        slot="predecessor" if p.order == "circuit" else None)
+            if opts.processes > 1:
+                summary["process_pairs"] = process_pairs(measured, base_label, gated, opts.processes)
         else:
             summary = summarize_paired(state["blocks"], kernels, base_label, shape.flops, p.kind, "median_ms",
                                        windows=measured)

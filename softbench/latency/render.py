@@ -42,6 +42,27 @@ def _estimate(paired: dict | None) -> str:
     return f"{paired['estimate_pct']:+.2f}% {interval} over {paired['n_pairs']} pairs"
 
 
+def process_pair_lines(summary: dict) -> list[str]:
+    """With several processes per kernel: each comparison across its pairs of processes (the interval that holds
+    the offset between processes, which the bootstrap over window pairs does not)."""
+    pp = summary.get("process_pairs")
+    if not pp:
+        return []
+    parts = []
+    order = [*summary.get("variants", []), *([summary["null"]] if summary.get("null") else [])]
+    for label in [lbl for lbl in order if lbl in pp["comparisons"]]:
+        c = pp["comparisons"][label]
+        a = c.get("across") or {}
+        lo, hi = a.get("ci95_pct") or (float("nan"), float("nan"))
+        interval = f"[{lo:+.2f}, {hi:+.2f}]" if lo == lo and hi == hi else "(no interval: one pair of processes)"
+        sd = c.get("sd_between_pp")
+        parts.append(f"{label} {fmt(a.get('estimate_pct'), '+.2f')}% {interval}"
+                     + (f", sd between pairs {sd:.2f} pp" if sd is not None else ""))
+    n = len(next(iter(pp["comparisons"].values()))["pairs_of_processes"]) if pp["comparisons"] else 0
+    return [f"across {n} pairs of processes ({pp['processes_per_kernel']} per kernel; mean of their medians, t "
+            f"interval): " + "; ".join(parts)]
+
+
 def paired_headline(summary: dict) -> list[str]:
     """The lines that say what was measured: each variant's speed-up with its quantity and protocol, the A/A
     null of the same run, the fastest exact kernel beside them, and why the measurement stopped."""
@@ -61,6 +82,7 @@ def paired_headline(summary: dict) -> list[str]:
         lines.append(f"A/A null ({null} vs {base}, same run): {_estimate(comps.get(null, {}).get('paired'))}")
     else:
         lines.append("A/A null: not measured in this run (add --null)")
+    lines += process_pair_lines(summary)
     best = summary.get("best_exact")
     refs = summary.get("references") or []
     if best:

@@ -25,23 +25,33 @@ class KernelSpec:
             raise ValueError(f"role {self.role!r} is not one of {ROLES}")
 
 
-def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProcess] = WorkerProcess
-                  ) -> dict[str, WorkerProcess]:
-    """Start one process per kernel and load them concurrently (FA4's import is about 9 s each); a failure closes
-    every process already started."""
+def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProcess] = WorkerProcess,
+                  processes: int = 1) -> dict:
+    """Start `processes` processes per kernel and load them all concurrently (FA4's import is about 9 s each); a
+    failure closes every process already started. With more than one per kernel, each kernel's processes stand
+    behind one KernelProcesses (softbench.runtime.replicas), which hands its windows to them in turn. The
+    processes start spec by spec, each kernel's replicas one after another."""
     specs = list(specs)
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"kernel labels repeat: {labels}")
-    workers: dict[str, WorkerProcess] = {}
+    if processes < 1:
+        raise ValueError(f"processes per kernel must be at least 1, not {processes}")
+    started: dict[str, list[WorkerProcess]] = {}
     try:
         for s in specs:
-            workers[s.label] = factory(s.label, s.backend, s.variant, s.options)
-        load_all(workers.values())
+            group = started.setdefault(s.label, [])
+            for _ in range(processes):
+                group.append(factory(s.label, s.backend, s.variant, s.options))
+        load_all(w for group in started.values() for w in group)
     except BaseException:
-        close_all(workers.values())
+        close_all(w for group in started.values() for w in group)
         raise
-    return workers
+    if processes == 1:
+        return {label: group[0] for label, group in started.items()}
+    from softbench.runtime.replicas import KernelProcesses
+
+    return {label: KernelProcesses(group) for label, group in started.items()}
 
 
 def prepare_all(workers: dict[str, WorkerProcess], shape: Shape, seed: int,
