@@ -32,6 +32,10 @@ from softbench.kernels.backends import BACKENDS
                    "adds the speed-up across the pairs of processes with a t interval, which holds the offset "
                    "between two processes of one kernel (a few tenths of a percent on the H200) that a run's "
                    "interval over window pairs cannot see")
+@click.option("--null-in-process", is_flag=True,
+              help="add the baseline a second time inside its own process, on a separate allocation of the same "
+                   "inputs (label A0~): an A/A null that shares the process, beside --null's between two processes; "
+                   "which of them scatters tells an offset of the process from one of where the inputs lie")
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
 @triton_config_option()
@@ -45,7 +49,7 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, protocol_name,
             rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
-            references, start_order, processes, rescale_threshold, triton_config, gpus, control, out_dir):
+            references, start_order, processes, null_in_process, rescale_threshold, triton_config, gpus, control, out_dir):
     """Time BASELINE against VARIANT, each kernel in its own process.
 
     The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a
@@ -136,7 +140,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     opts = LatencyOptions(shapes=shapes, protocol=proto, backend=backend, baseline=baseline, variant=variant,
                           out_dir=Path(out_dir), backend_options=backend_options, null=null, references=refs,
                           command_line=launch_command_line(ranks), start_order=start_order,
-                          processes=processes)
+                          processes=processes, null_in_process=null_in_process)
     if gpu_list is not None or ranks is not None:
         from softbench.latency.across import run_across
 

@@ -47,6 +47,9 @@ class LatencyOptions(RunOptions):
     # processes per kernel (interleaved only): the windows rotate over them, so that the summary can give the
     # speed-up across pairs of processes, whose offsets a run of one process per kernel cannot see
     processes: int = 1
+    # the baseline again inside its own process, on a second allocation of the same inputs (label baseline~): a
+    # null that shares the process, beside --null's, which does not (softbench.runtime.twin)
+    null_in_process: bool = False
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
@@ -74,6 +77,15 @@ class LatencyOptions(RunOptions):
         if self.processes > 1 and self.protocol.kind != "interleaved":
             raise UsageError(f"--processes {self.processes} needs the interleaved protocol, whose windows rotate "
                              f"over a kernel's processes; the {self.protocol.kind} protocol runs each kernel in one")
+        if self.null_in_process:
+            if self.protocol.kind != "interleaved":
+                raise UsageError("--null-in-process needs the interleaved protocol (its windows run on either input "
+                                 f"slot of the baseline's process); the {self.protocol.kind} protocol has none")
+            if self.processes > 1:
+                raise UsageError("--null-in-process runs in the baseline's one process; it does not combine with "
+                                 f"--processes {self.processes}")
+            specs.append(KernelSpec(self.baseline + "~", self.backend, self.baseline, "null", self.backend_options,
+                                    shares_process=base_label))
         if self.references and self.protocol.kind == "paper":
             raise UsageError("--reference needs the interleaved or sustained protocol (the paper's rounds pair "
                              "exactly two kernels)")
@@ -179,7 +191,8 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
 
     p = opts.protocol
     roles = opts.roles()
-    kernels = {label: {"role": roles[label], "variant": w.variant, "backend": w.backend}
+    kernels = {label: {"role": roles[label], "variant": w.variant, "backend": w.backend,
+                       **({"process_of": w.info["process_of"]} if "process_of" in w.info else {})}
                for label, w in workers.items()}
     base_label = opts.labels()[0]
     gated = [lbl for lbl, k in kernels.items() if k["role"] in ("variant", "null")]

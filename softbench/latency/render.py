@@ -82,6 +82,10 @@ def paired_headline(summary: dict) -> list[str]:
         lines.append(f"A/A null ({null} vs {base}, same run): {_estimate(comps.get(null, {}).get('paired'))}")
     else:
         lines.append("A/A null: not measured in this run (add --null)")
+    twin = summary.get("null_in_process")
+    if twin:
+        lines.append(f"A/A null inside the baseline's process ({twin} vs {base}: a second allocation of the same "
+                     f"inputs): {_estimate(comps.get(twin, {}).get('paired'))}")
     lines += process_pair_lines(summary)
     best = summary.get("best_exact")
     refs = summary.get("references") or []

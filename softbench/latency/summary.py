@@ -142,8 +142,12 @@ def summarize_paired(units: list[dict], kernels: dict[str, dict], baseline: str,
     out["sm_clock_mhz_median"] = {lbl: e["sm_clock_mhz_median"] for lbl, e in out["kernels"].items()}
     out["throttled_windows"] = {lbl: e["throttled_windows"] for lbl, e in out["kernels"].items()}
     variants = [lbl for lbl, k in kernels.items() if k["role"] == "variant"]
-    nulls = [lbl for lbl, k in kernels.items() if k["role"] == "null"]
+    # the null between two processes is "the" null; one inside the baseline's process (--null-in-process) is
+    # named apart, so that what reads nulls across sessions compares like with like
+    nulls = [lbl for lbl, k in kernels.items() if k["role"] == "null" and not k.get("process_of")]
+    twins = [lbl for lbl, k in kernels.items() if k["role"] == "null" and k.get("process_of")]
     out["variants"], out["null"] = variants, (nulls[0] if nulls else None)
+    out["null_in_process"] = twins[0] if twins else None
     out["references"] = [lbl for lbl, k in kernels.items() if k["role"] == "reference"]
     head = out["comparisons"].get(variants[0]) if variants else None
     out["variant"] = variants[0] if variants else None

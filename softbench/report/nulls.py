@@ -41,27 +41,36 @@ def null_rows(recs: list[SessionRecord]) -> list[NullRow]:
     rows = []
     for r in recs:
         s = r.summary or {}
-        null = s.get("null")
-        comp = (s.get("comparisons") or {}).get(null) if isinstance(null, str) else None
-        paired = (comp or {}).get("paired") or {}
-        if paired.get("estimate_pct") is None:
-            continue
-        kernels = list(s.get("kernels") or {})
-        baseline = s.get("baseline") or (kernels[0] if kernels else None)
-        order = r.env.get("start_order") if isinstance(r.env.get("start_order"), dict) else None
-        if order is None or order.get("rule") == "listed":
-            # listed: the baseline's process starts first, by construction (LatencyOptions.kernel_specs)
-            text = "listed" if order else "listed (not recorded)"
-            null_first: bool | None = False
-        else:
-            listed = order.get("labels") or []
-            text = f"{order.get('rule', '?')}: {', '.join(listed)}"
-            null_first = listed.index(null) < listed.index(baseline) if null in listed and baseline in listed else None
-        ci = paired.get("ci95_pct")
-        rows.append(NullRow(marked_name(r), str(s.get("protocol_kind") or r.facts.get("protocol") or "-"),
-                            str(r.facts.get("dtype", "-")), len(kernels), text, null_first,
-                            float(paired["estimate_pct"]), (float(ci[0]), float(ci[1])) if ci else None))
+        rows += [row for row in (_null_row(r, s, s.get("null"), ""),
+                                 _null_row(r, s, s.get("null_in_process"), ", in the baseline's process"))
+                 if row is not None]
     return rows
+
+
+def _null_row(r: SessionRecord, s: dict, null, where: str) -> NullRow | None:
+    """The row of one null of a session; `where` names a null inside the baseline's process (--null-in-process),
+    whose rows form groups of their own."""
+    comp = (s.get("comparisons") or {}).get(null) if isinstance(null, str) else None
+    paired = (comp or {}).get("paired") or {}
+    if paired.get("estimate_pct") is None:
+        return None
+    kernels = list(s.get("kernels") or {})
+    baseline = s.get("baseline") or (kernels[0] if kernels else None)
+    order = r.env.get("start_order") if isinstance(r.env.get("start_order"), dict) else None
+    if order is None or order.get("rule") == "listed":
+        # listed: the baseline's process starts first, by construction (LatencyOptions.kernel_specs)
+        text = "listed" if order else "listed (not recorded)"
+        null_first: bool | None = False
+    else:
+        listed = order.get("labels") or []
+        text = f"{order.get('rule', '?')}: {', '.join(listed)}"
+        null_first = listed.index(null) < listed.index(baseline) if null in listed and baseline in listed else None
+    if where:  # the twin has no process of its own to start before or after the baseline's
+        null_first = None
+    ci = paired.get("ci95_pct")
+    return NullRow(marked_name(r), str(s.get("protocol_kind") or r.facts.get("protocol") or "-") + where,
+                   str(r.facts.get("dtype", "-")), len(kernels), text, null_first,
+                   float(paired["estimate_pct"]), (float(ci[0]), float(ci[1])) if ci else None)
 
 
 NULL_COLUMNS = ["session", "protocol", "dtype", "kernels", "start order", "null first", "A/A null %", "95% CI",

@@ -19,6 +19,9 @@ class KernelSpec:
     variant: str
     role: str
     options: dict = field(default_factory=dict)
+    # the label of the kernel whose process runs this one on its second input slot (softbench.runtime.twin);
+    # None: a process of its own
+    shares_process: str | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -37,9 +40,10 @@ def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProc
         raise ValueError(f"kernel labels repeat: {labels}")
     if processes < 1:
         raise ValueError(f"processes per kernel must be at least 1, not {processes}")
+    twins = [s for s in specs if s.shares_process]
     started: dict[str, list[WorkerProcess]] = {}
     try:
-        for s in specs:
+        for s in (s for s in specs if not s.shares_process):
             group = started.setdefault(s.label, [])
             for _ in range(processes):
                 group.append(factory(s.label, s.backend, s.variant, s.options))
@@ -48,10 +52,16 @@ def start_workers(specs: Iterable[KernelSpec], factory: Callable[..., WorkerProc
         close_all(w for group in started.values() for w in group)
         raise
     if processes == 1:
-        return {label: group[0] for label, group in started.items()}
-    from softbench.runtime.replicas import KernelProcesses
+        workers = {label: group[0] for label, group in started.items()}
+    else:
+        from softbench.runtime.replicas import KernelProcesses
 
-    return {label: KernelProcesses(group) for label, group in started.items()}
+        workers = {label: KernelProcesses(group) for label, group in started.items()}
+    if twins:
+        from softbench.runtime.twin import InputTwin
+
+        workers.update({s.label: InputTwin(s.label, workers[s.shares_process]) for s in twins})
+    return workers
 
 
 def prepare_all(workers: dict[str, WorkerProcess], shape: Shape, seed: int,

@@ -59,6 +59,10 @@ class WorkerState:
         self.shape = None
         self.inputs = None
         self.forward = None
+        # slot 1: a second, separately allocated copy of the same inputs with its own forward, for the A/A null
+        # inside this process (latency --null-in-process); slot 0 is inputs/forward above
+        self.twin_inputs = None
+        self.twin_forward = None
         self.timer = None
         self.nvml = None
 
@@ -90,22 +94,30 @@ class WorkerState:
         from softbench.kernels.refs import check_rows, reference_rows, relative_error
         from softbench.core.shapes import Shape
 
-        self.shape = Shape(**req["shape"])
+        shape = Shape(**req["shape"])
+        slot = int(req.get("slot", 0))
+        if slot not in (0, 1):
+            raise SoftbenchError(f"input slot {slot}: a worker holds slots 0 and 1")
         device = "cuda" if self.backend.device.kind == "cuda" else "cpu"
-        self.forward = None
-        self.inputs = make_inputs(self.shape, req.get("seed", 0), device)
-        self.forward = self.backend.build(self.shape, self.inputs)
+        if slot == 0:
+            self.shape, self.forward = shape, None
+            inputs = self.inputs = make_inputs(shape, req.get("seed", 0), device)
+            forward = self.forward = self.backend.build(shape, inputs)
+        else:  # the same values again, in memory of their own
+            self.twin_forward = None
+            inputs = self.twin_inputs = make_inputs(shape, req.get("seed", 0), device)
+            forward = self.twin_forward = self.backend.build(shape, inputs)
         t0 = time.monotonic()
         with torch.inference_mode():
-            out = self.forward()  # first call compiles
+            out = forward()  # first call compiles
             self.timer.sync()
             compile_s = time.monotonic() - t0
-            rows = check_rows(self.shape.seq, req.get("check_rows", 64))
-            ref = reference_rows(self.inputs.q, self.inputs.k, self.inputs.v, self.shape.causal, rows,
-                                 descale=self.inputs.descale)
+            rows = check_rows(shape.seq, req.get("check_rows", 64))
+            ref = reference_rows(inputs.q, inputs.k, inputs.v, shape.causal, rows, descale=inputs.descale)
             got = out[:, rows.to(out.device)]
             finite = bool(torch.isfinite(out).all())
             return {
+                "slot": slot,
                 "compile_s": round(compile_s, 3),
                 "rel_error_vs_fp32": relative_error(got, ref),
                 "activation_mean": float(out.float().mean()),
@@ -113,7 +125,7 @@ class WorkerState:
                 "check_rows": int(rows.numel()),
                 "out_dtype": str(out.dtype).replace("torch.", ""),
                 # what the backend actually built (e.g. the Triton tile configuration, or why it fell back)
-                "build_info": getattr(self.forward, "info", None),
+                "build_info": getattr(forward, "info", None),
             }
 
     def round(self, req: dict, emit: Callable[[dict], None]) -> dict:
@@ -134,8 +146,8 @@ class WorkerState:
         reading = self.nvml.read().to_dict() if self.nvml else {}
         return {f"gpu_{k}": v for k, v in reading.items() if k != "time_s"}
 
-    def _timed_window(self, calls: int) -> dict:
-        ms = self.timer.window_ms(self.forward, calls)
+    def _timed_window(self, calls: int, forward: Callable[[], object] | None = None) -> dict:
+        ms = self.timer.window_ms(forward or self.forward, calls)
         self.windows_done += 1
         if _FAULT_AFTER and self.windows_done >= _FAULT_AFTER:
             os._exit(17)
@@ -147,12 +159,13 @@ class WorkerState:
         just served another process), then `calls` timed back to back."""
         import torch
 
-        if self.forward is None:
-            raise SoftbenchError("window requested before prepare")
+        forward = self.twin_forward if int(req.get("slot", 0)) == 1 else self.forward
+        if forward is None:
+            raise SoftbenchError(f"window requested before prepare (slot {int(req.get('slot', 0))})")
         with torch.inference_mode():
             for _ in range(int(req.get("untimed", 0))):
-                self.forward()
-            return self._timed_window(int(req["calls"]))
+                forward()
+            return self._timed_window(int(req["calls"]), forward)
 
     def _settle(self, rule: dict, step: Callable[[], tuple]):
         """Run `step` (one unit of work returning its time, power and SM clock) until the readings settle by
