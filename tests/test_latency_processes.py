@@ -16,6 +16,7 @@ from softbench.latency.summary import process_pairs, summarize_paired
 from softbench.runtime.replicas import KernelProcesses
 
 from test_latency_protocols import FAST, FakeBoard, FakeClock, FakeWorker, Quiet
+from test_vocabulary import assert_covered
 
 
 def _kernel(board, label, variant, base_ms, role, offsets):
@@ -101,6 +102,7 @@ def test_latency_with_two_processes_per_kernel_on_the_simulation(tmp_path, cli):
     assert "across 2 pairs of processes" in (session / "summary.md").read_text()
     protocol = (session / "protocol.yaml").read_text()
     assert "processes_per_kernel: 2" in protocol
+    assert_covered(session)  # what it records is in the vocabulary that seal checks
 
 
 def test_processes_need_the_interleaved_protocol(tmp_path, cli):

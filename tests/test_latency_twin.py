@@ -13,6 +13,8 @@ from softbench.core.errors import SoftbenchError
 from softbench.core.shapes import Shape
 from softbench.runtime.worker import WorkerState
 
+from test_vocabulary import assert_covered
+
 QUICK = ("protocol:\n  kind: interleaved\n  calls: 2\n  untimed: 0\n  min_pairs: 10\n  check_every: 5\n"
          "  budget_s: 1\n  warmup_min_s: 0.2\n  warmup_max_s: 1\n")
 SMALL = ("--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64")
@@ -53,6 +55,7 @@ def test_latency_with_both_nulls_on_the_simulation(tmp_path, cli):
     assert summary["null"] == "A0'" and summary["null_in_process"] == "A0~"
     assert summary["comparisons"]["A0~"]["paired"]["n_pairs"] >= 10
     assert summary["smoke"]["A0~"]["slot"] == 1
+    assert_covered(session)  # what it records is in the vocabulary that seal checks
     assert "A/A null inside the baseline's process (A0~ vs A0" in r.stdout
 
     from softbench.predictions.sessions import load_sessions

@@ -38,7 +38,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
                 "speedup_ci95_pct", "null_pct", "null_ci95_pct", "best_exact", "vs_best_exact", "run", "device",
                 "timings_are", "roles", "carryover", "clock_during_pairs",
                 # a matrix run across GPUs (latency --gpus): rank, GPU, CUDA_VISIBLE_DEVICES, UUID, cell, phase
-                "placement"),
+                "placement",
+                # several processes per kernel (--processes) and the null inside the baseline's process
+                "processes_per_kernel", "process_pairs", "null_in_process"),
     "sweep": ("baseline", "kind", "measured", "protocol", "rows", "shape", "shape_tag", "variants",
               "protocol_kind", "quantity", "null", "references"),
     "energy": ("baseline", "chunk", "dtype", "dtype_note", "idle_s", "interval_s", "loops", "order", "out_dir",
