@@ -75,12 +75,12 @@ def test_resolve_config_follows_the_kernel_named():
 def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     # this machine: no GPU (or the interpreter), so the Triton kernel, whose table stays the default
     assert ga.usable_here() is not None
-    assert default_kernel(torch.bfloat16) == "triton"
+    assert default_kernel(torch.bfloat16, 128) == "triton"
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
     # an sm_90 GPU with the compiled Triton: Gluon at every dtype, one consumer warpgroup per program at FP8
     monkeypatch.setattr(ga, "usable_here", lambda: None)
-    assert default_kernel(torch.bfloat16) == default_kernel(torch.float16) == "gluon"
-    assert default_kernel(torch.float8_e4m3fn) == "gluon"
+    assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
+    assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig()
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1"
     # a field given on top of the FP8 default keeps the rest of it
@@ -89,6 +89,36 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128
     assert key_tile("triton", "bf16", 128, {"kernel": "triton"}) == 64
+
+
+@pytest.mark.parametrize("machine", ["here", "sm_90"])
+def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, machine):
+    """Only the Triton-language kernel implements head dim 256 (Gemma-3's), so it is the default there on sm_90
+    too, at every dtype (the choice still ignores the variant); the Gluon kernel asked for by name at 256 is
+    refused with the reason, before any launch."""
+    if machine == "sm_90":
+        monkeypatch.setattr(ga, "usable_here", lambda: None)
+    for dtype in (torch.bfloat16, torch.float16, torch.float8_e4m3fn):
+        assert default_kernel(dtype, 256) == "triton"
+        assert resolve_config(dtype, 256, {}) == ta.default_config(dtype, 256)
+        with pytest.raises(UnsupportedError, match="^the Gluon forward is written for head dims 64 and 128, "
+                                                   "not 256$") as e:
+            resolve_config(dtype, 256, {"kernel": "gluon"})
+        assert "64, 128 and 256" in e.value.hint
+    # the gates' single-tile length follows: the Triton table's 64-key tile at 256
+    assert key_tile("triton", "bf16", 256, {}) == key_tile("triton", "fp8", 256, {}) == 64
+    # a backend built from a Gluon label refuses the shape rather than running another kernel
+    from softbench.core.options import parse_triton_config
+
+    backend = TritonBackend(**parse_triton_config("gluon-n128s2-c240l24-hg8"), device="cpu")
+    with pytest.raises(UnsupportedError, match="not 256"):
+        backend.config_for(Shape(dtype="bf16", seq=128, heads=2, head_dim=256), torch.bfloat16)
+    # the kernel's own entry points refuse 256 too (check_inputs, shared with the Triton kernel, accepts it)
+    with pytest.raises(UnsupportedError, match="not 256"):
+        ga.default_config(torch.bfloat16, 256)
+    q = torch.zeros(1, 64, 2, 256, dtype=torch.bfloat16)
+    with pytest.raises(UnsupportedError, match="not 256"):
+        ga.prepare_operands(q, q[:, :, :1], q[:, :, :1], ga.DEFAULT)
 
 
 def test_gates_key_tile_takes_a_gluon_label():

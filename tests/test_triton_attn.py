@@ -1,7 +1,7 @@
 """softbench's Triton forward, run on the CPU through Triton's interpreter (TRITON_INTERPRET=1, set before triton
 is imported), on small shapes (seq <= 256): A0 against exact FP32 attention, A1 against the pure-torch simulation
 with Rowmax-H15 weights and against the exact probabilities within the H15 envelope, causal and non-causal,
-GQA, head dims 64/128, BF16/FP16 and FP8 (the interpreter runs the FP8 dots; softbench.kernels.triton_interpret
+GQA, head dims 64/128/256, BF16/FP16 and FP8 (the interpreter runs the FP8 dots; softbench.kernels.triton_interpret
 makes its conversions round to nearest even as the GPU does). One test cross-compiles for sm_90a with Triton's
 bundled ptxas to check what Hopper gets (FP8 wgmma, V pipelined, no spills)."""
 
@@ -42,6 +42,16 @@ CASES = [
     pytest.param(FP8, False, 2, 2, 128, 192, C(64, 64, 4, 2, v_kmajor=False), id="fp8-noncausal-d128-vrows"),
     pytest.param(FP8, True, 2, 2, 128, 160, C(32, 64, 4, 2, v_kmajor=True), id="fp8-causal-d128-bn-gt-bm"),
 ]
+# head dim 256 (Gemma-3's) in the table's own configurations (ta.default_config), which only this kernel has:
+# GQA and MQA, ragged ends, causal and not, at both dtypes
+D256_CASES = [
+    pytest.param(torch.bfloat16, True, 4, 1, 256, 150, ta.default_config(torch.bfloat16, 256),
+                 id="bf16-causal-mqa-d256-ragged"),
+    pytest.param(torch.bfloat16, False, 4, 2, 256, 128, ta.default_config(torch.bfloat16, 256),
+                 id="bf16-noncausal-gqa-d256"),
+    pytest.param(FP8, True, 4, 2, 256, 192, ta.default_config(FP8, 256), id="fp8-causal-gqa-d256"),
+    pytest.param(FP8, False, 2, 1, 256, 100, ta.default_config(FP8, 256), id="fp8-noncausal-mqa-d256-ragged"),
+]
 
 
 def draw(dtype, heads, kv_heads, head_dim, seq, seed=0):
@@ -57,7 +67,7 @@ def exact(q, k, v, causal, descale=(1.0, 1.0, 1.0)):
     return reference_rows(q, k, v, causal, torch.arange(q.shape[1]), descale=descale)
 
 
-@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES)
+@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES + D256_CASES)
 def test_a0_matches_fp32_attention(dtype, causal, heads, kv_heads, head_dim, seq, config):
     q, k, v = draw(dtype, heads, kv_heads, head_dim, seq)
     out = ta.attention(q, k, v, causal, "A0", config)
@@ -73,7 +83,7 @@ def test_a0_matches_fp32_attention(dtype, causal, heads, kv_heads, head_dim, seq
         assert err < 5e-3, f"16-bit A0 error {err:.3e}"
 
 
-@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES)
+@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES + D256_CASES)
 def test_a1_matches_the_rowmax_h15_simulation(dtype, causal, heads, kv_heads, head_dim, seq, config):
     q, k, v = draw(dtype, heads, kv_heads, head_dim, seq, seed=1)
     out = ta.attention(q, k, v, causal, "A1", config)
@@ -86,7 +96,8 @@ def test_a1_matches_the_rowmax_h15_simulation(dtype, causal, heads, kv_heads, he
     assert relative_error(out, ref) > 2 * relative_error(a0, ref)
 
 
-@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config", CASES[::2] + CASES[3:4])
+@pytest.mark.parametrize("dtype, causal, heads, kv_heads, head_dim, seq, config",
+                         CASES[::2] + CASES[3:4] + D256_CASES)
 def test_saturated_h15_matches_its_simulation_and_a1(dtype, causal, heads, kv_heads, head_dim, seq, config):
     """h15-sat (the clamp as the scaling FMA's saturation) computes softbench.operators.rowmax_h15_sat, which is
     A1 except next to rounding ties. The kernel rounds 2x + 252 inside an FMA and the simulation after computing
@@ -178,12 +189,16 @@ def test_fp8_descale_factors_are_applied():
 
 def test_default_configs_and_their_checks():
     for dtype in (torch.bfloat16, torch.float16, FP8):
-        for d in (64, 128):
+        for d in ta.HEAD_DIMS:
             cfg = ta.default_config(dtype, d)
             assert cfg.block_m == cfg.num_warps // 4 * 64  # each warpgroup owns 64 rows: Hopper's m64 wgmma
             assert cfg.v_kmajor == (dtype == FP8)
-    assert ta.fallback_config(FP8).v_kmajor and not ta.fallback_config(torch.bfloat16).v_kmajor
-    with pytest.raises(UnsupportedError, match="head dims"):
+            # the fallback tries something the table does not (at 256 the general fallback is the table's entry)
+            assert ta.fallback_config(dtype, d) != cfg and ta.fallback_config(dtype, d).v_kmajor == (dtype == FP8)
+    assert ta.HEAD_DIMS == (64, 128, 256)
+    assert ta.fallback_config(torch.bfloat16, 256).label() == "m32n32w4s2"
+    assert ta.fallback_config(FP8, 128).label() == "m64n64w4s2-vk"
+    with pytest.raises(UnsupportedError, match="head dims 64, 128 and 256, not 96"):
         ta.default_config(torch.bfloat16, 96)
     with pytest.raises(UnsupportedError, match="float8_e4m3fn"):
         ta.default_config(torch.float32, 64)
@@ -194,6 +209,51 @@ def test_default_configs_and_their_checks():
         ta.attention(q, k, v, True, "A7", C(64, 64, 4, 2))
     with pytest.raises(UnsupportedError, match="same batch"):
         ta.attention(q, k[:, :32], v[:, :32], True, "A0", C(64, 64, 4, 2))
+
+
+@pytest.mark.parametrize("dtype, causal", [(torch.bfloat16, True), (FP8, False)])
+def test_head_dim_256_with_zero_padding_gives_head_dim_64_bit_for_bit(dtype, causal):
+    """q and k of head dim 64 padded with zeros to 256, V repeated four times, the same softmax scale: the scores
+    are the same products, so every variant's d=256 forward (the table's m64n64 configuration, P.V 256 wide, the
+    key norms of 256-wide rows) must give the d=64 forward's bits in each of its four 64-column blocks."""
+    q, k, v = draw(dtype, 4, 1, 64, 150, seed=9)
+
+    def pad(t):
+        return torch.cat([t.float(), torch.zeros(*t.shape[:3], 192)], -1).to(dtype)
+
+    q2, k2, v2 = pad(q), pad(k), torch.cat([v.float()] * 4, -1).to(dtype)
+    cfg = ta.default_config(dtype, 256)
+    for variant in ta.WEIGHT_MAPS:
+        narrow = ta.attention(q, k, v, causal, variant, cfg, softmax_scale=0.125)
+        wide = ta.attention(q2, k2, v2, causal, variant, cfg, softmax_scale=0.125)
+        for block in wide.split(64, dim=-1):
+            assert torch.equal(_bits(block), _bits(narrow)), f"{variant}: d=256 differs from d=64"
+
+
+def test_fidelity_triton_attention_takes_head_dim_256():
+    """Gemma-3's geometry (4 query heads, 1 KV head, head dim 256, scale 1/16) through the fidelity kernel path's
+    TritonAttention, in this process (here, not in test_fidelity_triton: that module builds models through
+    transformers, which imports triton without the interpreter): the Triton-language kernel's table
+    configuration is chosen (the only kernel with head dim 256, on every machine), A0 gives exact attention and
+    A1 and h15-sat their tile-wise simulations on that configuration's key tile, over a ragged sequence of three
+    tiles."""
+    from softbench.fidelity.attention import ExactAttention, SimAttention, TritonAttention
+    from softbench.fidelity.operator_zoo import parse_operator
+    from softbench.kernels.triton_backend import kernel_of
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 4, 150, 256, generator=g).to(torch.bfloat16)  # transformers' layout, (b, h, s, d)
+    k, v = (torch.randn(1, 1, 150, 256, generator=g).to(torch.bfloat16) for _ in range(2))
+    scale = 256 ** -0.5
+    table = ta.default_config(torch.bfloat16, 256)
+    a0 = TritonAttention("A0")
+    assert a0.configure(torch.bfloat16, 256) == table and kernel_of(table) == "triton"
+    out = a0(q, k, v, scale)
+    assert out.shape == (1, 150, 4, 256) and out.dtype == torch.bfloat16
+    assert relative_error(out, ExactAttention()(q, k, v, scale)) < 5e-3
+    for variant, operator in [("A1", "rowmax-h15"), ("h15-sat", "rowmax-h15-sat")]:
+        sim = SimAttention(parse_operator(operator), tile=table.block_n)(q, k, v, scale)
+        assert relative_error(TritonAttention(variant)(q, k, v, scale), sim) < 1e-3, variant
 
 
 def small_shape(dtype="fp8", causal=True):
@@ -235,7 +295,7 @@ def test_backend_falls_back_when_the_tuned_configuration_fails(monkeypatch):
     shape = small_shape("bf16")
     forward = b.build(shape, make_inputs(shape, seed=0, device="cpu"))
     assert forward.info["fallback_used"]
-    assert forward.info["config"]["label"] == ta.fallback_config(torch.bfloat16).label()
+    assert forward.info["config"]["label"] == ta.fallback_config(torch.bfloat16, 64).label()
     assert "m32n32" in forward.info["errors"][0] and "simulated" in forward.info["errors"][0]
     strict = TritonBackend(block_m=32, block_n=32, fallback=False, device="cpu")
     strict.load("A0")
@@ -249,7 +309,7 @@ def test_backend_refuses_what_it_cannot_run():
         b.load("A9")
     b.load("A0")
     shape = Shape(dtype="bf16", seq=64, heads=2, head_dim=96)
-    with pytest.raises(UnsupportedError, match="head dims 64 and 128"):
+    with pytest.raises(UnsupportedError, match="head dims 64, 128 and 256, not 96"):
         b.build(shape, make_inputs(shape, seed=0, device="cpu"))
 
 
@@ -266,6 +326,7 @@ def test_unsupported_reasons(monkeypatch):
     assert triton_unsupported_reason(Shape(dtype="bf16", head_dim=64), Device("cuda", "A100", 80)) is None
     assert "sm_80" in triton_unsupported_reason(Shape(dtype="bf16"), Device("cuda", "T4", 75))
     assert "96" in triton_unsupported_reason(Shape(dtype="bf16", head_dim=96), hopper)
+    assert triton_unsupported_reason(Shape(dtype="fp8", head_dim=256), hopper) is None
 
 
 def _bundled_ptxas() -> bool:
@@ -316,6 +377,22 @@ def test_hopper_compile_uses_wgmma_and_pipelines_v():
     assert not reports["bf16"]["qk_wait_deferred"], reports["bf16"]
 
 
+@pytest.mark.skipif(not _bundled_ptxas(), reason="Triton's bundled ptxas is missing")
+def test_hopper_compile_of_head_dim_256_fits_without_spills():
+    """The table's head-dim-256 configurations, compiled for sm_90a: within the 227 KB of shared memory an SM
+    offers, no spills, wgmma with P.V 256 wide, V pipelined (the entries were chosen for this fit, not timed)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    for dtype, mma in (("bf16", "k16.f32.bf16.bf16"), ("fp8", "k32.f32.e4m3.e4m3")):
+        r = subprocess.run([sys.executable, "-m", "softbench.kernels.triton_compile", dtype, "256", "h15-proved",
+                            "--causal"], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        rep = json.loads(r.stdout)
+        assert rep["config"] == ta.default_config(FP8 if dtype == "fp8" else torch.bfloat16, 256).label()
+        assert rep["shared_bytes"] <= 227 * 1024 and rep["stack_bytes"] == 0 and rep["spill_stores"] == 0, rep
+        assert rep["wgmma"] == [f"m64n256{mma}", f"m64n64{mma}"], rep
+        assert rep["v_async_copy"] and not rep["v_through_registers"], rep
+
+
 # (dtype, causal, batch, heads, kv_heads, head_dim, seq, config): two batches with a ragged end, so that a TMA box
 # at the end of one sequence would read the next batch's rows if the descriptors did not keep batches apart;
 # FP8 with the key-major V copy (padded for TMA at seq 130) and with V as rows
@@ -324,6 +401,10 @@ TMA_CASES = [
     pytest.param(torch.float16, False, 2, 2, 1, 128, 96, C(64, 64, 4, 2), id="fp16-noncausal-b2-ragged"),
     pytest.param(FP8, True, 2, 2, 1, 64, 130, C(64, 64, 4, 2, v_kmajor=True), id="fp8-causal-b2-vkmajor-ragged"),
     pytest.param(FP8, False, 1, 2, 2, 64, 192, C(64, 128, 4, 2, v_kmajor=False), id="fp8-noncausal-vrows"),
+    # head dim 256: (1, rows, 256) boxes, and V's key-major (1, 256, keys) box, at TMA's 256-element limit
+    pytest.param(torch.bfloat16, True, 2, 2, 1, 256, 100, ta.default_config(torch.bfloat16, 256),
+                 id="bf16-causal-b2-d256-ragged"),
+    pytest.param(FP8, False, 2, 2, 1, 256, 130, ta.default_config(FP8, 256), id="fp8-noncausal-b2-d256-vkmajor"),
 ]
 
 
@@ -450,13 +531,14 @@ def test_latency_command_runs_a_named_configuration(cli, tmp_path):
     assert "m32n16w4s1" in text and '"fallback_used": false' in text.replace("False", "false")
 
 
-@pytest.mark.parametrize("dtype, causal, seq, config", [
-    (torch.bfloat16, True, 300, C(64, 32, 4, 2)),  # ragged end, several unmasked tiles per program
-    (FP8, False, 192, C(64, 64, 4, 2, v_kmajor=True)),
-    (FP8, True, 256, C(64, 64, 4, 2, v_kmajor=True, tma=True)),
+@pytest.mark.parametrize("dtype, causal, seq, config, head_dim", [
+    (torch.bfloat16, True, 300, C(64, 32, 4, 2), 64),  # ragged end, several unmasked tiles per program
+    (FP8, False, 192, C(64, 64, 4, 2, v_kmajor=True), 64),
+    (FP8, True, 256, C(64, 64, 4, 2, v_kmajor=True, tma=True), 64),
+    (torch.bfloat16, True, 200, ta.default_config(torch.bfloat16, 256), 256),  # the key norms of 256-wide rows
 ])
-def test_proved_variant_is_a1_bit_for_bit_on_both_sides_of_the_bound(dtype, causal, seq, config):
-    q, k, v = draw(dtype, 2, 1, 64, seq, seed=6)
+def test_proved_variant_is_a1_bit_for_bit_on_both_sides_of_the_bound(dtype, causal, seq, config, head_dim):
+    q, k, v = draw(dtype, 2, 1, head_dim, seq, seed=6)
     a1 = ta.attention(q, k, v, causal, "A1", config)
     proved = ta.attention(q, k, v, causal, "h15-proved", config)
     assert torch.equal(proved.view(torch.int16), a1.view(torch.int16))
@@ -470,13 +552,18 @@ def test_proved_variant_is_a1_bit_for_bit_on_both_sides_of_the_bound(dtype, caus
                            a1.view(torch.int16))
 
 
-def test_key_norm_prologue_gives_the_largest_key_norm_per_head():
-    k = torch.randn(2, 600, 3, 64).to(torch.bfloat16)
+@pytest.mark.parametrize("head_dim", [64, 256])
+def test_key_norm_prologue_gives_the_largest_key_norm_per_head(head_dim):
+    k = torch.randn(2, 600, 3, head_dim).to(torch.bfloat16)
     kn = torch.empty(2 * 3 * 3)
-    ta._key_norm_max[(6, 3)](k, kn, 600, 3, k.stride(0), k.stride(1), k.stride(2), HEAD_DIM=64, BLOCK=256)
+    ta._key_norm_max[(6, 3)](k, kn, 600, 3, k.stride(0), k.stride(1), k.stride(2), HEAD_DIM=head_dim, BLOCK=256)
     expect = k.float().norm(dim=-1)  # (b, s, hk)
     per_head = kn.view(2, 3, 3).amax(-1)
     torch.testing.assert_close(per_head, expect.amax(1), rtol=1e-6, atol=0)
+    # and as the launches call it: KEY_NORM_BLOCK keys per program, key_norm_blocks(s) partials per head
+    parts = torch.empty(2 * 3 * ta.key_norm_blocks(600))
+    ta.launch_key_norms(k, parts)
+    torch.testing.assert_close(parts.view(2, 3, -1).amax(-1), expect.amax(1), rtol=1e-6, atol=0)
 
 
 # (dtype, causal, batch, seq, config): several unmasked tiles per program with ragged ends (so the rotated loop's

@@ -28,7 +28,7 @@ def test_gates_catch_the_triton_noexp_control(tmp_path, cli):
 
 def test_triton_refusals_are_specific(tmp_path, cli):
     r = cli("gates", "--backend", "triton", "--head-dim", "96", "--out", str(tmp_path), env=INTERPRET)
-    assert r.returncode == 3 and "head dims 64 and 128" in r.stderr
+    assert r.returncode == 3 and "head dims 64, 128 and 256, not 96" in r.stderr
     r = cli("energy", "--backend", "triton", "--seconds", "1", "--out", str(tmp_path), env=INTERPRET)
     assert r.returncode == 3
     assert not any(tmp_path.iterdir())

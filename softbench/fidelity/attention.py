@@ -154,9 +154,9 @@ class FA4Attention:
 class TritonAttention:
     """softbench's Triton-backend forward with one variant's weight map (A0 exact exp2, A1 Rowmax-H15, h15-sat).
     GQA is native. One kernel and configuration for the whole run, the one `softbench latency --backend triton`
-    times for the model's dtype and head dim (triton_backend.resolve_config: the Gluon kernel on sm_90, the
-    Triton-language kernel's table elsewhere); configure(), called by the worker at load, puts it on record
-    before any block."""
+    times for the model's dtype and head dim (triton_backend.resolve_config: the Gluon kernel on sm_90 at head
+    dims 64 and 128, the Triton-language kernel's table elsewhere and at head dim 256, Gemma-3's, on every
+    machine); configure(), called by the worker at load, puts it on record before any block."""
 
     def __init__(self, variant: str):
         self.variant = variant
@@ -165,11 +165,11 @@ class TritonAttention:
 
     def configure(self, dtype: torch.dtype, head_dim: int):
         from softbench.kernels import triton_attn
+        from softbench.kernels.capability import dims_text
 
         if head_dim not in triton_attn.HEAD_DIMS:
-            dims = " and ".join(str(d) for d in triton_attn.HEAD_DIMS)
             raise UnsupportedError(f"this model's attention head dim is {head_dim}; softbench's Triton forward "
-                                   f"implements head dims {dims} only",
+                                   f"implements head dims {dims_text(triton_attn.HEAD_DIMS)} only",
                                    hint="--backend fa4 on a GPU, or --path sim (the same semantics in PyTorch)")
         from softbench.kernels.triton_backend import resolve_config
 

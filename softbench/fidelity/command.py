@@ -37,7 +37,7 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
               help="kernel: a real kernel's A0 vs A1 on a GPU (--backend); sim: the kernel's tile-wise semantics "
                    "in PyTorch; row: every operator on the whole row (offline)")
 @click.option("--backend", type=click.Choice(KERNEL_BACKENDS), default="fa4", show_default=True,
-              help="--path kernel: FA4, or softbench's own Triton forward (head dims 64 and 128; on a machine "
+              help="--path kernel: FA4, or softbench's own Triton forward (head dims 64, 128 and 256; on a machine "
                    "without CUDA only through Triton's CPU interpreter, TRITON_INTERPRET=1, for tests)")
 @click.option("--operator", "operators", multiple=True, default=("rowmax-h15",), show_default=True,
               help="[path:]name[:key=value,...], repeatable, e.g. rowmax-pot:kmax=20 or row:rowmax-h15; "

@@ -9,6 +9,17 @@ from dataclasses import dataclass
 
 from softbench.core.shapes import Shape
 
+# the head dims softbench's Triton-language forward (triton_attn.HEAD_DIMS) and its Gluon kernel (gluon_attn) are
+# written for, here so that the reasons below are given without importing triton
+TRITON_HEAD_DIMS = (64, 128, 256)
+GLUON_HEAD_DIMS = (64, 128)
+
+
+def dims_text(dims) -> str:
+    """(64, 128, 256) as "64, 128 and 256", for refusals that name the head dims a kernel takes."""
+    *rest, last = (str(d) for d in dims)
+    return f"{', '.join(rest)} and {last}" if rest else last
+
 
 @dataclass(frozen=True)
 class Device:
@@ -64,7 +75,7 @@ def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
     """None when softbench's Triton forward (softbench.kernels.triton_attn) can run `shape` on `device`.
 
     It needs a CUDA GPU of sm_80 or newer (sm_89 or newer for FP8 matrix instructions), or the CPU interpreter
-    (TRITON_INTERPRET=1, slow: small shapes only); head dims 64 and 128."""
+    (TRITON_INTERPRET=1, slow: small shapes only); head dims 64, 128 and 256 (TRITON_HEAD_DIMS)."""
     import os
 
     if device.kind != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -76,8 +87,8 @@ def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
             return f"the Triton forward needs sm_80 or newer; this GPU is {device.arch_label}"
         if shape.dtype == "fp8" and arch < 89:
             return f"FP8 (e4m3) matrix instructions need sm_89 or newer; this GPU is {device.arch_label}"
-    if shape.head_dim not in (64, 128):
-        return f"the Triton forward is written and tuned for head dims 64 and 128, not {shape.head_dim}"
+    if shape.head_dim not in TRITON_HEAD_DIMS:
+        return f"the Triton forward is written for head dims {dims_text(TRITON_HEAD_DIMS)}, not {shape.head_dim}"
     return None
 
 

@@ -23,7 +23,8 @@ default on sm_90 (default_config per dtype).
 
 Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, dim), contiguous; TMA descriptors
 over (batch, seq, heads * dim) views, one (1, rows, dim) box per tile, so that boxes past the end of a sequence
-read zeros and the output box drops rows past seq. Needs sm_90 and the compiled Triton (no interpreter)."""
+read zeros and the output box drops rows past seq. Head dims 64 and 128 (256 runs in the Triton-language kernel,
+check_head_dim). Needs sm_90 and the compiled Triton (no interpreter)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 
-from softbench.core.errors import UsageError
+from softbench.core.errors import UnsupportedError, UsageError
+from softbench.kernels.capability import GLUON_HEAD_DIMS, TRITON_HEAD_DIMS, dims_text
 from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _program_tile,
                                            _tile_weights, WEIGHT_MAPS, check_inputs, effective_head_group,
                                            key_major_copy, key_norm_blocks, launch_key_norms, log2_scale)
@@ -127,9 +129,23 @@ DEFAULT = GluonConfig()
 DEFAULT_FP8 = GluonConfig(consumers=1)
 
 
-def default_config(torch_dtype) -> GluonConfig:
-    """The configuration the backend runs when none is named: DEFAULT at 16 bits, DEFAULT_FP8 at FP8."""
+def default_config(torch_dtype, head_dim: int) -> GluonConfig:
+    """The configuration the backend runs when none is named: DEFAULT at 16 bits, DEFAULT_FP8 at FP8; a head dim
+    this kernel lacks is refused (check_head_dim)."""
+    check_head_dim(head_dim)
     return DEFAULT_FP8 if torch_dtype in _FP8 else DEFAULT
+
+
+def check_head_dim(head_dim: int) -> None:
+    """Refuse head dims other than 64 and 128 (GLUON_HEAD_DIMS). The Triton-language kernel also takes 256, and
+    check_inputs, which this kernel shares with it, accepts that; this kernel is written and checked (on the
+    H200, tools/gpu/gluon_probe.py) at 64 and 128 only."""
+    if head_dim not in GLUON_HEAD_DIMS:
+        raise UnsupportedError(f"the Gluon forward is written for head dims {dims_text(GLUON_HEAD_DIMS)}, "
+                               f"not {head_dim}",
+                               hint=f"the Triton-language kernel takes head dims {dims_text(TRITON_HEAD_DIMS)} and is "
+                                    "the default at 256: leave --triton-config out, or pass a triton label "
+                                    "(e.g. m64n64w4s2)")
 
 
 @gluon.jit
@@ -513,6 +529,7 @@ def _rows(t: torch.Tensor, box: list):
 
 def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: GluonConfig) -> GluonOperands:
     check_inputs(q, k, v)
+    check_head_dim(q.shape[3])  # check_inputs takes the Triton kernel's head dims, 256 among them
     q, k = q.contiguous(), k.contiguous()
     b, s, hk, d = k.shape
     fp8 = q.dtype in _FP8

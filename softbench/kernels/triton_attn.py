@@ -46,6 +46,7 @@ import triton
 import triton.language as tl
 
 from softbench.core.errors import UnsupportedError, UsageError
+from softbench.kernels.capability import TRITON_HEAD_DIMS, dims_text
 from softbench.kernels.catalog import built_by
 from softbench.operators import CLAMP_DOUBLED, MAGIC, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
 
@@ -53,7 +54,7 @@ LOG2_E = math.log2(math.e)
 FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
 # the variants this kernel implements, each a WEIGHT branch below (the Gluon kernel implements the same ones)
 WEIGHT_MAPS = built_by("triton")
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = TRITON_HEAD_DIMS  # 64, 128 and 256 (Gemma-3's); the Gluon kernel takes 64 and 128 only
 _FP8 = (torch.float8_e4m3fn,)
 _SIXTEEN_BIT = (torch.bfloat16, torch.float16)
 
@@ -159,14 +160,25 @@ class KernelConfig:
 #   515). Sessions record the configuration each ran; those of 2026-11-30 before 16:00 ran without head_group,
 #   and before 14:40 m128n128w8s2 / m128n128w8s3-vk.
 # - head dim 64: not yet probed on the GPU.
+# - head dim 256 (Gemma-3): chosen for shared-memory fit and correctness only, not probed for speed on the GPU.
+#   One warpgroup on 64 rows, 64-key tiles, 2 stages: the FP32 output accumulator alone is 64x256 / 128 threads =
+#   128 registers per thread. Cross-compiled for sm_90a, every variant, causal: BF16 160 KB of shared memory (Q
+#   32 KB, two K/V stages 4 x 32 KB; 3 stages would take 224 KB, at the 227 KB limit), 254-255 registers, no
+#   spills; FP8 80 KB, 247-253 registers, no spills (m64n128w4s2-vk spills there: 144 stack bytes).
 _TABLE: dict[tuple[str, int], KernelConfig] = {
     ("16bit", 64): KernelConfig(128, 128, 8, 3),
     ("16bit", 128): KernelConfig(128, 64, 8, 2, tma=True, max_registers=128, head_group=16),
     ("fp8", 64): KernelConfig(128, 128, 8, 3, v_kmajor=True),
     ("fp8", 128): KernelConfig(64, 128, 4, 3, v_kmajor=True, tma=True, head_group=16),
+    ("16bit", 256): KernelConfig(64, 64, 4, 2),
+    ("fp8", 256): KernelConfig(64, 64, 4, 2, v_kmajor=True),
 }
 # The simple configuration used when the tuned one fails to compile: small tiles, 4 warps, 2 stages.
 _FALLBACK = KernelConfig(64, 64, 4, 2)
+# At head dim 256 that is the table's own entry, so the fallback halves the tiles: 50 KB of shared memory at BF16
+# and no spills when cross-compiled for sm_80, sm_89 and sm_90, where m64n64 needs 104 KB on sm_80/sm_89 (more
+# than sm_89's 99 KB per block) and spills there
+_FALLBACK_256 = KernelConfig(32, 32, 4, 2)
 
 
 if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter (tests): make its arithmetic match the GPU's
@@ -185,12 +197,13 @@ def _family(dtype: torch.dtype) -> str:
 
 def default_config(dtype: torch.dtype, head_dim: int) -> KernelConfig:
     if head_dim not in HEAD_DIMS:
-        raise UnsupportedError(f"the Triton forward is written for head dims {HEAD_DIMS}, not {head_dim}")
+        raise UnsupportedError(f"the Triton forward is written for head dims {dims_text(HEAD_DIMS)}, "
+                               f"not {head_dim}")
     return _TABLE[(_family(dtype), head_dim)]
 
 
-def fallback_config(dtype: torch.dtype) -> KernelConfig:
-    return replace(_FALLBACK, v_kmajor=_family(dtype) == "fp8")
+def fallback_config(dtype: torch.dtype, head_dim: int) -> KernelConfig:
+    return replace(_FALLBACK_256 if head_dim == 256 else _FALLBACK, v_kmajor=_family(dtype) == "fp8")
 
 
 # Rowmax-H15's constants from softbench.operators, as compile-time values of the kernel
@@ -394,7 +407,8 @@ def _unmasked_tiles(acc, l_i, m_i, q, K, V, k_base, v_base, b32, hk32, full_end,
 
 # Keys per program of the key-norm prologue: 16 heads x 8K keys -> 2048 programs, each one read of 64 key rows.
 # With 256 rows (512 programs, about 4 per SM, one load each) it took 11.0 us at FP8 8K on the H200, three times
-# what reading K at its bandwidth needs; with 64 rows 5.7 us (traces 20261130T164721Z, 20261130T165031Z)
+# what reading K at its bandwidth needs; with 64 rows 5.7 us (traces 20261130T164721Z, 20261130T165031Z). At head
+# dim 256 a program reads 64 rows of 256 values: 32 registers and no spills when cross-compiled for sm_90a
 KEY_NORM_BLOCK = 64
 # the variants whose unmasked tiles drop the clamp where _clamp_free proves it idle: each forward runs the key-norm
 # prologue first (both kernels)
@@ -587,7 +601,8 @@ def key_major_copy(v: torch.Tensor, s_pad: int) -> torch.Tensor:
 def _descriptors(q, k, v, out, config: KernelConfig) -> tuple:
     """TMA descriptors over 3-D views (batch, rows, columns) of the operands, one (1, rows, head_dim) box per
     tile. The batch axis is kept separate so that a box at the end of one sequence reads zeros rather than the
-    next batch's rows (the masked loads' other=0.0), and an output box drops the rows past seq."""
+    next batch's rows (the masked loads' other=0.0), and an output box drops the rows past seq. A box dimension
+    may span at most 256 elements, which head dim 256 reaches (the key-major V box is (1, d, block_n))."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     d = q.shape[3]

@@ -1,10 +1,11 @@
 """softbench's Triton forwards as one backend, BF16/FP16 and FP8 on Hopper. Two kernels:
-  * triton (softbench.kernels.triton_attn): Triton's own language; every dtype and variant, and the one the CPU
-    interpreter runs;
+  * triton (softbench.kernels.triton_attn): Triton's own language; every dtype and variant, head dims 64, 128 and
+    256, and the one the CPU interpreter runs;
   * gluon (softbench.kernels.gluon_attn): a warp-specialized Hopper kernel (a producer warp, one or two consumer
-    warpgroups), BF16/FP16/FP8 and the same variants. The default wherever it can run (an sm_90 GPU, compiled
-    Triton): faster than the Triton kernel at every dtype on the H200 since P's FP8 operand is packed at the wgmma;
-    its configuration per dtype is gluon_attn.default_config's. `--triton-config` with a label picks either.
+    warpgroups), BF16/FP16/FP8 and the same variants, head dims 64 and 128. The default wherever it can run (an
+    sm_90 GPU, compiled Triton, head dim 64 or 128): faster than the Triton kernel at every dtype on the H200 since
+    P's FP8 operand is packed at the wgmma; its configuration per dtype is gluon_attn.default_config's. Head dim 256
+    runs in the Triton kernel on every machine. `--triton-config` with a label picks either.
 Each variant is a constexpr of one kernel, compiled on first use; the operand layout (V key-major for FP8) is made
 once in build(), outside the timed call.
 
@@ -20,7 +21,7 @@ import sys
 from dataclasses import replace
 
 from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
-from softbench.kernels.capability import detect_device, triton_unsupported_reason
+from softbench.kernels.capability import GLUON_HEAD_DIMS, detect_device, triton_unsupported_reason
 from softbench.kernels.inputs import Inputs
 from softbench.core.shapes import Shape
 
@@ -44,13 +45,14 @@ def _import_triton():
     return triton
 
 
-def default_kernel(torch_dtype) -> str:
-    """gluon for BF16/FP16/FP8 where it can run (sm_90, compiled Triton, not the interpreter), triton otherwise.
-    The answer depends on the dtype and the machine only, never on the variant, so that a baseline and its variant
-    always run in the same kernel."""
+def default_kernel(torch_dtype, head_dim: int) -> str:
+    """gluon for BF16/FP16/FP8 at head dims 64 and 128 where it can run (sm_90, compiled Triton, not the
+    interpreter), triton otherwise: head dim 256, which only the Triton kernel implements, on every machine. The
+    answer depends on the dtype, the head dim and the machine only, never on the variant, so that a baseline and
+    its variant always run in the same kernel."""
     import torch
 
-    if torch_dtype not in (torch.bfloat16, torch.float16, torch.float8_e4m3fn):
+    if torch_dtype not in (torch.bfloat16, torch.float16, torch.float8_e4m3fn) or head_dim not in GLUON_HEAD_DIMS:
         return "triton"
     try:
         from softbench.kernels import gluon_attn
@@ -60,18 +62,19 @@ def default_kernel(torch_dtype) -> str:
 
 
 def resolve_config(torch_dtype, head_dim: int, overrides: dict):
-    """The configuration that build() tries first: the default kernel's for (dtype, head dim), or the kernel the
-    overrides name ("kernel"), with `overrides` on top. `overrides` may be a backend-options mapping: only that
-    kernel's fields count (fallback, device are not configuration) and None keeps the default's value. One answer
-    for the backend and for the gates, whose single-tile length is this configuration's block_n."""
+    """The configuration that build() tries first: the default kernel's (default_kernel) for (dtype, head dim), or
+    the kernel the overrides name ("kernel"), with `overrides` on top; the Gluon kernel named at a head dim it
+    lacks (256) is refused. `overrides` may be a backend-options mapping: only that kernel's fields count
+    (fallback, device are not configuration) and None keeps the default's value. One answer for the backend and for
+    the gates, whose single-tile length is this configuration's block_n."""
     _import_triton()
-    kernel = overrides.get("kernel") or default_kernel(torch_dtype)
+    kernel = overrides.get("kernel") or default_kernel(torch_dtype, head_dim)
     if kernel not in KERNELS:
         raise UsageError(f"unknown Triton-backend kernel {kernel!r}; choose {' or '.join(KERNELS)}")
     if kernel == "gluon":
         from softbench.kernels.gluon_attn import default_config as gluon_default
 
-        base, fields = gluon_default(torch_dtype), GLUON_FIELDS
+        base, fields = gluon_default(torch_dtype, head_dim), GLUON_FIELDS
     else:
         from softbench.kernels.triton_attn import default_config
 
@@ -127,7 +130,7 @@ class TritonBackend:
         if self.fallback:
             if kernel_of(config) == "gluon":  # then the Triton kernel's table configuration
                 attempts.append(ta.default_config(inputs.q.dtype, shape.head_dim))
-            simple = ta.fallback_config(inputs.q.dtype)
+            simple = ta.fallback_config(inputs.q.dtype, shape.head_dim)
             if simple not in attempts:
                 attempts.append(simple)
         errors: list[str] = []

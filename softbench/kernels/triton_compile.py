@@ -112,6 +112,7 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     from softbench.kernels.inputs import TORCH_DTYPES
 
     d, fp8 = shape.head_dim, shape.dtype == "fp8"
+    ga.check_head_dim(d)  # as its launch refuses head dim 256, which the Triton-language kernel takes
     dtypes = {"q": shape.dtype, "k": shape.dtype, "v": shape.dtype, "o": "bf16" if fp8 else shape.dtype}
 
     def desc(name: str, box: list) -> str:
