@@ -73,3 +73,24 @@ def test_latency_with_both_nulls_on_the_simulation(tmp_path, cli):
 def test_the_in_process_null_is_refused_where_it_cannot_run(tmp_path, cli, extra, says):
     r = cli("latency", *SMALL, "--null-in-process", *extra, "--out", str(tmp_path / "s"))
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_sweep_variants_carries_both_options_and_names_the_in_process_null(tmp_path, cli):
+    proto = tmp_path / "quick.yaml"
+    proto.write_text(QUICK)
+    out = tmp_path / "s"
+    r = cli("sweep", "variants", *SMALL, "--variants", "A1,h15-sat", "--null-in-process", "--processes", "1",
+            "--protocol", str(proto), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    sweep = json.loads(next(out.glob("*-sweep-*/summary.json")).read_text())
+    rows = {row["variant"]: row for row in sweep["rows"]}
+    assert rows["A0~"]["description"] == "the A/A null inside A0's process: a second allocation of its inputs"
+    for session in out.iterdir():
+        assert_covered(session)
+
+
+def test_sweep_refuses_processes_under_the_paper_rounds_before_anything_runs(tmp_path, cli):
+    r = cli("sweep", "variants", *SMALL, "--variants", "A1", "--processes", "2", "--protocol", "paper",
+            "--out", str(tmp_path / "s"))
+    assert r.returncode == 2 and "--processes 2 needs the interleaved protocol" in r.stderr
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").iterdir())

@@ -206,6 +206,23 @@ def null_option(fn):
                              "(interleaved and sustained)")(fn)
 
 
+def processes_option(fn):
+    return click.option(
+        "--processes", type=click.IntRange(min=1), default=1, show_default=True,
+        help="processes per kernel (interleaved protocol): the windows rotate over them, and the headline adds the "
+             "speed-up across the pairs of processes with a t interval, which holds the offset between two "
+             "processes of one kernel (a few tenths of a percent on the H200) that a run's interval over window "
+             "pairs cannot see")(fn)
+
+
+def null_in_process_option(fn):
+    return click.option(
+        "--null-in-process", is_flag=True,
+        help="add the baseline a second time inside its own process, on a separate allocation of the same inputs "
+             "(label A0~): an A/A null that shares the process, beside --null's between two processes; which of "
+             "them scatters tells an offset of the process from one of where the inputs lie")(fn)
+
+
 def start_order_option(fn):
     return click.option(
         "--start-order", type=click.Choice(["listed", "shuffled"]), default="listed", show_default=True,

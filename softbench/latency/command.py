@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (check_triton_config, null_option, protocol_from_cli, protocol_options,
-                                    reference_option, references_asked, shape_options, shapes_from,
-                                    start_order_option, triton_config_option)
+from softbench.core.options import (check_triton_config, null_in_process_option, null_option, processes_option,
+                                    protocol_from_cli, protocol_options, reference_option, references_asked,
+                                    shape_options, shapes_from, start_order_option, triton_config_option)
 from softbench.kernels.backends import BACKENDS
 
 
@@ -27,15 +27,8 @@ from softbench.kernels.backends import BACKENDS
 @null_option
 @reference_option
 @start_order_option
-@click.option("--processes", type=click.IntRange(min=1), default=1, show_default=True,
-              help="processes per kernel (interleaved protocol): the windows rotate over them, and the headline "
-                   "adds the speed-up across the pairs of processes with a t interval, which holds the offset "
-                   "between two processes of one kernel (a few tenths of a percent on the H200) that a run's "
-                   "interval over window pairs cannot see")
-@click.option("--null-in-process", is_flag=True,
-              help="add the baseline a second time inside its own process, on a separate allocation of the same "
-                   "inputs (label A0~): an A/A null that shares the process, beside --null's between two processes; "
-                   "which of them scatters tells an offset of the process from one of where the inputs lie")
+@processes_option
+@null_in_process_option
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
 @triton_config_option()

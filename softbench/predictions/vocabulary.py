@@ -42,7 +42,7 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
                 # several processes per kernel (--processes) and the null inside the baseline's process
                 "processes_per_kernel", "process_pairs", "null_in_process"),
     "sweep": ("baseline", "kind", "measured", "protocol", "rows", "shape", "shape_tag", "variants",
-              "protocol_kind", "quantity", "null", "references"),
+              "protocol_kind", "quantity", "null", "references", "processes_per_kernel", "null_in_process"),
     "energy": ("baseline", "chunk", "dtype", "dtype_note", "idle_s", "interval_s", "loops", "order", "out_dir",
                "post_s", "pre_s", "protocol", "ramp_fraction", "seconds", "seed", "shape", "shape_tag", "trim_end",
                "trim_start", "variants", "vs_baseline", "warmup"),

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (backend_option, check_triton_config, null_option, protocol_from_cli,
-                                    protocol_options, reference_option, references_asked, shape_options,
-                                    shapes_from, start_order_option, triton_config_option)
+from softbench.core.options import (backend_option, check_triton_config, null_in_process_option, null_option,
+                                    processes_option, protocol_from_cli, protocol_options, reference_option,
+                                    references_asked, shape_options, shapes_from, start_order_option,
+                                    triton_config_option)
 
 
 def _command_line() -> str:
@@ -94,11 +95,13 @@ def emulation(protocol_file, dry_run, out_dir):
 @null_option
 @reference_option
 @start_order_option
+@processes_option
+@null_in_process_option
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variants, protocol_name,
                  rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
-                 references, start_order, triton_config, out_dir):
+                 references, start_order, processes, null_in_process, triton_config, out_dir):
     """Time each of VARIANTS against BASELINE, with a sorted sweep summary. Under the default interleaved
     protocol every variant, the baseline (and --null, --reference) share one interleaving, each cycle in a fresh
     random order; under sustained and paper each variant is its own latency session. Besides the named variants
@@ -149,6 +152,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         opts = SweepOptions(shape=shape, variants=names, baseline=baseline, protocol=proto, backend=backend,
                             kind="variants", out_dir=Path(out_dir), variant_info=info,
                             backend_options=dict(triton_config), null=null, references=refs, start_order=start_order,
+                            processes=processes, null_in_process=null_in_process,
                             command_line=_command_line())
         with RichProgress() as progress:
             session = run_variant_sweep(opts, progress)

@@ -5,7 +5,7 @@ variant so an interrupted sweep keeps what it measured."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from softbench.core.envinfo import collect_env
@@ -34,6 +34,8 @@ class SweepOptions(RunOptions):
     null: bool = False  # interleaved and sustained: a second baseline process in the same run
     references: tuple[str, ...] = ()  # interleaved and sustained: exact reference kernels in the same run
     start_order: str = "listed"  # the order the processes start in (LatencyOptions.start_order)
+    processes: int = 1  # processes per kernel (LatencyOptions.processes; interleaved only)
+    null_in_process: bool = False  # the null inside the baseline's process (LatencyOptions.null_in_process)
 
     def __post_init__(self):
         if not self.variants:
@@ -63,6 +65,9 @@ def run_variant_sweep(opts: SweepOptions, progress: Progress | None = None,
     progress = progress or Progress()
     if opts.protocol.kind != "paper":
         return _run_together(opts, progress, worker_factory)
+    # the paper's rounds run each variant with the baseline alone: the latency options refuse what they cannot
+    # carry (--processes, --null-in-process) before any process starts
+    _latency_options(opts, opts.variants[0]).kernel_specs()
     p = opts.protocol
     progress.start(len(opts.variants) * p.rounds * 2 * p.windows)
     sweep = Session.create(opts.out_dir, "sweep", f"{opts.kind}-{opts.shape.tag()}-{opts.backend}-vs-{opts.baseline}")
@@ -101,15 +106,15 @@ def _run_together(opts: SweepOptions, progress: Progress, worker_factory) -> Ses
     """All variants in one interleaved (or sustained) latency run; the sweep session lists its comparisons."""
     from softbench.latency.engine import run_latency
 
-    lat = LatencyOptions(shapes=(opts.shape,), protocol=opts.protocol, backend=opts.backend, baseline=opts.baseline,
-                         variant=opts.variants[0], more_variants=tuple(opts.variants[1:]), out_dir=opts.out_dir,
-                         backend_options=opts.backend_options, command_line=opts.command_line, null=opts.null,
-                         references=opts.references, start_order=opts.start_order)
+    lat = replace(_latency_options(opts, opts.variants[0]), more_variants=tuple(opts.variants[1:]), null=opts.null,
+                  references=opts.references, start_order=opts.start_order)
+    lat.kernel_specs()  # its refusals before the sweep's session exists
     sweep = Session.create(opts.out_dir, "sweep", f"{opts.kind}-{opts.shape.tag()}-{opts.backend}-vs-{opts.baseline}")
     sweep.write_yaml("protocol.yaml", {
         "command": "sweep", "kind": opts.kind, "command_line": opts.command_line, "backend": opts.backend,
         "backend_options": opts.backend_options, "baseline": opts.baseline, "variants": list(opts.variants),
-        "null": opts.null, "references": list(opts.references), "shape": opts.shape.to_dict(),
+        "null": opts.null, "references": list(opts.references), "processes_per_kernel": opts.processes,
+        "null_in_process": opts.null_in_process, "shape": opts.shape.to_dict(),
         "protocol": opts.protocol.to_dict(), "started_utc": utc_iso(), **opts.meta,
     })
     try:
@@ -136,9 +141,19 @@ def _run_together(opts: SweepOptions, progress: Progress, worker_factory) -> Ses
     return sweep
 
 
+def _latency_options(opts: SweepOptions, variant: str) -> LatencyOptions:
+    """The latency run of one variant against the baseline, as this sweep asks for it."""
+    return LatencyOptions(shapes=(opts.shape,), protocol=opts.protocol, backend=opts.backend, baseline=opts.baseline,
+                          variant=variant, out_dir=opts.out_dir, backend_options=opts.backend_options,
+                          command_line=opts.command_line, processes=opts.processes,
+                          null_in_process=opts.null_in_process)
+
+
 def _row_info(opts: SweepOptions, label: str, role: str, kernel: dict) -> dict:
     """What the sweep's table says of a row. The null and the reference kernels run the baseline's variant name
     (A0), whose catalog description would call FlashAttention-3 'the stock kernel': say what they are instead."""
+    if role == "null" and kernel.get("process_of"):
+        return {"description": f"the A/A null inside {opts.baseline}'s process: a second allocation of its inputs"}
     if role == "null":
         return {"description": f"the A/A null: a second process of {opts.baseline}, interleaved with the others"}
     if role == "reference":
@@ -157,9 +172,7 @@ def raise_for_failures(sweep: Session) -> None:
 
 def _one_variant(opts: SweepOptions, variant: str, base: WorkerProcess, env: dict, progress: Progress,
                  factory, sweep: Session) -> dict:
-    lat = LatencyOptions(shapes=(opts.shape,), protocol=opts.protocol, backend=opts.backend, baseline=opts.baseline,
-                         variant=variant, out_dir=opts.out_dir, backend_options=opts.backend_options,
-                         command_line=opts.command_line)
+    lat = _latency_options(opts, variant)
     base_label, var_label = lat.labels()
     row: dict = {"variant": variant, **opts.variant_info.get(variant, {})}
     w = None
