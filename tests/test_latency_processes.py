@@ -97,6 +97,8 @@ def test_latency_with_two_processes_per_kernel_on_the_simulation(tmp_path, cli):
         assert used == {(0, pids[0]), (1, pids[1])}  # each window names the process that ran it
     summary = json.loads((session / "summary.json").read_text())
     assert summary["process_pairs"]["processes_per_kernel"] == 2
+    smoke = json.loads((session / "smoke.json").read_text())
+    assert [r["finite"] for r in smoke["h15-sat"]["replicas"]] == [True, True]  # each process's own smoke check
     assert len(summary["process_pairs"]["comparisons"]["h15-sat"]["pairs_of_processes"]) == 2
     assert "across 2 pairs of processes (2 per kernel" in r.stdout
     assert "across 2 pairs of processes" in (session / "summary.md").read_text()

@@ -42,7 +42,8 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, protocol_name,
             rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
-            references, start_order, processes, null_in_process, rescale_threshold, triton_config, gpus, control, out_dir):
+            references, start_order, processes, null_in_process, rescale_threshold, triton_config, gpus, control,
+            out_dir):
     """Time BASELINE against VARIANT, each kernel in its own process.
 
     The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a

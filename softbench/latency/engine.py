@@ -202,10 +202,10 @@ def run_shape(opts: LatencyOptions, shape: Shape, workers: dict[str, WorkerProce
     def finish(session: Session, complete: bool, reason: str | None) -> None:
         measured = [w for w in state["windows"] if w.get("phase") in ("measure", None)]
         if p.kind == "interleaved":
-            summary = summarize_paired(measured, kernels, base_label, shape.flops, p.kind, "ms_per_call",
-                                       slot="predecessor" if p.order == "circuit" else None)
+            slot = "predecessor" if p.order == "circuit" else None
+            summary = summarize_paired(measured, kernels, base_label, shape.flops, p.kind, "ms_per_call", slot=slot)
             if opts.processes > 1:
-                summary["process_pairs"] = process_pairs(measured, base_label, gated, opts.processes)
+                summary["process_pairs"] = process_pairs(measured, base_label, gated, opts.processes, slot)
         else:
             summary = summarize_paired(state["blocks"], kernels, base_label, shape.flops, p.kind, "median_ms",
                                        windows=measured)

@@ -178,25 +178,25 @@ def carryover_pct(windows: list[dict], median_ms: dict[str, float], value_key: s
             "windows": {p: len(v) for p, v in sorted(after.items())}}
 
 
-def process_pairs(windows: list[dict], baseline: str, gated: list[str], processes: int) -> dict:
+def process_pairs(windows: list[dict], baseline: str, gated: list[str], processes: int,
+                  slot: str | None = None) -> dict:
     """With several processes per kernel (softbench.runtime.replicas): per gated comparison, the median of
     per-pair speed-ups within each pair of processes (the baseline's replica, the other's, as the rotation paired
     them), and across those pairs their mean with a Student-t interval. Two processes of one kernel settle a few
     tenths of a percent apart for a whole run; a bootstrap over window pairs cannot see that offset, the spread
-    between process pairs can. `windows`: measured interleaved windows carrying 'replica'."""
+    between process pairs can. `windows`: measured interleaved windows carrying 'replica'; pairs are the
+    summary's own (schedule.pairs_by_cycle, `slot` as there)."""
+    from softbench.latency.schedule import pairs_by_cycle
+
     out: dict = {"processes_per_kernel": processes,
                  "method": "median of per-pair speed-ups within each pair of processes; across the pairs of "
                            "processes, their mean with a Student-t 95% interval", "comparisons": {}}
-    seen: dict[tuple, dict[str, tuple[float, int]]] = defaultdict(dict)
-    for w in windows:
-        seen[(w.get("round", 0), w["cycle"])][w["label"]] = (w["ms_per_call"], w.get("replica", 0))
+    # each window's time with the replica that ran it, so that the pairing carries both
+    tagged = [{**w, "ms_and_replica": (w["ms_per_call"], w.get("replica", 0))} for w in windows]
     for label in gated:
         groups: dict[tuple[int, int], list[float]] = defaultdict(list)
-        for key in sorted(seen):
-            cyc = seen[key]
-            if baseline in cyc and label in cyc:
-                (b_ms, b_rep), (o_ms, o_rep) = cyc[baseline], cyc[label]
-                groups[(b_rep, o_rep)].append(100.0 * (b_ms / o_ms - 1.0))
+        for (b_ms, b_rep), (o_ms, o_rep) in zip(*pairs_by_cycle(tagged, baseline, label, "ms_and_replica", slot)):
+            groups[(b_rep, o_rep)].append(100.0 * (b_ms / o_ms - 1.0))
         pairs = [{"baseline_replica": b, "replica": o, "n_pairs": len(v), "median_pct": float(np.median(v))}
                  for (b, o), v in sorted(groups.items())]
         across = stats.paired_mean_t_estimate([p["median_pct"] for p in pairs]).to_dict() if pairs else None

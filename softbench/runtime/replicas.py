@@ -58,8 +58,8 @@ class KernelProcesses:
             return {**reply, "result": {**reply["result"], "replica": i}}
         replies = [p.request(op, on_stream, **fields) for p in self.processes]
         first = replies[0]
-        if isinstance(first.get("result"), dict):
-            return {**first, "result": {**first["result"], "replicas": len(replies)}}
+        if isinstance(first.get("result"), dict):  # the first process's answer, and every process's beside it
+            return {**first, "result": {**first["result"], "replicas": [r["result"] for r in replies]}}
         return first
 
     def close(self) -> None:
