@@ -43,6 +43,12 @@ def test_labels_round_trip_and_bad_ones_are_refused():
         ga.GluonConfig(pingpong=True, handover="spin")
     one = ga.GluonConfig(consumers=1)
     assert one.label() == "gluon-n128s2-c240l24-hg8-g1" and ga.GluonConfig.from_label(one.label()) == one
+    skip = ga.GluonConfig(consumers=1, rescale="moved")
+    assert skip.label() == "gluon-n128s2-c240l24-hg8-g1-rs" and ga.GluonConfig.from_label(skip.label()) == skip
+    both = ga.GluonConfig(pingpong=True, handover="named", rescale="moved")
+    assert both.label() == "gluon-n128s2-c240l24-hg8-ppn-rs" and ga.GluonConfig.from_label(both.label()) == both
+    with pytest.raises(UsageError, match="rescaled"):
+        ga.GluonConfig(rescale="never")
     # one consumer: a 128-register launch, so that two programs share an SM's registers
     assert ga.launch_options(one) == {"num_warps": 4, "maxnreg": 128} and "maxnreg" not in ga.launch_options(c)
     with pytest.raises(UsageError, match="ping-pong needs two"):
@@ -294,3 +300,26 @@ def test_folded_variant_takes_two_instructions_per_score():
         assert folded["loop_fadd"] - a0["loop_fadd"] < 16, (a0, folded)  # no magic FADD
         assert folded["loop_fmnmx"] - a0["loop_fmnmx"] == 64, (a0, folded)
         assert folded["loop_instructions"] < a0["loop_instructions"], (a0, folded)
+
+
+def test_skipped_rescale_asm_ties_o_and_reads_one_flag():
+    """The asm that O's skippable rescale is: n elements out, the same n in (tied, so a jump copies nothing), one
+    multiply per element by its own alpha, and a branch on the first flag operand only."""
+    asm, constraints = ga._skippable_rescale_asm(4)
+    parts = constraints.split(",")
+    assert parts == ["=f"] * 4 + ["0", "1", "2", "3"] + ["f"] * 4 + ["r"] * 4
+    assert [f"mul.f32 ${k}, ${k}, ${8 + k};" in asm for k in range(4)] == [True] * 4
+    assert "setp.ne.u32 kept, $12, 0;" in asm and asm.count("bra.uni") == 1 and asm.count("mul.f32") == 4
+    assert "vote.sync.all.pred" in ga._warp_kept_max_asm()
+
+
+@pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1"), ("bf16", "gluon-n128s2-c240l24-hg8")])
+def test_skipped_rescale_jumps_over_o_multiply(dtype, label):
+    """-rs: one warp vote per tile and a predicated branch over O's 64 multiplies per thread (head dim 128), where
+    the plain configuration multiplies every tile; nothing else in the loop changes beyond the vote's few
+    instructions, and no spills."""
+    plain, skip = _compile(dtype, "A0", label), _compile(dtype, "A0", label + "-rs")
+    assert plain["loop_vote"] == 0 and plain["loop_fmul_jumped"] == 0, plain
+    assert skip["loop_vote"] == 1 and skip["loop_fmul_jumped"] == 64, skip
+    assert 0 < skip["loop_instructions"] - plain["loop_instructions"] <= 8, (plain, skip)
+    assert skip["stack_bytes"] == 0 and skip["spill_stores"] == 0 and skip["ptxas_advisories"] == [], skip

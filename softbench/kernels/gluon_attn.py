@@ -57,6 +57,36 @@ PINGPONG_MODE = {"mbarrier": 1, "named": 2}
 # and default-partition barrier), 1 (warp_specialize's entry and exit) and one id per further partition (2, ...):
 # tests/test_gluon_attn.py reads the ids out of the compiled PTX and checks that these stay apart
 TURN_BARRIERS = (12, 13)
+# O's rescale per tile, and its label suffix: "always" multiplies O by alpha after every tile; "moved" lets a warp
+# jump over the multiply where all 16 of its rows kept their running maximum (alpha = 1 exactly, and o * 1 is o,
+# so the output is the same bit for bit). The multiply is one FMUL per element of O: at head dim 128 and 128-key
+# tiles as many as the tile has scores per thread, one of the about seven instructions per score of the loop.
+RESCALES = {"always": "", "moved": "-rs"}
+
+
+def _warp_kept_max_asm() -> str:
+    """One thread's two rows' alpha in (rows r and r + 8 of its warp's 16, the m64 accumulator's rows), a flag out
+    that is 1 in every thread of the warp when all 16 alphas are exactly 1, else 0: uniform across the warp
+    (vote.sync.all), so the branch that reads it does not diverge."""
+    return ("{ .reg .pred p; setp.eq.f32 p, $2, 0f3F800000; setp.eq.and.f32 p, $3, 0f3F800000, p; "
+            "vote.sync.all.pred p, p, 0xffffffff; selp.u32 $0, 1, 0, p; mov.u32 $1, $0; }")
+
+
+def _skippable_rescale_asm(n: int) -> tuple[str, str]:
+    """O *= alpha over one thread's n accumulator elements in one asm block, jumped over when the warp's flag
+    (_warp_kept_max_asm) is set. Operands: O's n elements out ($0..), the same registers in (tied: so the jump
+    leaves them as they are, with no copies), alpha per element, the flag per element (only the first read)."""
+    body = [f"mul.f32 ${k}, ${k}, ${2 * n + k};" for k in range(n)]
+    asm = " ".join(["{ .reg .pred kept;", f"setp.ne.u32 kept, ${3 * n}, 0;", "@kept bra.uni skip_rescale;", *body,
+                    "skip_rescale: }"])
+    constraints = ",".join(["=f"] * n + [str(k) for k in range(n)] + ["f"] * n + ["r"] * n)
+    return asm, constraints
+
+
+KEPT_MAX_ASM = gl.constexpr(_warp_kept_max_asm())
+# one thread's elements of a 64-row O tile: 64 * head_dim / 128 threads
+RESCALE_ASM_64, RESCALE_CONSTRAINTS_64 = (gl.constexpr(x) for x in _skippable_rescale_asm(32))
+RESCALE_ASM_128, RESCALE_CONSTRAINTS_128 = (gl.constexpr(x) for x in _skippable_rescale_asm(64))
 
 
 @dataclass(frozen=True)
@@ -71,7 +101,10 @@ class GluonConfig:
     label -ppn): no shared-memory word to poll, the hardware barrier releases the waiting warpgroup;
     consumers: 2 (a program holds 128 query rows, both warpgroups sharing each K/V tile) or 1 (64 rows, a third
     of the shared memory, so that two programs share an SM as the Triton kernel's FP8 configuration does).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1] (what sessions record and --triton-config takes)."""
+    rescale: "always" multiplies O by each tile's alpha; "moved" (label -rs) lets a warp jump over that multiply
+    where all its rows kept their maximum (the same output bit for bit; on the H200 no faster at FP8 causal 8K,
+    docs/hopper-notes.md).
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -81,6 +114,8 @@ class GluonConfig:
     pingpong: bool = False
     consumers: int = 2
     handover: str = "mbarrier"  # how the ping-pong passes the turn: "mbarrier" or "named" (barriers)
+    rescale: str = "always"  # O's rescale per tile: "always", or "moved" (label -rs): skipped by a warp whose
+    # rows all kept their maximum (alpha = 1 exactly, so the result is the same bit for bit)
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -101,25 +136,29 @@ class GluonConfig:
             raise UsageError(f"the ping-pong hands the turn over by {' or '.join(HANDOVERS)}, not {self.handover!r}")
         if self.handover != "mbarrier" and not self.pingpong:
             raise UsageError("a turn hand-over needs the ping-pong (pingpong=True)")
+        if self.rescale not in RESCALES:
+            raise UsageError(f"O is rescaled {' or '.join(RESCALES)}, not {self.rescale!r}")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else ""))
+                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale])
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
-                             "(-ppn: through named barriers); -g1: one consumer warpgroup)")
+                             "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
+                             "where no row of a warp moved its maximum)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
-                   consumers=1 if m.group(7) else 2, handover=handover)
+                   consumers=1 if m.group(7) else 2, handover=handover,
+                   rescale="moved" if m.group(8) else "always")
 
 
 DEFAULT = GluonConfig()
@@ -272,12 +311,30 @@ def _pass_turn(their_turn, PINGPONG: gl.constexpr, BAR_THEIRS: gl.constexpr):
 
 
 @gluon.jit
+def _rescale_o(o, alpha, rows_o: gl.constexpr, HEAD_DIM: gl.constexpr, SKIP: gl.constexpr):
+    """O * alpha per row, after P.V has completed. SKIP (GluonConfig.rescale "moved"): a warp whose rows all kept
+    their maximum jumps over the multiply (_skippable_rescale_asm)."""
+    a = gl.convert_layout(alpha, rows_o)
+    if SKIP:
+        kept = gl.inline_asm_elementwise(KEPT_MAX_ASM, "=r,=r,f,f", [a], dtype=gl.int32, is_pure=True, pack=2)
+        if HEAD_DIM == 128:
+            o = gl.inline_asm_elementwise(RESCALE_ASM_128, RESCALE_CONSTRAINTS_128, [o, a[:, None], kept[:, None]],
+                                          dtype=gl.float32, is_pure=True, pack=64)
+        else:
+            o = gl.inline_asm_elementwise(RESCALE_ASM_64, RESCALE_CONSTRAINTS_64, [o, a[:, None], kept[:, None]],
+                                          dtype=gl.float32, is_pure=True, pack=32)
+    else:
+        o = o * a[:, None]
+    return o
+
+
+@gluon.jit
 def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
               my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
-              FIRST: gl.constexpr = True):
+              FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
     which need no mask. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
@@ -359,7 +416,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         l_i = l_i * alpha + gl.sum(p, 1)
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)
-        o = o * gl.convert_layout(alpha, rows_o)[:, None]
+        o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     last = (n_tiles - 1) % STAGES
@@ -386,7 +443,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
-                 BAR_1: gl.constexpr = 0):
+                 BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False):
     ROWS: gl.constexpr = 64
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
@@ -450,7 +507,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
                          v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                          n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -459,11 +516,11 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
                      kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                     KN_WIDTH, BAR_0, BAR_1, True)),
+                     KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP)),
         (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
                      KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False)),
+                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -565,6 +622,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
+                RESCALE_SKIP=config.rescale == "moved",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

@@ -260,6 +260,11 @@ def _sass(cubin: bytes) -> str:
     return _cuobjdump(cubin, "-sass")
 
 
+def _branch_target(ins) -> int | None:
+    """The address an instruction names as an operand (a branch's target), None where it names none."""
+    return next((int(o, 16) for o in ins.operands if re.fullmatch(r"0x[0-9a-f]+", o)), None)
+
+
 def main_loop(instructions: list) -> list | None:
     """The instructions (softbench.audit.sass.Instruction) of the steady-state key loop: the shortest backward
     branch whose body holds a matrix instruction, among branches before the last EXIT (after it lie the cold retry
@@ -269,7 +274,7 @@ def main_loop(instructions: list) -> list | None:
         return None
     best = None
     for br in instructions:
-        target = next((int(o, 16) for o in br.operands if re.fullmatch(r"0x[0-9a-f]+", o)), None)
+        target = _branch_target(br)
         if br.base != "BRA" or target is None or br.address >= exits[-1] or target > br.address:
             continue
         body = [i for i in instructions if target <= i.address <= br.address]
@@ -304,7 +309,23 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_prmt": count(body, lambda i: i.base == "PRMT"), "loop_f2fp": count(body, lambda i: i.base == "F2FP"),
             "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT")),
             "loop_ffma": count(body, lambda i: i.base == "FFMA"),
+            "loop_vote": count(body, lambda i: i.base == "VOTE"),
+            "loop_fmul_jumped": _jumped_fmuls(body),
             "named_barriers": _named_barriers(kernel)}
+
+
+def _jumped_fmuls(body: list) -> int:
+    """FMULs of the loop that a predicated forward branch inside the loop can jump over: O's rescale where the
+    Gluon kernel skips it (GluonConfig.rescale "moved"), 0 where every tile multiplies."""
+    jumped = 0
+    for br in body:
+        target = _branch_target(br)
+        if br.base != "BRA" or not br.predicate or target is None or target <= br.address:
+            continue
+        span = [i for i in body if br.address < i.address < target]
+        if span and all(i.base == "FMUL" for i in span):
+            jumped += len(span)
+    return jumped
 
 
 def _named_barriers(kernel: list) -> dict:

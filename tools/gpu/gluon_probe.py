@@ -2,7 +2,7 @@
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
     python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16,fp8,fp16] [--checks-only] [--check-configs=L1,L2]
-        [--check-variants=A1,h15-proved] [--timing-only=fp8]
+        [--check-variants=A1,h15-proved] [--check-shapes=0,1,2] [--timing-only=fp8]
     (from the repository root, on the GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
@@ -10,7 +10,9 @@
    (softbench.kernels.sim, key tiles of the kernel's size), and, where the Triton kernel's table uses the same key
    tile, against its output (the same operator: equal bit for bit expected). h15-proved is also compared with A1
    of the same kernel (equal bit for bit on every input), on the shapes and on inputs whose query norms are
-   scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES).
+   scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES). A configuration that skips
+   O's rescale where no row's maximum moved (-rs) is also compared with the same configuration without the skip:
+   equal bit for bit on every input.
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
    CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
    same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 import sys
 import time
 import traceback
@@ -74,10 +77,12 @@ def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
     return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=tile)
 
 
-def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS) -> None:
+def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS, shapes=None) -> None:
+    """shapes: indices into CHECK_SHAPES + CLAMP_SHAPES (None: all)."""
     g = torch.Generator().manual_seed(7)
     for dtype_name, dtype in dtypes.items():
         cases = [(shape, 1.0) for shape in CHECK_SHAPES] + [(shape, CLAMP_SCALE) for shape in CLAMP_SHAPES]
+        cases = [c for i, c in enumerate(cases) if shapes is None or i in shapes]
         for (b, s, h, hk, d, causal), scale in cases:
             q = torch.randn(b, s, h, d, generator=g)
             q[:, :, ::2] *= scale
@@ -100,6 +105,10 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
                             tri = ta.attention(q, k, v, causal, variant)
                             row["max_abs_vs_triton_same_tile"] = float((out.float() - tri.float()).abs().max())
                         row["ok"] = row["finite"] and row["rel_vs_ref"] < TOLERANCE[dtype_name]
+                        if config.rescale == "moved":  # the skip changes no bit: the same kernel without it
+                            plain = ga.attention(q, k, v, causal, variant, replace(config, rescale="always"))
+                            row["equals_plain_rescale"] = bool(torch.equal(out, plain))
+                            row["ok"] = row["ok"] and row["equals_plain_rescale"]
                         if variant == "A1":
                             a1[config.label()] = out.clone()
                         elif variant == "h15-proved" and config.label() in a1:
@@ -172,8 +181,9 @@ def main(argv: list[str]) -> int:
     given = [a.split("=", 1)[1] for a in argv if a.startswith("--check-configs=")]
     variants = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--check-variants=")]
     timed = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--timing-only=")]
+    shapes = [{int(i) for i in a.split("=", 1)[1].split(",")} for a in argv if a.startswith("--check-shapes=")]
     checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS,
-           tuple(variants[0]) if variants else CHECK_VARIANTS)
+           tuple(variants[0]) if variants else CHECK_VARIANTS, shapes[0] if shapes else None)
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, {k: v for k, v in dtypes.items() if not timed or k in timed[0]})
     # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)
