@@ -10,18 +10,21 @@ from pathlib import Path
 import click
 
 from softbench.audit.cross import ARCH_CHOICES, NATIVE
-from softbench.core.options import backend_option, shape_options, shapes_from, variant_names
+from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from,
+                                    triton_config_option, variant_names)
 
 
 @click.command("audit")
 @shape_options()
-@backend_option("the compiled kernels audited (FlashAttention-4 on a CUDA GPU)", only=("fa4",))
+@backend_option("the compiled kernels audited: fa4 (FlashAttention-4; on a CUDA GPU, or compiled for sm_100a), "
+                "triton (softbench's own Hopper kernels, compiled for sm_90a)", only=("fa4", "triton"))
 @click.option("--variants", default="A0,A1,noexp", show_default=True,
               help="comma-separated variants; A0 and noexp give the per-element estimate its reference")
 @click.option("--arch", type=click.Choice(ARCH_CHOICES), default=NATIVE, show_default=True,
               help="native: compile and run on this machine's CUDA GPU; sm_100a: compile FA4's forward for the "
               "B200 (Blackwell, 148 SMs assumed) on this machine, with or without a GPU, run nothing, and audit "
-              "the SASS of what was compiled (needs CuTe DSL installed; no ncu)")
+              "the SASS of what was compiled (needs CuTe DSL installed; no ncu); sm_90a: the same for --backend "
+              "triton, the kernel an H200 runs (needs triton)")
 @click.option("--ncu/--no-ncu", "use_ncu", default=None,
               help="also read hardware counters with Nsight Compute (one launch per variant) [default: on for "
               "native, off for a cross-compile]")
@@ -36,7 +39,7 @@ from softbench.core.options import backend_option, shape_options, shapes_from, v
 @click.option("--cuobjdump-path", type=click.Path(dir_okay=False), default=None,
               help="the cuobjdump executable [default: found]")
 @click.option("--kernel-regex", default=None, help="regular expression naming the attention kernel "
-              "[default: FlashAttentionForwardSm]")
+              "[default: FlashAttentionForwardSm for fa4, _attn_fwd for triton]")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
               help="forwards after the compiling one before the profiled launch")
 @click.option("--calls", type=click.IntRange(min=1), default=2, show_default=True,
@@ -44,26 +47,33 @@ from softbench.core.options import backend_option, shape_options, shapes_from, v
 @click.option("--seed", type=int, default=0, show_default=True, help="input seed")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True,
               help="seconds allowed to each process (compile and run, under ncu or not)")
+@triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, arch, use_ncu, ncu_path,
-            collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, out_dir):
+            collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, triton_config,
+            out_dir):
     """Audit the compiled attention forward of each variant: SASS instruction counts by opcode family,
     registers, spills, the per-element cost of the exponential path, and (with ncu) pipe utilization,
     issue activity and instructions executed. One session per shape.
 
     Example: softbench audit --seq 8K --causal --variants A0,A1,noexp
 
-    Without the GPU: softbench audit --arch sm_100a --seq 8K --causal --variants A0,A1,noexp"""
+    Without the GPU: softbench audit --arch sm_100a --seq 8K --causal --variants A0,A1,noexp
+
+    softbench's Hopper kernels, without the GPU: softbench audit --backend triton --arch sm_90a --dtype fp8
+    --variants A0,h15-folded,noexp"""
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
-    from softbench.kernels.capability import detect_device, fa4_unsupported_reason
-    from softbench.audit.cross import INSTALL_HINT, missing_stack, target_for
+    from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.audit.cross import INSTALL_HINT, TRITON_INSTALL_HINT, check_target, missing_stack, target_for
     from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, run_audit
     from softbench.audit.render import audit_markdown, audit_notes, audit_tables
 
     names = variant_names(variants, backend, example="A0,A1,noexp")
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
+    check_triton_config(triton_config, backend)
+    check_target(backend, arch)
     target = target_for(arch)
     if target is not None and use_ncu:
         raise UsageError(NCU_WITH_TARGET.format(arch=arch))
@@ -72,18 +82,19 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     if target is None:  # a cross-compile allocates no inputs (fake tensors) and needs no GPU
         for shape in shapes:
             check_memory(shape, backend)
-    elif (missing := missing_stack()) is not None:
-        raise UnsupportedError(missing, hint=INSTALL_HINT)
+    elif (missing := missing_stack(backend)) is not None:
+        raise UnsupportedError(missing, hint=TRITON_INSTALL_HINT if backend == "triton" else INSTALL_HINT)
     device = detect_device() if target is None else target.device()
     for shape in shapes:
-        reason = fa4_unsupported_reason(shape, device)
+        reason = unsupported_reason(backend, shape, device)
         if reason:
             raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
                                    hint=None if target else
                                    "the audit reads the kernels FA4 compiles; it needs the GPU they run on")
     opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, use_ncu=use_ncu, ncu_path=ncu_path,
                         collector=collector, counter_reader=counter_reader,
-                        cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX,
+                        cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX[backend],
+                        backend_options=dict(triton_config),
                         warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     with RichProgress() as progress:

@@ -1,5 +1,9 @@
 """The compile-only audit (`softbench audit --arch sm_100a`): FA4's forward compiled for a GPU that is not here,
 on a machine with another GPU or none (no libcuda needed), nothing run; the kept cubin is audited as usual.
+`--backend triton --arch sm_90a` does the same for softbench's own Hopper kernels: the configuration an H200
+would run (the Gluon kernel at head dims 64 and 128), compiled by Triton's bundled ptxas
+(softbench.kernels.triton_compile.audit_compile), whose key-loop instruction mix the session keeps beside the
+counts.
 
 Why each piece is there:
 - FLASH_ATTENTION_ARCH=sm_100a: FA4 picks its kernel class (FlashAttentionForwardSm100) from this instead of
@@ -58,8 +62,27 @@ class Target:
 
 # B200: 148 SMs, the multiprocessor count a B200 reports (FA4's prepare_scheduler.py comments on the same
 # 148/128); the feasibility experiment compiled with FLASH_ATTENTION_NUM_SMS=148
-TARGETS = {"sm_100a": Target(arch="sm_100a", capability=100, num_sms=148, gpu="NVIDIA B200")}
+# H200: 132 SMs (what the GPU host reports); only the triton backend compiles for it here (FA4's Hopper forward is
+# audited natively, on the H200 itself)
+TARGETS = {"sm_100a": Target(arch="sm_100a", capability=100, num_sms=148, gpu="NVIDIA B200"),
+           "sm_90a": Target(arch="sm_90a", capability=90, num_sms=132, gpu="NVIDIA H200")}
 ARCH_CHOICES = (NATIVE, *TARGETS)
+# which backend each target compiles
+TARGET_BACKENDS = {"sm_100a": "fa4", "sm_90a": "triton"}
+TRITON_INSTALL_HINT = "pip install triton==3.6.0 (make setup installs it)"
+
+
+def check_target(backend: str, arch: str) -> None:
+    """Refuse an --arch this backend is not compiled for here, and --backend triton without one: its counters
+    are not read yet, so its audit is the sm_90a compile."""
+    if arch == NATIVE:
+        if backend == "triton":
+            raise UsageError("softbench audit --backend triton compiles for the H200 and reads the SASS "
+                             "(--arch sm_90a); running it under Nsight Compute is not built yet",
+                             hint="add --arch sm_90a")
+        return
+    if TARGET_BACKENDS.get(arch) != backend:
+        raise UsageError(f"--arch {arch} compiles --backend {TARGET_BACKENDS.get(arch)}, not {backend}")
 
 
 def target_for(arch: str) -> Target | None:
@@ -78,9 +101,14 @@ def target_record(arch: str) -> dict:
             "target": t.to_dict() if t else None}
 
 
-def missing_stack() -> str | None:
+def missing_stack(backend: str = "fa4") -> str | None:
     """None when the cross-compile's packages are installed, else one sentence naming what is missing (found
     without importing them: CuTe DSL alone takes seconds to import)."""
+    if backend == "triton":
+        if _absent("triton") or _absent("triton.experimental.gluon"):
+            return "--arch sm_90a compiles with Triton (3.6, with Gluon) in this process's Python, and it is not " \
+                   "installed here"
+        return None
     from softbench.kernels.patch import installed_fa4
 
     missing = [pkg for mod, pkg in STACK if _absent(mod)]
@@ -111,6 +139,8 @@ def compile_only(req: dict) -> dict:
     from softbench.kernels.backends import make_backend
 
     target = Target(**req["target"])
+    if req["backend"] == "triton":
+        return _triton_compile_only(req, target)
     unset = {k: v for k, v in target.env().items() if os.environ.get(k) != v}
     if unset:  # read at import: they must come with the process's environment (engine.driver_env)
         raise UsageError(f"the cross-compile child needs {', '.join(f'{k}={v}' for k, v in unset.items())} in its "
@@ -135,6 +165,28 @@ def compile_only(req: dict) -> dict:
             "device": {"kind": "cuda", "name": backend.device.name, "arch": backend.device.arch, "present": False},
             "pid": os.getpid(), "compiled_only": True, "target_arch": target.arch, "target_sms": target.num_sms,
             "hardware_info_stand_in": stand_in}
+
+
+def _triton_compile_only(req: dict, target: Target) -> dict:
+    """compile_only for --backend triton: the kernel compiled by Triton for the target, its cubin left in the
+    audit's dump folder (CUTE_DSL_DUMP_DIR, the folder every audit child writes its cubins to)."""
+    from pathlib import Path
+
+    from softbench.core.shapes import Shape
+    from softbench.kernels.catalog import check
+    from softbench.kernels.triton_compile import audit_compile
+
+    check("triton", req["variant"])
+    shape = Shape(**req["shape"])
+    options = {k: v for k, v in (req.get("options") or {}).items() if v is not None}
+    t0 = time.monotonic()
+    compiled = audit_compile(shape, req["variant"], options, target.capability,
+                             Path(os.environ.get("CUTE_DSL_DUMP_DIR", ".")))
+    return {"ok": True, "backend": "triton", "variant": req["variant"], "load": {"config": compiled["config"]},
+            "load_s": 0.0, "compile_s": round(time.monotonic() - t0, 3), "forwards": 0,
+            "device": {"kind": "cuda", "name": target.device().name, "arch": target.capability, "present": False},
+            "pid": os.getpid(), "compiled_only": True, "target_arch": target.arch, "target_sms": target.num_sms,
+            "triton": compiled}
 
 
 def fake_inputs(shape):

@@ -54,7 +54,9 @@ from softbench.core.shapes import Shape
 
 # FA4's forward kernels are CuTe DSL kernels named after their class (FlashAttentionForwardSm80/90/100/120);
 # the combine kernel of split-KV (FlashAttentionForwardCombine) does not match.
-DEFAULT_KERNEL_REGEX = "FlashAttentionForwardSm"
+DEFAULT_KERNEL_REGEX = {"fa4": "FlashAttentionForwardSm",
+                        # softbench's Triton-language (_attn_fwd) and Gluon (_attn_fwd_ws) forwards
+                        "triton": "_attn_fwd"}
 VARIANTS_FILE = "variants.jsonl"
 NCU_WITH_TARGET = ("--ncu cannot be used with --arch {arch}: the kernels are compiled for a GPU that is not here "
                    "and never run, so Nsight Compute has no launch to profile")
@@ -69,7 +71,7 @@ class AuditOptions(RunOptions):
     ncu_path: str | None = None
     cuobjdump_path: str | None = None
     tool_dirs: tuple[str, ...] | None = None  # None: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, Nsight Compute
-    kernel_regex: str = DEFAULT_KERNEL_REGEX
+    kernel_regex: str = DEFAULT_KERNEL_REGEX["fa4"]
     warmup: int = 3
     calls: int = 2
     seed: int = 0
@@ -180,7 +182,7 @@ def _finish(session: Session, opts: AuditOptions, shape: Shape, records: dict, t
             complete: bool, reason: str | None = None) -> None:
     session.write_json("counts.json", {v: {k: r.get(k) for k in ("kernel", "kernel_choice", "families",
                                                                   "opcodes", "resources", "functions",
-                                                                  "dependency_depth", "cubins")}
+                                                                  "dependency_depth", "cubins", "triton")}
                                        for v, r in records.items()})
     summary = summarize_audit(records, opts, shape, tools)
     summary.update(complete=complete, finished_utc=utc_iso())
@@ -233,6 +235,8 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
     rec["run"] = {k: result.get(k) for k in ("ok", "load_s", "compile_s", "forwards", "device", "pid",
                                              "compiled_only", "target_arch", "target_sms", "hardware_info_stand_in")}
     rec["patch"] = (result.get("load") or {}).get("patch", {}).get("patch") if result.get("ok") else None
+    if result.get("triton"):  # --backend triton: the configuration compiled and its key loop's instruction mix
+        rec["triton"] = result["triton"]
 
     try:
         sass_step(session, opts, variant, dump, tools, rec)

@@ -40,13 +40,34 @@ def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     tables.append((f"{tag}: attention kernel, static SASS{compiled_for(summary)}",
                    ["variant"] + [t for _, t in SASS_COLUMNS] + ["regs", "LDL+STL", "local B", "per elem.",
                                                                "per elem. (ncu)", "depth"], rows))
-    tables += budget_tables(summary)
+    tables += budget_tables(summary) + loop_tables(summary)
     ncu = summary.get("ncu") or {}
     if ncu:
         rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in NCU_COLUMNS] for v in variants if v in ncu]
         tables.append((f"{tag}: Nsight Compute, one launch each (--clock-control none)",
                        ["variant"] + [t for _, t, _ in NCU_COLUMNS], rows))
     return tables
+
+
+# the key loop's columns (--backend triton): key in summary["loop"][v], column title
+LOOP_COLUMNS = (("loop_instructions", "loop instr."), ("loop_mufu_ex2", "MUFU.EX2"), ("loop_ffma", "FFMA"),
+                ("loop_ffma_sat", "FFMA.SAT"), ("loop_fmnmx", "FMNMX"), ("loop_fadd", "FADD"),
+                ("loop_shift", "SHF/SHL"), ("loop_f2fp", "F2FP"), ("loop_prmt", "PRMT"), ("loop_gmma", "GMMA"),
+                ("loop_bar_sync", "BAR.SYNC"), ("loop_fmul_jumped", "FMUL jumped"))
+
+
+def loop_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """One iteration of the key loop per variant, with the configuration it compiled in (--backend triton)."""
+    loop = summary.get("loop") or {}
+    if not loop:
+        return []
+    configs = summary.get("kernel_config") or {}
+    shared = len(set(configs.values())) == 1  # then named once, in the title
+    rows = [[v] + ([] if shared else [configs.get(v, "")]) + [fmt(loop[v].get(k), "d") for k, _ in LOOP_COLUMNS]
+            for v in summary.get("variants", []) if v in loop]
+    where = f", {next(iter(configs.values()))}" if shared else ""
+    return [(f"{summary.get('shape_tag', '')}: one iteration of the key loop (both branches, masked and not){where}",
+             ["variant"] + ([] if shared else ["configuration"]) + [t for _, t in LOOP_COLUMNS], rows)]
 
 
 def compiled_for(summary: dict) -> str:

@@ -62,6 +62,10 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
         "per_element_dynamic": dyn["per_element"], "per_element_dynamic_notes": dyn["notes"],
         "budget": budget_mod.budget_block(arch, shape.dtype, shape.head_dim, pe["per_element"]),
         "dependency_depth": {v: r["dependency_depth"] for v, r in records.items() if r.get("dependency_depth")},
+        # --backend triton: the configuration each variant compiled in, and one iteration of its key loop (both
+        # branches, masked and not, where the kernel has them: softbench.kernels.triton_compile)
+        "kernel_config": {v: r["triton"]["config"] for v, r in records.items() if r.get("triton")},
+        "loop": {v: r["triton"]["loop"] for v, r in records.items() if r.get("triton")},
         "ncu": ncu_vals,
         "ncu_notes": {v: r["ncu_notes"] for v, r in records.items() if r.get("ncu_notes")},
         "collector": opts.collector if opts.use_ncu else None,

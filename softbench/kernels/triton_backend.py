@@ -45,11 +45,12 @@ def _import_triton():
     return triton
 
 
-def default_kernel(torch_dtype, head_dim: int) -> str:
+def default_kernel(torch_dtype, head_dim: int, hopper: bool | None = None) -> str:
     """gluon for BF16/FP16/FP8 at head dims 64 and 128 where it can run (sm_90, compiled Triton, not the
     interpreter), triton otherwise: head dim 256, which only the Triton kernel implements, on every machine. The
     answer depends on the dtype, the head dim and the machine only, never on the variant, so that a baseline and
-    its variant always run in the same kernel."""
+    its variant always run in the same kernel. hopper: True for a compile for sm_90a made elsewhere (the kernel an
+    H200 would run), None to ask this process."""
     import torch
 
     if torch_dtype not in (torch.bfloat16, torch.float16, torch.float8_e4m3fn) or head_dim not in GLUON_HEAD_DIMS:
@@ -58,17 +59,19 @@ def default_kernel(torch_dtype, head_dim: int) -> str:
         from softbench.kernels import gluon_attn
     except ImportError:  # a Triton without Gluon's Hopper module
         return "triton"
-    return "gluon" if gluon_attn.usable_here() is None else "triton"
+    if hopper is None:
+        hopper = gluon_attn.usable_here() is None
+    return "gluon" if hopper else "triton"
 
 
-def resolve_config(torch_dtype, head_dim: int, overrides: dict):
+def resolve_config(torch_dtype, head_dim: int, overrides: dict, hopper: bool | None = None):
     """The configuration that build() tries first: the default kernel's (default_kernel) for (dtype, head dim), or
     the kernel the overrides name ("kernel"), with `overrides` on top; the Gluon kernel named at a head dim it
     lacks (256) is refused. `overrides` may be a backend-options mapping: only that kernel's fields count
     (fallback, device are not configuration) and None keeps the default's value. One answer for the backend and for
-    the gates, whose single-tile length is this configuration's block_n."""
+    the gates, whose single-tile length is this configuration's block_n. hopper: as default_kernel's."""
     _import_triton()
-    kernel = overrides.get("kernel") or default_kernel(torch_dtype, head_dim)
+    kernel = overrides.get("kernel") or default_kernel(torch_dtype, head_dim, hopper)
     if kernel not in KERNELS:
         raise UsageError(f"unknown Triton-backend kernel {kernel!r}; choose {' or '.join(KERNELS)}")
     if kernel == "gluon":

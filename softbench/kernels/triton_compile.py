@@ -130,6 +130,21 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
                           target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config))
 
 
+def audit_compile(shape: Shape, variant: str, options: dict, arch: int, dump_dir: Path) -> dict:
+    """`softbench audit --backend triton --arch sm_90a` in its child: the configuration the backend would run on
+    that GPU (the backend's options on the defaults of an sm_90 machine: the Gluon kernel where it applies), compiled
+    here, its cubin written into dump_dir for the audit's SASS step. Returns the configuration and the key loop's
+    instruction mix (_sass_summary)."""
+    from softbench.kernels.inputs import TORCH_DTYPES
+    from softbench.kernels.triton_backend import kernel_of, resolve_config
+
+    config = resolve_config(TORCH_DTYPES[shape.dtype], shape.head_dim, options, hopper=arch // 10 == 9)
+    compiled = compile_kernel(shape, variant, config, arch)
+    cubin = compiled.asm["cubin"]
+    (dump_dir / f"{compiled.name}.sm_{arch}a.cubin").write_bytes(cubin)
+    return {"kernel": kernel_of(config), "config": config.label(), "loop": _sass_summary(cubin)}
+
+
 def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
     """Compile as compile_kernel does and report the resources and instruction mix."""
     compiled = compile_kernel(shape, variant, config, arch)
