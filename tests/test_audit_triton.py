@@ -2,14 +2,18 @@
 machine (no GPU), nothing run, their SASS audited as FA4's are, with the key loop's instruction mix beside the
 counts. Refusals in one sentence; real compiles through the CLI (Triton's bundled ptxas, as make setup installs it)."""
 
+import importlib.util
 import json
 
 import pytest
 
-pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+from softbench.audit import cross
+from softbench.audit.engine import driver_env
+from softbench.core.errors import UsageError
 
-from softbench.audit import cross  # noqa: E402
-from softbench.core.errors import UsageError  # noqa: E402
+# found, not imported: the interpreter test modules set TRITON_INTERPRET before anything imports triton, and
+# pytest imports this module before theirs
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs triton")
 
 
 def _error_line(r) -> str:
@@ -40,6 +44,12 @@ def test_targets_name_their_backend():
             cross.check_target("triton", "native")
         except UsageError as e:
             raise UsageError(f"{e} {e.hint}") from None
+
+
+def test_a_compile_for_sm90a_leaves_the_interpreter_out(tmp_path):
+    env, removed = driver_env(tmp_path, base={"TRITON_INTERPRET": "1"}, target=cross.target_for("sm_90a"))
+    assert "TRITON_INTERPRET" not in env and removed == {"TRITON_INTERPRET": "1"}
+    assert driver_env(tmp_path, base={"TRITON_INTERPRET": "1"})[0]["TRITON_INTERPRET"] == "1"
 
 
 def _audit(cli, tmp_path, *args) -> dict:

@@ -118,7 +118,10 @@ def driver_env(dump_dir: Path, base: dict | None = None, target: cross.Target | 
     """Environment of an audit process, and the variables removed from it (recorded in the session). A target's
     variables (softbench.audit.cross) are set here: FA4 and CuTe DSL read them at import."""
     env = dict(os.environ if base is None else base)
-    removed = {k: env.pop(k) for k in ("CUTE_DSL_PTXAS_PATH",) if k in env}
+    # TRITON_INTERPRET: a compile for sm_90a needs Triton's compiler, which the interpreter replaces
+    dropped = ("CUTE_DSL_PTXAS_PATH",) + (("TRITON_INTERPRET",) if target and cross.TARGET_BACKENDS.get(
+        target.arch) == "triton" else ())
+    removed = {k: env.pop(k) for k in dropped if k in env}
     keep = {t.strip() for t in env.get("CUTE_DSL_KEEP", "").split(",") if t.strip()} | {"cubin"}
     env.update({
         "CUTE_DSL_KEEP": ",".join(sorted(keep)),
