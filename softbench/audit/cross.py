@@ -132,15 +132,15 @@ def _absent(module: str) -> bool:
 def compile_only(req: dict) -> dict:
     """In the audit's child: load the request's variant for the target, compile its forward on fake tensors of
     the request's shape, run nothing. The result is the driver's, with compiled_only and the target's facts."""
+    target = Target(**req["target"])
+    if req["backend"] == "triton":
+        return _triton_compile_only(req, target)
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from softbench.core.shapes import Shape
     from softbench.kernels.backends import make_backend
 
-    target = Target(**req["target"])
-    if req["backend"] == "triton":
-        return _triton_compile_only(req, target)
     unset = {k: v for k, v in target.env().items() if os.environ.get(k) != v}
     if unset:  # read at import: they must come with the process's environment (engine.driver_env)
         raise UsageError(f"the cross-compile child needs {', '.join(f'{k}={v}' for k, v in unset.items())} in its "
@@ -160,11 +160,17 @@ def compile_only(req: dict) -> dict:
         t1 = time.monotonic()
         forward()  # compiles; FA4 skips the launch in fake mode
         compile_s = time.monotonic() - t1
-    return {"ok": True, "backend": req["backend"], "variant": req["variant"], "load": info,
+    return _compiled_only_result(req, target, info, load_s, compile_s, hardware_info_stand_in=stand_in)
+
+
+def _compiled_only_result(req: dict, target: Target, load: dict, load_s: float, compile_s: float, **extra) -> dict:
+    """The driver's result for a compile that ran nothing: what was loaded and compiled, for which target."""
+    device = target.device()
+    return {"ok": True, "backend": req["backend"], "variant": req["variant"], "load": load,
             "load_s": round(load_s, 3), "compile_s": round(compile_s, 3), "forwards": 0,
-            "device": {"kind": "cuda", "name": backend.device.name, "arch": backend.device.arch, "present": False},
+            "device": {"kind": "cuda", "name": device.name, "arch": device.arch, "present": False},
             "pid": os.getpid(), "compiled_only": True, "target_arch": target.arch, "target_sms": target.num_sms,
-            "hardware_info_stand_in": stand_in}
+            **extra}
 
 
 def _triton_compile_only(req: dict, target: Target) -> dict:
@@ -177,16 +183,12 @@ def _triton_compile_only(req: dict, target: Target) -> dict:
     from softbench.kernels.triton_compile import audit_compile
 
     check("triton", req["variant"])
-    shape = Shape(**req["shape"])
-    options = {k: v for k, v in (req.get("options") or {}).items() if v is not None}
     t0 = time.monotonic()
-    compiled = audit_compile(shape, req["variant"], options, target.capability,
+    # resolve_config keeps the default wherever an option is None
+    compiled = audit_compile(Shape(**req["shape"]), req["variant"], req.get("options") or {}, target.capability,
                              Path(os.environ.get("CUTE_DSL_DUMP_DIR", ".")))
-    return {"ok": True, "backend": "triton", "variant": req["variant"], "load": {"config": compiled["config"]},
-            "load_s": 0.0, "compile_s": round(time.monotonic() - t0, 3), "forwards": 0,
-            "device": {"kind": "cuda", "name": target.device().name, "arch": target.capability, "present": False},
-            "pid": os.getpid(), "compiled_only": True, "target_arch": target.arch, "target_sms": target.num_sms,
-            "triton": compiled}
+    return _compiled_only_result(req, target, {"config": compiled["config"]}, 0.0, time.monotonic() - t0,
+                                 triton=compiled)
 
 
 def fake_inputs(shape):
