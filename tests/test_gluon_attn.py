@@ -49,6 +49,12 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert both.label() == "gluon-n128s2-c240l24-hg8-ppn-rs" and ga.GluonConfig.from_label(both.label()) == both
     with pytest.raises(UsageError, match="rescaled"):
         ga.GluonConfig(rescale="never")
+    trimmed = ga.GluonConfig(consumers=1, rescale="moved", sync="mbarrier")
+    assert trimmed.label() == "gluon-n128s2-c240l24-hg8-g1-rs-tb"
+    assert ga.GluonConfig.from_label(trimmed.label()) == trimmed
+    assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").sync == "mbarrier"
+    with pytest.raises(UsageError, match="synchronize by membar or mbarrier"):
+        ga.GluonConfig(sync="none")
     # one consumer: a 128-register launch, so that two programs share an SM's registers
     assert ga.launch_options(one) == {"num_warps": 4, "maxnreg": 128} and "maxnreg" not in ga.launch_options(c)
     with pytest.raises(UsageError, match="ping-pong needs two"):
@@ -68,9 +74,9 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 
 
 def test_resolve_config_follows_the_kernel_named():
-    assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == ga.GluonConfig()
+    assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == ga.GluonConfig(sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
-        ga.GluonConfig(block_n=64)
+        ga.GluonConfig(block_n=64, sync=ga.DEFAULT_SYNC)
     # a Triton label's fields do not leak into the Gluon configuration and back
     triton_label = {"kernel": "triton", **KernelConfig.from_label("m64n32w4s2").__dict__}
     assert resolve_config(torch.bfloat16, 128, triton_label) == KernelConfig.from_label("m64n32w4s2")
@@ -87,10 +93,15 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
+    # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
+    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(sync="mbarrier")
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-tb"
+    # a field given on top of the FP8 default keeps the rest of it
+    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-tb"
+    # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
+    monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
     assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig()
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1"
-    # a field given on top of the FP8 default keeps the rest of it
-    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128
@@ -162,7 +173,8 @@ def test_both_kernels_implement_the_same_variants():
 
 @pytest.mark.parametrize("label", ["gluon-n128s2-c240l24-hg8", "gluon-n128s4-c240l24-hg8-pp",
                                    "gluon-n128s2-c240l24-hg8-ppn",
-                                   "gluon-n128s2-c240l24-hg8-g1", "m64n128w4s3-vk-tma-hg16"])
+                                   "gluon-n128s2-c240l24-hg8-g1", "gluon-n128s2-c240l24-hg8-g1-rs-tb",
+                                   "m64n128w4s3-vk-tma-hg16"])
 def test_every_label_reaches_the_backend_whole(label):
     """What --triton-config parses a label into is what each worker process builds its backend from: every field
     of either configuration must be taken (the -g1 label's `consumers` once was not) and give the label back."""
@@ -323,3 +335,15 @@ def test_skipped_rescale_jumps_over_o_multiply(dtype, label):
     assert skip["loop_vote"] == 1 and skip["loop_fmul_jumped"] == 64, skip
     assert 0 < skip["loop_instructions"] - plain["loop_instructions"] <= 8, (plain, skip)
     assert skip["stack_bytes"] == 0 and skip["spill_stores"] == 0 and skip["ptxas_advisories"] == [], skip
+
+
+@pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1"), ("bf16", "gluon-n128s2-c240l24-hg8")])
+def test_trimmed_sync_leaves_no_barrier_in_the_key_loop(dtype, label):
+    """-tb: the three partition barriers per tile (before K's ready wait and the K and V releases) are gone from the
+    loop's SASS, and nothing else in it changed: the same instructions of every family counted, three fewer in all."""
+    plain, trimmed = _compile(dtype, "A0", label), _compile(dtype, "A0", label + "-tb")
+    assert plain["loop_bar_sync"] == 3 and trimmed["loop_bar_sync"] == 0, (plain, trimmed)
+    assert plain["loop_instructions"] - trimmed["loop_instructions"] == 3, (plain, trimmed)
+    same = [k for k in plain if k.startswith("loop_") and k not in ("loop_bar_sync", "loop_instructions")]
+    assert same and {k: trimmed[k] for k in same} == {k: plain[k] for k in same}
+    assert trimmed["stack_bytes"] == 0 and trimmed["spill_stores"] == 0 and trimmed["ptxas_advisories"] == []

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 import triton
@@ -40,6 +40,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma_wait)
 
 from softbench.core.errors import UnsupportedError, UsageError
+from softbench.kernels import ptx_trim
 from softbench.kernels.capability import GLUON_HEAD_DIMS, TRITON_HEAD_DIMS, dims_text
 from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _program_tile,
                                            _tile_weights, WEIGHT_MAPS, check_inputs, effective_head_group,
@@ -62,6 +63,11 @@ TURN_BARRIERS = (12, 13)
 # so the output is the same bit for bit). The multiply is one FMUL per element of O: at head dim 128 and 128-key
 # tiles as many as the tile has scores per thread, one of the about seven instructions per score of the loop.
 RESCALES = {"always": "", "moved": "-rs"}
+# How a consumer warpgroup's warps synchronize around the K/V ring, and the label suffix: "membar" keeps the
+# partition barrier Triton 3.6 puts before every mbarrier wait and release (three per tile); "mbarrier" takes them
+# out of the PTX (softbench.kernels.ptx_trim says why none is needed), leaving the mbarriers alone, as in FA3's loop.
+SYNCS = {"membar": "", "mbarrier": "-tb"}
+PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
 def _warp_kept_max_asm() -> str:
@@ -104,7 +110,10 @@ class GluonConfig:
     rescale: "always" multiplies O by each tile's alpha; "moved" (label -rs) lets a warp jump over that multiply
     where all its rows kept their maximum (the same output bit for bit; on the H200 no faster at FP8 causal 8K,
     docs/hopper-notes.md).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs] (what sessions record and --triton-config takes)."""
+    sync: "membar" (Triton's barriers as placed) or "mbarrier" (label -tb): the warpgroup barrier before each
+    mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-tb] (what sessions record and --triton-config
+    takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -116,6 +125,7 @@ class GluonConfig:
     handover: str = "mbarrier"  # how the ping-pong passes the turn: "mbarrier" or "named" (barriers)
     rescale: str = "always"  # O's rescale per tile: "always", or "moved" (label -rs): skipped by a warp whose
     # rows all kept their maximum (alpha = 1 exactly, so the result is the same bit for bit)
+    sync: str = "membar"  # SYNCS: "mbarrier" (label -tb) leaves the consumers' mbarriers as their only sync
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -138,27 +148,30 @@ class GluonConfig:
             raise UsageError("a turn hand-over needs the ping-pong (pingpong=True)")
         if self.rescale not in RESCALES:
             raise UsageError(f"O is rescaled {' or '.join(RESCALES)}, not {self.rescale!r}")
+        if self.sync not in SYNCS:
+            raise UsageError(f"the consumers synchronize by {' or '.join(SYNCS)}, not {self.sync!r}")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale])
+                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale] + SYNCS[self.sync])
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-tb)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
-                             "where no row of a warp moved its maximum)")
+                             "where no row of a warp moved its maximum; -tb: no warpgroup barrier before the "
+                             "mbarrier waits and releases)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover,
-                   rescale="moved" if m.group(8) else "always")
+                   rescale="moved" if m.group(8) else "always", sync="mbarrier" if m.group(9) else "membar")
 
 
 DEFAULT = GluonConfig()
@@ -166,13 +179,19 @@ DEFAULT = GluonConfig()
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour)
 DEFAULT_FP8 = GluonConfig(consumers=1)
+# With Triton 3.6 (ptx_trim's), both defaults leave the warpgroup barriers out (-tb): the same output bit for bit,
+# and at equal clock against FA3 in the same interleavings A0 went from 0.889 to 0.906 of FA3 at BF16 causal 8K and
+# from 0.912 to 0.916 at FP8 (sessions 20261202T053342Z / 053442Z and 053136Z / 053235Z, one lease)
+DEFAULT_SYNC = "mbarrier"
 
 
 def default_config(torch_dtype, head_dim: int) -> GluonConfig:
-    """The configuration the backend runs when none is named: DEFAULT at 16 bits, DEFAULT_FP8 at FP8; a head dim
-    this kernel lacks is refused (check_head_dim)."""
+    """The configuration the backend runs when none is named: DEFAULT at 16 bits, DEFAULT_FP8 at FP8, with
+    DEFAULT_SYNC where this Triton is the one ptx_trim was written for; a head dim this kernel lacks is refused
+    (check_head_dim)."""
     check_head_dim(head_dim)
-    return DEFAULT_FP8 if torch_dtype in _FP8 else DEFAULT
+    base = DEFAULT_FP8 if torch_dtype in _FP8 else DEFAULT
+    return replace(base, sync=DEFAULT_SYNC) if ptx_trim.supported(triton.__version__) else base
 
 
 def check_head_dim(head_dim: int) -> None:
@@ -443,8 +462,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
-                 BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False):
+                 BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False):
     ROWS: gl.constexpr = 64
+    if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
+        one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
+        gl.inline_asm_elementwise(PTX_TRIM_MARKER, "=r,r", [gl.full([128], 0, gl.int32, one_per_thread)],
+                                  dtype=gl.int32, is_pure=False, pack=1)
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
     bh, start_m = _program_tile(gl.program_id(0), gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
@@ -622,7 +645,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
-                RESCALE_SKIP=config.rescale == "moved",
+                RESCALE_SKIP=config.rescale == "moved", PTX_TRIM=config.sync == "mbarrier",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 
@@ -634,6 +657,12 @@ def launch_options(config: GluonConfig) -> dict:
     return {"num_warps": CONSUMER_WARPS, **({"maxnreg": 128} if config.consumers == 1 else {})}
 
 
+def _ready_ptx_trim() -> None:
+    """-tb's PTX rewrite in this process's Triton compiles (before the first launch or cross-compile that needs it)."""
+    ptx_trim.check_triton(triton.__version__)
+    ptx_trim.install()
+
+
 def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, softmax_scale: float | None = None,
            descale: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> torch.Tensor:
     """One forward into ops.out (overwritten and returned)."""
@@ -642,6 +671,8 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     hk = ops.k.shape[2]
     qk_scale = log2_scale(d, softmax_scale, descale)
     grid = (triton.cdiv(s, WG_ROWS * config.consumers) * b * h,)
+    if config.sync == "mbarrier":
+        _ready_ptx_trim()
     if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(ops.k, ops.kn)
     _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,

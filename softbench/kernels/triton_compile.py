@@ -126,6 +126,8 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     typed = {**descs, "KN": "*fp32", "qk_scale": "fp32", "v_scale": "fp32"}
     sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, typed, ints)
     consts.update(ga.kernel_constants(config, shape.seq, d, shape.causal, fp8, variant))
+    if config.sync == "mbarrier":
+        ga._ready_ptx_trim()
     return triton.compile(GluonASTSource(fn=ga._attn_fwd_ws, signature=sig, constexprs=consts, attrs=attrs),
                           target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config))
 

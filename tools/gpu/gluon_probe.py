@@ -2,7 +2,7 @@
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
     python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16,fp8,fp16] [--checks-only] [--check-configs=L1,L2]
-        [--check-variants=A1,h15-proved] [--check-shapes=0,1,2] [--timing-only=fp8]
+        [--check-variants=A1,h15-proved] [--check-shapes=0,1,2] [--repeat-equal=N] [--timing-only=fp8]
     (from the repository root, on the GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
@@ -11,8 +11,10 @@
    tile, against its output (the same operator: equal bit for bit expected). h15-proved is also compared with A1
    of the same kernel (equal bit for bit on every input), on the shapes and on inputs whose query norms are
    scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES). A configuration that skips
-   O's rescale where no row's maximum moved (-rs) is also compared with the same configuration without the skip:
-   equal bit for bit on every input.
+   O's rescale where no row's maximum moved (-rs), or that leaves out the warpgroup barriers before the mbarrier
+   waits and releases (-tb), is also compared with the same configuration without them: equal bit for bit on every
+   input; with --repeat-equal=N such configurations among --check-configs also run N times at the benchmark's
+   shape against their plain form (repeated_equality).
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
    CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
    same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
@@ -105,10 +107,12 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
                             tri = ta.attention(q, k, v, causal, variant)
                             row["max_abs_vs_triton_same_tile"] = float((out.float() - tri.float()).abs().max())
                         row["ok"] = row["finite"] and row["rel_vs_ref"] < TOLERANCE[dtype_name]
-                        if config.rescale == "moved":  # the skip changes no bit: the same kernel without it
-                            plain = ga.attention(q, k, v, causal, variant, replace(config, rescale="always"))
-                            row["equals_plain_rescale"] = bool(torch.equal(out, plain))
-                            row["ok"] = row["ok"] and row["equals_plain_rescale"]
+                        plain_config = replace(config, rescale="always", sync="membar")
+                        if plain_config != config:  # -rs and -tb change no bit: the same kernel without them
+                            plain = ga.attention(q, k, v, causal, variant, plain_config)
+                            row["plain_config"] = plain_config.label()
+                            row["equals_plain"] = bool(torch.equal(out, plain))
+                            row["ok"] = row["ok"] and row["equals_plain"]
                         if variant == "A1":
                             a1[config.label()] = out.clone()
                         elif variant == "h15-proved" and config.label() in a1:
@@ -120,6 +124,30 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
                         row["ok"] = False
                     rows.append(row)
                     print(json.dumps(row), flush=True)
+
+
+def repeated_equality(rows: list, dtypes: dict, configs, variants, runs: int) -> None:
+    """Each configuration that differs from its plain form only in options that change no bit (-rs, -tb), run
+    `runs` times at the benchmark's shape (b1 h16 d128, 8192, causal and not) against the plain form's output: a
+    race that the small checks miss would show as a difference in some run."""
+    g = torch.Generator().manual_seed(3)
+    base = [torch.randn(1, 8192, 16, 128, generator=g) for _ in range(3)]
+    for dtype_name, config in ((d, c) for d in dtypes for c in configs):
+        plain_config = replace(config, rescale="always", sync="membar")
+        q, k, v = (x.to(dtypes[dtype_name]).cuda() for x in base)
+        for causal in (True, False):
+            for variant in variants:
+                row = {"repeat": [dtype_name, 1, 8192, 16, 16, 128, causal], "variant": variant,
+                       "config": config.label(), "plain_config": plain_config.label(), "runs": runs}
+                try:
+                    plain = ga.attention(q, k, v, causal, variant, plain_config).clone()
+                    ops = ga.prepare_operands(q, k, v, config)
+                    differ = sum(not torch.equal(ga.launch(ops, causal, variant, config), plain) for _ in range(runs))
+                    row.update(runs_differing=differ, ok=differ == 0)
+                except Exception as e:
+                    row.update(error=f"{type(e).__name__}: {str(e).strip()[:400]}", ok=False)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
 
 
 def timing(rows: list, fa4: bool, dtypes: dict) -> None:
@@ -184,6 +212,11 @@ def main(argv: list[str]) -> int:
     shapes = [{int(i) for i in a.split("=", 1)[1].split(",")} for a in argv if a.startswith("--check-shapes=")]
     checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS,
            tuple(variants[0]) if variants else CHECK_VARIANTS, shapes[0] if shapes else None)
+    repeats = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--repeat-equal=")]
+    if repeats and given:
+        repeated_equality(rows, dtypes, [c for c in (ga.GluonConfig.from_label(x) for x in given[0].split(","))
+                                 if replace(c, rescale="always", sync="membar") != c],
+                          tuple(variants[0]) if variants else ("A0",), repeats[0])
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, {k: v for k, v in dtypes.items() if not timed or k in timed[0]})
     # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)

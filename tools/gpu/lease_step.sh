@@ -1,9 +1,13 @@
-# Sourced by a lease's step script (issue14_18.sh, start_order_gemma.sh) with PAYLOAD (the packed payload's folder,
-# e.g. .gpu/pay2) and STEP set: unpacks this call's chunk (tools/gpu/payload.py), loads what has arrived, and gives
-# the step its own sessions folder DIR and `sb`, softbench with the wall time of each command. The step packs DIR
-# into $OUT at its end (pack.sh).
-python3 "$PAYLOAD/c$STEP/payload.py" unpack || exit 4
-. "${SOFTBENCH_PAYLOAD_DIR:-/tmp/softbench-payload}/env.sh"
+# Sourced by a lease's step script (issue14_18.sh, start_order_gemma.sh, trim_sync.sh) with STEP and, where it
+# carries one, PAYLOAD (the packed payload's folder, e.g. .gpu/pay2) set: unpacks this call's chunk
+# (tools/gpu/payload.py), loads what has arrived, and gives the step its own sessions folder DIR and `sb`, softbench
+# with the wall time of each command. The step packs DIR into $OUT at its end (pack.sh).
+# A lease with nothing to carry beyond FA4 and FA3 (staged .gpu/a and .gpu/b) leaves PAYLOAD empty: the staged
+# runtime's env.sh, already loaded by the call's command line, is all there is.
+if [ -n "${PAYLOAD:-}" ]; then
+  python3 "$PAYLOAD/c$STEP/payload.py" unpack || exit 4
+  . "${SOFTBENCH_PAYLOAD_DIR:-/tmp/softbench-payload}/env.sh"
+fi
 DIR=/tmp/sb/step$STEP
 mkdir -p "$DIR"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
