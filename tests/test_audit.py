@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from softbench.audit.render import audit_markdown, audit_tables
-from softbench.core.errors import MeasurementError
+from softbench.core.errors import MeasurementError, UsageError
 from softbench.predictions.evaluate import resolve
 from softbench.audit import ncu, sass
 from softbench.audit.engine import AuditOptions, driver_env, run_audit
@@ -380,3 +381,45 @@ def test_the_sass_count_of_emulated_exponentials_is_fa4s_own_share_for_every_set
         assert Fraction(pe["emulated_static"][name], n) == setting.beta, name
         # every exponential is in the count, emulated or not: the MUFU's share is the rest
         assert Fraction(pe["by_family"][name]["MUFU_EX2"]).limit_denominator(n) == 1 - setting.beta, name
+
+
+def test_a_reference_kernel_is_profiled_beside_the_variants(tmp_path, fake_tools):
+    """--reference fa3: one more row, run through the reference backend's A0 with no options, found by ncu in the
+    demangled name (FA3's function is cutlass's device_kernel) and picked from the report by either name; its
+    cubin is not disassembled, so it has counters and no SASS, and no error says otherwise."""
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), references=("fa3",)), render_markdown=audit_markdown)
+    summary = s.read_json("summary.json")
+    assert summary["variants"] == ["A0", "ref-fa3"] and summary["errors"] == {}
+    request = json.loads((s.path / "driver" / "ref-fa3-request.json").read_text())
+    assert (request["backend"], request["variant"], request["options"]) == ("ref-fa3", "A0", {})
+    made = json.loads((s.path / "ncu" / "ref-fa3.ncu-rep").read_text())
+    assert made["name_base"] == "demangled" and made["kernel_name"] == "regex:FlashAttnFwdSm90"
+    assert json.loads((s.path / "ncu" / "A0.ncu-rep").read_text())["name_base"] == "function"
+    assert summary["ncu"]["ref-fa3"]["kernel_name"] == "device_kernel"
+    assert summary["ncu"]["ref-fa3"]["duration_us"] == summary["ncu"]["A0"]["duration_us"]  # the same fake CSV
+    assert summary["sass"].get("ref-fa3") is None and summary["sass"]["A0"]["MUFU_EX2"] == 5
+    assert yaml.safe_load((s.path / "protocol.yaml").read_text())["references"] == ["fa3"]
+    with pytest.raises(UsageError, match="reference kernels fa3, not fa9"):
+        _opts(tmp_path, fake_tools, references=("fa9",))
+
+
+def test_warp_stalls_are_read_and_tabled_largest_first():
+    """Nsight Compute's warp-stall breakdown: each reason's metric becomes stall_<reason>, and the table keeps the
+    reasons with the largest totals over the rows, largest first."""
+    from softbench.audit import ncu
+    from softbench.audit.render import stall_tables
+
+    metric = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    k = ncu.KernelMetrics("k", {}, {metric.format("long_scoreboard"): (1.25, "ratio"),
+                                    metric.format("wait"): (0.5, ""), metric.format("barrier"): (0.0, "")})
+    values, notes = ncu.quantities(k)
+    assert values["stall_long_scoreboard"] == 1.25 and values["stall_wait"] == 0.5 and notes == []
+    assert values["stall_math_pipe_throttle"] is None
+    assert all(f"stall_{r}" in values for r in ncu.STALL_REASONS)
+    assert metric.format("mio_throttle") in ncu.ALL_METRICS
+    summary = {"shape_tag": "t", "variants": ["A0", "ref-fa3"],
+               "ncu": {"A0": {**values}, "ref-fa3": {**values, "stall_wait": 2.5, "stall_barrier": None}}}
+    ((title, columns, rows),) = stall_tables(summary)
+    assert columns == ["variant", "wait", "long scoreboard"]  # totals 3.0 and 2.5; reasons at zero left out
+    assert rows == [["A0", "0.50", "1.25"], ["ref-fa3", "2.50", "1.25"]]
+    assert stall_tables({"variants": ["A0"], "ncu": {"A0": {"stall_wait": None}}}) == []

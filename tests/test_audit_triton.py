@@ -9,7 +9,8 @@ import pytest
 
 from softbench.audit import cross
 from softbench.audit.engine import driver_env
-from softbench.core.errors import UsageError
+from softbench.core.errors import UnsupportedError, UsageError
+from softbench.kernels.capability import Device
 
 # found, not imported: the interpreter test modules set TRITON_INTERPRET before anything imports triton, and
 # pytest imports this module before theirs
@@ -23,7 +24,6 @@ def _error_line(r) -> str:
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["--backend", "triton"], "compiles for the H200 and reads the SASS (--arch sm_90a)"),
     (["--backend", "triton", "--arch", "sm_100a"], "--arch sm_100a compiles --backend fa4, not triton"),
     (["--backend", "fa4", "--arch", "sm_90a"], "--arch sm_90a compiles --backend triton, not fa4"),
     (["--backend", "fa4", "--arch", "sm_100a", "--triton-config", "gluon-n128s2-c240l24-hg8"],
@@ -39,9 +39,20 @@ def test_targets_name_their_backend():
     assert cross.target_for("sm_90a").capability == 90 and cross.target_for("sm_90a").num_sms == 132
     cross.check_target("triton", "sm_90a")
     cross.check_target("fa4", "native")
-    with pytest.raises(UsageError) as refused:
-        cross.check_target("triton", "native")
-    assert refused.value.hint == "add --arch sm_90a"
+    cross.check_target("triton", "native")  # on an sm_90 GPU: run, under ncu where wanted
+
+
+def test_a_native_triton_audit_needs_the_hopper_gpu(cli, tmp_path):
+    """Without --arch the kernels run (under Nsight Compute): on this machine, with no sm_90 GPU, refused in one
+    sentence that names the compile for the H200 as the way out; an sm_90 GPU passes the check."""
+    r = cli("audit", "--backend", "triton", "--out", str(tmp_path))
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+    assert "runs softbench's Hopper kernels on this machine's sm_90 GPU, and this machine has no CUDA GPU" in r.stderr
+    assert "add --arch sm_90a" in r.stderr and not list(tmp_path.iterdir())
+    with pytest.raises(UnsupportedError, match="this machine has an sm_100 GPU"):
+        cross.check_native("triton", Device("cuda", "B200", 100))
+    cross.check_native("triton", Device("cuda", "H200", 90))
+    cross.check_native("fa4", Device("cpu", "cpu", None))  # FA4's own refusals say why elsewhere
 
 
 def test_a_compile_for_sm90a_leaves_the_interpreter_out(tmp_path):
@@ -98,3 +109,40 @@ def test_loop_table_names_the_configuration_once_or_per_variant():
     ((title, columns, rows),) = loop_tables(mixed)
     assert columns[1] == "configuration" and rows[1][1] == "gluon-y" and rows[0][-1] == "64"
     assert loop_tables({"variants": ["A0"]}) == []  # an FA4 audit has no loop block
+
+
+def test_a_native_run_audits_the_cubin_its_launch_compiled(tmp_path, monkeypatch):
+    """What the driver does after running --backend triton on the GPU, here with a real sm_90a cubin in place of
+    the launch's: every kernel in Triton's in-memory cache of softbench's attention forwards is written into the
+    dump folder, and the one that ran gives the loop record the cross-compile gives (its key loop, 8 wgmma)."""
+    import os
+    import subprocess
+    import sys
+    import types
+
+    from softbench.audit.child import harvest_triton_cubins, triton_loop_record
+
+    cubin = tmp_path / "compiled.cubin"
+    code = ("import sys; from softbench.core.shapes import Shape; from softbench.kernels.triton_compile import "
+            "compile_kernel; from softbench.kernels.gluon_attn import GluonConfig; c = compile_kernel(Shape("
+            "dtype='fp8', seq=8192, causal=True), 'A0', GluonConfig.from_label('gluon-n128s2-c240l24-hg8-g1-tb')); "
+            "open(sys.argv[1], 'wb').write(c.asm['cubin'])")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", code, str(cubin)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    blob = cubin.read_bytes()
+    kernel = types.SimpleNamespace(name="_attn_fwd_ws", asm={"cubin": blob, "ptx": "..."})
+    jit = types.SimpleNamespace(device_caches={0: ({"key": kernel}, None, None, None, None)})
+    monkeypatch.setitem(sys.modules, "softbench.kernels.gluon_attn", types.SimpleNamespace(_attn_fwd_ws=jit))
+    monkeypatch.setitem(sys.modules, "softbench.kernels.triton_attn", types.SimpleNamespace())  # nothing compiled
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(dump))
+    written = harvest_triton_cubins()
+    assert len(written) == 1 and written[0].startswith(str(dump / "_attn_fwd_ws-"))
+    assert (dump / written[0]).read_bytes() == blob
+    build = {"kernel": "gluon", "config": {"label": "gluon-n128s2-c240l24-hg8-g1-tb"}}
+    record = triton_loop_record(build, written)
+    assert record["kernel"] == "gluon" and record["config"] == "gluon-n128s2-c240l24-hg8-g1-tb"
+    assert record["loop"]["loop_gmma"] == 8 and record["loop"]["loop_bar_sync"] == 0
+    assert triton_loop_record(build, written * 2) is None and triton_loop_record(None, written) is None

@@ -73,6 +73,7 @@ def compiled_forward(req: dict) -> CompiledForward:
         sync()
         compile_s = time.monotonic() - t1
     record = {"ok": True, "backend": req["backend"], "variant": req["variant"], "load": info,
+              "build": getattr(forward, "info", None),  # what the backend chose to run, where it says
               "load_s": round(load_s, 3), "compile_s": round(compile_s, 3),
               "device": {"kind": backend.device.kind, "name": backend.device.name, "arch": backend.device.arch},
               "pid": os.getpid()}
@@ -97,3 +98,37 @@ def harvest_compiled_cubins() -> list[str]:
             name.write_bytes(bytes(blob))
             written.append(str(name))
     return written
+
+
+# softbench's Triton forwards (module, JIT function): the kernels --backend triton runs
+TRITON_KERNELS = (("softbench.kernels.gluon_attn", "_attn_fwd_ws"), ("softbench.kernels.triton_attn", "_attn_fwd"))
+
+
+def harvest_triton_cubins() -> list[str]:
+    """Write the cubin of every attention forward softbench's Triton backend compiled in this process (Triton's
+    in-memory kernel cache of each JIT function) into the dump folder, as the cross-compile writes its one: the
+    SASS the audit reads is the launch's own."""
+    dump_dir = Path(os.environ.get("CUTE_DSL_DUMP_DIR", "."))
+    written = []
+    for module_name, fn_name in TRITON_KERNELS:
+        fn = getattr(sys.modules.get(module_name), fn_name, None)
+        for cache in (getattr(fn, "device_caches", None) or {}).values():
+            for kernel in cache[0].values():
+                blob = kernel.asm.get("cubin")
+                if isinstance(blob, (bytes, bytearray)) and dump_dir.is_dir():
+                    name = dump_dir / f"{kernel.name}-{hashlib.sha256(blob).hexdigest()[:16]}.cubin"
+                    name.write_bytes(bytes(blob))
+                    written.append(str(name))
+    return written
+
+
+def triton_loop_record(build: dict | None, cubins: list[str]) -> dict | None:
+    """What --backend triton ran, as the sm_90a cross-compile records it (triton_compile.audit_compile): the
+    kernel, its configuration's label and one iteration of its key loop, from the one attention cubin this
+    process compiled. None where there is no single such cubin."""
+    if not build or len(cubins) != 1:
+        return None
+    from softbench.kernels.triton_compile import _sass_summary
+
+    return {"kernel": build.get("kernel"), "config": (build.get("config") or {}).get("label"),
+            "loop": _sass_summary(Path(cubins[0]).read_bytes())}

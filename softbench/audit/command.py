@@ -25,6 +25,9 @@ from softbench.core.options import (backend_option, check_triton_config, shape_o
               "B200 (Blackwell, 148 SMs assumed) on this machine, with or without a GPU, run nothing, and audit "
               "the SASS of what was compiled (needs CuTe DSL installed; no ncu); sm_90a: the same for --backend "
               "triton, the kernel an H200 runs (needs triton)")
+@click.option("--reference", "references", default="", show_default=False,
+              help="exact reference kernels profiled beside the variants, comma-separated: fa3 (FlashAttention-3's "
+              "Hopper forward; its counters and warp stalls, no SASS) [default: none]")
 @click.option("--ncu/--no-ncu", "use_ncu", default=None,
               help="also read hardware counters with Nsight Compute (one launch per variant) [default: on for "
               "native, off for a cross-compile]")
@@ -49,7 +52,8 @@ from softbench.core.options import (backend_option, check_triton_config, shape_o
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, arch, use_ncu, ncu_path,
+def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, arch, references, use_ncu,
+            ncu_path,
             collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, triton_config,
             out_dir):
     """Audit the compiled attention forward of each variant: SASS instruction counts by opcode family,
@@ -61,13 +65,18 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     Without the GPU: softbench audit --arch sm_100a --seq 8K --causal --variants A0,A1,noexp
 
     softbench's Hopper kernels, without the GPU: softbench audit --backend triton --arch sm_90a --dtype fp8
-    --variants A0,h15-folded,noexp"""
+    --variants A0,h15-folded,noexp
+
+    On the H200, with FA3 beside them: softbench audit --backend triton --dtype fp8 --variants A0,h15-folded
+    --reference fa3"""
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
-    from softbench.audit.cross import INSTALL_HINT, TRITON_INSTALL_HINT, check_target, missing_stack, target_for
-    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, run_audit
+    from softbench.audit.cross import (INSTALL_HINT, TRITON_INSTALL_HINT, check_native, check_target, missing_stack,
+                                       target_for)
+    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, REFERENCE_KERNELS, AuditOptions, run_audit
+    from softbench.kernels.references import reference_reason
     from softbench.audit.render import audit_markdown, audit_notes, audit_tables
 
     names = variant_names(variants, backend, example="A0,A1,noexp")
@@ -85,13 +94,24 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     elif (missing := missing_stack(backend)) is not None:
         raise UnsupportedError(missing, hint=TRITON_INSTALL_HINT if backend == "triton" else INSTALL_HINT)
     device = detect_device() if target is None else target.device()
+    if target is None:
+        check_native(backend, device)
+    refs = tuple(r.strip() for r in references.split(",") if r.strip())
+    if unknown := [r for r in refs if r not in REFERENCE_KERNELS]:
+        raise UsageError(f"the audit profiles reference kernels {', '.join(REFERENCE_KERNELS)}, not {', '.join(unknown)}")
+    if refs and target is not None:
+        raise UsageError(f"--reference runs a kernel, and --arch {arch} runs nothing")
     for shape in shapes:
         reason = unsupported_reason(backend, shape, device)
         if reason:
             raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
                                    hint=None if target else
                                    "the audit reads the kernels FA4 compiles; it needs the GPU they run on")
-    opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, use_ncu=use_ncu, ncu_path=ncu_path,
+        for r in refs:
+            if reason := reference_reason(r, shape, device):
+                raise UnsupportedError(f"{shape.tag()}: --reference {r}: {reason}")
+    opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, references=refs, use_ncu=use_ncu,
+                        ncu_path=ncu_path,
                         collector=collector, counter_reader=counter_reader,
                         cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX[backend],
                         backend_options=dict(triton_config),
@@ -104,6 +124,6 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
         for title, columns, rows in audit_tables(summary):
             out.print(table(title, columns, rows))
         for line in audit_notes(summary):
-            out.print(line)
+            out.print(line, markup=False)  # notes name variants in brackets, which rich would read as markup
         err.print(f"session: {s.path}")
 

@@ -96,6 +96,17 @@ def _printed_tolerance(text) -> float:
     return 0.5 * 10.0 ** -decimals
 
 
+def same_kernel(a: str, b: str) -> bool:
+    """Two readers' names of one launch: equal, or one the function's name and the other its demangled signature
+    (ncu_report names an action by its function, `device_kernel` for a CUTLASS kernel, where ncu's CSV prints
+    `void cutlass::device_kernel<...>(...)`)."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return bool(short) and (f"::{short}<" in long or f" {short}<" in long or f" {short}(" in long
+                            or long.startswith(f"{short}<") or long.startswith(f"{short}("))
+
+
 def compare(primary, other, metrics: tuple[str, ...] | list[str]) -> dict:
     """Does `other` hold the same values as `primary` for `metrics` in every launch `primary` has? Equal
     means: same kernel name and unit, and the same number, to the precision ncu printed where either side is
@@ -111,7 +122,7 @@ def compare(primary, other, metrics: tuple[str, ...] | list[str]) -> dict:
             continue
         o = b.loc[key]
         why = None
-        if str(o["kernel"]) != str(row["kernel"]):
+        if not same_kernel(str(row["kernel"]), str(o["kernel"])):
             why = "kernel name differs"
         elif str(o["unit"] or "") != str(row["unit"] or ""):
             why = f"unit {row['unit']!r} vs {o['unit']!r}"

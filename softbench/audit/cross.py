@@ -73,16 +73,22 @@ TRITON_INSTALL_HINT = "pip install triton==3.6.0 (make setup installs it)"
 
 
 def check_target(backend: str, arch: str) -> None:
-    """Refuse an --arch this backend is not compiled for here, and --backend triton without one: its counters
-    are not read yet, so its audit is the sm_90a compile."""
+    """Refuse an --arch this backend is not compiled for here."""
     if arch == NATIVE:
-        if backend == "triton":
-            raise UsageError("softbench audit --backend triton compiles for the H200 and reads the SASS "
-                             "(--arch sm_90a); running it under Nsight Compute is not built yet",
-                             hint="add --arch sm_90a")
         return
     if TARGET_BACKENDS.get(arch) != backend:
         raise UsageError(f"--arch {arch} compiles --backend {TARGET_BACKENDS.get(arch)}, not {backend}")
+
+
+def check_native(backend: str, device) -> None:
+    """--backend triton without --arch runs softbench's Hopper kernels on this machine's GPU (under Nsight Compute
+    where it is wanted): refused, with the compile for the H200 as the way out, where there is no sm_90 GPU."""
+    if backend == "triton" and (device.kind != "cuda" or (device.arch or 0) // 10 != 9):
+        has = "no CUDA GPU" if device.kind != "cuda" else f"an {device.arch_label} GPU"
+        raise UnsupportedError("softbench audit --backend triton runs softbench's Hopper kernels on this machine's "
+                               f"sm_90 GPU, and this machine has {has}",
+                               hint="add --arch sm_90a: the kernels compiled here for the H200 and their SASS "
+                                    "audited, nothing run")
 
 
 def target_for(arch: str) -> Target | None:

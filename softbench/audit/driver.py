@@ -13,13 +13,15 @@ functions in FA4's forward compile cache, when present, in case the file naming 
 which also holds the request/result protocol this module shares with the nsight-python driver).
 
 A request with a `target` (--arch sm_100a) compiles for that GPU on fake tensors and runs nothing
-(softbench.audit.cross)."""
+(softbench.audit.cross). With --backend triton the compiled kernels' cubins come from Triton's own kernel cache
+(softbench.audit.child.harvest_triton_cubins)."""
 
 from __future__ import annotations
 
 import sys
 
-from softbench.audit.child import compiled_forward, harvest_compiled_cubins, serve_request
+from softbench.audit.child import (compiled_forward, harvest_compiled_cubins, harvest_triton_cubins, serve_request,
+                                   triton_loop_record)
 
 
 def run(req: dict, _result_path=None) -> dict:
@@ -35,8 +37,12 @@ def run(req: dict, _result_path=None) -> dict:
         for _ in range(warmup + calls):
             compiled.forward()
         compiled.sync()
-    return {**compiled.record, "forwards": 1 + warmup + calls, "warmup": warmup, "calls": calls,
-            "harvested_cubins": harvest_compiled_cubins()}
+    result = {**compiled.record, "forwards": 1 + warmup + calls, "warmup": warmup, "calls": calls,
+              "harvested_cubins": harvest_compiled_cubins()}
+    if req["backend"] == "triton":  # softbench's own kernels: their cubin and key loop, as the cross-compile's
+        cubins = harvest_triton_cubins()
+        result.update(harvested_cubins=cubins, triton=triton_loop_record(compiled.record.get("build"), cubins))
+    return result
 
 
 def main(argv: list[str]) -> int:

@@ -60,6 +60,30 @@ DEFAULT_KERNEL_REGEX = {"fa4": "FlashAttentionForwardSm",
 VARIANTS_FILE = "variants.jsonl"
 NCU_WITH_TARGET = ("--ncu cannot be used with --arch {arch}: the kernels are compiled for a GPU that is not here "
                    "and never run, so Nsight Compute has no launch to profile")
+# Exact reference kernels profiled beside the variants (--reference): how ncu finds each one's launch. FA3's forward
+# is a CUTLASS kernel, `cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>`: its
+# function name is device_kernel (which FA3's split-KV combine kernel shares), so ncu matches the demangled name;
+# a report reader may name the launch either way. Its cubin sits inside FA3's library: no SASS step.
+REFERENCE_KERNELS = {"fa3": {"kernel_regex": "FlashAttnFwdSm90", "name_base": "demangled",
+                             "report_regex": "FlashAttnFwdSm90|device_kernel"}}
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One row of an audit: a variant of the audited backend, or an exact reference kernel (ref-<name>)."""
+
+    label: str
+    backend: str
+    variant: str
+    kernel_regex: str  # ncu's --kernel-name and the SASS step's pick
+    options: dict
+    name_base: str = "function"  # what ncu matches kernel_regex against (ncu.profile_command)
+    report_regex: str | None = None  # the profiled launch's name in the report, where it reads otherwise
+    sass: bool = True  # False: the cubin is not the audit's to disassemble
+
+    @property
+    def launch_regex(self) -> str:
+        return self.report_regex or self.kernel_regex
 
 
 @dataclass(frozen=True)
@@ -80,10 +104,17 @@ class AuditOptions(RunOptions):
     collector: str = "ncu"  # collectors.COLLECTORS
     counter_reader: str = "auto"  # readers.CHOICES
     arch: str = cross.NATIVE  # cross.ARCH_CHOICES: native, or a GPU to compile for and not run on
+    references: tuple[str, ...] = ()  # REFERENCE_KERNELS profiled beside the variants (native runs only)
 
     def __post_init__(self):
         if self.target is not None and self.use_ncu:
             raise UsageError(NCU_WITH_TARGET.format(arch=self.arch))
+        unknown = [r for r in self.references if r not in REFERENCE_KERNELS]
+        if unknown:
+            raise UsageError(f"the audit profiles reference kernels {', '.join(REFERENCE_KERNELS)}, not "
+                             f"{', '.join(unknown)}")
+        if self.references and self.target is not None:
+            raise UsageError(f"--reference runs a kernel, and --arch {self.arch} runs nothing")
         if self.collector not in collectors.COLLECTORS:
             raise UsageError(f"unknown collector {self.collector!r}; one of {', '.join(collectors.COLLECTORS)}")
         if self.counter_reader not in readers.CHOICES:
@@ -102,6 +133,12 @@ class AuditOptions(RunOptions):
     @property
     def launch_skip(self) -> int:
         return 1 + self.warmup  # the compiling forward, then the warm-up forwards
+
+    def entries(self) -> list[AuditEntry]:
+        """The variants, then the reference kernels, in the order they are audited."""
+        rows = [AuditEntry(v, self.backend, v, self.kernel_regex, dict(self.backend_options)) for v in self.variants]
+        return rows + [AuditEntry(f"ref-{r}", f"ref-{r}", "A0", options={}, sass=False, **REFERENCE_KERNELS[r])
+                       for r in self.references]
 
 
 class Progress:
@@ -142,7 +179,7 @@ def run_audit(opts: AuditOptions, progress: Progress | None = None,
     tools = locate_tools(opts)
     versions = tools.versions()
     setup = counter_setup(opts, tools, versions["ncu"]["version"])
-    progress.start(len(opts.shapes) * len(opts.variants))
+    progress.start(len(opts.shapes) * len(opts.entries()))
     env_record = {**collect_env(gpu=opts.backend != "sim"), "tools": versions, "collector": setup.collector,
                   "counter_readers_found": [r.record() for r in setup.found], **cross.target_record(opts.arch)}
     return [_run_shape(opts, shape, tools, setup, env_record, progress, render_markdown) for shape in opts.shapes]
@@ -157,7 +194,8 @@ def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSet
     session.write_json("env.json", {**env_record, "audit_env_removed": removed})
     session.write_yaml("protocol.yaml", {
         "command": "audit", "command_line": opts.command_line, "backend": opts.backend,
-        "backend_options": opts.backend_options, "variants": list(opts.variants), "shape": shape.to_dict(),
+        "backend_options": opts.backend_options, "variants": list(opts.variants),
+        "references": list(opts.references), "shape": shape.to_dict(),
         "kernel_regex": opts.kernel_regex, "warmup": opts.warmup, "calls": opts.calls, "seed": opts.seed,
         "launch_skip": opts.launch_skip, "ncu": opts.use_ncu, "ncu_metrics": list(ncu_mod.ALL_METRICS),
         "collector": opts.collector if opts.use_ncu else None,
@@ -166,10 +204,12 @@ def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSet
     })
     records: dict[str, dict] = {}
     try:
-        for v in opts.variants:
+        for entry in opts.entries():
+            v = entry.label
             progress.message(f"{shape.tag()}: {v} (compile for {opts.arch}, SASS; nothing runs)" if opts.target else
-                             f"{shape.tag()}: {v} (compile, run{', ncu' if opts.use_ncu else ''}, SASS)")
-            rec = _audit_variant(session, opts, shape, v, tools, setup, progress)
+                             f"{shape.tag()}: {v} (compile, run{', ncu' if opts.use_ncu else ''}"
+                             f"{', SASS' if entry.sass else ''})")
+            rec = _audit_variant(session, opts, shape, entry, tools, setup, progress)
             records[v] = rec
             session.append(VARIANTS_FILE, {k: val for k, val in rec.items() if k != "functions"})
             progress.window(v, rec)
@@ -197,15 +237,18 @@ def _finish(session: Session, opts: AuditOptions, shape: Shape, records: dict, t
     session.set_status(complete=complete, state="complete" if complete else "partial", reason=reason)
 
 
-def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: str, tools: Tools,
+def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, entry: AuditEntry, tools: Tools,
                    setup: CounterSetup, progress: Progress) -> dict:
+    variant = entry.label
     rec: dict = {"variant": variant, "errors": {}, "utc": utc_iso()}
+    if entry.backend != opts.backend:
+        rec["reference"] = {"backend": entry.backend, "kernel_regex": entry.kernel_regex, "name_base": entry.name_base}
     dump = session.path / "cubin" / variant
     drv = session.path / "driver"
     for d in (dump, drv):
         d.mkdir(parents=True, exist_ok=True)
-    request = {"backend": opts.backend, "variant": variant, "shape": shape.to_dict(), "seed": opts.seed,
-               "warmup": opts.warmup, "calls": opts.calls, "options": opts.backend_options,
+    request = {"backend": entry.backend, "variant": entry.variant, "shape": shape.to_dict(), "seed": opts.seed,
+               "warmup": opts.warmup, "calls": opts.calls, "options": entry.options,
                "target": opts.target.to_dict() if opts.target else None}
     req_path = drv / f"{variant}-request.json"
     req_path.write_text(json.dumps(request, indent=2))
@@ -224,7 +267,7 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
             ncu_report, nsight_frame = profile_nsight(session, opts, variant, tools.ncu, request, env, rec)
         else:
             progress.message(f"{shape.tag()}: {variant} under ncu")
-            ncu_report = profile_ncu(session, opts, variant, tools.ncu, target, env, rec)
+            ncu_report = profile_ncu(session, opts, entry, tools.ncu, target, env, rec)
     result = read_result(result_path)
     if not result.get("ok"):
         # no run under ncu, or it failed there: run the variant on its own for the compile and the cubin
@@ -241,13 +284,14 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, variant: 
     if result.get("triton"):  # --backend triton: the configuration compiled and its key loop's instruction mix
         rec["triton"] = result["triton"]
 
-    try:
-        sass_step(session, opts, variant, dump, tools, rec)
-    except MeasurementError as e:
-        rec["errors"]["sass"] = str(e)
+    if entry.sass:
+        try:
+            sass_step(session, opts, variant, dump, tools, rec)
+        except MeasurementError as e:
+            rec["errors"]["sass"] = str(e)
     if ncu_report is not None:
         try:
-            read_counters(session, opts, variant, setup, ncu_report, rec, nsight_frame)
+            read_counters(session, opts, entry, setup, ncu_report, rec, nsight_frame)
         except MeasurementError as e:
             rec["errors"].setdefault("ncu", str(e))
     return rec

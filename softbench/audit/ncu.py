@@ -22,6 +22,12 @@ from dataclasses import dataclass, field
 
 from softbench.core.errors import MeasurementError
 
+# The warp stall reasons Nsight Compute reports on sm_90 (smsp__average_warps_issue_stalled_<reason>_...): what a
+# warp that could not issue was waiting for. "selected" is the issuing warp itself.
+STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+                 "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
+                 "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait")
+
 # The audit's quantities: name -> metric names to try, best first. The first of them present in the CSV wins.
 QUANTITIES: dict[str, tuple[str, ...]] = {
     "duration_us": ("gpu__time_duration.sum",),
@@ -43,6 +49,10 @@ QUANTITIES: dict[str, tuple[str, ...]] = {
     "local_store_bytes": ("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",),
     "stack_bytes": ("launch__stack_size",),
     "sm_clock_mhz": ("sm__cycles_elapsed.avg.per_second",),
+    # where the warps wait: Nsight Compute's warp-state breakdown (its WarpStateStats section), as warps stalled
+    # for each reason per issued instruction, averaged over the SM sub-partitions
+    **{f"stall_{reason}": (f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio",)
+       for reason in STALL_REASONS},
 }
 
 # Metric names that appear in Nsight Compute's own sm_90 section files and scripts written against them;
@@ -73,11 +83,13 @@ PERMISSION_HINT = ("let this user read GPU performance counters: run as root, or
 
 
 def profile_command(ncu: str, kernel_regex: str, launch_skip: int, export: str, log_file: str,
-                    metrics: tuple[str, ...], target: list[str]) -> list[str]:
+                    metrics: tuple[str, ...], target: list[str], name_base: str = "function") -> list[str]:
     """Profile one launch of the kernel matching `kernel_regex` after skipping `launch_skip` matching launches.
-    `--clock-control none` keeps the clocks the GPU chooses (ncu would otherwise lock them to base)."""
+    `--clock-control none` keeps the clocks the GPU chooses (ncu would otherwise lock them to base). name_base:
+    what the regex is matched against, the function's name ("function") or its whole demangled signature
+    ("demangled": a CUTLASS kernel's function is `device_kernel`, its name is in the template argument)."""
     return [ncu, "--clock-control", "none", "--target-processes", "all",
-            "--kernel-name-base", "function", "--kernel-name", f"regex:{kernel_regex}",
+            "--kernel-name-base", name_base, "--kernel-name", f"regex:{kernel_regex}",
             "--launch-skip", str(launch_skip), "--launch-count", "1",
             "--metrics", ",".join(metrics), "--export", export, "--force-overwrite",
             "--log-file", log_file, *target]

@@ -17,7 +17,7 @@ from softbench.core.errors import MeasurementError
 from softbench.core.session import Session
 
 if TYPE_CHECKING:
-    from softbench.audit.engine import AuditOptions
+    from softbench.audit.engine import AuditEntry, AuditOptions
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,10 @@ def counter_setup(opts: AuditOptions, tools: Tools, ncu_version: str | None) -> 
     return CounterSetup(collector=collector, readers=chain, found=found)
 
 
-def profile_ncu(session: Session, opts: AuditOptions, variant: str, ncu: str, target: list[str], env: dict,
-             rec: dict) -> Path | None:
+def profile_ncu(session: Session, opts: AuditOptions, entry: AuditEntry, ncu: str, target: list[str], env: dict,
+                rec: dict) -> Path | None:
     """Run the driver under ncu; retry without metrics ncu refuses. The report path, or None (error recorded)."""
+    variant = entry.label
     out = session.path / "ncu"
     out.mkdir(exist_ok=True)
     stem = out / variant  # ncu appends .ncu-rep to an export name without it
@@ -49,8 +50,8 @@ def profile_ncu(session: Session, opts: AuditOptions, variant: str, ncu: str, ta
     notes: list[str] = []
     for attempt in range(3):
         log = out / f"{variant}-attempt{attempt + 1}.log"
-        argv = ncu_mod.profile_command(ncu, opts.kernel_regex, opts.launch_skip, str(stem), str(log), metrics,
-                                       target)
+        argv = ncu_mod.profile_command(ncu, entry.kernel_regex, opts.launch_skip, str(stem), str(log), metrics,
+                                       target, name_base=entry.name_base)
         Path(target[-1]).unlink(missing_ok=True)
         for old in _report_candidates(stem):
             old.unlink(missing_ok=True)
@@ -125,11 +126,12 @@ def profile_nsight(session: Session, opts: AuditOptions, variant: str, ncu: str,
     return final, frame
 
 
-def read_counters(session: Session, opts: AuditOptions, variant: str, setup: CounterSetup, report: Path, rec: dict,
-              nsight_frame: Path | None = None) -> None:
+def read_counters(session: Session, opts: AuditOptions, entry: AuditEntry, setup: CounterSetup, report: Path,
+                  rec: dict, nsight_frame: Path | None = None) -> None:
     """Read the report with every reader of the setup. The primary (the first that reads it; the named one
     alone when --counter-reader names one) gives the quantities; each other reader's table, and
     nsight-python's DataFrame where it made one, is compared with the primary's on the metrics asked."""
+    variant = entry.label
     readings: dict[str, readers.Reading] = {}
     failures: dict[str, str] = {}
     for reader in setup.readers:
@@ -147,7 +149,7 @@ def read_counters(session: Session, opts: AuditOptions, variant: str, setup: Cou
         raise MeasurementError("no reader could read the report: " + "; ".join(failures.values()))
     primary = readings[primary_name]
     try:
-        kernel = ncu_mod.pick_kernel(primary.kernels, opts.kernel_regex)
+        kernel = ncu_mod.pick_kernel(primary.kernels, entry.launch_regex)
     except MeasurementError as e:
         logs = "".join(p.read_text(errors="replace") for p in sorted((session.path / "ncu").glob(f"{variant}-*.log")))
         reason, hint = ncu_mod.classify_failure(logs)

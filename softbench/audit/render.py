@@ -46,7 +46,26 @@ def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in NCU_COLUMNS] for v in variants if v in ncu]
         tables.append((f"{tag}: Nsight Compute, one launch each (--clock-control none)",
                        ["variant"] + [t for _, t, _ in NCU_COLUMNS], rows))
+        tables += stall_tables(summary)
     return tables
+
+
+def stall_tables(summary: dict, most: int = 10) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Warps stalled per issued instruction, by reason (Nsight Compute's warp states): the `most` reasons with the
+    largest total over the rows, largest first; no table where no reason was read."""
+    ncu = summary.get("ncu") or {}
+    rows_of = [v for v in summary.get("variants", []) if v in ncu]
+    totals = {}
+    for v in rows_of:
+        for key, value in ncu[v].items():
+            if key.startswith("stall_") and value is not None:
+                totals[key] = totals.get(key, 0.0) + value
+    keys = sorted((k for k in totals if totals[k] > 0), key=lambda k: -totals[k])[:most]
+    if not keys:
+        return []
+    rows = [[v] + [fmt(ncu[v].get(k), ".2f") for k in keys] for v in rows_of]
+    return [(f"{summary.get('shape_tag', '')}: warps stalled per issued instruction, by reason (Nsight Compute)",
+             ["variant"] + [k[len("stall_"):].replace("_", " ") for k in keys], rows)]
 
 
 # the key loop's columns (--backend triton): key in summary["loop"][v], column title

@@ -6,9 +6,9 @@
 #   here:  sessions/ moved out of the checkout for the lease (it is larger than one call carries)
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then, back to back,
 #          `bash .gpu/b/install.sh && . /tmp/gpu-site/env.sh && bash tools/gpu/trim_sync.sh N` (carry .gpu/b),
-#          N = 1, 2, 3; the second lease `bash .gpu/a/install.sh`, then the same with N = 4
+#          N = 1, 2, 3; the second lease `bash .gpu/a/install.sh`, then the same with N = 4; the third with N = 5
 # Ran: lease 1 (05:27-05:41 UTC) calls a, b+1, 2, 3 (853 s of device time); lease 2 (05:45-05:55) calls a, b+4
-# (586 s). Every step ran whole; all checks passed.
+# (586 s); lease 3 (06:13-06:16) calls a, b+5 (92 s). Every step ran whole; all checks passed.
 set -uo pipefail
 STEP=${1:?step 1..3}
 PAYLOAD=
@@ -61,5 +61,9 @@ case "$STEP" in
    for cfg in $FP8_TB gluon-n128s2-c240l24-hg16-g1-tb gluon-n128s2-c240l24-hg8-ppn-tb; do
      sb latency "${short[@]}" --dtype fp8 --seq 8192 --variant h15-folded --triton-config $cfg
    done ;;
+5) # the third lease (fresh host): the native audit of softbench's kernels, first GPU run, with FA3 beside them:
+   # counters and warp stalls of one launch each (time-boxed so that what it wrote is packed)
+   timeout 170 python3 -m softbench audit --backend triton --dtype fp8 --seq 8192 --causal --variants A0,h15-folded \
+     --reference fa3 --out "$DIR" 2>&1 | grep -v "━" ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"

@@ -7,6 +7,7 @@ folder. FAKE_NCU_MODE=real writes the H200 report h200/A0.ncu-rep instead and im
 sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,11 @@ if "--import" in args and os.environ.get("FAKE_NCU_MODE") == "real":
     sys.exit(0)
 if "--import" in args:
     report = Path(args[args.index("--import") + 1])
-    variant = json.loads(report.read_text())["variant"]
-    sys.stdout.write((HERE / f"ncu-{variant}.csv").read_text())
+    made = json.loads(report.read_text())
+    text = (HERE / f"ncu-{made['variant']}.csv").read_text()
+    if made.get("backend", "").startswith("ref-"):  # a reference kernel: a CUTLASS launch, named by its function
+        text = re.sub(r'"kernel_cutlass_kernel_flash_attn[^"]*"', '"device_kernel"', text)
+    sys.stdout.write(text)
     sys.exit(0)
 opt = lambda name: args[args.index(name) + 1]
 target = args[args.index(sys.executable):] if sys.executable in args else args[-5:]
@@ -48,5 +52,6 @@ req = json.loads(Path(target[-2]).read_text())
 if mode == "real":
     shutil.copyfile(HERE / "h200" / "A0.ncu-rep", report)
 else:
-    report.write_text(json.dumps({"variant": req["variant"], "metrics": metrics}))
+    report.write_text(json.dumps({"variant": req["variant"], "backend": req["backend"], "metrics": metrics,
+                                  "kernel_name": opt("--kernel-name"), "name_base": opt("--kernel-name-base")}))
 sys.exit(code)
