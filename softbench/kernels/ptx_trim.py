@@ -10,11 +10,19 @@ bringing the warpgroup's four warps into lockstep. None of them orders anything 
   whole warpgroup: once it has completed for that thread it has read its shared-memory operands for all four warps.
   CUTLASS's TMA pipeline releases a stage the same way (one signalling thread per warpgroup, no barrier), and so
   does FlashAttention-3's key loop, which has no barrier inside a warpgroup.
+A barrier also orders every ordinary shared-memory access before it against every one after it, so removing it is
+safe only where no such pair depends on it: the consumer's key loop has no ordinary shared-memory load or store
+(checked on the SASS, `loop_shared_ld_st`), and the accesses before and after the loop (the key-norm prologue of
+h15-proved and h15-folded, the epilogue's layout conversion and output tile) lie on either side of wgmma
+operations, which complete for one warp only once all four warps of the warpgroup have issued them; the epilogue's
+store into Q's buffer keeps its own barrier. The H200 checks every -tb output bit for bit against the kernel with
+the barriers (tools/gpu/gluon_probe.py --repeat-equal).
 Gluon 3.6 has no operation that leaves them out, so this module rewrites the PTX between Triton's `ptx` and `cubin`
 stages (Triton's `knobs.runtime.add_stages_inspection_hook`). Only kernels that carry MARKER are touched (the Gluon
 kernel emits it as a PTX comment when asked to, with this file's digest: a constant of the kernel, and so part of
-its compile key, so that a cached cubin is always the one this rewrite makes). Fail closed: a marked kernel in which no such barrier is found, or one is left, is
-refused (the PTX is not the one this rewrite was written against), and the rewrite is pinned to Triton 3.6."""
+its compile key, so that a cached cubin is always the one this rewrite makes). Fail closed: a marked kernel in
+which no such barrier is found, or one is left, is refused (the PTX is not the one this rewrite was written
+against), and the rewrite is pinned to Triton 3.6."""
 
 from __future__ import annotations
 

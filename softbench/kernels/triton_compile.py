@@ -320,6 +320,9 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_gmma_waits": count(body, lambda i: i.opcode.startswith("WARPGROUP.DEPBAR")),
             "loop_gmma": count(body, lambda i: "GMMA" in i.opcode),
             "loop_bar_sync": count(body, lambda i: i.opcode.startswith("BAR.SYNC")),
+            # ordinary shared-memory loads and stores (not wgmma's, not TMA's): none in the Gluon kernel's loop,
+            # which is what lets -tb drop the loop's barriers (softbench.kernels.ptx_trim)
+            "loop_shared_ld_st": count(body, lambda i: i.base in ("LDS", "STS", "LDSM", "STSM")),
             "loop_fmnmx": count(body, lambda i: i.base == "FMNMX"), "loop_fadd": count(body, lambda i: i.base == "FADD"),
             "loop_shift": count(body, lambda i: i.base == "SHF" or i.opcode.startswith("IMAD.SHL")),
             # byte moves and conversions: what P's FP8 operand costs (one PRMT per two F2FP when packed well)
