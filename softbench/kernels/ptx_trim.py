@@ -38,6 +38,9 @@ MARKER = "softbench: mbarrier-only consumer sync"
 # a new key instead of a cached cubin from the rewrite as it was
 MARK = f"{MARKER} (ptx_trim {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]})"
 PINNED_TRITON = "3.6"  # the PTX text below was read from Triton 3.6.0's output
+# what a refusal suggests, whether -tb was named or came with the defaults
+NO_TRIM_HINT = ("name a configuration without -tb in --triton-config, e.g. gluon-n128s2-c240l24-hg8 "
+                "(FP8: gluon-n128s2-c240l24-hg8-g1)")
 
 # a partition's own barrier: Triton gives the default partition id 0 and each further one its own id, with the
 # partition's thread count (one warpgroup here)
@@ -70,11 +73,11 @@ def trim(ptx: str) -> tuple[str, int]:
     if not drop:
         raise UnsupportedError("the Gluon kernel's -tb option found no warpgroup barrier before an mbarrier wait "
                                "or release in the compiled PTX, which is not the Triton 3.6 output it was written "
-                               "against", hint="leave -tb out of --triton-config")
+                               "against", hint=NO_TRIM_HINT)
     kept = [line for i, line in enumerate(lines) if i not in drop]
     if any(_guarded_op(kept, i) for i in range(len(kept))):
         raise UnsupportedError("the Gluon kernel's -tb option left a warpgroup barrier before an mbarrier wait or "
-                               "release in the compiled PTX", hint="leave -tb out of --triton-config")
+                               "release in the compiled PTX", hint=NO_TRIM_HINT)
     return "\n".join(kept), len(drop)
 
 
@@ -94,7 +97,7 @@ def supported(version: str) -> bool:
 def check_triton(version: str) -> None:
     if not supported(version):
         raise UnsupportedError(f"the Gluon kernel's -tb option rewrites Triton {PINNED_TRITON}'s PTX; this is "
-                               f"Triton {version}", hint="leave -tb out of --triton-config")
+                               f"Triton {version}", hint=NO_TRIM_HINT)
 
 
 def _stages_hook(previous):
