@@ -401,6 +401,8 @@ def test_a_reference_kernel_is_profiled_beside_the_variants(tmp_path, fake_tools
     assert yaml.safe_load((s.path / "protocol.yaml").read_text())["references"] == ["fa3"]
     with pytest.raises(UsageError, match="reference kernels fa3, not fa9"):
         _opts(tmp_path, fake_tools, references=("fa9",))
+    with pytest.raises(UsageError, match="--no-ncu reads none"):
+        _opts(tmp_path, fake_tools, references=("fa3",), use_ncu=False)
 
 
 def test_warp_stalls_are_read_and_tabled_largest_first():

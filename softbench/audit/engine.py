@@ -115,6 +115,9 @@ class AuditOptions(RunOptions):
                              f"{', '.join(unknown)}")
         if self.references and self.target is not None:
             raise UsageError(f"--reference runs a kernel, and --arch {self.arch} runs nothing")
+        if self.references and not self.use_ncu:
+            raise UsageError("--reference profiles the reference kernels' counters (their SASS is not the "
+                             "audit's to read), and --no-ncu reads none")
         if self.collector not in collectors.COLLECTORS:
             raise UsageError(f"unknown collector {self.collector!r}; one of {', '.join(collectors.COLLECTORS)}")
         if self.counter_reader not in readers.CHOICES:
