@@ -231,6 +231,15 @@ def start_order_option(fn):
              "whether an offset belongs to a kernel's role or to its place in that order")(fn)
 
 
+def run_design_options(fn):
+    """The options that shape a latency run and its comparisons, in the order --help lists them: the protocol,
+    the A/A nulls, the reference kernels, the start order and the processes per kernel (latency and sweep)."""
+    for option in reversed((protocol_options, null_option, reference_option, start_order_option, processes_option,
+                            null_in_process_option)):
+        fn = option(fn)
+    return fn
+
+
 def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--variants",
                   example: str = "A0,A1") -> tuple[str, ...]:
     """A comma-separated list of kernel variants (or the names already split, as a protocol file gives them), each

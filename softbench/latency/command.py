@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (check_triton_config, null_in_process_option, null_option, processes_option,
-                                    protocol_from_cli, protocol_options, reference_option, references_asked,
-                                    shape_options, shapes_from, start_order_option, triton_config_option)
+from softbench.core.options import (check_triton_config, protocol_from_cli, references_asked, run_design_options,
+                                    shape_options, shapes_from, triton_config_option)
 from softbench.kernels.backends import BACKENDS
 
 
@@ -23,12 +22,7 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--baseline", default="A0", show_default=True, help="variant timed as the baseline")
 @click.option("--variant", default="A1", show_default=True,
               help="variant timed against it (A1, h15-sat, noexp, ...; the baseline again for an A/A run alone)")
-@protocol_options
-@null_option
-@reference_option
-@start_order_option
-@processes_option
-@null_in_process_option
+@run_design_options
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
 @triton_config_option()

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (backend_option, check_triton_config, null_in_process_option, null_option,
-                                    processes_option, protocol_from_cli, protocol_options, reference_option,
-                                    references_asked, shape_options, shapes_from, start_order_option,
-                                    triton_config_option)
+from softbench.core.options import (backend_option, check_triton_config, protocol_from_cli, references_asked,
+                                    run_design_options, shape_options, shapes_from, triton_config_option)
 
 
 def _command_line() -> str:
@@ -91,12 +89,7 @@ def emulation(protocol_file, dry_run, out_dir):
 @click.option("--variants", "variants", default="A1,noexp", show_default=True,
               help="comma-separated variants; interleaved: all in one run against the baseline; sustained and "
                    "paper: each in its own session")
-@protocol_options
-@null_option
-@reference_option
-@start_order_option
-@processes_option
-@null_in_process_option
+@run_design_options
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variants, protocol_name,
