@@ -53,6 +53,8 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert trimmed.label() == "gluon-n128s2-c240l24-hg8-g1-rs-tb"
     assert ga.GluonConfig.from_label(trimmed.label()) == trimmed
     assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").sync == "mbarrier"
+    # what -rs and -tb are checked against bit for bit: the same configuration without them
+    assert trimmed.plain() == one and one.plain() == one
     with pytest.raises(UsageError, match="synchronize by membar or mbarrier"):
         ga.GluonConfig(sync="none")
     # one consumer: a 128-register launch, so that two programs share an SM's registers

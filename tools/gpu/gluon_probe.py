@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 import sys
 import time
 import traceback
@@ -107,7 +106,7 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
                             tri = ta.attention(q, k, v, causal, variant)
                             row["max_abs_vs_triton_same_tile"] = float((out.float() - tri.float()).abs().max())
                         row["ok"] = row["finite"] and row["rel_vs_ref"] < TOLERANCE[dtype_name]
-                        plain_config = replace(config, rescale="always", sync="membar")
+                        plain_config = config.plain()
                         if plain_config != config:  # -rs and -tb change no bit: the same kernel without them
                             plain = ga.attention(q, k, v, causal, variant, plain_config)
                             row["plain_config"] = plain_config.label()
@@ -133,7 +132,7 @@ def repeated_equality(rows: list, dtypes: dict, configs, variants, runs: int) ->
     g = torch.Generator().manual_seed(3)
     base = [torch.randn(1, 8192, 16, 128, generator=g) for _ in range(3)]
     for dtype_name, config in ((d, c) for d in dtypes for c in configs):
-        plain_config = replace(config, rescale="always", sync="membar")
+        plain_config = config.plain()
         q, k, v = (x.to(dtypes[dtype_name]).cuda() for x in base)
         for causal in (True, False):
             for variant in variants:
@@ -215,7 +214,7 @@ def main(argv: list[str]) -> int:
     repeats = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--repeat-equal=")]
     if repeats and given:
         repeated_equality(rows, dtypes, [c for c in (ga.GluonConfig.from_label(x) for x in given[0].split(","))
-                                 if replace(c, rescale="always", sync="membar") != c],
+                                 if c.plain() != c],
                           tuple(variants[0]) if variants else ("A0",), repeats[0])
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, {k: v for k, v in dtypes.items() if not timed or k in timed[0]})
