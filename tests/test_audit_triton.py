@@ -28,6 +28,8 @@ def _error_line(r) -> str:
     (["--backend", "fa4", "--arch", "sm_90a"], "--arch sm_90a compiles --backend triton, not fa4"),
     (["--backend", "fa4", "--arch", "sm_100a", "--triton-config", "gluon-n128s2-c240l24-hg8"],
      "--triton-config applies to --backend triton only"),
+    (["--backend", "triton", "--arch", "sm_90a", "--reference", "fa3"], "--reference runs a kernel, and --arch sm_90a"),
+    (["--backend", "triton", "--arch", "sm_90a", "--reference", "fa9"], "reference kernels fa3, not fa9"),
 ])
 def test_combinations_the_audit_cannot_do_are_refused_before_anything_starts(cli, tmp_path, args, expected):
     r = cli("audit", *args, "--out", str(tmp_path))

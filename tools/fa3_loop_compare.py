@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout
 
 from softbench.audit.sass import parse_sass  # noqa: E402
-from softbench.kernels.triton_compile import _sass, bundled_tool_dir, main_loop  # noqa: E402
+from softbench.kernels.triton_compile import _branch_target, _sass, bundled_tool_dir, main_loop  # noqa: E402
 
 # (name, FA3 element type, FA3 key tile, FA3 cluster size, causal, softbench dtype, softbench label). FA3 builds its
 # BF16 non-causal kernel with and without a 2-CTA cluster and chooses at run time: both are listed
@@ -52,10 +52,6 @@ def _mix(body) -> dict:
 
 def _minus(a: dict, b: dict) -> dict:
     return {k: a[k] - b.get(k, 0) for k in a}
-
-
-def _target(i) -> int | None:
-    return next((int(o, 16) for o in i.operands if re.fullmatch(r"0x[0-9a-f]+", o)), None)
 
 
 def fa3_functions(wheel: Path, work: Path) -> list[tuple[Path, str, str]]:
@@ -105,9 +101,9 @@ def softbench_loop(dtype: str, label: str, causal: bool) -> dict:
     body = main_loop(parse_sass(_sass(kernel.asm["cubin"]))[0].instructions)
     lo, hi = body[0].address, body[-1].address
     # the first forward branch inside the loop jumps over the masked tile form (the longer of the two)
-    first = next(i for i in body if i.base == "BRA" and (t := _target(i)) is not None and lo < t <= hi
+    first = next(i for i in body if i.base == "BRA" and (t := _branch_target(i)) is not None and lo < t <= hi
                  and t > i.address)
-    masked = [i for i in body if first.address < i.address < _target(first)]
+    masked = [i for i in body if first.address < i.address < _branch_target(first)]
     path = _minus(_mix(body), _mix(masked))
     path["n"] -= 1  # the branch at the end of the masked form, which the unmasked path never reaches
     return path

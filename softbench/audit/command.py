@@ -75,7 +75,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.audit.cross import (INSTALL_HINT, TRITON_INSTALL_HINT, check_native, check_target, missing_stack,
                                        target_for)
-    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, REFERENCE_KERNELS, AuditOptions, run_audit
+    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, run_audit
     from softbench.kernels.references import reference_reason
     from softbench.audit.render import audit_markdown, audit_notes, audit_tables
 
@@ -96,20 +96,14 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     device = detect_device() if target is None else target.device()
     if target is None:
         check_native(backend, device)
-    refs = tuple(r.strip() for r in references.split(",") if r.strip())
-    if unknown := [r for r in refs if r not in REFERENCE_KERNELS]:
-        raise UsageError(f"the audit profiles reference kernels {', '.join(REFERENCE_KERNELS)}, not {', '.join(unknown)}")
-    if refs and target is not None:
-        raise UsageError(f"--reference runs a kernel, and --arch {arch} runs nothing")
     for shape in shapes:
         reason = unsupported_reason(backend, shape, device)
         if reason:
             raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
                                    hint=None if target else
                                    "the audit reads the kernels FA4 compiles; it needs the GPU they run on")
-        for r in refs:
-            if reason := reference_reason(r, shape, device):
-                raise UnsupportedError(f"{shape.tag()}: --reference {r}: {reason}")
+    refs = tuple(r.strip() for r in references.split(",") if r.strip())
+    # the options check the reference names and what they are combined with; then whether each runs here
     opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, references=refs, use_ncu=use_ncu,
                         ncu_path=ncu_path,
                         collector=collector, counter_reader=counter_reader,
@@ -117,6 +111,10 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
                         backend_options=dict(triton_config),
                         warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    for shape in shapes:
+        for r in opts.references:
+            if reason := reference_reason(r, shape, device):
+                raise UnsupportedError(f"{shape.tag()}: --reference {r}: {reason}")
     with RichProgress() as progress:
         sessions = run_audit(opts, progress, render_markdown=audit_markdown)
     for s in sessions:

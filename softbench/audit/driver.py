@@ -37,12 +37,12 @@ def run(req: dict, _result_path=None) -> dict:
         for _ in range(warmup + calls):
             compiled.forward()
         compiled.sync()
-    result = {**compiled.record, "forwards": 1 + warmup + calls, "warmup": warmup, "calls": calls,
-              "harvested_cubins": harvest_compiled_cubins()}
+    result = {**compiled.record, "forwards": 1 + warmup + calls, "warmup": warmup, "calls": calls}
     if req["backend"] == "triton":  # softbench's own kernels: their cubin and key loop, as the cross-compile's
         cubins = harvest_triton_cubins()
-        result.update(harvested_cubins=cubins, triton=triton_loop_record(compiled.record.get("build"), cubins))
-    return result
+        return {**result, "harvested_cubins": cubins,
+                "triton": triton_loop_record(compiled.record.get("build"), cubins)}
+    return {**result, "harvested_cubins": harvest_compiled_cubins()}
 
 
 def main(argv: list[str]) -> int:
