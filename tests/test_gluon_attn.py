@@ -351,3 +351,32 @@ def test_trimmed_sync_leaves_no_barrier_in_the_key_loop(dtype, label):
     same = [k for k in plain if k.startswith("loop_") and k not in ("loop_bar_sync", "loop_instructions")]
     assert same and {k: trimmed[k] for k in same} == {k: plain[k] for k in same}
     assert trimmed["stack_bytes"] == 0 and trimmed["spill_stores"] == 0 and trimmed["ptxas_advisories"] == []
+
+
+@pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1-tb"),
+                                         ("bf16", "gluon-n128s2-c240l24-hg8-tb")])
+def test_row_maximum_is_a_chain_of_33_dependent_fmnmx(dtype, label):
+    """loop_max_chain, the latency of each row's maximum that every exponential of a tile waits for: Triton's
+    reduction folds a thread's 32 columns of a row one after another (31 FMNMX), then 2 more after the quad's
+    shuffles. (A tree inside the thread, 7, was built and timed on the H200 with no gain: docs/hopper-notes.md,
+    "Where the warps wait"; its source is the tag src-b7d7098d.)"""
+    rep = _compile(dtype, "A0", label)
+    assert rep["loop_max_chain"] == 33, rep
+
+
+def test_max_chain_counts_dependent_fmnmx_and_restarts_at_branches_and_other_writers():
+    from softbench.audit.sass import parse_instruction
+    from softbench.kernels.triton_compile import _longest_max_chain
+
+    def body(*lines):
+        return [parse_instruction(t, 16 * k) for k, t in enumerate(lines)]
+
+    fold = ["FMNMX R10, R0, R1, !PT", "FMNMX R10, R10, R2, !PT", "FMNMX R10, R10, R3, !PT",
+            "SHFL.BFLY PT, R11, R10, 0x1, 0x1f", "FMNMX R10, R10, R11, !PT"]
+    assert _longest_max_chain(body(*fold)) == 4  # three in the thread, one after the shuffle
+    tree = ["FMNMX R10, R0, R1, !PT", "FMNMX R11, R2, R3, !PT", "FMNMX R10, R10, R11, !PT",
+            "SHFL.BFLY PT, R11, R10, 0x1, 0x1f", "FMNMX R10, R10, R11, !PT"]
+    assert _longest_max_chain(body(*tree)) == 3
+    # a branch between two forms of the tile, or another instruction writing the register, breaks the chain
+    assert _longest_max_chain(body(*fold[:2], "BRA 0x100", *fold[2:])) == 2
+    assert _longest_max_chain(body(*fold[:2], "FMUL R10, R10, R5", *fold[2:])) == 2

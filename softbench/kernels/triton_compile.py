@@ -331,7 +331,30 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_ffma": count(body, lambda i: i.base == "FFMA"),
             "loop_vote": count(body, lambda i: i.base == "VOTE"),
             "loop_fmul_jumped": _jumped_fmuls(body),
+            "loop_max_chain": _longest_max_chain(body),
             "named_barriers": _named_barriers(kernel)}
+
+
+def _longest_max_chain(body: list) -> int:
+    """The most FMNMX one after another in a chain of dependences in the loop (through the SHFLs of the reduction
+    across threads): the latency of each row's maximum, which every exponential of the tile waits for. A register
+    that anything else writes starts a new chain, and so does every branch (the loop's masked and unmasked tile
+    forms are alternatives, whose registers the count must not join)."""
+    depth: dict[int, int] = {}
+    longest = 0
+    for ins in body:
+        written = ins.dest_registers()
+        if ins.base == "BRA":
+            depth.clear()
+        elif ins.base in ("FMNMX", "SHFL"):
+            d = max((depth.get(r, 0) for r in ins.source_registers()), default=0) + (ins.base == "FMNMX")
+            for r in written:
+                depth[r] = d
+            longest = max(longest, d)
+        else:
+            for r in written:
+                depth.pop(r, None)
+    return longest
 
 
 def _jumped_fmuls(body: list) -> int:

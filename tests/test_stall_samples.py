@@ -1,0 +1,59 @@
+"""tools/stall_samples.py on the per-instruction stall samples recorded on the H200 (sessions/stalls-h200-*)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import stall_samples  # noqa: E402
+
+RECORDED = ROOT / "sessions" / "stalls-h200-20261202-0716"
+
+
+def test_gluon_loop_issues_a_tiles_exponentials_back_to_back_where_fa3_spreads_them():
+    gluon = stall_samples.read(str(RECORDED / "gluon-a0-fp8-sass.csv.gz"))
+    fa3 = stall_samples.read(str(RECORDED / "fa3-fp8-sass.csv.gz"))
+    # the key loop's unmasked path: 63 MUFU.EX2 in a row (the 64th sits a few instructions before them), run by
+    # every warp-tile of the launch
+    loop_runs = [r for r in stall_samples.mufu_runs(gluon) if r[2] > 100_000]
+    assert [n for _, n, _, _ in loop_runs] == [63], loop_runs
+    assert stall_samples.mufu_runs(fa3) == []
+    # both kernels issue the same exponentials (one per score, and two per row and tile for the rescale)
+    ex2 = [int(df.loc[df["opcode"].str.startswith("MUFU.EX2"), stall_samples.EXECUTED].sum()) for df in (gluon, fa3)]
+    assert abs(ex2[0] - ex2[1]) < 0.01 * ex2[1], ex2
+
+
+def test_parked_warps_are_counted_apart():
+    """Triton pads the Gluon kernel's one-warp producer to a warpgroup: three warps wait at a barrier for the whole
+    launch, a third of its samples; FA3 has none such."""
+    gluon = stall_samples.read(str(RECORDED / "gluon-a0-fp8-sass.csv.gz"))
+    fa3 = stall_samples.read(str(RECORDED / "fa3-fp8-sass.csv.gz"))
+    share = gluon.loc[stall_samples.parked(gluon), stall_samples.SAMPLES].sum() / gluon[stall_samples.SAMPLES].sum()
+    assert 0.3 < share < 0.45, share
+    assert not stall_samples.parked(fa3).any()
+    working = stall_samples.by_reason(gluon)
+    # the exported reasons cover nearly all samples (ncu leaves a few percent unattributed)
+    assert working.index[0] == "stall_wait" and 95 < working.sum() <= 100.0001, working
+
+
+def test_cli_prints_markdown_and_refuses_no_arguments():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "stall_samples.py"),
+                        str(RECORDED / "fa3-bf16-sass.csv.gz")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "| opcode | samples | executed | main reasons |" in r.stdout and "HGMMA" in r.stdout
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "stall_samples.py")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+
+
+@pytest.mark.parametrize("name", ["gluon-a0-bf16", "fa3-bf16", "gluon-a0-fp8", "fa3-fp8"])
+def test_every_recorded_page_reads(name):
+    df = stall_samples.read(str(RECORDED / f"{name}-sass.csv.gz"))
+    assert len(df) > 1000 and df[stall_samples.SAMPLES].sum() > 10_000
+    assert {"MUFU", "FMNMX", "BRA"} <= set(df["base"])
