@@ -425,3 +425,41 @@ def test_warp_stalls_are_read_and_tabled_largest_first():
     assert columns == ["variant", "wait", "long scoreboard"]  # totals 3.0 and 2.5; reasons at zero left out
     assert rows == [["A0", "0.50", "1.25"], ["ref-fa3", "2.50", "1.25"]]
     assert stall_tables({"variants": ["A0"], "ncu": {"A0": {"stall_wait": None}}}) == []
+
+
+def test_source_stalls_keep_each_launchs_page_and_summarize_it(tmp_path, fake_tools):
+    """--source-stalls: ncu is asked for the SourceCounters section, each launch's SASS page is exported and kept
+    gzipped beside its report, and the summary names its longest runs of back-to-back MUFU.EX2 (the H200 page of
+    the Gluon kernel: 63 in the key loop; FA3's: none) and its opcodes with the most samples."""
+    opts = _opts(tmp_path, fake_tools, backend="triton", variants=("A0",), references=("fa3",), source_stalls=True,
+                 kernel_regex="_attn_fwd")
+    (s,) = run_audit(opts, render_markdown=audit_markdown)
+    summary = s.read_json("summary.json")
+    assert "source_stalls" not in json.dumps(summary["errors"])
+    assert json.loads((s.path / "ncu" / "A0.ncu-rep").read_text())["sections"] == ["SourceCounters"]
+    assert yaml.safe_load((s.path / "protocol.yaml").read_text())["ncu_sections"] == ["SourceCounters"]
+    gluon, fa3 = summary["source_stalls"]["A0"], summary["source_stalls"]["ref-fa3"]
+    assert (s.path / gluon["page"]).is_file() and gluon["page"] == "ncu/A0-sass.csv.gz"
+    assert [r["length"] for r in gluon["mufu_runs"] if r["executions"] > 100_000] == [63]
+    assert fa3["mufu_runs"] == [] and fa3["parked_samples"] == 0 < gluon["parked_samples"]
+    reasons = gluon["reasons_pct"]
+    assert gluon["opcodes"][0]["opcode"] == "MUFU" and max(reasons, key=reasons.get) == "wait"
+    md = (s.path / "summary.md").read_text()
+    assert "instruction by instruction" in md and "63 (249984)" in md
+
+
+def test_source_stalls_that_cannot_be_exported_leave_the_rest_of_the_audit(tmp_path, fake_tools, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "nosource")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), source_stalls=True))
+    summary = s.read_json("summary.json")
+    assert "--page source exited with code 1" in summary["errors"]["A0"]["source_stalls"]
+    assert summary["source_stalls"] == {} and summary["ncu"]["A0"]["duration_us"] > 0
+
+
+def test_source_stalls_need_a_native_run_under_softbenchs_ncu(tmp_path, fake_tools, cli):
+    for bad in (dict(use_ncu=False), dict(collector="nsight-python"), dict(arch="sm_100a", use_ncu=False)):
+        with pytest.raises(UsageError, match="--source-stalls samples the launch"):
+            _opts(tmp_path, fake_tools, source_stalls=True, **bad)
+    r = cli("audit", "--backend", "triton", "--arch", "sm_90a", "--source-stalls", "--out", str(tmp_path / "s"))
+    assert r.returncode == 2 and "--source-stalls samples the launch" in r.stderr, r.stderr
+

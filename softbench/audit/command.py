@@ -28,6 +28,10 @@ from softbench.core.options import (backend_option, check_triton_config, shape_o
 @click.option("--reference", "references", default="", show_default=False,
               help="exact reference kernels profiled beside the variants, comma-separated: fa3 (FlashAttention-3's "
               "Hopper forward; its counters and warp stalls, no SASS) [default: none]")
+@click.option("--source-stalls", is_flag=True, default=False,
+              help="also sample where the warps wait, instruction by instruction (Nsight Compute's SourceCounters): "
+              "each launch's SASS page kept as ncu/<variant>-sass.csv.gz, its longest runs of back-to-back "
+              "MUFU.EX2 and its opcodes with the most samples in the summary (native runs with ncu)")
 @click.option("--ncu/--no-ncu", "use_ncu", default=None,
               help="also read hardware counters with Nsight Compute (one launch per variant) [default: on for "
               "native, off for a cross-compile]")
@@ -52,8 +56,8 @@ from softbench.core.options import (backend_option, check_triton_config, shape_o
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, arch, references, use_ncu,
-            ncu_path,
+def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, arch, references, source_stalls,
+            use_ncu, ncu_path,
             collector, counter_reader, cuobjdump_path, kernel_regex, warmup, calls, seed, timeout_s, triton_config,
             out_dir):
     """Audit the compiled attention forward of each variant: SASS instruction counts by opcode family,
@@ -105,7 +109,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     refs = tuple(r.strip() for r in references.split(",") if r.strip())
     # the options check the reference names and what they are combined with; then whether each runs here
     opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, references=refs, use_ncu=use_ncu,
-                        ncu_path=ncu_path,
+                        source_stalls=source_stalls, ncu_path=ncu_path,
                         collector=collector, counter_reader=counter_reader,
                         cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX[backend],
                         backend_options=dict(triton_config),

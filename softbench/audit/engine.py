@@ -46,7 +46,9 @@ from softbench.core.runoptions import RunOptions
 from softbench.audit import collectors, cross, readers
 from softbench.audit import ncu as ncu_mod
 from softbench.audit.disassembly import sass_step
-from softbench.audit.profile import CounterSetup, counter_setup, profile_ncu, profile_nsight, read_counters
+from softbench.audit import source_stalls
+from softbench.audit.profile import (CounterSetup, counter_setup, export_source_stalls, profile_ncu, profile_nsight,
+                                     read_counters)
 from softbench.audit.summary import summarize_audit
 from softbench.audit.tools import Tools, locate_tools, read_result, run_tool
 from softbench.core.session import Session, utc_iso
@@ -105,6 +107,7 @@ class AuditOptions(RunOptions):
     counter_reader: str = "auto"  # readers.CHOICES
     arch: str = cross.NATIVE  # cross.ARCH_CHOICES: native, or a GPU to compile for and not run on
     references: tuple[str, ...] = ()  # REFERENCE_KERNELS profiled beside the variants (native runs only)
+    source_stalls: bool = False  # ncu's per-instruction stall samples too (softbench.audit.source_stalls)
 
     def __post_init__(self):
         if self.target is not None and self.use_ncu:
@@ -118,6 +121,9 @@ class AuditOptions(RunOptions):
         if self.references and not self.use_ncu:
             raise UsageError("--reference profiles the reference kernels' counters (their SASS is not the "
                              "audit's to read), and --no-ncu reads none")
+        if self.source_stalls and (self.target is not None or not self.use_ncu or self.collector != "ncu"):
+            raise UsageError("--source-stalls samples the launch under softbench's own ncu command line: it needs a "
+                             "native run with ncu, not --arch sm_..., --no-ncu or --collector nsight-python")
         if self.collector not in collectors.COLLECTORS:
             raise UsageError(f"unknown collector {self.collector!r}; one of {', '.join(collectors.COLLECTORS)}")
         if self.counter_reader not in readers.CHOICES:
@@ -132,6 +138,11 @@ class AuditOptions(RunOptions):
     @property
     def target(self) -> cross.Target | None:
         return cross.target_for(self.arch)
+
+    @property
+    def ncu_sections(self) -> tuple[str, ...]:
+        """The ncu sections collected beside the metrics: the per-instruction stall samples with --source-stalls."""
+        return (source_stalls.SECTION, ) if self.source_stalls else ()
 
     @property
     def launch_skip(self) -> int:
@@ -201,6 +212,7 @@ def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSet
         "references": list(opts.references), "shape": shape.to_dict(),
         "kernel_regex": opts.kernel_regex, "warmup": opts.warmup, "calls": opts.calls, "seed": opts.seed,
         "launch_skip": opts.launch_skip, "ncu": opts.use_ncu, "ncu_metrics": list(ncu_mod.ALL_METRICS),
+        "ncu_sections": list(opts.ncu_sections),
         "collector": opts.collector if opts.use_ncu else None,
         "counter_reader": opts.counter_reader if opts.use_ncu else None,
         "counter_readers": [r.name for r in setup.readers], **cross.target_record(opts.arch), "started_utc": utc_iso(),
@@ -297,5 +309,7 @@ def _audit_variant(session: Session, opts: AuditOptions, shape: Shape, entry: Au
             read_counters(session, opts, entry, setup, ncu_report, rec, nsight_frame)
         except MeasurementError as e:
             rec["errors"].setdefault("ncu", str(e))
+        if opts.source_stalls:
+            export_source_stalls(session, opts, variant, tools.ncu, ncu_report, rec)
     return rec
 

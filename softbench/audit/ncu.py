@@ -83,16 +83,19 @@ PERMISSION_HINT = ("let this user read GPU performance counters: run as root, or
 
 
 def profile_command(ncu: str, kernel_regex: str, launch_skip: int, export: str, log_file: str,
-                    metrics: tuple[str, ...], target: list[str], name_base: str = "function") -> list[str]:
+                    metrics: tuple[str, ...], target: list[str], name_base: str = "function",
+                    sections: tuple[str, ...] = ()) -> list[str]:
     """Profile one launch of the kernel matching `kernel_regex` after skipping `launch_skip` matching launches.
     `--clock-control none` keeps the clocks the GPU chooses (ncu would otherwise lock them to base). name_base:
     what the regex is matched against, the function's name ("function") or its whole demangled signature
-    ("demangled": a CUTLASS kernel's function is `device_kernel`, its name is in the template argument)."""
+    ("demangled": a CUTLASS kernel's function is `device_kernel`, its name is in the template argument).
+    sections: ncu sections collected beside the metrics (SourceCounters: the per-instruction stall samples of
+    softbench.audit.source_stalls)."""
     return [ncu, "--clock-control", "none", "--target-processes", "all",
             "--kernel-name-base", name_base, "--kernel-name", f"regex:{kernel_regex}",
             "--launch-skip", str(launch_skip), "--launch-count", "1",
-            "--metrics", ",".join(metrics), "--export", export, "--force-overwrite",
-            "--log-file", log_file, *target]
+            "--metrics", ",".join(metrics), *(a for name in sections for a in ("--section", name)),
+            "--export", export, "--force-overwrite", "--log-file", log_file, *target]
 
 
 def import_command(ncu: str, report: str) -> list[str]:

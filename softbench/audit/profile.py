@@ -51,7 +51,7 @@ def profile_ncu(session: Session, opts: AuditOptions, entry: AuditEntry, ncu: st
     for attempt in range(3):
         log = out / f"{variant}-attempt{attempt + 1}.log"
         argv = ncu_mod.profile_command(ncu, entry.kernel_regex, opts.launch_skip, str(stem), str(log), metrics,
-                                       target, name_base=entry.name_base)
+                                       target, name_base=entry.name_base, sections=opts.ncu_sections)
         Path(target[-1]).unlink(missing_ok=True)
         for old in _report_candidates(stem):
             old.unlink(missing_ok=True)
@@ -84,6 +84,25 @@ def profile_ncu(session: Session, opts: AuditOptions, entry: AuditEntry, ncu: st
     rec["ncu_notes"] = notes
     rec["ncu_metrics_asked"] = list(metrics)
     return report
+
+
+def export_source_stalls(session: Session, opts: AuditOptions, variant: str, ncu: str, report: Path,
+                         rec: dict) -> None:
+    """--source-stalls: the report's SASS page with its per-instruction stall samples, kept gzipped beside the
+    report (ncu/<variant>-sass.csv.gz), and its summary in rec["source_stalls"]; what fails is recorded in
+    rec["errors"]["source_stalls"], and the rest of the audit goes on."""
+    from softbench.audit import source_stalls
+
+    code, text = run_tool(source_stalls.export_command(ncu, str(report)), None, opts.timeout_s)
+    try:
+        if code != 0:
+            raise ValueError(f"ncu --import --page source exited with code {code}: {text.strip()[-300:]}")
+        df = source_stalls.read(text)
+    except ValueError as e:
+        rec["errors"]["source_stalls"] = str(e)
+        return
+    page = source_stalls.write_page(text, session.path / "ncu" / f"{variant}-sass.csv.gz")
+    rec["source_stalls"] = {"page": page.relative_to(session.path).as_posix(), **source_stalls.summarize(df)}
 
 
 def _report_candidates(stem: Path) -> tuple[Path, ...]:

@@ -46,7 +46,7 @@ def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in NCU_COLUMNS] for v in variants if v in ncu]
         tables.append((f"{tag}: Nsight Compute, one launch each (--clock-control none)",
                        ["variant"] + [t for _, t, _ in NCU_COLUMNS], rows))
-        tables += stall_tables(summary)
+        tables += stall_tables(summary) + source_stall_tables(summary)
     return tables
 
 
@@ -66,6 +66,30 @@ def stall_tables(summary: dict, most: int = 10) -> list[tuple[str, list[str], li
     rows = [[v] + [fmt(ncu[v].get(k), ".2f") for k in keys] for v in rows_of]
     return [(f"{summary.get('shape_tag', '')}: warps stalled per issued instruction, by reason (Nsight Compute)",
              ["variant"] + [k[len("stall_"):].replace("_", " ") for k in keys], rows)]
+
+
+def source_stall_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """--source-stalls: per launch, where its working warps' samples fall (the parked warps apart), its longest
+    run of back-to-back MUFU.EX2 with the executions of its first instruction, and its three opcodes with the
+    most samples."""
+    src = summary.get("source_stalls") or {}
+    rows = []
+    for v in [v for v in summary.get("variants", []) if v in src]:
+        s = src[v]
+        runs = sorted(s.get("mufu_runs") or [], key=lambda r: (-r["executions"], -r["length"]))
+        longest = f"{runs[0]['length']} ({runs[0]['executions']})" if runs else "none"
+        shares = sorted((s.get("reasons_pct") or {}).items(), key=lambda kv: -kv[1])[:3]
+        reasons = ", ".join(f"{k} {p:.0f}%" for k, p in shares)
+        ops = ", ".join(f"{o['opcode']} {o['samples']}" for o in (s.get("opcodes") or [])[:3])
+        parked = s["parked_samples"] / s["samples"] if s.get("samples") else None
+        rows.append([v, fmt(s.get("samples"), "d"), fmt(None if parked is None else 100 * parked, ".0f"), reasons,
+                     longest, ops])
+    if not rows:
+        return []
+    return [(f"{summary.get('shape_tag', '')}: where the warps wait, instruction by instruction (Nsight Compute's "
+             "source counters; page in ncu/<variant>-sass.csv.gz)",
+             ["variant", "samples", "parked %", "main reasons (working warps)",
+              "longest MUFU.EX2 run (executions)", "opcodes with most samples"], rows)]
 
 
 # the key loop's columns (--backend triton): key in summary["loop"][v], column title

@@ -68,6 +68,8 @@ def summarize_audit(records: dict[str, dict], opts: AuditOptions, shape: Shape, 
         "loop": {v: r["triton"]["loop"] for v, r in records.items() if r.get("triton")},
         "ncu": ncu_vals,
         "ncu_notes": {v: r["ncu_notes"] for v, r in records.items() if r.get("ncu_notes")},
+        # --source-stalls: each launch's per-instruction stall samples, summarized (softbench.audit.source_stalls)
+        "source_stalls": {v: r["source_stalls"] for v, r in records.items() if r.get("source_stalls")},
         "collector": opts.collector if opts.use_ncu else None,
         "counter_reader": {v: r["counter_reader"] for v, r in records.items() if r.get("counter_reader")},
         "counter_check": {v: {name: {k: c[k] for k in ("equal", "compared", "differences")}

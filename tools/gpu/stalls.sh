@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Written 2026-12-02 after the lease of 06:13; steps 2 and 1 ran 07:15-07:19 (sessions/stalls-h200-20261202-0716,
-# sessions/gluon-probe-h200-20261202-0718-tb3-*: every check passed); step 3 has not run.
+# sessions/gluon-probe-h200-20261202-0718-tb3-*: every check passed); step 3 has not run. Step 2's samples are what
+# `softbench audit --source-stalls` now records itself (tools/gpu/layouts.sh 2 runs it first).
 # Issue 15, where the Gluon kernel's time goes against FA3's:
 #   step 1: the variants under -tb that the GPU has not yet checked bit for bit against the kernel with the barriers
 #           (BF16: A1, h15-proved, h15-folded, h15-1of4; FP8: A1, h15-proved);

@@ -4,7 +4,10 @@ Profiling (`... --export R --log-file L ... <python> -m <driver> REQ RES`): runs
 lines to L and a report R that names the variant. `--import R --csv ...`: prints ncu-<variant>.csv from this
 folder. FAKE_NCU_MODE=real writes the H200 report h200/A0.ncu-rep instead and imports it as h200/A0.csv
 (the CSV ncu 2025.3.1 printed from that report). FAKE_NCU_MODE=perm answers like a machine without counter permission; FAKE_NCU_MODE=badmetric refuses
-sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric."""
+sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric. `--import R --page source ...` prints a SASS
+page with per-instruction stall samples recorded on the H200 (sessions/stalls-h200-20261202-0716: Gluon A0's, or
+FA3's for a reference kernel); FAKE_NCU_MODE=nosource fails it."""
+import gzip
 import json
 import os
 import re
@@ -17,6 +20,17 @@ HERE = Path(__file__).resolve().parent
 args = sys.argv[1:]
 if "--version" in args:
     print("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (fake for tests)")
+    sys.exit(0)
+if "--import" in args and "source" in args:  # --page source: a SASS page recorded on the H200
+    if os.environ.get("FAKE_NCU_MODE") == "nosource":
+        print("==ERROR== The report holds no source counters.", file=sys.stderr)
+        sys.exit(1)
+    report = Path(args[args.index("--import") + 1])
+    made = {} if os.environ.get("FAKE_NCU_MODE") == "real" else json.loads(report.read_text())
+    recorded = HERE.parents[2] / "sessions" / "stalls-h200-20261202-0716"
+    page = "fa3-fp8" if made.get("backend", "").startswith("ref-") else "gluon-a0-fp8"
+    with gzip.open(recorded / f"{page}-sass.csv.gz", "rt") as f:
+        sys.stdout.write(f.read())
     sys.exit(0)
 if "--import" in args and os.environ.get("FAKE_NCU_MODE") == "real":
     sys.stdout.write((HERE / "h200" / "A0.csv").read_text())
@@ -52,6 +66,8 @@ req = json.loads(Path(target[-2]).read_text())
 if mode == "real":
     shutil.copyfile(HERE / "h200" / "A0.ncu-rep", report)
 else:
+    sections = [args[i + 1] for i, a in enumerate(args) if a == "--section"]
     report.write_text(json.dumps({"variant": req["variant"], "backend": req["backend"], "metrics": metrics,
-                                  "kernel_name": opt("--kernel-name"), "name_base": opt("--kernel-name-base")}))
+                                  "kernel_name": opt("--kernel-name"), "name_base": opt("--kernel-name-base"),
+                                  "sections": sections}))
 sys.exit(code)

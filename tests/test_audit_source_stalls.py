@@ -1,4 +1,5 @@
-"""tools/stall_samples.py on the per-instruction stall samples recorded on the H200 (sessions/stalls-h200-*)."""
+"""softbench.audit.source_stalls on the per-instruction stall samples recorded on the H200 (sessions/stalls-h200-*);
+the audit's --source-stalls around it is in test_audit.py."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from softbench.audit import source_stalls as stall_samples
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import stall_samples  # noqa: E402
-
 RECORDED = ROOT / "sessions" / "stalls-h200-20261202-0716"
 
 
@@ -43,13 +42,16 @@ def test_parked_warps_are_counted_apart():
 
 
 def test_cli_prints_markdown_and_refuses_no_arguments():
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "stall_samples.py"),
-                        str(RECORDED / "fa3-bf16-sass.csv.gz")], capture_output=True, text=True, timeout=120)
+    run = [sys.executable, "-m", "softbench.audit.source_stalls"]
+    r = subprocess.run(run + [str(RECORDED / "fa3-bf16-sass.csv.gz")], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "| opcode | samples | executed | main reasons |" in r.stdout and "HGMMA" in r.stdout
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "stall_samples.py")], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 2
+    # a file that is not such a page: one sentence, exit 2
+    r = subprocess.run(run + [str(RECORDED / "README.md")], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("name", ["gluon-a0-bf16", "fa3-bf16", "gluon-a0-fp8", "fa3-fp8"])
