@@ -336,18 +336,19 @@ def _sass_summary(cubin: bytes) -> dict:
 
 
 def _longest_max_chain(body: list) -> int:
-    """The most FMNMX one after another in a chain of dependences in the loop (through the SHFLs of the reduction
-    across threads): the latency of each row's maximum, which every exponential of the tile waits for. A register
-    that anything else writes starts a new chain, and so does every branch (the loop's masked and unmasked tile
-    forms are alternatives, whose registers the count must not join)."""
+    """The most FMNMX one after another in a chain of dependences in the loop: the latency of each row's maximum,
+    which every exponential of the tile waits for. The reduction's shuffles across threads do not break it: each is
+    followed by an FMNMX of the thread's own partial maximum and the shuffled one, which carries the chain on. A
+    register that anything else writes starts a new chain, and so does every branch (the loop's masked and unmasked
+    tile forms are alternatives, whose registers the count must not join)."""
     depth: dict[int, int] = {}
     longest = 0
     for ins in body:
         written = ins.dest_registers()
         if ins.base == "BRA":
             depth.clear()
-        elif ins.base in ("FMNMX", "SHFL"):
-            d = max((depth.get(r, 0) for r in ins.source_registers()), default=0) + (ins.base == "FMNMX")
+        elif ins.base == "FMNMX":
+            d = max((depth.get(r, 0) for r in ins.source_registers()), default=0) + 1
             for r in written:
                 depth[r] = d
             longest = max(longest, d)
