@@ -59,3 +59,13 @@ def test_every_recorded_page_reads(name):
     df = stall_samples.read(str(RECORDED / f"{name}-sass.csv.gz"))
     assert len(df) > 1000 and df[stall_samples.SAMPLES].sum() > 10_000
     assert {"MUFU", "FMNMX", "BRA"} <= set(df["base"])
+
+
+def test_a_page_without_the_columns_the_summary_reads_is_refused_in_one_sentence(tmp_path):
+    """An exported page that lacks a column the summary needs (here the barrier stalls, which set the parked warps
+    apart) is refused by name, not left to fail inside the summary."""
+    page = tmp_path / "page.csv"
+    page.write_text('"Kernel Name","k",\n"Address","Source","Warp Stall Sampling (All Samples)","Instructions '
+                    'Executed"\n"0x0","  NOP","3","4"\n')
+    with pytest.raises(ValueError, match="no column 'stall_barrier'"):
+        stall_samples.read(str(page))

@@ -90,14 +90,17 @@ def harvest_compiled_cubins() -> list[str]:
     cache = getattr(getattr(fwd, "compile_cache", None), "cache", None)
     if not dump_dir.is_dir() or not isinstance(cache, dict):
         return []
-    written = []
-    for fn in cache.values():
-        blob = getattr(fn, "__cubin__", None)
-        if isinstance(blob, (bytes, bytearray)) and blob[:4] == b"\x7fELF":
-            name = dump_dir / f"compiled-{hashlib.sha256(blob).hexdigest()[:16]}.cubin"
-            name.write_bytes(bytes(blob))
-            written.append(str(name))
-    return written
+    blobs = (getattr(fn, "__cubin__", None) for fn in cache.values())
+    return [_keep_cubin(dump_dir, "compiled", blob) for blob in blobs
+            if isinstance(blob, (bytes, bytearray)) and blob[:4] == b"\x7fELF"]
+
+
+def _keep_cubin(dump_dir: Path, stem: str, blob: bytes) -> str:
+    """A harvested cubin written into the dump folder as <stem>-<sha256 prefix>.cubin (the same cubin twice is
+    one file); its path."""
+    name = dump_dir / f"{stem}-{hashlib.sha256(blob).hexdigest()[:16]}.cubin"
+    name.write_bytes(bytes(blob))
+    return str(name)
 
 
 # softbench's Triton forwards (module, JIT function): the kernels --backend triton runs
@@ -109,16 +112,16 @@ def harvest_triton_cubins() -> list[str]:
     in-memory kernel cache of each JIT function) into the dump folder, as the cross-compile writes its one: the
     SASS the audit reads is the launch's own."""
     dump_dir = Path(os.environ.get("CUTE_DSL_DUMP_DIR", "."))
+    if not dump_dir.is_dir():
+        return []
     written = []
     for module_name, fn_name in TRITON_KERNELS:
         fn = getattr(sys.modules.get(module_name), fn_name, None)
         for cache in (getattr(fn, "device_caches", None) or {}).values():
             for kernel in cache[0].values():
                 blob = kernel.asm.get("cubin")
-                if isinstance(blob, (bytes, bytearray)) and dump_dir.is_dir():
-                    name = dump_dir / f"{kernel.name}-{hashlib.sha256(blob).hexdigest()[:16]}.cubin"
-                    name.write_bytes(bytes(blob))
-                    written.append(str(name))
+                if isinstance(blob, (bytes, bytearray)):
+                    written.append(_keep_cubin(dump_dir, kernel.name, blob))
     return written
 
 

@@ -94,9 +94,10 @@ def export_source_stalls(session: Session, opts: AuditOptions, variant: str, ncu
     from softbench.audit import source_stalls
 
     code, text = run_tool(source_stalls.export_command(ncu, str(report)), None, opts.timeout_s)
+    if code != 0:
+        rec["errors"]["source_stalls"] = f"ncu --import --page source exited with code {code}: {text.strip()[-300:]}"
+        return
     try:
-        if code != 0:
-            raise ValueError(f"ncu --import --page source exited with code {code}: {text.strip()[-300:]}")
         df = source_stalls.read(text)
     except ValueError as e:
         rec["errors"]["source_stalls"] = str(e)

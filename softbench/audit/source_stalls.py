@@ -44,9 +44,10 @@ def read(source) -> "pd.DataFrame":
         df = pd.read_csv(io.StringIO(source), skiprows=1)
     else:
         df = pd.read_csv(source, skiprows=1)
-    if "Source" not in df.columns or SAMPLES not in df.columns:
-        raise ValueError("not a SASS page with warp-stall samples: its columns lack Source or "
-                         f"'{SAMPLES}' (was the report made with --section {SECTION}?)")
+    missing = [c for c in ("Source", SAMPLES, EXECUTED, "stall_barrier") if c not in df.columns]
+    if missing:
+        raise ValueError(f"not a SASS page with warp-stall samples: it has no column {', '.join(map(repr, missing))} "
+                         f"(was the report made with --section {SECTION}?)")
     src = df["Source"].astype(str).str.strip()
     df["opcode"] = src.str.replace(r"^@!?U?P\w+\s+", "", regex=True).str.split().str[0]
     df["base"] = df["opcode"].str.split(".").str[0]
