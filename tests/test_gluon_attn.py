@@ -54,6 +54,12 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert trimmed.label() == "gluon-n128s2-c240l24-hg8-g1-rs-tb"
     assert ga.GluonConfig.from_label(trimmed.label()) == trimmed
     assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").sync == "mbarrier"
+    parts = ga.GluonConfig(consumers=1, row_sum="thread", sync="mbarrier")
+    assert parts.label() == "gluon-n128s2-c240l24-hg8-g1-lt-tb" and ga.GluonConfig.from_label(parts.label()) == parts
+    # -lt sums in another order: its plain form keeps it (checked against the simulation, not bit for bit)
+    assert parts.plain() == ga.GluonConfig(consumers=1, row_sum="thread")
+    with pytest.raises(UsageError, match="kept per row or thread"):
+        ga.GluonConfig(row_sum="warp")
     # what -rs and -tb are checked against bit for bit: the same configuration without them
     assert trimmed.plain() == one and one.plain() == one
     with pytest.raises(UsageError, match="synchronize by membar or mbarrier"):
@@ -358,6 +364,21 @@ def test_trimmed_sync_leaves_no_barrier_in_the_key_loop(dtype, label):
     same = [k for k in plain if k.startswith("loop_") and k not in ("loop_bar_sync", "loop_instructions")]
     assert same and {k: trimmed[k] for k in same} == {k: plain[k] for k in same}
     assert trimmed["stack_bytes"] == 0 and trimmed["spill_stores"] == 0 and trimmed["ptxas_advisories"] == []
+
+
+@pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1-tb"),
+                                         ("bf16", "gluon-n128s2-c240l24-hg8-tb")])
+def test_thread_row_sums_leave_the_quad_exchange_out_of_the_loop(dtype, label):
+    """-lt: the row sums' exchange inside the quad (two SHFL and two FADD per row, the thread's two rows) leaves the
+    key loop, which keeps only the maximum's four SHFL per tile form; no other family of the loop grows, no
+    spills."""
+    rows, parts = _compile(dtype, "A0", label), _compile(dtype, "A0", label.replace("-tb", "-lt-tb"))
+    assert rows["loop_shfl"] == 12 and parts["loop_shfl"] == 8, (rows, parts)
+    assert rows["loop_fadd"] - parts["loop_fadd"] == 4, (rows, parts)
+    assert 0 < rows["loop_instructions"] - parts["loop_instructions"] <= 8, (rows, parts)
+    counted = [k for k in rows if k.startswith("loop_") and isinstance(rows[k], int)]
+    assert all(parts[k] <= rows[k] for k in counted), {k: (rows[k], parts[k]) for k in counted}
+    assert parts["stack_bytes"] == 0 and parts["spill_stores"] == 0 and parts["ptxas_advisories"] == [], parts
 
 
 @pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1-tb"),

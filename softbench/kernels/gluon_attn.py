@@ -67,6 +67,11 @@ RESCALES = {"always": "", "moved": "-rs"}
 # partition barrier Triton 3.6 puts before every mbarrier wait and release (three per tile); "mbarrier" takes them
 # out of the PTX (softbench.kernels.ptx_trim says why none is needed), leaving the mbarriers alone, as in FA3's loop.
 SYNCS = {"membar": "", "mbarrier": "-tb"}
+# The running row sums, and the label suffix: "row" keeps each row's full sum, reduced across the four threads of a
+# quad after every tile (two shuffles and two adds per row); "thread" keeps each thread's own part and adds the
+# parts once, after the last tile, as FA3's softmax does. The same operator, but the sum is added in another order,
+# so its last bits differ from the plain kernel's.
+ROW_SUMS = {"row": "", "thread": "-lt"}
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
@@ -112,7 +117,10 @@ class GluonConfig:
     docs/hopper-notes.md).
     sync: "membar" (Triton's barriers as placed) or "mbarrier" (label -tb): the warpgroup barrier before each
     mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-tb] (what sessions record and --triton-config
+    row_sum: "row" (each tile's row sums reduced across the quad) or "thread" (label -lt): each thread's partial
+    sums carried across the loop and added once at the end, as FA3 does (the same operator summed in another
+    order: not bit for bit the plain kernel's output).
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-lt][-tb] (what sessions record and --triton-config
     takes)."""
 
     block_n: int = 128
@@ -126,6 +134,7 @@ class GluonConfig:
     rescale: str = "always"  # O's rescale per tile: "always", or "moved" (label -rs): skipped by a warp whose
     # rows all kept their maximum (alpha = 1 exactly, so the result is the same bit for bit)
     sync: str = "membar"  # SYNCS: "mbarrier" (label -tb) leaves the consumers' mbarriers as their only sync
+    row_sum: str = "row"  # ROW_SUMS: "thread" (label -lt) keeps per-thread partial row sums across the loop
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -150,33 +159,37 @@ class GluonConfig:
             raise UsageError(f"O is rescaled {' or '.join(RESCALES)}, not {self.rescale!r}")
         if self.sync not in SYNCS:
             raise UsageError(f"the consumers synchronize by {' or '.join(SYNCS)}, not {self.sync!r}")
+        if self.row_sum not in ROW_SUMS:
+            raise UsageError(f"the row sums are kept per {' or '.join(ROW_SUMS)}, not {self.row_sum!r}")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale] + SYNCS[self.sync])
+                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale] + ROW_SUMS[self.row_sum]
+                + SYNCS[self.sync])
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     def plain(self) -> "GluonConfig":
         """This configuration without the options that change no output bit (-rs, -tb): what their outputs are
-        checked against, bit for bit."""
+        checked against, bit for bit. -lt stays: it adds the row sums in another order."""
         return replace(self, rescale="always", sync="membar")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-tb)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-lt)?(-tb)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
-                             "where no row of a warp moved its maximum; -tb: no warpgroup barrier before the "
-                             "mbarrier waits and releases)")
+                             "where no row of a warp moved its maximum; -lt: per-thread partial row sums; -tb: no "
+                             "warpgroup barrier before the mbarrier waits and releases)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover,
-                   rescale="moved" if m.group(8) else "always", sync="mbarrier" if m.group(9) else "membar")
+                   rescale="moved" if m.group(8) else "always", row_sum="thread" if m.group(9) else "row",
+                   sync="mbarrier" if m.group(10) else "membar")
 
 
 DEFAULT = GluonConfig()
@@ -353,12 +366,34 @@ def _rescale_o(o, alpha, rows_o: gl.constexpr, HEAD_DIM: gl.constexpr, SKIP: gl.
 
 
 @gluon.jit
+def _thread_row_sums(p, BLOCK_N: gl.constexpr):
+    """Each thread's own part of its rows' sums of p, without the shuffles a full row sum takes: in the wgmma
+    accumulator's layout thread t of a quad holds keys 8c + 2t + j (j < 2) of its rows, so summing over c and j
+    leaves a (rows, 4) tensor whose column t lives in thread t alone."""
+    ROWS: gl.constexpr = p.shape[0]
+    return gl.sum(gl.sum(p.reshape([ROWS, BLOCK_N // 8, 4, 2]), 3), 1)
+
+
+@gluon.jit
+def _row_sum_update(l_i, p, alpha, BLOCK_N: gl.constexpr, PARTS: gl.constexpr):
+    """The running row sums after one tile: l * alpha + the tile's sums. PARTS (GluonConfig.row_sum "thread"):
+    l holds every thread's partial sums (_thread_row_sums), added across the quad once after the last tile, as FA3
+    does; otherwise full row sums, reduced across the quad (two shuffles per row) every tile."""
+    if PARTS:
+        parts = _thread_row_sums(p, BLOCK_N)
+        a = gl.convert_layout(alpha, gl.SliceLayout(1, parts.type.layout))
+        return l_i * a[:, None] + parts
+    else:
+        return l_i * alpha + gl.sum(p, 1)
+
+
+@gluon.jit
 def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
               my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
-              FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False):
+              FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
     which need no mask. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
@@ -395,7 +430,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     offs_n = gl.arange(0, BLOCK_N, cols_s)
     zero_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
-    l_i = gl.zeros([ROWS], gl.float32, rows_s)
+    l_i = gl.zeros([ROWS], gl.float32, rows_s)  # ROW_SUM_PARTS: replaced by tile 0's partial sums below
     o = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
 
     # tile 0: its scores before the loop
@@ -414,7 +449,10 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
     else:
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
-    l_i = l_i * alpha + gl.sum(p, 1)
+    if ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
+        l_i = _thread_row_sums(p, BLOCK_N)
+    else:
+        l_i = l_i * alpha + gl.sum(p, 1)
     p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     for i in range(1, n_tiles):
@@ -437,7 +475,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
         else:
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
-        l_i = l_i * alpha + gl.sum(p, 1)
+        l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)
         o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
@@ -450,6 +488,8 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     o, p_op = _wait_pv(o_tok, p_op)
     mbarrier.arrive(v_empty.index(last), count=1)
 
+    if ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
+        l_i = gl.sum(l_i, 1)
     if WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
         l_i = gl.where(l_i == 0.0, 1.0, l_i)
     o = o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]  # V's descale and the normalisation at once
@@ -467,7 +507,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
-                 BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False):
+                 BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
+                 ROW_SUM_PARTS: gl.constexpr = False):
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -535,7 +576,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
                          v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                          n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -544,11 +585,11 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
                      kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                     KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP)),
+                     KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS)),
         (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
                      KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP)),
+                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -653,6 +694,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 RESCALE_SKIP=config.rescale == "moved", PTX_TRIM=config.sync == "mbarrier",
+                ROW_SUM_PARTS=config.row_sum == "thread",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

@@ -325,6 +325,8 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_shared_ld_st": count(body, lambda i: i.base in ("LDS", "STS", "LDSM", "STSM")),
             "loop_fmnmx": count(body, lambda i: i.base == "FMNMX"), "loop_fadd": count(body, lambda i: i.base == "FADD"),
             "loop_shift": count(body, lambda i: i.base == "SHF" or i.opcode.startswith("IMAD.SHL")),
+            # exchanges inside a quad: two per row for its maximum, two more for its sum unless kept per thread (-lt)
+            "loop_shfl": count(body, lambda i: i.base == "SHFL"),
             # byte moves and conversions: what P's FP8 operand costs (one PRMT per two F2FP when packed well)
             "loop_prmt": count(body, lambda i: i.base == "PRMT"), "loop_f2fp": count(body, lambda i: i.base == "F2FP"),
             "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT")),
