@@ -6,8 +6,9 @@
 # against FA3 at causal 8K in an interleaved latency session with its A/A null (step 1). Step 2: the first GPU run of
 # `softbench audit --source-stalls` (BF16 causal 8K, A0 and FA3: counters, warp stalls and the per-instruction
 # samples that tools/gpu/stalls.sh 2 took by hand).
-# Written 2026-12-02 08:15 when the session's device time was spent: ready, not run. Step 1's outcome was predicted
-# and sealed first (sealed/gluon-layouts-tb.yaml, 08:23): score it afterwards with
+# Written 2026-12-02 08:15 when the session's device time was spent; ran 09:05-09:09 (steps 1 and 2, one lease;
+# sessions 20261202T090554Z-090852Z and the probes gluon-probe-h200-20261202-0905-layouts-*). Step 1's outcome was
+# predicted and sealed first (sealed/gluon-layouts-tb.yaml, 08:23): score it afterwards with
 # `softbench evaluate sealed/gluon-layouts-tb.yaml --sessions sessions`.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh && . /tmp/gpu-site/env.sh && bash tools/gpu/layouts.sh 1` (carry .gpu/b), then

@@ -7,6 +7,10 @@
 # score with `softbench evaluate sealed/gluon-row-sums.yaml --sessions sessions`). Step 2: softbench's own
 # per-instruction stall samples at FP8 (`softbench audit --source-stalls`, A0, h15-folded and FA3), which
 # tools/gpu/stalls.sh 2 took by hand.
+# Ran 2026-12-02 09:19-09:35 (steps 1 and 2; sessions 20261202T092243Z-092647Z, probes
+# gluon-probe-h200-20261202-0920-row-sums-*), followed in the same lease by `sb latency` calls typed on the command
+# line: FP8 -g1-lt-tb non-causal 8K, causal 16K and sustained, two consumers with -lt, and a BF16 repeat
+# (092746Z-093437Z).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh && . /tmp/gpu-site/env.sh && bash tools/gpu/row_sums.sh 1` (carry .gpu/b), then
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/row_sums.sh 2` while the host is still held
