@@ -83,3 +83,32 @@ def test_an_unexpected_exception_is_one_error_line(monkeypatch, capsys):
     assert main(["env"]) == 70
     err = capsys.readouterr().err
     assert err.startswith("error: internal error: ZeroDivisionError: division by zero\n") and "SOFTBENCH_TRACEBACK" in err
+
+
+def test_a_table_too_wide_for_whole_words_is_printed_turned():
+    """A table whose words cannot stand whole at the console's width is printed on its side when that fits (one
+    row per column), so that no header is cut into one-letter columns; one that fits, or that fits neither way,
+    keeps its shape."""
+    from rich.console import Console
+
+    from softbench.core.console import table, turned
+
+    families = [f"FAMILY{k:02d}" for k in range(18)]
+    columns, rows = ["variant"] + families, [["A0"] + [str(100 + k) for k in range(18)],
+                                             ["ref-fa3"] + [str(200 + k) for k in range(18)]]
+    assert turned(columns, rows) == (["variant", "A0", "ref-fa3"],
+                                     [[f, str(100 + k), str(200 + k)] for k, f in enumerate(families)])
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console.print(table("wide", columns, rows, width=80))
+    text = console.export_text()
+    assert all(f in text for f in families), text  # every header whole, each on its own row
+    assert max(len(line) for line in text.splitlines()) <= 80
+    narrow = table("narrow", ["kernel", "ms"], [["A0", "0.33"]], width=80)
+    assert [c.header for c in narrow.columns] == ["kernel", "ms"]
+    # a session name longer than the console fits neither way: the table keeps its shape (rich folds the name)
+    long = "20261202T092243Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved-and-more"
+    kept = table("kept", ["id", "evidence"], [["R1", long]], width=80)
+    assert [c.header for c in kept.columns] == ["id", "evidence"]
+    # the same wide table at a width that holds its words is not turned
+    wide = table("wide", columns, rows, width=400)
+    assert [c.header for c in wide.columns] == columns

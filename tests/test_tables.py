@@ -9,7 +9,9 @@ def test_fmt_formats_numbers_and_passes_the_rest_through():
     assert fmt(None) == "-" and fmt(None, none="n/a") == "n/a"
     assert fmt(True, ".2f") == "True"  # a flag is not the number 1.00
     assert fmt("pending", ".2f") == "pending"
-    assert fmt(7, "d") == "7" and fmt(7.0, "d") == "7.0"  # a spec that does not fit: the value as it prints
+    # a count read as a float (ncu's registers per thread) prints as the count; a fraction under "d" does not fit
+    # the spec and prints as it is
+    assert fmt(7, "d") == "7" and fmt(7.0, "d") == "7" and fmt(7.5, "d") == "7.5"
 
 
 def test_md_table_escapes_bars_in_cells_only():

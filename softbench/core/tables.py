@@ -6,12 +6,14 @@ from typing import Any, Iterable, Sequence
 
 
 def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
-    """`v` formatted by `spec`; None as `none`; booleans and values `spec` does not fit (text, a missing
-    reading recorded as a word) as they print."""
+    """`v` formatted by `spec`; None as `none`; a whole float under "d" as the integer; booleans and values `spec`
+    does not fit (text, a missing reading recorded as a word) as they print."""
     if v is None:
         return none
     if isinstance(v, bool):
         return str(v)
+    if spec == "d" and isinstance(v, float) and v.is_integer():  # a count read as a float (ncu's registers)
+        v = int(v)
     try:
         return format(v, spec)
     except (TypeError, ValueError):
