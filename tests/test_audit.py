@@ -446,6 +446,12 @@ def test_source_stalls_keep_each_launchs_page_and_summarize_it(tmp_path, fake_to
     assert gluon["opcodes"][0]["opcode"] == "MUFU" and max(reasons, key=reasons.get) == "wait"
     md = (s.path / "summary.md").read_text()
     assert "instruction by instruction" in md and "63 (249984)" in md
+    # what it records is scope vocabulary that predictions can be sealed against (the H200's first such session
+    # recorded ncu_sections before the vocabulary had it)
+    from softbench.predictions.vocabulary import RECORDED
+
+    recorded = set(summary) | set(yaml.safe_load((s.path / "protocol.yaml").read_text()))
+    assert recorded <= RECORDED["audit"], sorted(recorded - RECORDED["audit"])
 
 
 def test_source_stalls_that_cannot_be_exported_leave_the_rest_of_the_audit(tmp_path, fake_tools, monkeypatch):

@@ -137,12 +137,16 @@ def test_triton_kernel_path_takes_head_dim_256(tmp_path, monkeypatch):
     for info in kernel.read_json("run.json")["kernel"]["workers"].values():
         assert info["kernel"] == "triton" and info["config"]["label"] == table.label()
     k, s = _nll(kernel), _nll(local)
-    # A1 within 2e-4 nats of its simulation (measured here: 9e-5 on block 0, 2e-5 on block 1), not NLL_TOL: the
+    # Both within 2e-4 nats of their references, not NLL_TOL. A1 (measured: 9e-5 on block 0, 2e-5 on block 1): the
     # half-octave map moves a weight by 2^(1/2) wherever the kernel's FP32 dot of 256 products and PyTorch's round
-    # a score to opposite sides of a rounding boundary of 2x, which happens more often at d=256 than at 64. Where
-    # the products are the same, d=256 gives d=64's bits (test_triton_attn's zero-padded forward)
+    # a score to opposite sides of a rounding boundary of 2x, which happens more often at d=256 than at 64. A0
+    # against exact attention: 2e-5 or less on the machine that wrote this test, 7.5e-5 on block 0 on an AMD EPYC
+    # (2026-12-02, the same packages): the order in which the 256 products are summed, numpy's matmul under the
+    # interpreter against PyTorch's, differs by CPU. Either is far below what the test must catch: A1 against A0
+    # moves block 0 by 7e-4 (last assertion), a lost or doubled tile by more. Where the products are the same,
+    # d=256 gives d=64's bits (test_triton_attn's zero-padded forward)
     for b in range(N_BLOCKS):
-        assert k[(b, "kernel:stock")] == pytest.approx(s[(b, "exact")], abs=NLL_TOL)
+        assert k[(b, "kernel:stock")] == pytest.approx(s[(b, "exact")], abs=2e-4)
         assert k[(b, "kernel:rowmax-h15")] == pytest.approx(s[(b, "sim:rowmax-h15")], abs=2e-4)
     assert abs(k[(0, "kernel:rowmax-h15")] - k[(0, "kernel:stock")]) > 4e-4  # a change the test resolves
 

@@ -62,8 +62,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "kernel_config", "loop",
               # --reference: exact kernels profiled beside the variants (their rows are ref-<name>)
               "references",
-              # --source-stalls: each launch's per-instruction warp-stall samples, summarized
-              "source_stalls"),
+              # --source-stalls: the Nsight Compute sections asked for beyond the metrics (protocol), and each
+              # launch's per-instruction warp-stall samples, summarized
+              "ncu_sections", "source_stalls"),
     "gates": ("all_passed", "baseline", "envelope", "failed", "gates", "labels", "non_finite_readback_values",
               "not_applicable", "readback_sha256", "reevaluated_from", "reference", "reference_note",
               "rescale_threshold", "seed", "shapes", "source_command_line", "storage", "tag", "variant"),
