@@ -60,6 +60,11 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert parts.plain() == ga.GluonConfig(consumers=1, row_sum="thread")
     with pytest.raises(UsageError, match="kept per row or thread"):
         ga.GluonConfig(row_sum="warp")
+    early = ga.GluonConfig(consumers=1, rescale_at="pv", row_sum="thread", sync="mbarrier")
+    assert early.label() == "gluon-n128s2-c240l24-hg8-g1-ro-lt-tb" and ga.GluonConfig.from_label(early.label()) == early
+    assert early.plain() == ga.GluonConfig(consumers=1, row_sum="thread")  # -ro changes no bit
+    with pytest.raises(UsageError, match="rescaled at the tail or pv"):
+        ga.GluonConfig(rescale_at="never")
     # what -rs and -tb are checked against bit for bit: the same configuration without them
     assert trimmed.plain() == one and one.plain() == one
     with pytest.raises(UsageError, match="synchronize by membar or mbarrier"):
@@ -381,6 +386,17 @@ def test_thread_row_sums_leave_the_quad_exchange_out_of_the_loop(dtype, label):
     counted = [k for k in rows if k.startswith("loop_") and isinstance(rows[k], int)]
     assert all(parts[k] <= rows[k] for k in counted), {k: (rows[k], parts[k]) for k in counted}
     assert parts["stack_bytes"] == 0 and parts["spill_stores"] == 0 and parts["ptxas_advisories"] == [], parts
+
+
+def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():
+    """-ro: in the FP8 loop O's 64 multiplies per thread move from the tile's end to between the next Q.K^T's wgmmas
+    and P.V's, with nothing added and nothing spilled. (At BF16 ptxas already hoists them to the end of the tile
+    before, whichever the PTX's order, so -ro leaves that loop's order as it is.)"""
+    tail, early = (_compile("fp8", "A0", label) for label in ("gluon-n128s2-c240l24-hg8-g1-lt-tb",
+                                                               "gluon-n128s2-c240l24-hg8-g1-ro-lt-tb"))
+    assert tail["loop_fmul_among_gmma"] == 0 and early["loop_fmul_among_gmma"] == 64, (tail, early)
+    assert early["loop_instructions"] == tail["loop_instructions"] and early["loop_gmma_waits"] == 2, early
+    assert early["spill_stores"] == 0 and early["ptxas_advisories"] == [], early
 
 
 @pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1-tb"),

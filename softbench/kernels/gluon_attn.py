@@ -72,6 +72,11 @@ SYNCS = {"membar": "", "mbarrier": "-tb"}
 # parts once, after the last tile, as FA3's softmax does. The same operator, but the sum is added in another order,
 # so its last bits differ from the plain kernel's.
 ROW_SUMS = {"row": "", "thread": "-lt"}
+# Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
+# completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
+# dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
+# same multiplies of the same values in the same order: the same output bit for bit.
+RESCALE_AT = {"tail": "", "pv": "-ro"}
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
@@ -120,7 +125,9 @@ class GluonConfig:
     row_sum: "row" (each tile's row sums reduced across the quad) or "thread" (label -lt): each thread's partial
     sums carried across the loop and added once at the end, as FA3 does (the same operator summed in another
     order: not bit for bit the plain kernel's output).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-lt][-tb] (what sessions record and --triton-config
+    rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
+    issued, beside the next Q.K^T (the same output bit for bit).
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt][-tb] (what sessions record and --triton-config
     takes)."""
 
     block_n: int = 128
@@ -135,6 +142,7 @@ class GluonConfig:
     # rows all kept their maximum (alpha = 1 exactly, so the result is the same bit for bit)
     sync: str = "membar"  # SYNCS: "mbarrier" (label -tb) leaves the consumers' mbarriers as their only sync
     row_sum: str = "row"  # ROW_SUMS: "thread" (label -lt) keeps per-thread partial row sums across the loop
+    rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -161,35 +169,38 @@ class GluonConfig:
             raise UsageError(f"the consumers synchronize by {' or '.join(SYNCS)}, not {self.sync!r}")
         if self.row_sum not in ROW_SUMS:
             raise UsageError(f"the row sums are kept per {' or '.join(ROW_SUMS)}, not {self.row_sum!r}")
+        if self.rescale_at not in RESCALE_AT:
+            raise UsageError(f"O is rescaled at the {' or '.join(RESCALE_AT)}, not {self.rescale_at!r}")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale] + ROW_SUMS[self.row_sum]
-                + SYNCS[self.sync])
+                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
+                + ROW_SUMS[self.row_sum] + SYNCS[self.sync])
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     def plain(self) -> "GluonConfig":
-        """This configuration without the options that change no output bit (-rs, -tb): what their outputs are
+        """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
         checked against, bit for bit. -lt stays: it adds the row sums in another order."""
-        return replace(self, rescale="always", sync="membar")
+        return replace(self, rescale="always", rescale_at="tail", sync="membar")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-lt)?(-tb)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-lt)?(-tb)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
-                             "where no row of a warp moved its maximum; -lt: per-thread partial row sums; -tb: no "
-                             "warpgroup barrier before the mbarrier waits and releases)")
+                             "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
+                             "-lt: per-thread partial row sums; -tb: no warpgroup barrier before the mbarrier waits "
+                             "and releases)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover,
-                   rescale="moved" if m.group(8) else "always", row_sum="thread" if m.group(9) else "row",
-                   sync="mbarrier" if m.group(10) else "membar")
+                   rescale="moved" if m.group(8) else "always", rescale_at="pv" if m.group(9) else "tail",
+                   row_sum="thread" if m.group(10) else "row", sync="mbarrier" if m.group(11) else "membar")
 
 
 DEFAULT = GluonConfig()
@@ -397,7 +408,8 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
-              FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False):
+              FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
+              RESCALE_AT_PV: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
     which need no mask. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
@@ -458,6 +470,9 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     else:
         l_i = l_i * alpha + gl.sum(p, 1)
     p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
+    # RESCALE_AT_PV: the factor O still owes, applied just before the next P.V is issued (tile 0's is 0, on an O of
+    # zeros: the same zeros)
+    o_alpha = alpha
 
     for i in range(1, n_tiles):
         slot = i % STAGES
@@ -467,6 +482,8 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         mbarrier.wait(k_ready.index(slot), (i // STAGES) & 1)
         s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                               use_acc=False, is_async=True)
+        if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
+            o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
         o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
                               is_async=True)
@@ -482,10 +499,15 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
         o, p_op = _wait_pv(o_tok, p_op)
         mbarrier.arrive(v_empty.index(prev), count=1)
-        o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+        if RESCALE_AT_PV:
+            o_alpha = alpha
+        else:
+            o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     last = (n_tiles - 1) % STAGES
+    if RESCALE_AT_PV:
+        o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
     mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
     o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
                           is_async=True)
@@ -512,7 +534,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
-                 ROW_SUM_PARTS: gl.constexpr = False):
+                 ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False):
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -580,7 +602,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
                          v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                          n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -589,11 +611,11 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
                      kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                     KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS)),
+                     KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
         (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                      turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
                      KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS)),
+                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -698,7 +720,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 RESCALE_SKIP=config.rescale == "moved", PTX_TRIM=config.sync == "mbarrier",
-                ROW_SUM_PARTS=config.row_sum == "thread",
+                ROW_SUM_PARTS=config.row_sum == "thread", RESCALE_AT_PV=config.rescale_at == "pv",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

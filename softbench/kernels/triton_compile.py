@@ -333,8 +333,16 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_ffma": count(body, lambda i: i.base == "FFMA"),
             "loop_vote": count(body, lambda i: i.base == "VOTE"),
             "loop_fmul_jumped": _jumped_fmuls(body),
+            # FMULs issued between the loop's first and last wgmma: O's rescale beside Q.K^T in flight (-ro)
+            "loop_fmul_among_gmma": _fmuls_among_gmma(body),
             "loop_max_chain": _longest_max_chain(body),
             "named_barriers": _named_barriers(kernel)}
+
+
+def _fmuls_among_gmma(body: list) -> int:
+    """FMUL instructions after the loop's first wgmma and before its last (0 without wgmma)."""
+    at = [n for n, i in enumerate(body) if "GMMA" in i.opcode]
+    return sum(1 for i in body[at[0] + 1:at[-1]] if i.base == "FMUL") if at else 0
 
 
 def _longest_max_chain(body: list) -> int:

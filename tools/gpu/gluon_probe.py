@@ -11,8 +11,8 @@
    tile, against its output (the same operator: equal bit for bit expected). h15-proved is also compared with A1
    of the same kernel (equal bit for bit on every input), on the shapes and on inputs whose query norms are
    scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES). A configuration that skips
-   O's rescale where no row's maximum moved (-rs), or that leaves out the warpgroup barriers before the mbarrier
-   waits and releases (-tb), is also compared with the same configuration without them: equal bit for bit on every
+   O's rescale where no row's maximum moved (-rs), that issues it beside the next Q.K^T (-ro), or that leaves out
+   the warpgroup barriers before the mbarrier waits and releases (-tb), is also compared with the same configuration without them: equal bit for bit on every
    input; with --repeat-equal=N such configurations among --check-configs also run N times at the benchmark's
    shape against their plain form (repeated_equality).
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
@@ -107,7 +107,7 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
                             row["max_abs_vs_triton_same_tile"] = float((out.float() - tri.float()).abs().max())
                         row["ok"] = row["finite"] and row["rel_vs_ref"] < TOLERANCE[dtype_name]
                         plain_config = config.plain()
-                        if plain_config != config:  # -rs and -tb change no bit: the same kernel without them
+                        if plain_config != config:  # -rs, -ro and -tb change no bit: the same kernel without them
                             plain = ga.attention(q, k, v, causal, variant, plain_config)
                             row["plain_config"] = plain_config.label()
                             row["equals_plain"] = bool(torch.equal(out, plain))
@@ -126,7 +126,7 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
 
 
 def repeated_equality(rows: list, dtypes: dict, configs, variants, runs: int) -> None:
-    """Each configuration that differs from its plain form only in options that change no bit (-rs, -tb), run
+    """Each configuration that differs from its plain form only in options that change no bit (-rs, -ro, -tb), run
     `runs` times at the benchmark's shape (b1 h16 d128, 8192, causal and not) against the plain form's output: a
     race that the small checks miss would show as a difference in some run."""
     g = torch.Generator().manual_seed(3)
