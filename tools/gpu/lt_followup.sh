@@ -12,6 +12,8 @@
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh && . /tmp/gpu-site/env.sh && bash tools/gpu/lt_followup.sh 1` (carry .gpu/b), then
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/lt_followup.sh 2` while the host is still held
+# Step 2 was predicted and sealed first (sealed/gluon-lt-followup.yaml): score it with
+# `softbench evaluate sealed/gluon-lt-followup.yaml --sessions sessions`.
 set -uo pipefail
 STEP=${1:?step 1..2}
 PAYLOAD=
