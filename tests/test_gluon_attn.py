@@ -405,7 +405,7 @@ def test_row_maximum_is_a_chain_of_33_dependent_fmnmx(dtype, label):
     """loop_max_chain, the latency of each row's maximum that every exponential of a tile waits for: Triton's
     reduction folds a thread's 32 columns of a row one after another (31 FMNMX), then 2 more after the quad's
     shuffles. (A tree inside the thread, 7, was built and timed on the H200 with no gain: docs/hopper-notes.md,
-    "Where the warps wait"; its source is the tag src-b7d7098d.)"""
+    "Where the warps wait"; its source was the tag src-b7d7098d, lost since with the repository's tags.)"""
     rep = _compile(dtype, "A0", label)
     assert rep["loop_max_chain"] == 33, rep
 

@@ -13,7 +13,8 @@
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then, back to back,
 #          `bash .gpu/b/install.sh && . /tmp/gpu-site/env.sh && bash tools/gpu/row_max.sh 1` (carry .gpu/b), and
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/row_max.sh N [...]` for N = 2, 3 while the host is still held
-# Ran 2026-12-02 07:41-07:52 from the source under the tag src-b7d7098d, the only one with -mt and -pw: neither
+# Ran 2026-12-02 07:41-07:52 from the source under the tag src-b7d7098d (lost since: the repository was recreated
+# from its landed commits without tags), the only one with -mt and -pw: neither
 # schedule was faster, and main keeps neither. Step 1's first call passed its checks but its sessions were refused
 # (the backend's option list lacked the two new fields); after that fix its timing ran again with the checks skipped
 # (their record is sessions/gluon-probe-h200-20261202-0742-schedules-*). Step 2 ran; step 3 did not (no
