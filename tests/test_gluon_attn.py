@@ -58,13 +58,15 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert parts.label() == "gluon-n128s2-c240l24-hg8-g1-lt-tb" and ga.GluonConfig.from_label(parts.label()) == parts
     # -lt sums in another order: its plain form keeps it (checked against the simulation, not bit for bit)
     assert parts.plain() == ga.GluonConfig(consumers=1, row_sum="thread")
-    with pytest.raises(UsageError, match="kept per row or thread"):
-        ga.GluonConfig(row_sum="warp")
     early = ga.GluonConfig(consumers=1, rescale_at="pv", row_sum="thread", sync="mbarrier")
     assert early.label() == "gluon-n128s2-c240l24-hg8-g1-ro-lt-tb" and ga.GluonConfig.from_label(early.label()) == early
     assert early.plain() == ga.GluonConfig(consumers=1, row_sum="thread")  # -ro changes no bit
     with pytest.raises(UsageError, match="rescaled at the tail or pv"):
         ga.GluonConfig(rescale_at="never")
+    tree = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-ro-ltt-tb")
+    assert (tree.row_sum, tree.rescale_at, tree.consumers) == ("tree", "pv", 1) and tree.label().endswith("-ro-ltt-tb")
+    with pytest.raises(UsageError, match="kept per row or thread or tree"):
+        ga.GluonConfig(row_sum="warp")
     # what -rs and -tb are checked against bit for bit: the same configuration without them
     assert trimmed.plain() == one and one.plain() == one
     with pytest.raises(UsageError, match="synchronize by membar or mbarrier"):
@@ -386,6 +388,12 @@ def test_thread_row_sums_leave_the_quad_exchange_out_of_the_loop(dtype, label):
     counted = [k for k in rows if k.startswith("loop_") and isinstance(rows[k], int)]
     assert all(parts[k] <= rows[k] for k in counted), {k: (rows[k], parts[k]) for k in counted}
     assert parts["stack_bytes"] == 0 and parts["spill_stores"] == 0 and parts["ptxas_advisories"] == [], parts
+    # the sums' chains of adds: 31 in the thread and 2 after the quad's shuffles, then 16 (the thread's 16 pairs of
+    # keys one after another), then 5 with the pairs added level by level (-ltt: 1 + 4 levels), the same count
+    tree = _compile(dtype, "A0", label.replace("-tb", "-ltt-tb"))
+    assert (rows["loop_sum_chain"], parts["loop_sum_chain"], tree["loop_sum_chain"]) == (33, 16, 5), (rows, parts, tree)
+    assert tree["loop_instructions"] == parts["loop_instructions"] and tree["loop_fadd"] == parts["loop_fadd"], tree
+    assert tree["spill_stores"] == 0 and tree["ptxas_advisories"] == [], tree
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():
@@ -412,17 +420,17 @@ def test_row_maximum_is_a_chain_of_33_dependent_fmnmx(dtype, label):
 
 def test_max_chain_counts_dependent_fmnmx_and_restarts_at_branches_and_other_writers():
     from softbench.audit.sass import parse_instruction
-    from softbench.kernels.triton_compile import _longest_max_chain
+    from softbench.kernels.triton_compile import _longest_chain
 
     def body(*lines):
         return [parse_instruction(t, 16 * k) for k, t in enumerate(lines)]
 
     fold = ["FMNMX R10, R0, R1, !PT", "FMNMX R10, R10, R2, !PT", "FMNMX R10, R10, R3, !PT",
             "SHFL.BFLY PT, R11, R10, 0x1, 0x1f", "FMNMX R10, R10, R11, !PT"]
-    assert _longest_max_chain(body(*fold)) == 4  # three in the thread, one after the shuffle
+    assert _longest_chain(body(*fold), "FMNMX") == 4  # three in the thread, one after the shuffle
     tree = ["FMNMX R10, R0, R1, !PT", "FMNMX R11, R2, R3, !PT", "FMNMX R10, R10, R11, !PT",
             "SHFL.BFLY PT, R11, R10, 0x1, 0x1f", "FMNMX R10, R10, R11, !PT"]
-    assert _longest_max_chain(body(*tree)) == 3
+    assert _longest_chain(body(*tree), "FMNMX") == 3
     # a branch between two forms of the tile, or another instruction writing the register, breaks the chain
-    assert _longest_max_chain(body(*fold[:2], "BRA 0x100", *fold[2:])) == 2
-    assert _longest_max_chain(body(*fold[:2], "FMUL R10, R10, R5", *fold[2:])) == 2
+    assert _longest_chain(body(*fold[:2], "BRA 0x100", *fold[2:]), "FMNMX") == 2
+    assert _longest_chain(body(*fold[:2], "FMUL R10, R10, R5", *fold[2:]), "FMNMX") == 2

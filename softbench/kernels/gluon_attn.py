@@ -71,7 +71,8 @@ SYNCS = {"membar": "", "mbarrier": "-tb"}
 # quad after every tile (two shuffles and two adds per row); "thread" keeps each thread's own part and adds the
 # parts once, after the last tile, as FA3's softmax does. The same operator, but the sum is added in another order,
 # so its last bits differ from the plain kernel's.
-ROW_SUMS = {"row": "", "thread": "-lt"}
+ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt"}
+ROW_SUM_MODE = {"row": 0, "thread": 1, "tree": 2}  # the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread
 # Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
 # completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
 # dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
@@ -122,12 +123,12 @@ class GluonConfig:
     docs/hopper-notes.md).
     sync: "membar" (Triton's barriers as placed) or "mbarrier" (label -tb): the warpgroup barrier before each
     mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
-    row_sum: "row" (each tile's row sums reduced across the quad) or "thread" (label -lt): each thread's partial
-    sums carried across the loop and added once at the end, as FA3 does (the same operator summed in another
-    order: not bit for bit the plain kernel's output).
+    row_sum: "row" (each tile's row sums reduced across the quad), "thread" (label -lt) or "tree" (-ltt, the
+    tile's parts added pairwise): each thread's partial sums carried across the loop and added once at the end, as
+    FA3 does (the same operator summed in another order: not bit for bit the plain kernel's output).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt][-tb] (what sessions record and --triton-config
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt][-tb] (what sessions record and --triton-config
     takes)."""
 
     block_n: int = 128
@@ -141,7 +142,8 @@ class GluonConfig:
     rescale: str = "always"  # O's rescale per tile: "always", or "moved" (label -rs): skipped by a warp whose
     # rows all kept their maximum (alpha = 1 exactly, so the result is the same bit for bit)
     sync: str = "membar"  # SYNCS: "mbarrier" (label -tb) leaves the consumers' mbarriers as their only sync
-    row_sum: str = "row"  # ROW_SUMS: "thread" (label -lt) keeps per-thread partial row sums across the loop
+    row_sum: str = "row"  # ROW_SUMS: "thread" (label -lt) keeps per-thread partial row sums across the loop,
+    # "tree" (label -ltt) the same with each tile's parts added pairwise (a shorter chain of adds)
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
 
     def __post_init__(self):
@@ -188,19 +190,20 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-lt)?(-tb)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt)?(-tb)?", label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
-                             "-lt: per-thread partial row sums; -tb: no warpgroup barrier before the mbarrier waits "
+                             "-lt: per-thread partial row sums (-ltt: added pairwise); -tb: no warpgroup barrier before the mbarrier waits "
                              "and releases)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover,
                    rescale="moved" if m.group(8) else "always", rescale_at="pv" if m.group(9) else "tail",
-                   row_sum="thread" if m.group(10) else "row", sync="mbarrier" if m.group(11) else "membar")
+                   row_sum={suffix: name for name, suffix in ROW_SUMS.items()}.get(m.group(10) or "", "row"),
+                   sync="mbarrier" if m.group(11) else "membar")
 
 
 DEFAULT = GluonConfig()
@@ -381,12 +384,34 @@ def _rescale_o(o, alpha, rows_o: gl.constexpr, HEAD_DIM: gl.constexpr, SKIP: gl.
 
 
 @gluon.jit
-def _thread_row_sums(p, BLOCK_N: gl.constexpr):
+def _halve_keys(x):
+    """(rows, 2n, 4) -> (rows, n, 4): the upper half of axis 1 added to the lower, element by element, inside each
+    thread (axis 1 is the thread's own registers)."""
+    ROWS: gl.constexpr = x.shape[0]
+    N: gl.constexpr = x.shape[1] // 2
+    upper, lower = gl.split(x.reshape([ROWS, 2, N, 4]).permute((0, 2, 3, 1)))
+    return upper + lower
+
+
+@gluon.jit
+def _thread_row_sums(p, BLOCK_N: gl.constexpr, TREE: gl.constexpr = False):
     """Each thread's own part of its rows' sums of p, without the shuffles a full row sum takes: in the wgmma
     accumulator's layout thread t of a quad holds keys 8c + 2t + j (j < 2) of its rows, so summing over c and j
-    leaves a (rows, 4) tensor whose column t lives in thread t alone."""
+    leaves a (rows, 4) tensor whose column t lives in thread t alone. TREE (GluonConfig.row_sum "tree"): the c
+    terms added pairwise, level by level, a chain of log2(BLOCK_N / 8) adds instead of BLOCK_N / 8, which ptxas
+    leaves at the tile's end (docs/hopper-notes.md)."""
     ROWS: gl.constexpr = p.shape[0]
-    return gl.sum(gl.sum(p.reshape([ROWS, BLOCK_N // 8, 4, 2]), 3), 1)
+    pairs = gl.sum(p.reshape([ROWS, BLOCK_N // 8, 4, 2]), 3)
+    if TREE:
+        C: gl.constexpr = BLOCK_N // 8
+        if C >= 16:
+            pairs = _halve_keys(pairs)
+        if C >= 8:
+            pairs = _halve_keys(pairs)
+        pairs = _halve_keys(_halve_keys(pairs))
+        return pairs.reshape([ROWS, 4])
+    else:
+        return gl.sum(pairs, 1)
 
 
 @gluon.jit
@@ -395,7 +420,7 @@ def _row_sum_update(l_i, p, alpha, BLOCK_N: gl.constexpr, PARTS: gl.constexpr):
     l holds every thread's partial sums (_thread_row_sums), added across the quad once after the last tile, as FA3
     does; otherwise full row sums, reduced across the quad (two shuffles per row) every tile."""
     if PARTS:
-        parts = _thread_row_sums(p, BLOCK_N)
+        parts = _thread_row_sums(p, BLOCK_N, PARTS == 2)
         a = gl.convert_layout(alpha, gl.SliceLayout(1, parts.type.layout))
         return l_i * a[:, None] + parts
     else:
@@ -466,7 +491,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     else:
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
     if ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
-        l_i = _thread_row_sums(p, BLOCK_N)
+        l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
     else:
         l_i = l_i * alpha + gl.sum(p, 1)
     p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
@@ -720,7 +745,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 RESCALE_SKIP=config.rescale == "moved", PTX_TRIM=config.sync == "mbarrier",
-                ROW_SUM_PARTS=config.row_sum == "thread", RESCALE_AT_PV=config.rescale_at == "pv",
+                ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

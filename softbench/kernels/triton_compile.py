@@ -335,7 +335,9 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_fmul_jumped": _jumped_fmuls(body),
             # FMULs issued between the loop's first and last wgmma: O's rescale beside Q.K^T in flight (-ro)
             "loop_fmul_among_gmma": _fmuls_among_gmma(body),
-            "loop_max_chain": _longest_max_chain(body),
+            "loop_max_chain": _longest_chain(body, "FMNMX"),
+            # the row sums' adds, one after another: what ptxas leaves at the tile's end (-lt, -ltt shorten it)
+            "loop_sum_chain": _longest_chain(body, "FADD"),
             "named_barriers": _named_barriers(kernel)}
 
 
@@ -345,19 +347,20 @@ def _fmuls_among_gmma(body: list) -> int:
     return sum(1 for i in body[at[0] + 1:at[-1]] if i.base == "FMUL") if at else 0
 
 
-def _longest_max_chain(body: list) -> int:
-    """The most FMNMX one after another in a chain of dependences in the loop: the latency of each row's maximum,
-    which every exponential of the tile waits for. The reduction's shuffles across threads do not break it: each is
-    followed by an FMNMX of the thread's own partial maximum and the shuffled one, which carries the chain on. A
-    register that anything else writes starts a new chain, and so does every branch (the loop's masked and unmasked
-    tile forms are alternatives, whose registers the count must not join)."""
+def _longest_chain(body: list, base: str) -> int:
+    """The most instructions of one kind (`base`: FMNMX, FADD) one after another in a chain of dependences in the
+    loop. FMNMX: the latency of each row's maximum, which every exponential of the tile waits for; FADD: that of
+    its sum. The reduction's shuffles across threads do not break a chain: each is followed by an instruction of
+    the same kind that combines the thread's own partial result with the shuffled one, which carries the chain on.
+    A register that anything else writes starts a new chain, and so does every branch (the loop's masked and
+    unmasked tile forms are alternatives, whose registers the count must not join)."""
     depth: dict[int, int] = {}
     longest = 0
     for ins in body:
         written = ins.dest_registers()
         if ins.base == "BRA":
             depth.clear()
-        elif ins.base == "FMNMX":
+        elif ins.base == base:
             d = max((depth.get(r, 0) for r in ins.source_registers()), default=0) + 1
             for r in written:
                 depth[r] = d
