@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15, after -lt (per-thread row sums) took FP8 A0 from 0.919 to 0.944-0.947 of FA3 at causal 8K and cost BF16
-# a point (docs/hopper-notes.md, "Per-thread row sums"). Written 2026-12-02 09:59-10:09 when the session's device time was
-# spent: ready, not run.
+# a point (docs/hopper-notes.md, "Per-thread row sums"). Written 2026-12-02 09:59-10:09, when the session's device
+# time was spent: ready, not run.
 # Step 1: softbench's per-instruction stall samples of the new FP8 default (A0, h15-folded, FA3) and of BF16 A0 with
 # -lt, to see where the samples moved (the old FP8 default's are in 20261202T092647Z, BF16's plain in 090852Z).
 # Step 2, FP8 causal 8K against FA3 beside the default: -ro (O's rescale issued beside the next Q.K^T instead of at
