@@ -175,3 +175,25 @@ def test_trace_report(tmp_path):
     assert [r[2] for r in tab.rows] == ["4K", "8K"]
     assert tab.rows[0][6] == "+11.1"  # 100 * (100 / 90 - 1)
     assert [u[0] for u in rep.unknown] == ["t-empty"]
+
+
+def test_speedup_bars_name_each_session_and_carry_its_interval():
+    """Each bar of the speed-up figure is named by its session's start, the kernel configuration the worker reported
+    (the defaults resolved: a run that named none still says which it ran) and, unless at equal clock, its quantity;
+    its whisker is the paired 95% interval the session recorded. Read from sessions the H200 recorded."""
+    from softbench.predictions.sessions import load_session
+    from softbench.report.figures import _bar_error
+    from softbench.report.records import bar_label, kernel_config
+
+    root = Path(__file__).resolve().parents[1] / "sessions"
+    sustained = load_session(next(root.glob("20261202T093051Z-latency-*")))
+    default = load_session(next(root.glob("20261202T094224Z-latency-*")))  # --triton-config left out
+    assert bar_label(sustained) == "093051 n128s2-c240l24-hg8-g1-lt-tb sustained"
+    assert bar_label(default) == "094224 n128s2-c240l24-hg8-g1-lt-tb"
+    assert kernel_config(default) == "gluon-n128s2-c240l24-hg8-g1-lt-tb" and default.protocol["backend_options"] == {}
+    low, high = sustained.summary["speedup_ci95_pct"]
+    mid = sustained.summary["speedup_pct"]
+    assert _bar_error(sustained.summary) == ([mid - low], [high - mid])
+    # a session without an interval (the paper's rounds) keeps its per-round sd; one with neither has no whisker
+    assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.7}) == ([0.7], [0.7])
+    assert _bar_error({"speedup_pct": 5.0}) is None

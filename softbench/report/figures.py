@@ -10,8 +10,8 @@ from pathlib import Path
 
 from softbench.core.shapes import seq_label
 from softbench.predictions.sessions import SessionRecord
-from softbench.report.records import (fidelity_conditions, lat_group, loop_name, marked_name, mask_label, raw_records,
-                                      trace_points)
+from softbench.report.records import (bar_label, fidelity_conditions, lat_group, loop_name, marked_name, mask_label,
+                                      raw_records, trace_points)
 
 
 def new_figure(width: float = 8.0, height: float = 4.5):
@@ -86,9 +86,20 @@ def plot_speedup_vs_seq(recs: list[SessionRecord], path: Path) -> Path | None:
     return save_figure(fig, path)
 
 
+def _bar_error(summary: dict) -> tuple[list[float], list[float]] | None:
+    """A bar's whisker: the paired 95% interval where the session has one (interleaved, sustained), else the
+    per-round sd (the paper's rounds), else none."""
+    ci, mid = summary.get("speedup_ci95_pct"), summary["speedup_pct"]
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+        return [max(mid - ci[0], 0.0)], [max(ci[1] - mid, 0.0)]
+    sd = summary.get("per_round_sd_pp")
+    return ([sd], [sd]) if isinstance(sd, (int, float)) else None
+
+
 def plot_speedup_bars(recs: list[SessionRecord], path: Path) -> Path | None:
-    """Bars per dtype x mask (one bar per session, grouped by seq) with per-round sd whiskers; one panel per
-    backend and comparison."""
+    """Bars per dtype x mask (one bar per session, grouped by seq), each named under it by its session's start,
+    its kernel configuration and, unless at equal clock, its quantity (bar_label); whiskers: the paired 95% interval,
+    or the per-round sd where a session has no interval. One panel per backend and comparison."""
     usable = [r for r in recs if r.summary.get("speedup_pct") is not None]
     if not usable:
         return None
@@ -96,28 +107,35 @@ def plot_speedup_bars(recs: list[SessionRecord], path: Path) -> Path | None:
     for r in usable:
         b, _, _, comp = lat_group(r)
         panels[(b, comp)].append(r)
-    fig = new_figure(8.0, 3.8 * len(panels))
+    most = max(len(m) for m in panels.values())
+    fig = new_figure(max(8.0, 0.45 * most + 2.0), 5.2 * len(panels))
+    fig.set_layout_engine("constrained")  # room below each panel for its rotated bar names
     for pi, (pkey, members) in enumerate(sorted(panels.items())):
         ax = fig.add_subplot(len(panels), 1, pi + 1)
         cats = sorted({(r.facts.get("dtype", "?"), mask_label(r.facts.get("causal"))) for r in members})
         seqs = sorted({r.facts.get("seq") for r in members if isinstance(r.facts.get("seq"), int)})
         colors = {s: f"C{i % 10}" for i, s in enumerate(seqs)}
+        ticks, names = [], []
         for ci, cat in enumerate(cats):
             in_cat = sorted((r for r in members if (r.facts.get("dtype", "?"), mask_label(r.facts.get("causal"))) == cat),
                             key=lambda r: (r.facts.get("seq") or 0, r.name))
             width = 0.8 / len(in_cat)
             for j, r in enumerate(in_cat):
                 x = ci - 0.4 + width * (j + 0.5)
-                seq = r.facts.get("seq")
-                sd = r.summary.get("per_round_sd_pp")
-                ax.bar(x, r.summary["speedup_pct"], width * 0.9, color=colors.get(seq, "0.6"),
-                       hatch=None if r.complete else "//", edgecolor="black", lw=0.5,
-                       yerr=sd if sd is not None else None, capsize=3)
-        ax.set_xticks(range(len(cats)))
-        ax.set_xticklabels([f"{d} {m}" for d, m in cats])
+                ax.bar(x, r.summary["speedup_pct"], width * 0.9, color=colors.get(r.facts.get("seq"), "0.6"),
+                       hatch=None if r.complete else "//", edgecolor="black", lw=0.5, yerr=_bar_error(r.summary),
+                       capsize=3)
+                ticks.append(x)
+                names.append(bar_label(r))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(names, rotation=90, fontsize=7)
+        for ci, (d, m) in enumerate(cats):  # the category under its bars, above the plot
+            ax.annotate(f"{d} {m}", (ci, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                        fontsize=9)
         ax.axhline(0.0, color="0.5", lw=0.8)
         ax.set_ylabel("speed-up %")
-        ax.set_title(f"{pkey[0]}: {pkey[1]} (whiskers: per-round sd; hatched: partial)", fontsize=10)
+        ax.set_title(f"{pkey[0]}: {pkey[1]} (whiskers: paired 95% interval, or per-round sd; hatched: partial)",
+                     fontsize=10, pad=16)
         from matplotlib.patches import Patch
 
         ax.legend(handles=[Patch(color=c, label=seq_label(s)) for s, c in colors.items()], fontsize=8, title="seq")

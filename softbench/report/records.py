@@ -17,6 +17,30 @@ def marked_name(rec: SessionRecord) -> str:
     return rec.name + ("" if rec.complete else " (partial)")
 
 
+def kernel_config(rec: SessionRecord) -> str:
+    """The kernel configuration the baseline ran in, as the worker reported it (its build info in smoke.json's
+    summary: the resolved defaults included, which protocol.yaml's backend_options leave out); '' where none was
+    reported (FA4, the simulation)."""
+    smoke = rec.summary.get("smoke")
+    baseline = rec.facts.get("baseline")
+    entry = smoke.get(baseline) if isinstance(smoke, dict) else None
+    info = entry.get("build_info") if isinstance(entry, dict) else None
+    config = info.get("config") if isinstance(info, dict) else None
+    label = config.get("label") if isinstance(config, dict) else None
+    return label if isinstance(label, str) else ""
+
+
+def bar_label(rec: SessionRecord) -> str:
+    """A bar's name in the speed-up figures: the session's start time (its folder stamp, HHMMSS), its kernel
+    configuration (a Gluon label without its "gluon-" prefix: n128s2-c240l24-hg8-g1-lt-tb), and the quantity when it
+    is not the speed-up at equal clock."""
+    stamp = rec.name[9:15] if len(rec.name) > 15 and rec.name[8] == "T" else rec.name[:6]
+    config = kernel_config(rec)
+    options = config.removeprefix("gluon-")
+    quantity = rec.facts.get("quantity")
+    return " ".join(x for x in (stamp, options, quantity if quantity not in (None, "at equal clock") else "") if x)
+
+
 def mask_label(causal: Any) -> str:
     return {True: "causal", False: "noncausal"}.get(causal, "?")
 
