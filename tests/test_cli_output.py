@@ -3,6 +3,7 @@ and what Ctrl-C leaves (the partial session's path)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -98,7 +99,7 @@ def test_a_table_too_wide_for_whole_words_is_printed_turned():
                                              ["ref-fa3"] + [str(200 + k) for k in range(18)]]
     assert turned(columns, rows) == (["variant", "A0", "ref-fa3"],
                                      [[f, str(100 + k), str(200 + k)] for k, f in enumerate(families)])
-    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console = Console(width=80, record=True, file=io.StringIO())
     console.print(table("wide", columns, rows, width=80))
     text = console.export_text()
     assert all(f in text for f in families), text  # every header whole, each on its own row

@@ -128,8 +128,8 @@ class GluonConfig:
     FA3 does (the same operator summed in another order: not bit for bit the plain kernel's output).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt][-tb] (what sessions record and --triton-config
-    takes)."""
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt][-tb] (what sessions record and
+    --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -190,14 +190,15 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt)?(-tb)?", label.strip())
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt)?(-tb)?",
+                         label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
-                             "-lt: per-thread partial row sums (-ltt: added pairwise); -tb: no warpgroup barrier before the mbarrier waits "
-                             "and releases)")
+                             "-lt: per-thread partial row sums (-ltt: added pairwise); -tb: no warpgroup barrier "
+                             "before the mbarrier waits and releases)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.session import read_jsonl
+from softbench.predictions.evaluate import resolve
 from softbench.predictions.sessions import SessionRecord
 
 
@@ -21,12 +22,10 @@ def kernel_config(rec: SessionRecord) -> str:
     """The kernel configuration the baseline ran in, as the worker reported it (its build info in smoke.json's
     summary: the resolved defaults included, which protocol.yaml's backend_options leave out); '' where none was
     reported (FA4, the simulation)."""
-    smoke = rec.summary.get("smoke")
     baseline = rec.facts.get("baseline")
-    entry = smoke.get(baseline) if isinstance(smoke, dict) else None
-    info = entry.get("build_info") if isinstance(entry, dict) else None
-    config = info.get("config") if isinstance(info, dict) else None
-    label = config.get("label") if isinstance(config, dict) else None
+    if not isinstance(baseline, str):
+        return ""
+    label = resolve(rec.summary, f"smoke.{baseline}.build_info.config.label")
     return label if isinstance(label, str) else ""
 
 

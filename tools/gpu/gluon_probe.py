@@ -12,9 +12,9 @@
    of the same kernel (equal bit for bit on every input), on the shapes and on inputs whose query norms are
    scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES). A configuration that skips
    O's rescale where no row's maximum moved (-rs), that issues it beside the next Q.K^T (-ro), or that leaves out
-   the warpgroup barriers before the mbarrier waits and releases (-tb), is also compared with the same configuration without them: equal bit for bit on every
-   input; with --repeat-equal=N such configurations among --check-configs also run N times at the benchmark's
-   shape against their plain form (repeated_equality).
+   the warpgroup barriers before the mbarrier waits and releases (-tb), is also compared with the same
+   configuration without them: equal bit for bit on every input; with --repeat-equal=N such configurations among
+   --check-configs also run N times at the benchmark's shape against their plain form (repeated_equality).
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
    CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
    same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
