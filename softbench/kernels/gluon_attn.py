@@ -210,12 +210,14 @@ class GluonConfig:
 DEFAULT = GluonConfig()
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
-# 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums (-lt) since 2026-12-02: at equal
-# clock against FA3 in the same interleavings A0 went from 0.919 to 0.944-0.947 of FA3 at causal 8K (sessions
-# 20261202T092343Z against 092243Z and 092746Z), and read 0.935 non-causal 8K and causal 16K (092837Z, 092936Z; the
-# plain -g1 0.906-0.908 there before); at BF16 -lt read 0.897-0.898 against the default's 0.906-0.908 (092441Z,
-# 093437Z against 092537Z, 093340Z), so the BF16 default keeps full row sums
-DEFAULT_FP8 = GluonConfig(consumers=1, row_sum="thread")
+# 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread
+# sums (-lt) took A0 from 0.919 to 0.944-0.947 of FA3 at FP8 causal 8K at equal clock (20261202T092343Z against
+# 092243Z, 092746Z); adding each tile's parts pairwise shortened the chain of dependent adds at the tile's end from 16
+# to 5 and took A0 to 0.950-0.952 against -lt's 0.942-0.943 in the same leases (113234Z, 114700Z against 113429Z,
+# 114756Z), 0.956 against 0.936 non-causal 8K (114851Z, 114950Z) and 0.947 against 0.933 causal 16K (115048Z,
+# 115144Z). At BF16, -lt read 0.897-0.898 against the default's 0.906-0.908 (092441Z, 093437Z against 092537Z,
+# 093340Z) and -ltt 0.896 beside the default's 0.896 (114034Z, 115238Z), so the BF16 default keeps full row sums
+DEFAULT_FP8 = GluonConfig(consumers=1, row_sum="tree")
 # With Triton 3.6 (ptx_trim's), both defaults leave the warpgroup barriers out (-tb): the same output bit for bit,
 # and at equal clock against FA3 in the same interleavings A0 went from 0.887 to 0.910 of FA3 at BF16 causal 8K and
 # from 0.911 to 0.914 at FP8 (the sweeps 20261202T053442Z / 053342Z and 053235Z / 053136Z, one lease)
