@@ -58,6 +58,9 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     assert parts.label() == "gluon-n128s2-c240l24-hg8-g1-lt-tb" and ga.GluonConfig.from_label(parts.label()) == parts
     # -lt sums in another order: its plain form keeps it (checked against the simulation, not bit for bit)
     assert parts.plain() == ga.GluonConfig(consumers=1, row_sum="thread")
+    on_mma = ga.GluonConfig(consumers=1, row_sum="mma", sync="mbarrier")
+    assert on_mma.label() == "gluon-n128s2-c240l24-hg8-g1-lm-tb" and ga.GluonConfig.from_label(on_mma.label()) == on_mma
+    assert on_mma.plain().row_sum == "mma"  # -lm sums the rounded P: its own reference, not another's bits
     early = ga.GluonConfig(consumers=1, rescale_at="pv", row_sum="thread", sync="mbarrier")
     assert early.label() == "gluon-n128s2-c240l24-hg8-g1-ro-lt-tb" and ga.GluonConfig.from_label(early.label()) == early
     assert early.plain() == ga.GluonConfig(consumers=1, row_sum="thread")  # -ro changes no bit
@@ -394,6 +397,20 @@ def test_thread_row_sums_leave_the_quad_exchange_out_of_the_loop(dtype, label):
     assert (rows["loop_sum_chain"], parts["loop_sum_chain"], tree["loop_sum_chain"]) == (33, 16, 5), (rows, parts, tree)
     assert tree["loop_instructions"] == parts["loop_instructions"] and tree["loop_fadd"] == parts["loop_fadd"], tree
     assert tree["spill_stores"] == 0 and tree["ptxas_advisories"] == [], tree
+
+
+@pytest.mark.parametrize("dtype,label,key_steps", [("fp8", "gluon-n128s2-c240l24-hg8-g1-tb", 4),
+                                                   ("bf16", "gluon-n128s2-c240l24-hg8-tb", 8)])
+def test_row_sums_on_the_tensor_core_take_the_adds_out_of_the_loop(dtype, label, key_steps):
+    """-lm: P times a tile of ones, one m64n8 wgmma per key step beside P.V's, in place of the 64 adds per tile and
+    thread of the per-thread sums (-ltt); the loop waits once more (the sums' group), no barrier enters it, and
+    nothing spills."""
+    tree, mma = (_compile(dtype, "A0", label.replace("-tb", suffix)) for suffix in ("-ltt-tb", "-lm-tb"))
+    assert mma["loop_gmma"] - tree["loop_gmma"] == key_steps, (tree, mma)
+    assert any(shape.startswith("m64n8k") for shape in mma["wgmma"]) and mma["loop_gmma_waits"] == 3, mma
+    assert tree["loop_fadd"] - mma["loop_fadd"] >= 60 and mma["loop_sum_chain"] <= 1, (tree, mma)
+    assert tree["loop_instructions"] - mma["loop_instructions"] >= 50, (tree, mma)
+    assert mma["loop_bar_sync"] == 0 and mma["spill_stores"] == 0 and mma["ptxas_advisories"] == [], mma
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():

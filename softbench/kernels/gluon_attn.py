@@ -70,9 +70,14 @@ SYNCS = {"membar": "", "mbarrier": "-tb"}
 # The running row sums, and the label suffix: "row" keeps each row's full sum, reduced across the four threads of a
 # quad after every tile (two shuffles and two adds per row); "thread" keeps each thread's own part and adds the
 # parts once, after the last tile, as FA3's softmax does. The same operator, but the sum is added in another order,
-# so its last bits differ from the plain kernel's.
-ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt"}
-ROW_SUM_MODE = {"row": 0, "thread": 1, "tree": 2}  # the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread
+# so its last bits differ from the plain kernel's. "mma" leaves the sums to the tensor core: P times a tile of ones
+# (keys x 8), one m64n8 wgmma per key step issued beside P.V, its 8 columns each the rows' sums, so the loop has no
+# adds for them at all (64 FADD per tile and thread at 128 keys). It sums P as P.V reads it (rounded to the operand
+# dtype) rather than in FP32, so the normalizer is the sum of the very weights O was built from.
+ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt", "mma": "-lm"}
+# the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread, 3 on the tensor core
+ROW_SUM_MODE = {"row": 0, "thread": 1, "tree": 2, "mma": 3}
+ONES_COLS = 8  # the ones tile's columns: wgmma's smallest N
 # Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
 # completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
 # dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
@@ -125,10 +130,11 @@ class GluonConfig:
     mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
     row_sum: "row" (each tile's row sums reduced across the quad), "thread" (label -lt) or "tree" (-ltt, the
     tile's parts added pairwise): each thread's partial sums carried across the loop and added once at the end, as
-    FA3 does (the same operator summed in another order: not bit for bit the plain kernel's output).
+    FA3 does (the same operator summed in another order: not bit for bit the plain kernel's output); "mma" (-lm):
+    summed by the tensor core, P times a tile of ones, from P as P.V reads it (ROW_SUMS).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt][-tb] (what sessions record and
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt|-lm][-tb] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -143,7 +149,8 @@ class GluonConfig:
     # rows all kept their maximum (alpha = 1 exactly, so the result is the same bit for bit)
     sync: str = "membar"  # SYNCS: "mbarrier" (label -tb) leaves the consumers' mbarriers as their only sync
     row_sum: str = "row"  # ROW_SUMS: "thread" (label -lt) keeps per-thread partial row sums across the loop,
-    # "tree" (label -ltt) the same with each tile's parts added pairwise (a shorter chain of adds)
+    # "tree" (label -ltt) the same with each tile's parts added pairwise (a shorter chain of adds), "mma" (-lm) by
+    # the tensor core
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
 
     def __post_init__(self):
@@ -185,20 +192,21 @@ class GluonConfig:
 
     def plain(self) -> "GluonConfig":
         """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
-        checked against, bit for bit. -lt stays: it adds the row sums in another order."""
+        checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
+        the rounded P."""
         return replace(self, rescale="always", rescale_at="tail", sync="membar")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt)?(-tb)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt|-lm)?(-tb)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
-                             "-lt: per-thread partial row sums (-ltt: added pairwise); -tb: no warpgroup barrier "
-                             "before the mbarrier waits and releases)")
+                             "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core); -tb: "
+                             "no warpgroup barrier before the mbarrier waits and releases)")
         handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover,
@@ -431,8 +439,23 @@ def _row_sum_update(l_i, p, alpha, BLOCK_N: gl.constexpr, PARTS: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-              my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks,
+def _ones_operand(ones_smem):
+    """The ones tile as the row-sum wgmma's (keys, ONES_COLS) B operand: a transposed view of its (ONES_COLS,
+    keys) box, key-major, as FP8 wgmma needs its B operand (and 16-bit wgmma takes)."""
+    return ones_smem.permute((1, 0))
+
+
+@gluon.jit
+def _rescale_sums(l_acc, alpha):
+    """row_sum "mma": the tensor core's row sums, multiplied by a tile's alpha wherever O is (the same rows in the
+    same threads: the accumulators of m64 wgmmas share their row layout)."""
+    return l_acc * gl.convert_layout(alpha, gl.SliceLayout(1, l_acc.type.layout))[:, None]
+
+
+@gluon.jit
+def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
+              k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
+              kn_row, kn_blocks,
               HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
@@ -459,9 +482,18 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    SUMS_MMA: gl.constexpr = ROW_SUM_PARTS == 3  # the row sums on the tensor core (GluonConfig.row_sum "mma")
+    ONES_N: gl.constexpr = ones_smem.shape[0]
+    l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, ONES_N, K_STEP])
 
-    mbarrier.expect(q_bar, desc_q.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
+    if SUMS_MMA:  # the ones tile arrives with Q, on Q's barrier
+        mbarrier.expect(q_bar, desc_q.block_type.nbytes + desc_ones.block_type.nbytes)
+        tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
+        tma.async_copy_global_to_shared(desc_ones, [0, 0], q_bar, ones_smem)
+    else:
+        mbarrier.expect(q_bar, desc_q.block_type.nbytes)
+        tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
     mbarrier.wait(q_bar, 0)
     q = q_smem.reshape([ROWS, HEAD_DIM])
     UNMASKED: gl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
@@ -493,7 +525,9 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
     else:
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
-    if ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
+    if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
+        l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
+    elif ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
         l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
     else:
         l_i = l_i * alpha + gl.sum(p, 1)
@@ -512,11 +546,18 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
                               use_acc=False, is_async=True)
         if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
             o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+            if SUMS_MMA:
+                l_acc = _rescale_sums(l_acc, o_alpha)
         mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
-        o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
-                              is_async=True)
+        p_a = _p_operand(p_op, dtype)
+        o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+        if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
+            l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, is_async=True)
         _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
-        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
+        if SUMS_MMA:  # Q.K^T's group is the oldest of three
+            s = warpgroup_mma_wait(num_outstanding=2, deps=(s_tok, ))
+        else:
+            s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
         mbarrier.arrive(k_empty.index(slot), count=1)
         keys = i * BLOCK_N + offs_n
         keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
@@ -524,25 +565,38 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
         else:
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
-        l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
+        if not SUMS_MMA:
+            l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
         o, p_op = _wait_pv(o_tok, p_op)
+        if SUMS_MMA:  # complete with P.V's (the wait above took every group)
+            l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_tok, ))
         mbarrier.arrive(v_empty.index(prev), count=1)
         if RESCALE_AT_PV:
             o_alpha = alpha
         else:
             o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+            if SUMS_MMA:
+                l_acc = _rescale_sums(l_acc, alpha)
         p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     last = (n_tiles - 1) % STAGES
     if RESCALE_AT_PV:
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+        if SUMS_MMA:
+            l_acc = _rescale_sums(l_acc, o_alpha)
     mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
-    o_tok = warpgroup_mma(_p_operand(p_op, dtype), _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o,
-                          is_async=True)
+    p_a = _p_operand(p_op, dtype)
+    o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+    if SUMS_MMA:
+        l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, is_async=True)
     o, p_op = _wait_pv(o_tok, p_op)
+    if SUMS_MMA:
+        l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_tok, ))
     mbarrier.arrive(v_empty.index(last), count=1)
 
-    if ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
+    if SUMS_MMA:  # each of the ONES_N columns holds the rows' sums, the same value: max takes one exactly
+        l_i = gl.max(l_acc, 1)
+    elif ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
         l_i = gl.sum(l_i, 1)
     if WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
         l_i = gl.where(l_i == 0.0, 1.0, l_i)
@@ -556,7 +610,7 @@ def _consumer(desc_q, desc_o, q_smem, o_smem, q_bar, k_bufs, v_bufs, k_ready, v_
 
 @gluon.jit
 def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
-                 head_group,
+                 head_group, desc_ones,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
@@ -605,6 +659,15 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             o1 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
         else:
             o1 = o0
+    if ROW_SUM_PARTS == 3:  # each consumer's own ones tile (GluonConfig.row_sum "mma"), loaded with its Q
+        ones0 = gl.allocate_shared_memory(dtype, desc_ones.block_type.shape, desc_ones.layout)
+        if CONSUMERS == 2:
+            ones1 = gl.allocate_shared_memory(dtype, desc_ones.block_type.shape, desc_ones.layout)
+        else:
+            ones1 = ones0
+    else:  # not read
+        ones0 = q0
+        ones1 = q1
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
     q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
@@ -627,23 +690,23 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     row0 = start_m * BLOCK_M
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty,
-                         v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
-                         n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
+            (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
+                         k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
+                         n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                          V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
         return
     gl.warp_specialize([
-        (_consumer, (desc_q, desc_o, q0, o0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-                     turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
-                     kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                     KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
-        (_consumer, (desc_q, desc_o, q1, o1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
-                     turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq, n_full, n_tiles,
-                     KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
+        (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
+                     k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
+                     n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
+                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
+        (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
+                     k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
+                     n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
+                     V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -657,7 +720,9 @@ class GluonOperands:
     k: torch.Tensor
     v: torch.Tensor  # (b, s, hk, d), or the (b, hk, d, s) copy at FP8
     out: torch.Tensor
-    descs: tuple
+    descs: tuple  # Q, K, V, O
+    ones: torch.Tensor  # the (ONES_COLS, block_n) tile of ones row_sum "mma" multiplies P by, and its descriptor
+    ones_desc: object
     kn: torch.Tensor  # h15-proved: the key-norm partials its prologue writes (triton_attn.launch_key_norms)
 
 
@@ -683,9 +748,11 @@ def check_variant(variant: str) -> None:
 
 def boxes(config: GluonConfig, head_dim: int, fp8: bool) -> dict:
     """Each operand's TMA box, as prepare_operands' descriptors and the cross-compiler (triton_compile) take them:
-    (1, rows, d) tiles of the (b, s, heads * d) views; at FP8 V's (1, d, keys) tiles of its key-major copy."""
+    (1, rows, d) tiles of the (b, s, heads * d) views; at FP8 V's (1, d, keys) tiles of its key-major copy; the
+    ones tile whole (row_sum "mma"; every configuration passes it, the others never read it)."""
     d, n = head_dim, config.block_n
-    return {"q": [1, WG_ROWS, d], "k": [1, n, d], "v": [1, d, n] if fp8 else [1, n, d], "o": [1, WG_ROWS, d]}
+    return {"q": [1, WG_ROWS, d], "k": [1, n, d], "v": [1, d, n] if fp8 else [1, n, d], "o": [1, WG_ROWS, d],
+            "ones": [ONES_COLS, n]}
 
 
 def shared_layout(box: list, torch_dtype: torch.dtype):
@@ -729,7 +796,9 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
     out = torch.empty(q.shape, dtype=torch.bfloat16 if fp8 else q.dtype, device=q.device)
     descs = (_rows(q, box["q"]), _rows(k, box["k"]), v_desc, _rows(out, box["o"]))
     kn = torch.empty(b * hk * key_norm_blocks(s), dtype=torch.float32, device=q.device)  # a few KB
-    return GluonOperands(q, k, v_use, out, descs, kn)
+    ones = torch.ones(box["ones"], dtype=torch.float32, device=q.device).to(q.dtype)
+    ones_desc = _descriptor(ones, box["ones"], list(box["ones"]), [box["ones"][1], 1])
+    return GluonOperands(q, k, v_use, out, descs, ones, ones_desc, kn)
 
 
 def fp8_key_order(n: int) -> torch.Tensor:
@@ -778,7 +847,7 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(ops.k, ops.kn)
     _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,
-                       effective_head_group(config, b * h),
+                       effective_head_group(config, b * h), ops.ones_desc,
                        **kernel_constants(config, s, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
     return ops.out
 

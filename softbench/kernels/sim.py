@@ -80,7 +80,10 @@ def sim_attention(
     max_offset: float | None = None,
     descale: tuple[float, float, float] = (1.0, 1.0, 1.0),
     out_dtype: torch.dtype | None = None,
+    sum_rounded: bool = False,
 ) -> torch.Tensor:
+    """sum_rounded: the row sums add P as P.V reads it (rounded to V's dtype), as the Gluon kernel's row sums on the
+    tensor core do (GluonConfig.row_sum "mma"); otherwise the FP32 weights, as every other kernel does."""
     b, sq, h, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
     if h % hk:
@@ -128,7 +131,7 @@ def sim_attention(
         # fully masked rows (possible only before the first unmasked key) contribute nothing
         w = torch.where(torch.isneginf(s), torch.where(torch.isneginf(m_new), torch.zeros_like(w), w), w)
         p = w.to(p_dtype).float()
-        row_sum = row_sum * alpha + w.sum(dim=-1, keepdim=True)
+        row_sum = row_sum * alpha + (p if sum_rounded else w).sum(dim=-1, keepdim=True)
         acc = acc * alpha + p @ vf[:, :, j0:j1]
     out = acc / row_sum
     out = torch.nan_to_num(out, nan=0.0) if causal and sk < sq else out

@@ -113,7 +113,8 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
 
     d, fp8 = shape.head_dim, shape.dtype == "fp8"
     ga.check_head_dim(d)  # as its launch refuses head dim 256, which the Triton-language kernel takes
-    dtypes = {"q": shape.dtype, "k": shape.dtype, "v": shape.dtype, "o": "bf16" if fp8 else shape.dtype}
+    dtypes = {"q": shape.dtype, "k": shape.dtype, "v": shape.dtype, "o": "bf16" if fp8 else shape.dtype,
+              "ones": shape.dtype}
 
     def desc(name: str, box: list) -> str:
         layout = ga.shared_layout(box, TORCH_DTYPES[dtypes[name]])

@@ -7,14 +7,15 @@
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
    multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
-   (softbench.kernels.sim, key tiles of the kernel's size), and, where the Triton kernel's table uses the same key
-   tile, against its output (the same operator: equal bit for bit expected). h15-proved is also compared with A1
-   of the same kernel (equal bit for bit on every input), on the shapes and on inputs whose query norms are
-   scaled up until the proof fails for some heads and A1's clamp binds (CLAMP_SHAPES). A configuration that skips
-   O's rescale where no row's maximum moved (-rs), that issues it beside the next Q.K^T (-ro), or that leaves out
-   the warpgroup barriers before the mbarrier waits and releases (-tb), is also compared with the same
-   configuration without them: equal bit for bit on every input; with --repeat-equal=N such configurations among
-   --check-configs also run N times at the benchmark's shape against their plain form (repeated_equality).
+   (softbench.kernels.sim, key tiles of the kernel's size; row sums of the rounded P for -lm), and, where the
+   Triton kernel's table uses the same key tile, against its output (the same operator: equal bit for bit
+   expected). h15-proved is also compared with A1 of the same kernel (equal bit for bit on every input), on the
+   shapes and on inputs whose query norms are scaled up until the proof fails for some heads and A1's clamp binds
+   (CLAMP_SHAPES). A configuration that skips O's rescale where no row's maximum moved (-rs), that issues it
+   beside the next Q.K^T (-ro), or that leaves out the warpgroup barriers before the mbarrier waits and releases
+   (-tb), is also compared with the same configuration without them: equal bit for bit on every input; with
+   --repeat-equal=N such configurations among --check-configs also run N times at the benchmark's shape against
+   their plain form (repeated_equality).
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
    CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
    same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
@@ -71,11 +72,13 @@ DTYPES = {"bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn, "fp16": torch.floa
 TOLERANCE = {"bf16": 1e-2, "fp8": 5e-2, "fp16": 1e-2}  # relative to the tile-wise reference; a lost or doubled tile shows at 1e-1
 
 
-def reference(q, k, v, causal: bool, variant: str, tile: int) -> torch.Tensor:
+def reference(q, k, v, causal: bool, variant: str, config) -> torch.Tensor:
     """softbench's tile-wise simulation of the same operator (sim_attention: online softmax over key tiles of the
     kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype), through
-    the catalog's operator of the variant (h15-proved and h15-noclamp: Rowmax-H15's)."""
-    return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=tile)
+    the catalog's operator of the variant (h15-proved and h15-noclamp: Rowmax-H15's); with row sums of the rounded
+    P where the configuration sums on the tensor core (-lm)."""
+    return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=config.block_n,
+                         sum_rounded=config.row_sum == "mma")
 
 
 def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS, shapes=None) -> None:
@@ -99,7 +102,7 @@ def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK
                     try:
                         out = ga.attention(q, k, v, causal, variant, config)
                         torch.cuda.synchronize()
-                        ref = reference(q, k, v, causal, variant, config.block_n)
+                        ref = reference(q, k, v, causal, variant, config)
                         row.update(rel_vs_ref=relative_error(out, ref), finite=bool(torch.isfinite(out.float()).all()))
                         tcfg = ta.default_config(dtype, d)
                         if tcfg.block_n == config.block_n:  # the same tiles: the same operator, bit for bit expected
