@@ -117,6 +117,25 @@ def test_seal_writes_canonical_yaml_and_parseable_sha256(tmp_path):
     assert verify(r.yaml_path).content["predictions"][0]["id"] == "P1"
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="no git on this machine")
+def test_a_draft_outside_any_repository_takes_the_commit_of_the_seals_repository(tmp_path):
+    """A predictions file drafted outside any repository (under /tmp) is sealed with the commit of the repository
+    its seal goes into; outside both, the commit is none."""
+    repo = tmp_path / "project"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "README").write_text("x\n")
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "drafts").mkdir()
+    draft = write(tmp_path / "drafts", "demo.yaml", FIRST)
+    rec = SealRecord.parse(seal_file(draft, directory=repo / "sealed").seal_path.read_text(), "x")
+    assert rec.meta["git_commit"] == head and rec.meta["git_dirty"] == "false"
+    outside = SealRecord.parse(seal_file(draft, directory=tmp_path / "sealed").seal_path.read_text(), "x")
+    assert outside.meta["git_commit"] == "none"
+
+
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="no sha256sum on this machine")
 def test_seal_file_is_read_by_sha256sum(tmp_path):
     r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")

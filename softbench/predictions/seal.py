@@ -5,7 +5,8 @@ The predictions file and its canonical form: softbench.predictions.schema.
 
 Seal file `<name>.sha256`: its first line is `<sha256 hex>  <name>.yaml`, the format `sha256sum -c` reads;
 the lines after it start with `# ` (which `sha256sum -c` skips) and hold `key: value` metadata: `format`,
-`sealed_utc`, `git_commit` (or `none`), `git_dirty`, `source`, `softbench`, `predictions` (the count) and one
+`sealed_utc`, `git_commit` (of the repository holding the predictions file, else of the one holding the seal's
+folder, else `none`), `git_dirty`, `source`, `softbench`, `predictions` (the count) and one
 `prediction.<id>: <sha256>` per prediction (the hash of that prediction alone, so a mismatch can be traced to
 the prediction that changed)."""
 
@@ -168,7 +169,12 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
         old_hash = sha256_hex(old) if old is not None else "none (the pair was incomplete)"
         archived = _archive(yaml_path, seal_path)
         replaced = {"replaces": old_hash, "replaced_archive": str(archived)}
+    # the repository that holds the predictions file; one written outside any (a draft under /tmp) takes the
+    # commit of the repository its seal goes into, rather than none
     commit, dirty = git_state(source.resolve().parent)
+    if commit == "none":
+        folder = Path(directory).resolve()
+        commit, dirty = git_state(next(p for p in (folder, *folder.parents) if p.is_dir()))  # it may not exist yet
     record = SealRecord(
         sha256=digest, filename=yaml_path.name,
         meta={"format": SEAL_FORMAT, "sealed_utc": utc_iso(), "git_commit": commit, "git_dirty": dirty,
