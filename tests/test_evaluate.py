@@ -346,3 +346,24 @@ def test_a_real_sim_session_recorded_before_the_seal_does_not_count(tmp_path):
     ev = evaluate(normalize(pred), load_sessions([sess]), sealed_utc=r.record.meta["sealed_utc"])
     assert ev.predictions[0].verdict == "unverified"
     assert len(ev.excluded) == 1 and "before the seal" in ev.excluded[0].reason
+
+
+def test_a_run_of_the_defaults_matches_the_options_its_worker_resolved(tmp_path):
+    """A latency run that names no --triton-config records backend_options {} in protocol.yaml; a scope on
+    backend_options.* is then read from the configuration its baseline's worker reported (the recorded H200
+    sessions: the FP8 default at 11:47, per-thread row sums, against -ltt named at 11:47)."""
+    from softbench.predictions.evaluate import scope_mismatch
+
+    for name in ("20261202T114756Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved",
+                 "20261202T114700Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"):
+        (tmp_path / name).mkdir()
+        for f in ("summary.json", "protocol.yaml", "status.json", "env.json"):
+            (tmp_path / name / f).write_bytes((REAL_SESSIONS / name / f).read_bytes())
+    default, named = sorted(load_sessions([tmp_path]), key=lambda r: r.name, reverse=True)
+    assert default.protocol["backend_options"] == {} and named.protocol["backend_options"]["row_sum"] == "tree"
+    scope = {"command": "latency", "dtype": "fp8", "backend_options.kernel": "gluon", "backend_options.consumers": 1}
+    assert scope_mismatch({**scope, "backend_options.row_sum": "thread"}, default) is None
+    assert scope_mismatch({**scope, "backend_options.row_sum": "tree"}, default) == "backend_options.row_sum='thread'"
+    assert scope_mismatch({**scope, "backend_options.row_sum": "tree"}, named) is None
+    assert scope_mismatch({"backend_options.label": "gluon-n128s2-c240l24-hg8-g1-lt-tb"}, default) is None
+    assert scope_mismatch({"backend_options.no_such_field": 1}, default) == "backend_options.no_such_field absent"

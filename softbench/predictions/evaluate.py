@@ -6,7 +6,9 @@ Rules (also in the command's help):
 - A session is in a prediction's scope when every scope key matches one of its facts: `command`, `backend`,
   `baseline`, `variant` (protocol.yaml's variant names first, then summary.json), the shape fields (`dtype`, `seq`,
   `causal`, `head_dim`, `batch`, `heads`, `kv_heads`, from the summary's or protocol's `shape`), any other
-  top-level scalar of summary.json, or a dotted path into summary.json then protocol.yaml. A list in the scope
+  top-level scalar of summary.json, or a dotted path into summary.json then protocol.yaml. A `backend_options.<field>`
+  that the run did not name (a run of the backend's defaults records none) is read from the configuration the
+  baseline's worker resolved and reported (summary.json's smoke.<baseline>.build_info.config). A list in the scope
   means "any of". A session lacking a scope key is out of scope.
 - A session supplies evidence kind K when K is its command, K is listed in summary.json's `evidence`, or
   summary.json holds a non-empty value under K (an audit summary with an `ncu` block supplies `ncu`).
@@ -78,7 +80,18 @@ def _scope_value(key: str, rec: SessionRecord) -> Any:
         have = resolve(rec.summary, key)
     if have is _MISSING:
         have = resolve(rec.protocol, key)
+    if have is _MISSING and key.startswith("backend_options."):
+        have = _resolved_option(key.removeprefix("backend_options."), rec)
     return have
+
+
+def _resolved_option(field: str, rec: SessionRecord) -> Any:
+    """A kernel option the run left to the backend's defaults, as its baseline's worker resolved it: the same
+    configuration runs every kernel of a session (the Gluon label of the FP8 default, and each of its fields)."""
+    baseline = rec.facts.get("baseline")
+    if not isinstance(baseline, str):
+        return _MISSING
+    return resolve(rec.summary, f"smoke.{baseline}.build_info.config.{field}")
 
 
 def _matches(have: Any, want: Any) -> bool:
