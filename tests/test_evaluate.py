@@ -365,5 +365,7 @@ def test_a_run_of_the_defaults_matches_the_options_its_worker_resolved(tmp_path)
     assert scope_mismatch({**scope, "backend_options.row_sum": "thread"}, default) is None
     assert scope_mismatch({**scope, "backend_options.row_sum": "tree"}, default) == "backend_options.row_sum='thread'"
     assert scope_mismatch({**scope, "backend_options.row_sum": "tree"}, named) is None
+    # the whole configuration by its label, which a named run's protocol.yaml does not record either
     assert scope_mismatch({"backend_options.label": "gluon-n128s2-c240l24-hg8-g1-lt-tb"}, default) is None
+    assert scope_mismatch({"backend_options.label": "gluon-n128s2-c240l24-hg8-g1-ltt-tb"}, named) is None
     assert scope_mismatch({"backend_options.no_such_field": 1}, default) == "backend_options.no_such_field absent"
