@@ -159,6 +159,23 @@ def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, ma
         ga.prepare_operands(q, q[:, :, :1], q[:, :, :1], ga.DEFAULT)
 
 
+def test_every_combination_of_label_options_reads_back():
+    """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
+    the rescale's skip and place, the row sums' four forms, the barriers), parses back to the same configuration."""
+    import itertools
+
+    seen = set()
+    for pingpong, handover, consumers, rescale, rescale_at, row_sum, sync in itertools.product(
+            (False, True), ga.HANDOVERS, (1, 2), ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
+        if (handover != "mbarrier" and not pingpong) or (pingpong and consumers == 1):
+            continue  # refused by the configuration itself
+        config = ga.GluonConfig(pingpong=pingpong, handover=handover, consumers=consumers, rescale=rescale,
+                                rescale_at=rescale_at, row_sum=row_sum, sync=sync)
+        assert ga.GluonConfig.from_label(config.label()) == config, config.label()
+        seen.add(config.label())
+    assert len(seen) == 128  # (1 + 2 hand-overs + 1 single consumer) x 2 x 2 x 4 x 2, every label distinct
+
+
 def test_gates_key_tile_takes_a_gluon_label():
     assert key_tile("triton", "bf16", 128, {"kernel": "gluon"}) == 128
     assert key_tile("triton", "bf16", 128, {"kernel": "gluon", "block_n": 64}) == 64

@@ -207,12 +207,16 @@ class GluonConfig:
                              "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core); -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases)")
-        handover = {suffix: name for name, suffix in HANDOVERS.items()}.get(m.group(6), "mbarrier")
+        handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
-                   consumers=1 if m.group(7) else 2, handover=handover,
-                   rescale="moved" if m.group(8) else "always", rescale_at="pv" if m.group(9) else "tail",
-                   row_sum={suffix: name for name, suffix in ROW_SUMS.items()}.get(m.group(10) or "", "row"),
-                   sync="mbarrier" if m.group(11) else "membar")
+                   consumers=1 if m.group(7) else 2, handover=handover, rescale=_option_named(RESCALES, m.group(8)),
+                   rescale_at=_option_named(RESCALE_AT, m.group(9)), row_sum=_option_named(ROW_SUMS, m.group(10)),
+                   sync=_option_named(SYNCS, m.group(11)))
+
+
+def _option_named(suffixes: dict, suffix: str | None) -> str:
+    """The option whose label suffix this is (a table of option -> suffix; no suffix: the option whose is "")."""
+    return next(name for name, own in suffixes.items() if own == (suffix or ""))
 
 
 DEFAULT = GluonConfig()

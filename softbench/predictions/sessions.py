@@ -100,11 +100,15 @@ def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.da
     rounded down) is one of them, so a session started within the seal's second is counted as before it."""
     times = [parse_utc(protocol.get("started_utc")), parse_utc(summary.get("started_utc")),
              parse_utc(env.get("recorded_utc"))]
-    m = _FOLDER_STAMP.match(name)
-    if m:
-        times.append(_dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc))
+    times.append(folder_time(name))
     known = [t for t in times if t is not None]
     return min(known) if known else None
+
+
+def folder_time(name: str) -> _dt.datetime | None:
+    """The UTC time stamp that starts a session folder's name (Session.create: 20261202T114756Z-...), or None."""
+    m = _FOLDER_STAMP.match(name)
+    return _dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc) if m else None
 
 
 def load_session(path: Path | str) -> SessionRecord:

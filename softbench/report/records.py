@@ -8,7 +8,7 @@ from typing import Any
 
 from softbench.core.session import read_jsonl
 from softbench.predictions.evaluate import resolve
-from softbench.predictions.sessions import SessionRecord
+from softbench.predictions.sessions import SessionRecord, folder_time
 
 
 LOOP_KEYS = ("loop", "label", "kernel", "variant")  # how energy samples name the loop they belong to
@@ -33,7 +33,8 @@ def bar_label(rec: SessionRecord) -> str:
     """A bar's name in the speed-up figures: the session's start time (its folder stamp, HHMMSS), its kernel
     configuration (a Gluon label without its "gluon-" prefix: n128s2-c240l24-hg8-g1-lt-tb), and the quantity when it
     is not the speed-up at equal clock."""
-    stamp = rec.name[9:15] if len(rec.name) > 15 and rec.name[8] == "T" else rec.name[:6]
+    started = folder_time(rec.name)
+    stamp = started.strftime("%H%M%S") if started else rec.name[:6]
     config = kernel_config(rec)
     options = config.removeprefix("gluon-")
     quantity = rec.facts.get("quantity")
