@@ -493,11 +493,11 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
 
     if SUMS_MMA:  # the ones tile arrives with Q, on Q's barrier
         mbarrier.expect(q_bar, desc_q.block_type.nbytes + desc_ones.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
-        tma.async_copy_global_to_shared(desc_ones, [0, 0], q_bar, ones_smem)
     else:
         mbarrier.expect(q_bar, desc_q.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
+    tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
+    if SUMS_MMA:
+        tma.async_copy_global_to_shared(desc_ones, [0, 0], q_bar, ones_smem)
     mbarrier.wait(q_bar, 0)
     q = q_smem.reshape([ROWS, HEAD_DIM])
     UNMASKED: gl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT

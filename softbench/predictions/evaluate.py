@@ -81,11 +81,11 @@ def _scope_value(key: str, rec: SessionRecord) -> Any:
     if have is _MISSING:
         have = resolve(rec.protocol, key)
     if have is _MISSING and key.startswith("backend_options."):
-        have = _resolved_option(key.removeprefix("backend_options."), rec)
+        have = resolved_option(key.removeprefix("backend_options."), rec)
     return have
 
 
-def _resolved_option(field: str, rec: SessionRecord) -> Any:
+def resolved_option(field: str, rec: SessionRecord) -> Any:
     """A kernel option the run left to the backend's defaults, as its baseline's worker resolved it: the same
     configuration runs every kernel of a session (the Gluon label of the FP8 default, and each of its fields)."""
     baseline = rec.facts.get("baseline")

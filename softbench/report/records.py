@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.session import read_jsonl
-from softbench.predictions.evaluate import resolve
+from softbench.predictions.evaluate import resolved_option
 from softbench.predictions.sessions import SessionRecord, folder_time
 
 
@@ -22,10 +22,7 @@ def kernel_config(rec: SessionRecord) -> str:
     """The kernel configuration the baseline ran in, as the worker reported it (its build info in smoke.json's
     summary: the resolved defaults included, which protocol.yaml's backend_options leave out); '' where none was
     reported (FA4, the simulation)."""
-    baseline = rec.facts.get("baseline")
-    if not isinstance(baseline, str):
-        return ""
-    label = resolve(rec.summary, f"smoke.{baseline}.build_info.config.label")
+    label = resolved_option("label", rec)
     return label if isinstance(label, str) else ""
 
 
