@@ -61,6 +61,8 @@ def test_labels_round_trip_and_bad_ones_are_refused():
     on_mma = ga.GluonConfig(consumers=1, row_sum="mma", sync="mbarrier")
     assert on_mma.label() == "gluon-n128s2-c240l24-hg8-g1-lm-tb" and ga.GluonConfig.from_label(on_mma.label()) == on_mma
     assert on_mma.plain().row_sum == "mma"  # -lm sums the rounded P: its own reference, not another's bits
+    per_tile = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-lmt-tb")
+    assert per_tile.row_sum == "mma-tile" and per_tile.label() == "gluon-n128s2-c240l24-hg8-g1-lmt-tb"
     early = ga.GluonConfig(consumers=1, rescale_at="pv", row_sum="thread", sync="mbarrier")
     assert early.label() == "gluon-n128s2-c240l24-hg8-g1-ro-lt-tb" and ga.GluonConfig.from_label(early.label()) == early
     assert early.plain() == ga.GluonConfig(consumers=1, row_sum="thread")  # -ro changes no bit
@@ -161,7 +163,7 @@ def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, ma
 
 def test_every_combination_of_label_options_reads_back():
     """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
-    the rescale's skip and place, the row sums' four forms, the barriers), parses back to the same configuration."""
+    the rescale's skip and place, the row sums' five forms, the barriers), parses back to the same configuration."""
     import itertools
 
     seen = set()
@@ -173,7 +175,7 @@ def test_every_combination_of_label_options_reads_back():
                                 rescale_at=rescale_at, row_sum=row_sum, sync=sync)
         assert ga.GluonConfig.from_label(config.label()) == config, config.label()
         seen.add(config.label())
-    assert len(seen) == 128  # (1 + 2 hand-overs + 1 single consumer) x 2 x 2 x 4 x 2, every label distinct
+    assert len(seen) == 160  # (1 + 2 hand-overs + 1 single consumer) x 2 x 2 x 5 x 2, every label distinct
 
 
 def test_gates_key_tile_takes_a_gluon_label():
@@ -428,6 +430,16 @@ def test_row_sums_on_the_tensor_core_take_the_adds_out_of_the_loop(dtype, label,
     assert tree["loop_fadd"] - mma["loop_fadd"] >= 60 and mma["loop_sum_chain"] <= 1, (tree, mma)
     assert tree["loop_instructions"] - mma["loop_instructions"] >= 50, (tree, mma)
     assert mma["loop_bar_sync"] == 0 and mma["spill_stores"] == 0 and mma["ptxas_advisories"] == [], mma
+
+
+@pytest.mark.parametrize("dtype,label", [("fp8", "gluon-n128s2-c240l24-hg8-g1-tb"), ("bf16", "gluon-n128s2-c240l24-hg8-tb")])
+def test_row_sums_per_tile_on_the_tensor_core_add_two_fp32_adds(dtype, label):
+    """-lmt: the same wgmmas as -lm, each tile's from a fresh accumulator, added to FP32 running sums that take
+    one column per thread: two adds per tile and thread (its two rows), nothing spilled, no wait added."""
+    whole, tile = (_compile(dtype, "A0", label.replace("-tb", suffix)) for suffix in ("-lm-tb", "-lmt-tb"))
+    assert tile["loop_gmma"] == whole["loop_gmma"] and tile["loop_gmma_waits"] == whole["loop_gmma_waits"], tile
+    assert tile["loop_fadd"] - whole["loop_fadd"] == 2 and abs(tile["loop_instructions"] - whole["loop_instructions"]) <= 4
+    assert tile["spill_stores"] == 0 and tile["ptxas_advisories"] == [], tile
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():

@@ -73,10 +73,15 @@ SYNCS = {"membar": "", "mbarrier": "-tb"}
 # so its last bits differ from the plain kernel's. "mma" leaves the sums to the tensor core: P times a tile of ones
 # (keys x 8), one m64n8 wgmma per key step issued beside P.V, its 8 columns each the rows' sums, so the loop has no
 # adds for them at all (64 FADD per tile and thread at 128 keys). It sums P as P.V reads it (rounded to the operand
-# dtype) rather than in FP32, so the normalizer is the sum of the very weights O was built from.
-ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt", "mma": "-lm"}
-# the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread, 3 on the tensor core
-ROW_SUM_MODE = {"row": 0, "thread": 1, "tree": 2, "mma": 3}
+# dtype) rather than in FP32, so the normalizer is the sum of the very weights O was built from. At FP8 the wgmma's
+# accumulator keeps fewer bits than FP32 (about 13 of mantissa, the rest truncated): over a whole row of positive
+# weights the losses add up, and on the H200 "mma" doubled A0's error against FP32 at FP8 causal 8K (1.48e-2
+# against 7.1e-3, the default's and FA3's; 20261202T132424Z). "mma-tile" (-lmt) takes each tile's sums from a
+# fresh accumulator and adds them to FP32 running sums (4 adds per tile and thread): the limited accumulation then
+# spans one tile of 128 keys, not the row.
+ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt", "mma": "-lm", "mma-tile": "-lmt"}
+# the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread, 3 and 4 on the tensor core
+ROW_SUM_MODE = {"row": 0, "thread": 1, "tree": 2, "mma": 3, "mma-tile": 4}
 ONES_COLS = 8  # the ones tile's columns: wgmma's smallest N
 # Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
 # completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
@@ -131,10 +136,11 @@ class GluonConfig:
     row_sum: "row" (each tile's row sums reduced across the quad), "thread" (label -lt) or "tree" (-ltt, the
     tile's parts added pairwise): each thread's partial sums carried across the loop and added once at the end, as
     FA3 does (the same operator summed in another order: not bit for bit the plain kernel's output); "mma" (-lm):
-    summed by the tensor core, P times a tile of ones, from P as P.V reads it (ROW_SUMS).
+    summed by the tensor core, P times a tile of ones, from P as P.V reads it, accumulated over the row there;
+    "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt|-lm][-tb] (what sessions record and
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -150,7 +156,7 @@ class GluonConfig:
     sync: str = "membar"  # SYNCS: "mbarrier" (label -tb) leaves the consumers' mbarriers as their only sync
     row_sum: str = "row"  # ROW_SUMS: "thread" (label -lt) keeps per-thread partial row sums across the loop,
     # "tree" (label -ltt) the same with each tile's parts added pairwise (a shorter chain of adds), "mma" (-lm) by
-    # the tensor core
+    # the tensor core, "mma-tile" (-lmt) by the tensor core per tile and added in FP32
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
 
     def __post_init__(self):
@@ -198,14 +204,15 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt|-lm)?(-tb)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
-                             "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core); -tb: "
+                             "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
+                             "added in FP32); -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
@@ -450,10 +457,34 @@ def _ones_operand(ones_smem):
 
 
 @gluon.jit
-def _rescale_sums(l_acc, alpha):
-    """row_sum "mma": the tensor core's row sums, multiplied by a tile's alpha wherever O is (the same rows in the
-    same threads: the accumulators of m64 wgmmas share their row layout)."""
-    return l_acc * gl.convert_layout(alpha, gl.SliceLayout(1, l_acc.type.layout))[:, None]
+def _rescale_sums(l_acc, l_run, alpha, PER_TILE: gl.constexpr):
+    """The tensor core's row sums multiplied by a tile's alpha wherever O is (the same rows in the same threads: the
+    accumulators of m64 wgmmas share their row layout): row_sum "mma" the accumulator itself, "mma-tile"
+    (PER_TILE) the FP32 running sums, the accumulator being a fresh one per tile."""
+    if PER_TILE:
+        l_run = l_run * gl.convert_layout(alpha, gl.SliceLayout(1, l_run.type.layout))[:, None]
+    else:
+        l_acc = l_acc * gl.convert_layout(alpha, gl.SliceLayout(1, l_acc.type.layout))[:, None]
+    return l_acc, l_run
+
+
+@gluon.jit
+def _one_column_per_thread(l_acc):
+    """The (rows, 8) sums' accumulator as (rows, 4): of each thread's two columns (2t, 2t + 1 for thread t of a
+    quad; every column holds the same sums) the first, so that the running sums take 2 registers, not 4."""
+    ROWS: gl.constexpr = l_acc.shape[0]
+    first, second = gl.split(l_acc.reshape([ROWS, 4, 2]))
+    return first
+
+
+@gluon.jit
+def _sums_done(l_tok, l_run, PER_TILE: gl.constexpr):
+    """Wait for the row sums' wgmma (P.V's wait took every group before it, so this one costs nothing); "mma-tile"
+    (PER_TILE): its tile's sums added to the FP32 running sums."""
+    l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_tok, ))
+    if PER_TILE:
+        l_run = l_run + _one_column_per_thread(l_acc)
+    return l_acc, l_run
 
 
 @gluon.jit
@@ -486,7 +517,8 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    SUMS_MMA: gl.constexpr = ROW_SUM_PARTS == 3  # the row sums on the tensor core (GluonConfig.row_sum "mma")
+    SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3  # the row sums on the tensor core (GluonConfig.row_sum "mma")
+    PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4  # "mma-tile": a fresh accumulator per tile, added in FP32
     ONES_N: gl.constexpr = ones_smem.shape[0]
     l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, ONES_N, K_STEP])
@@ -531,6 +563,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
     if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
         l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
+        l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
     elif ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
         l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
     else:
@@ -551,12 +584,12 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
         if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
             o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
             if SUMS_MMA:
-                l_acc = _rescale_sums(l_acc, o_alpha)
+                l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
         mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
         p_a = _p_operand(p_op, dtype)
         o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
         if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
-            l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, is_async=True)
+            l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
         _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
         if SUMS_MMA:  # Q.K^T's group is the oldest of three
             s = warpgroup_mma_wait(num_outstanding=2, deps=(s_tok, ))
@@ -573,32 +606,34 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
             l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
         o, p_op = _wait_pv(o_tok, p_op)
         if SUMS_MMA:  # complete with P.V's (the wait above took every group)
-            l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_tok, ))
+            l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
         mbarrier.arrive(v_empty.index(prev), count=1)
         if RESCALE_AT_PV:
             o_alpha = alpha
         else:
             o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
             if SUMS_MMA:
-                l_acc = _rescale_sums(l_acc, alpha)
+                l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
         p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     last = (n_tiles - 1) % STAGES
     if RESCALE_AT_PV:
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         if SUMS_MMA:
-            l_acc = _rescale_sums(l_acc, o_alpha)
+            l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
     mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
     p_a = _p_operand(p_op, dtype)
     o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
     if SUMS_MMA:
-        l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, is_async=True)
+        l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
     o, p_op = _wait_pv(o_tok, p_op)
     if SUMS_MMA:
-        l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_tok, ))
+        l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
     mbarrier.arrive(v_empty.index(last), count=1)
 
     if SUMS_MMA:  # each of the ONES_N columns holds the rows' sums, the same value: max takes one exactly
+        if PER_TILE:
+            l_acc = l_run
         l_i = gl.max(l_acc, 1)
     elif ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
         l_i = gl.sum(l_i, 1)
@@ -663,7 +698,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             o1 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
         else:
             o1 = o0
-    if ROW_SUM_PARTS == 3:  # each consumer's own ones tile (GluonConfig.row_sum "mma"), loaded with its Q
+    if ROW_SUM_PARTS >= 3:  # each consumer's own ones tile (GluonConfig.row_sum "mma", "mma-tile"), loaded with its Q
         ones0 = gl.allocate_shared_memory(dtype, desc_ones.block_type.shape, desc_ones.layout)
         if CONSUMERS == 2:
             ones1 = gl.allocate_shared_memory(dtype, desc_ones.block_type.shape, desc_ones.layout)

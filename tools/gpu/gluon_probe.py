@@ -2,7 +2,8 @@
 """Check and time softbench's Gluon forward (softbench.kernels.gluon_attn) on the GPU host.
 
     python3 tools/gpu/gluon_probe.py OUTDIR [--fa4] [--only=bf16,fp8,fp16] [--checks-only] [--check-configs=L1,L2]
-        [--check-variants=A1,h15-proved] [--check-shapes=0,1,2] [--repeat-equal=N] [--timing-only=fp8]
+        [--check-variants=A1,h15-proved] [--check-shapes=0,1,2] [--repeat-equal=N] [--long-checks]
+        [--timing-only=fp8]
     (from the repository root, on the GPU host)
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
@@ -15,7 +16,8 @@
    beside the next Q.K^T (-ro), or that leaves out the warpgroup barriers before the mbarrier waits and releases
    (-tb), is also compared with the same configuration without them: equal bit for bit on every input; with
    --repeat-equal=N such configurations among --check-configs also run N times at the benchmark's shape against
-   their plain form (repeated_equality).
+   their plain form (repeated_equality). With --long-checks, the --check-configs and the dtype's default
+   configuration against exact FP32 attention at the benchmark's shapes, FA3 beside them (long_checks).
 2. Timing at b1 h16 d128 seq 8192: BF16 causal and non-causal, FP8 causal; the Gluon configurations in
    CANDIDATES, the Triton kernel's table configuration and, with --fa4, stock FA4 (flash_attn.cute, BF16) in this
    same process. Same timing as triton_probe: 10 warm-up calls, 3 windows of 20 calls, median window. A screening
@@ -78,7 +80,7 @@ def reference(q, k, v, causal: bool, variant: str, config) -> torch.Tensor:
     the catalog's operator of the variant (h15-proved and h15-noclamp: Rowmax-H15's); with row sums of the rounded
     P where the configuration sums on the tensor core (-lm)."""
     return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=config.block_n,
-                         sum_rounded=config.row_sum == "mma")
+                         sum_rounded=config.row_sum.startswith("mma"))
 
 
 def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS, shapes=None) -> None:
@@ -152,6 +154,58 @@ def repeated_equality(rows: list, dtypes: dict, configs, variants, runs: int) ->
                 print(json.dumps(row), flush=True)
 
 
+LONG_SEQS = (8192, 16384)
+# a configuration's error against FP32 at the benchmark's shapes may exceed its dtype's default configuration's
+# (FP32 row sums) by this factor: the tensor core's row sums over a whole row (-lm) doubled it at FP8 causal 8K
+LONG_ERROR_FACTOR = 1.25
+
+
+def long_checks(rows: list, dtypes: dict, configs, variants) -> None:
+    """Each configuration's error against exact FP32 attention at the benchmark's shapes (b1 h16 d128, 8K and 16K,
+    causal and not; softbench's inputs and check rows, as a latency run's smoke check), beside its dtype's default
+    configuration's and FA3's on the same inputs: errors that grow with the row's length (the FP8 wgmma
+    accumulator's truncation over a whole row of positive weights) are invisible on the small shapes of checks()
+    and in a simulation that sums in FP32. A configuration passes when its error is within LONG_ERROR_FACTOR of the
+    default's for the same variant."""
+    from softbench.core.shapes import Shape
+    from softbench.kernels.inputs import make_inputs
+    from softbench.kernels.references import FA3Backend, fa3_module_name
+    from softbench.kernels.refs import check_rows, reference_rows
+
+    for dtype_name, seq, causal in ((d, s, c) for d in dtypes for s in LONG_SEQS for c in (True, False)):
+        shape = Shape(dtype=dtype_name, seq=seq, causal=causal)
+        inputs = make_inputs(shape, 0, "cuda")
+        q_rows = check_rows(seq, 64)
+        ref = reference_rows(inputs.q, inputs.k, inputs.v, causal, q_rows, descale=inputs.descale)
+        gain = lambda out: float(((out * ref).sum(-1) / (ref * ref).sum(-1)).mean() - 1)  # noqa: E731
+        case = [dtype_name, 1, seq, 16, 16, 128, causal]
+        if fa3_module_name() is not None:
+            fa3 = FA3Backend()
+            fa3.load("A0")
+            out = fa3.build(shape, inputs)()[:, q_rows.cuda()].float()
+            row = {"long": case, "kernel": "fa3", "variant": "A0", "rel_vs_fp32": relative_error(out, ref),
+                   "gain_vs_fp32": gain(out)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        default = ga.default_config(DTYPES[dtype_name], 128)
+        for variant in variants:
+            base = None
+            for config in (default, *(c for c in configs if c != default)):
+                row = {"long": case, "config": config.label(), "variant": variant}
+                try:
+                    out = ga.attention(inputs.q, inputs.k, inputs.v, causal, variant, config,
+                                       descale=inputs.descale)[:, q_rows.cuda()].float()
+                    row.update(rel_vs_fp32=relative_error(out, ref), gain_vs_fp32=gain(out))
+                    if base is None:
+                        base = row["rel_vs_fp32"]
+                        row["default"] = True
+                    row["ok"] = bool(math.isfinite(row["rel_vs_fp32"])) and row["rel_vs_fp32"] <= LONG_ERROR_FACTOR * base
+                except Exception as e:
+                    row.update(error=f"{type(e).__name__}: {str(e).strip()[:400]}", ok=False)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+
+
 def timing(rows: list, fa4: bool, dtypes: dict) -> None:
     """Every variant at FP8 (the Triton kernel's and the Gluon configurations marked so), A0 alone at 16 bits."""
     b, s, h, d = 1, 8192, 16, 128
@@ -219,6 +273,9 @@ def main(argv: list[str]) -> int:
         repeated_equality(rows, dtypes, [c for c in (ga.GluonConfig.from_label(x) for x in given[0].split(","))
                                  if c.plain() != c],
                           tuple(variants[0]) if variants else ("A0",), repeats[0])
+    if "--long-checks" in argv:
+        long_checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else (),
+                    tuple(variants[0]) if variants else ("A0",))
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, {k: v for k, v in dtypes.items() if not timed or k in timed[0]})
     # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)
