@@ -75,17 +75,18 @@ def _audit(cli, tmp_path, *args) -> dict:
 def test_gluon_kernel_compiled_for_sm90a_and_audited(cli, tmp_path):
     """The FP8 kernel an H200 runs (the Gluon kernel, one consumer warpgroup): A0 pays one MUFU.EX2 per score
     element over noexp, h15-folded none, its weight the scaling FFMA and a shift (64 per tile and thread in the key
-    loop), and every loop keeps its 8 wgmma (QGMMA) and no spills. The session says it was compiled, not run."""
+    loop), and every loop keeps its 12 wgmma (QGMMA: Q.K^T, P.V and the row sums) and no spills. The session says it was compiled, not run."""
     s = _audit(cli, tmp_path, "--variants", "A0,h15-folded,noexp")
     assert s["compiled_only"] and s["arch"] == "sm_90a" and s["target_sms"] == 132 and s["ncu"] == {}
-    assert set(s["kernel_config"].values()) == {"gluon-n128s2-c240l24-hg8-g1-ltt-tb"}  # Triton 3.6's default
+    assert set(s["kernel_config"].values()) == {"gluon-n128s2-c240l24-hg8-g1-lmt-tb"}  # Triton 3.6's default
     assert all(v["loop_bar_sync"] == 0 for v in s["loop"].values()), s["loop"]
     assert all(k == "_attn_fwd_ws" for k in s["kernel"].values()), s["kernel"]
     assert s["per_element_reference"] == "noexp" and s["per_element_by_family"]["A0"]["MUFU_EX2"] == 1.0
     loop = s["loop"]
     assert loop["A0"]["loop_mufu_ex2"] >= 128 and loop["h15-folded"]["loop_mufu_ex2"] <= 4
     assert loop["h15-folded"]["loop_shift"] == 64 and loop["noexp"]["loop_shift"] == 0, loop
-    assert all(v["loop_gmma"] == 8 and v["spill_stores"] == 0 for v in loop.values()), loop
+    # Q.K^T's 4 wgmma, P.V's 4 and the row sums' 4 (the default's -lmt)
+    assert all(v["loop_gmma"] == 12 and v["spill_stores"] == 0 for v in loop.values()), loop
     assert s["budget"]["issue_slots_per_score"] == 8.0  # FP8 d128 on sm_90
     md = (s["_session"] / "summary.md").read_text()
     assert "one iteration of the key loop" in md and "compiled for sm_90a, not run" in md

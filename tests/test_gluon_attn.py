@@ -110,21 +110,21 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert ga.usable_here() is not None
     assert default_kernel(torch.bfloat16, 128) == "triton"
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
-    # an sm_90 GPU with the compiled Triton: Gluon at every dtype, one consumer warpgroup per program and per-thread
-    # row sums added pairwise at FP8
+    # an sm_90 GPU with the compiled Triton: Gluon at every dtype, one consumer warpgroup per program and the row
+    # sums on the tensor core per tile at FP8
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
     assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(sync="mbarrier")
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-ltt-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-lmt-tb"
     # a field given on top of the FP8 default keeps the rest of it
-    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-ltt-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-lmt-tb"
     assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-tb"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
     assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig()
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-ltt"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-lmt"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128

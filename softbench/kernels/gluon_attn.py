@@ -235,8 +235,13 @@ DEFAULT = GluonConfig()
 # to 5 and took A0 to 0.950-0.952 against -lt's 0.942-0.943 in the same leases (113234Z, 114700Z against 113429Z,
 # 114756Z), 0.956 against 0.936 non-causal 8K (114851Z, 114950Z) and 0.947 against 0.933 causal 16K (115048Z,
 # 115144Z). At BF16, -lt read 0.897-0.898 against the default's 0.906-0.908 (092441Z, 093437Z against 092537Z,
-# 093340Z) and -ltt 0.896 beside the default's 0.896 (114034Z, 115238Z), so the BF16 default keeps full row sums
-DEFAULT_FP8 = GluonConfig(consumers=1, row_sum="tree")
+# 093340Z) and -ltt 0.896 beside the default's 0.896 (114034Z, 115238Z), so the BF16 default keeps full row sums.
+# Since 13:50 the FP8 row sums come from the tensor core, a fresh accumulator per tile added in FP32 (-lmt): A0 /
+# FA3 0.977 causal 8K (20261202T134042Z; -ltt 0.948 in 132514Z), 0.997 non-causal 8K (134203Z), 0.980 causal 16K
+# (134302Z), with A0's error against FP32 the default's and FA3's (sessions/gluon-probe-h200-20261202-1340-long-fp8).
+# -lm, the same sums accumulated over the row, was as fast but doubled that error. BF16 -lm read 0.862 against the
+# default's 0.893 (132728Z, 132827Z): not taken there.
+DEFAULT_FP8 = GluonConfig(consumers=1, row_sum="mma-tile")
 # With Triton 3.6 (ptx_trim's), both defaults leave the warpgroup barriers out (-tb): the same output bit for bit,
 # and at equal clock against FA3 in the same interleavings A0 went from 0.887 to 0.910 of FA3 at BF16 causal 8K and
 # from 0.911 to 0.914 at FP8 (the sweeps 20261202T053442Z / 053342Z and 053235Z / 053136Z, one lease)

@@ -83,7 +83,8 @@ def sim_attention(
     sum_rounded: bool = False,
 ) -> torch.Tensor:
     """sum_rounded: the row sums add P as P.V reads it (rounded to V's dtype), as the Gluon kernel's row sums on the
-    tensor core do (GluonConfig.row_sum "mma"); otherwise the FP32 weights, as every other kernel does."""
+    tensor core do (GluonConfig.row_sum "mma" and "mma-tile"); otherwise the FP32 weights, as every other kernel
+    does."""
     b, sq, h, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
     if h % hk:
