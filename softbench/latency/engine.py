@@ -255,11 +255,15 @@ def write_summary(session: Session, opts: LatencyOptions, shape: Shape, summary:
     and the status, complete or partial."""
     from softbench.latency.render import latency_markdown
 
+    from softbench.latency.exactness import exactness
+
     summary.update({
         "command": "latency", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),
         "protocol": opts.protocol.to_dict(), **extra, "complete": complete, "finished_utc": utc_iso(),
         **({"placement": opts.placement} if opts.placement else {}),
     })
+    # the baseline's accuracy beside the exact references' (smoke checks on the same inputs)
+    summary["exactness"] = exactness(extra.get("smoke") or {}, opts.roles())
     if reason:
         summary["incomplete_reason"] = reason
     session.write_json("summary.json", summary)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from softbench.core.tables import fmt, md_heading, md_table
+from softbench.latency.exactness import exactness_line
 
 LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
 SMOKE_COLUMNS = ["kernel", "rel. error vs FP32 (checked rows)", "activation mean", "compile s"]
@@ -28,10 +29,11 @@ def latency_headline(summary: dict) -> str:
         return "speed-up: not available (one of the kernels has no windows)"
     per_round = ", ".join(f"{x:+.2f}%" for x in summary["per_round_speedup_pct"])
     lo, hi = summary.get("bootstrap_ci95_pct", [None, None])
+    exact = exactness_line(summary.get("exactness"))
     return (f"speed-up of {summary['variant']} over {summary['baseline']} (paper rounds: equal-clock and sustained "
             f"effects mixed): {s:+.2f}% (pooled medians); "
             f"per round {per_round}; per-round sd {fmt(summary['per_round_sd_pp'], '.2f')} pp; "
-            f"window bootstrap 95% [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]%")
+            f"window bootstrap 95% [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]%" + (f"\n{exact}" if exact else ""))
 
 
 def _estimate(paired: dict | None) -> str:
@@ -95,6 +97,9 @@ def paired_headline(summary: dict) -> list[str]:
                            if lbl in vs)
         lines.append(f"fastest exact kernel timed: {best['label']} ({fmt(best.get('tflops'), '.0f')} TFLOP/s); "
                      f"{ratios}" + ("" if refs else " (no reference kernel timed: add --reference)"))
+    exact = exactness_line(summary.get("exactness"))
+    if exact:
+        lines.append(exact)
     for r in (summary.get("run") or {}).get("rounds", []):
         lines.append(f"round {r['round'] + 1}: {r['pairs']} pairs in {r['measure_s']:.1f} s, stopped: {r['stop_reason']}")
     window = (summary.get("run") or {}).get("window")

@@ -1,0 +1,55 @@
+"""The baseline's error against FP32 held against the exact references' (softbench.latency.exactness), on the
+smoke checks of two recorded H200 runs: -lm (row sums accumulated over the row in the FP8 tensor core) and -lmt
+(per tile, added in FP32), FA3 timed beside both."""
+
+import json
+from pathlib import Path
+
+from softbench.latency.exactness import EXACT_ERROR_FACTOR, exactness, exactness_line
+from softbench.latency.render import paired_headline
+
+SESSIONS = Path(__file__).resolve().parents[1] / "sessions"
+ROW_SUMS_OVER_THE_ROW = "20261202T132424Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+ROW_SUMS_PER_TILE = "20261202T134042Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+
+
+def _recorded(name: str) -> tuple[dict, dict]:
+    summary = json.loads((SESSIONS / name / "summary.json").read_text())
+    return summary, {label: k["role"] for label, k in summary["kernels"].items()}
+
+
+def test_row_sums_over_the_row_are_flagged_and_per_tile_pass():
+    summary, roles = _recorded(ROW_SUMS_OVER_THE_ROW)
+    check = exactness(summary["smoke"], roles)
+    assert check["reference"] == "ref-fa3" and not check["ok"]
+    assert set(check["kernels"]) == {"A0", "A0'"} and check["kernels"]["A0"]["ratio"] > 2.0  # 1.48e-2 / 7.17e-3
+    line = exactness_line(check)
+    assert line.startswith("WARNING, not exact attention: A0's error against FP32 is 2.06x ref-fa3's"), line
+    # the headline carries it, after the ratio to the fastest exact kernel
+    lines = paired_headline({**summary, "exactness": check})
+    assert lines.index(line) == 1 + next(i for i, x in enumerate(lines) if x.startswith("fastest exact kernel"))
+
+    summary, roles = _recorded(ROW_SUMS_PER_TILE)
+    check = exactness(summary["smoke"], roles)
+    assert check["ok"] and check["kernels"]["A0"]["ratio"] < 1.0  # 7.10e-3 against FA3's 7.17e-3
+    assert exactness_line(check).startswith("exactness: A0, A0' within 0.99x of ref-fa3's")
+
+
+def test_the_variant_is_not_held_to_exactness_and_the_most_accurate_reference_is_the_yardstick():
+    smoke = {"A0": {"rel_error_vs_fp32": 0.012}, "h15": {"rel_error_vs_fp32": 0.03},
+             "ref-fa3": {"rel_error_vs_fp32": 0.010}, "ref-sdpa": {"rel_error_vs_fp32": 0.007}}
+    roles = {"A0": "baseline", "h15": "variant", "ref-fa3": "reference", "ref-sdpa": "reference"}
+    check = exactness(smoke, roles)
+    assert check["reference"] == "ref-sdpa" and set(check["kernels"]) == {"A0"}
+    assert check["ok"] == (0.012 / 0.007 <= EXACT_ERROR_FACTOR)  # 1.71x: not
+    assert not check["ok"]
+
+
+def test_without_a_usable_reference_there_is_no_verdict():
+    roles = {"A0": "baseline", "ref-fa3": "reference"}
+    assert exactness({"A0": {"rel_error_vs_fp32": 0.01}}, {"A0": "baseline"}) is None
+    assert exactness({"A0": {"rel_error_vs_fp32": 0.01}, "ref-fa3": {"rel_error_vs_fp32": float("nan")}}, roles) is None
+    assert exactness_line(None) is None
+    # a baseline whose check gave no finite error is not taken as exact
+    check = exactness({"A0": {"rel_error_vs_fp32": float("nan")}, "ref-fa3": {"rel_error_vs_fp32": 0.01}}, roles)
+    assert not check["ok"] and "has no error measured" in exactness_line(check)
