@@ -62,7 +62,15 @@ TURN_BARRIERS = (12, 13)
 # jump over the multiply where all 16 of its rows kept their running maximum (alpha = 1 exactly, and o * 1 is o,
 # so the output is the same bit for bit). The multiply is one FMUL per element of O: at head dim 128 and 128-key
 # tiles as many as the tile has scores per thread, one of the about seven instructions per score of the loop.
-RESCALES = {"always": "", "moved": "-rs"}
+RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl"}
+# "lazy" (A0 only; other variants take it as "moved"): FA4's conditional rescale on top of "moved". The running
+# maximum moves only where a tile's exceeds it by more than LAZY_THRESHOLD (log2 units), so that alpha is 1, and the
+# multiply jumped over, in most tiles rather than only where no row of the warp found a larger score. P's weights
+# are then up to 2^threshold above the usual largest, so at FP8 the offset that places them in E4M3's range is
+# lowered by as much (LAZY_FP8_MAX_OFFSET: the largest weight stays at most 2^8). Rowmax-H15's forms keep the exact
+# running maximum: their operator anchors the lattice at it.
+LAZY_THRESHOLD = {8: 2.0, 16: 8.0}  # by the operands' bits; 8.0 is FA4's (log2 of 256)
+LAZY_FP8_MAX_OFFSET = FP8_MAX_OFFSET - LAZY_THRESHOLD[8]
 # How a consumer warpgroup's warps synchronize around the K/V ring, and the label suffix: "membar" keeps the
 # partition barrier Triton 3.6 puts before every mbarrier wait and release (three per tile); "mbarrier" takes them
 # out of the PTX (softbench.kernels.ptx_trim says why none is needed), leaving the mbarriers alone, as in FA3's loop.
@@ -130,7 +138,8 @@ class GluonConfig:
     of the shared memory, so that two programs share an SM as the Triton kernel's FP8 configuration does).
     rescale: "always" multiplies O by each tile's alpha; "moved" (label -rs) lets a warp jump over that multiply
     where all its rows kept their maximum (the same output bit for bit; on the H200 no faster at FP8 causal 8K,
-    docs/hopper-notes.md).
+    docs/hopper-notes.md); "lazy" (label -rl): the same jump, with A0's running maximum kept until a tile's exceeds
+    it by more than LAZY_THRESHOLD (not bit for bit: P is rounded at another scale).
     sync: "membar" (Triton's barriers as placed) or "mbarrier" (label -tb): the warpgroup barrier before each
     mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
     row_sum: "row" (each tile's row sums reduced across the quad), "thread" (label -lt) or "tree" (-ltt, the
@@ -140,7 +149,7 @@ class GluonConfig:
     "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs|-rl][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -199,18 +208,18 @@ class GluonConfig:
     def plain(self) -> "GluonConfig":
         """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
         checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
-        the rounded P."""
-        return replace(self, rescale="always", rescale_at="tail", sync="membar")
+        the rounded P; so does -rl, which rounds A0's P at another scale."""
+        return replace(self, rescale="lazy" if self.rescale == "lazy" else "always", rescale_at="tail", sync="membar")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
-                             "where no row of a warp moved its maximum; -ro: O rescaled just before the next P.V; "
+                             "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases)")
@@ -500,7 +509,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
-              RESCALE_AT_PV: gl.constexpr = False):
+              RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0):
     """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
     which need no mask. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
@@ -563,9 +572,9 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     keys = offs_n
     keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
     if n_full > 0:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY)
     else:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY)
     if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
         l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
         l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
@@ -604,9 +613,9 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
         keys = i * BLOCK_N + offs_n
         keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
         if i >= n_full:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY)
         else:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY)
         if not SUMS_MMA:
             l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
         o, p_op = _wait_pv(o_tok, p_op)
@@ -660,7 +669,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
-                 ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False):
+                 ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0):
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -737,7 +746,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
+                         LAZY)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -746,11 +756,13 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
+                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
+                         LAZY)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                     V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV)),
+                     V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
+                         LAZY)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -853,14 +865,28 @@ def fp8_key_order(n: int) -> torch.Tensor:
     return (32 * blk + 16 * gh + 8 * gl_ + 2 * t + j).reshape(-1)
 
 
+def lazy_threshold(config: GluonConfig, fp8: bool, variant: str) -> float:
+    """How far a tile's maximum may exceed A0's running maximum before it moves (rescale "lazy"; 0: always)."""
+    return LAZY_THRESHOLD[8 if fp8 else 16] if config.rescale == "lazy" and variant == "A0" else 0.0
+
+
+def max_offset(config: GluonConfig, fp8: bool, variant: str) -> float:
+    """The weights' offset in octaves: at FP8 the largest weight of a row is 2^8 (FA4's and FA3's max_offset),
+    with a lazy maximum 2^(8 - threshold) to 2^8; at 16 bits 1."""
+    if not fp8:
+        return 0.0
+    return LAZY_FP8_MAX_OFFSET if lazy_threshold(config, fp8, variant) else FP8_MAX_OFFSET
+
+
 def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
     """_attn_fwd_ws's compile-time arguments (shared with the cross-compilation)."""
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
-                WEIGHT=variant, MAX_OFFSET=FP8_MAX_OFFSET if fp8 else 0.0, V_KMAJOR=fp8,
+                WEIGHT=variant, MAX_OFFSET=max_offset(config, fp8, variant), LAZY=lazy_threshold(config, fp8, variant),
+                V_KMAJOR=fp8,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
-                RESCALE_SKIP=config.rescale == "moved", PTX_TRIM=config.sync == "mbarrier",
+                RESCALE_SKIP=config.rescale in ("moved", "lazy"), PTX_TRIM=config.sync == "mbarrier",
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 

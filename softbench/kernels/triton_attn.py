@@ -253,17 +253,19 @@ def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constex
 
 
 @triton.jit
-def _tile_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+def _tile_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
+                  LAZY: tl.constexpr = 0.0):
     """One key tile's weights p, new running maximum and rescale factor alpha from its raw scores s: the operator
     itself, the one place both kernels take it from (the Gluon kernel calls this as it is). keep: the mask, read
     only when MASK; keys: the tile's key indices (the hybrids choose by them). The running maximum is in log2
-    units, except h15-folded's (raw scores: _folded_weights)."""
+    units, except h15-folded's (raw scores: _folded_weights). LAZY (A0 only, log2 units; 0: off): the running
+    maximum moves only where a tile's maximum exceeds it by more than LAZY (_exponent_weights)."""
     if MASK:
         s = tl.where(keep, s, float("-inf"))
     if WEIGHT == "h15-folded":
         p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET)
     else:
-        p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET)
+        p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET, LAZY)
     return p, m_new, alpha
 
 
@@ -281,10 +283,19 @@ def _h15_doubled(s, m_use, qk_scale, CLAMP: tl.constexpr):
 
 @triton.jit
 def _exponent_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr,
-                      MAX_OFFSET: tl.constexpr):
-    """The maps of x = s * qk_scale - m + MAX_OFFSET, m in log2 units, with the exact rescale exp2(m_i - m_new)."""
+                      MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr = 0.0):
+    """The maps of x = s * qk_scale - m + MAX_OFFSET, m in log2 units, with the exact rescale exp2(m_i - m_new).
+    LAZY > 0 (A0 only; FA4's conditional rescale, softbench.kernels.sim's rescale_threshold): the running maximum
+    stays where a tile's maximum exceeds it by at most LAZY, so alpha is exactly 1 in most tiles and a kernel that
+    jumps over O's rescale where alpha is 1 (GluonConfig.rescale "lazy") mostly does. The weights are then up to
+    2^(LAZY + MAX_OFFSET), the caller's MAX_OFFSET leaving room for them; the normalized output is the same
+    softmax, rounded from a P scaled by up to 2^LAZY more."""
     # running maximum in log2 units; the first tile always holds key 0, so it is finite from then on
-    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    if LAZY > 0.0:
+        m_tile = tl.max(s, 1) * qk_scale
+        m_new = tl.where(m_tile > m_i + LAZY, m_tile, m_i)  # m_i = -inf on the first tile: always taken
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
     m_use = m_new - MAX_OFFSET  # FP8: exponents measured from (max - 8), weights up to 2^8
     if (WEIGHT == "A1") or (WEIGHT == "h15-noclamp"):
         # h15-noclamp leaves the clamp out: equal to A1 wherever every t >= -252 (masked -inf gives weight 0 there

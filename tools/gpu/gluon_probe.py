@@ -8,7 +8,8 @@
 
 1. Correctness on small and ragged shapes (BF16 and FP8, GQA, head dims 64 and 128, causal and not, seq not a
    multiple of the tiles): each variant's output against softbench's tile-wise simulation of the same operator
-   (softbench.kernels.sim, key tiles of the kernel's size; row sums of the rounded P for -lm), and, where the
+   (softbench.kernels.sim, key tiles of the kernel's size; row sums of the rounded P for -lm and -lmt, A0's lazy
+   maximum for -rl), and, where the
    Triton kernel's table uses the same key tile, against its output (the same operator: equal bit for bit
    expected). h15-proved is also compared with A1 of the same kernel (equal bit for bit on every input), on the
    shapes and on inputs whose query norms are scaled up until the proof fails for some heads and A1's clamp binds
@@ -78,9 +79,12 @@ def reference(q, k, v, causal: bool, variant: str, config) -> torch.Tensor:
     """softbench's tile-wise simulation of the same operator (sim_attention: online softmax over key tiles of the
     kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype), through
     the catalog's operator of the variant (h15-proved and h15-noclamp: Rowmax-H15's); with row sums of the rounded
-    P where the configuration sums on the tensor core (-lm)."""
+    P where the configuration sums on the tensor core (-lm, -lmt), and A0's lazy maximum under -rl."""
+    fp8 = q.dtype == torch.float8_e4m3fn
     return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=config.block_n,
-                         sum_rounded=config.row_sum.startswith("mma"))
+                         sum_rounded=config.row_sum.startswith("mma"),
+                         rescale_threshold=ga.lazy_threshold(config, fp8, variant),
+                         max_offset=ga.max_offset(config, fp8, variant))
 
 
 def checks(rows: list, dtypes: dict, check_configs=CHECK_CONFIGS, variants=CHECK_VARIANTS, shapes=None) -> None:
