@@ -18,9 +18,6 @@ set -uo pipefail
 STEP=${1:?step 1..2}
 PAYLOAD=
 . tools/gpu/lease_step.sh
-common=(--backend triton --null --reference fa3 --start-order shuffled)
-fp8=(--dtype fp8 --variant h15-folded)
-bf16=(--dtype bf16 --variant h15-sat)
 rl8=gluon-n128s2-c240l24-hg8-g1-rl-lmt-tb
 rl16=gluon-n128s2-c240l24-hg8-rl-tb
 case "$STEP" in
@@ -28,13 +25,13 @@ case "$STEP" in
      --check-configs=$rl8 --check-variants=A0,h15-folded --repeat-equal=1 --long-checks && touch /tmp/sb/rl8-ok
    timeout 100 python3 tools/gpu/gluon_probe.py "$DIR/probe-rl-bf16" --only=bf16 --checks-only \
      --check-configs=$rl16 --check-variants=A0 && touch /tmp/sb/rl16-ok
-   [ -f /tmp/sb/rl8-ok ] && sb latency "${common[@]}" "${fp8[@]}" --seq 8192 --triton-config $rl8
-   [ -f /tmp/sb/rl16-ok ] && sb latency "${common[@]}" "${bf16[@]}" --seq 8192 --triton-config $rl16 ;;
+   [ -f /tmp/sb/rl8-ok ] && sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config $rl8
+   [ -f /tmp/sb/rl16-ok ] && sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --triton-config $rl16 ;;
 2) if [ -f /tmp/sb/rl8-ok ]; then
-     for seq in "--seq 8192 --no-causal" "--seq 16384"; do sb latency "${common[@]}" "${fp8[@]}" $seq --triton-config $rl8; done
+     for seq in "--seq 8192 --no-causal" "--seq 16384"; do sb latency "${against_fa3[@]}" "${fp8_folded[@]}" $seq --triton-config $rl8; done
    fi
    if [ -f /tmp/sb/rl16-ok ]; then
-     for seq in "--seq 8192 --no-causal" "--seq 16384"; do sb latency "${common[@]}" "${bf16[@]}" $seq --triton-config $rl16; done
+     for seq in "--seq 8192 --no-causal" "--seq 16384"; do sb latency "${against_fa3[@]}" "${bf16_sat[@]}" $seq --triton-config $rl16; done
    fi ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"

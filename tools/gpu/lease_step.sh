@@ -12,3 +12,8 @@ DIR=/tmp/sb/step$STEP
 mkdir -p "$DIR"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+# what every latency run of issue 15's leases names: equal clock with the A/A null and FA3 in the same run, and
+# each dtype's Rowmax-H15 form (h15-folded at FP8, h15-sat at BF16)
+against_fa3=(--backend triton --null --reference fa3 --start-order shuffled)
+fp8_folded=(--dtype fp8 --variant h15-folded)
+bf16_sat=(--dtype bf16 --variant h15-sat)

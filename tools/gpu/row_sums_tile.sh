@@ -18,8 +18,6 @@ set -uo pipefail
 STEP=${1:?step 1..2}
 PAYLOAD=
 . tools/gpu/lease_step.sh
-common=(--backend triton --null --reference fa3 --start-order shuffled)
-fp8=(--dtype fp8 --variant h15-folded)
 lm8=gluon-n128s2-c240l24-hg8-g1-lm-tb
 lmt8=gluon-n128s2-c240l24-hg8-g1-lmt-tb
 case "$STEP" in
@@ -28,12 +26,12 @@ case "$STEP" in
    timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-long-fp8" --only=fp8 --checks-only --check-shapes=99 \
      --check-configs=$lm8,$lmt8 --check-variants=A0,h15-folded --long-checks
    if [ -f /tmp/sb/lmt-ok ]; then
-     sb latency "${common[@]}" "${fp8[@]}" --seq 8192 --triton-config $lmt8
+     sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config $lmt8
      sb gates --backend triton --dtype fp8 --causal --variant h15-folded --triton-config $lmt8
    else echo "-lmt probe failed: no timing follows"; fi ;;
 2) for seq in "--seq 8192 --no-causal" "--seq 16384"; do
-     sb latency "${common[@]}" "${fp8[@]}" $seq --triton-config $lmt8
+     sb latency "${against_fa3[@]}" "${fp8_folded[@]}" $seq --triton-config $lmt8
    done
-   sb latency "${common[@]}" "${fp8[@]}" --seq 8192 --protocol sustained --triton-config $lmt8 ;;
+   sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --protocol sustained --triton-config $lmt8 ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
