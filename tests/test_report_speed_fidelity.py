@@ -146,3 +146,19 @@ def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):
     assert main(["report", str(REAL_SESSIONS), "--out", str(tmp_path / "cli"), "--speed-fidelity-shape",
                  "fp8-9K"]) == 2
     assert not (tmp_path / "cli").exists()
+
+
+def test_a_session_whose_baseline_is_not_exact_gives_no_points():
+    """The -lm run (its A0's error against FP32 2.06 times FA3's, recorded before summary.json carried the check)
+    is left out of the figure with one sentence; the -lmt run of the same shape gives its points."""
+    from pathlib import Path
+
+    from softbench.report.speedups import session_speedups
+
+    sessions = Path(__file__).resolve().parents[1] / "sessions"
+    over_row = load_session(sessions / "20261202T132424Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved")
+    per_tile = load_session(sessions / "20261202T134042Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved")
+    points, notes = session_speedups(over_row)
+    assert points == [] and len(notes) == 1 and "left out: WARNING, not exact attention: A0's error" in notes[0]
+    points, notes = session_speedups(per_tile)
+    assert {(p.label, p.against) for p in points} >= {("h15-folded", "A0"), ("A0", "ref-fa3")} and notes == []

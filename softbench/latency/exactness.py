@@ -52,4 +52,4 @@ def exactness_line(check: dict | None) -> str | None:
     others = "".join(f", {o} " + ("no error measured" if ko["ratio"] is None else f"{ko['ratio']:.2f}x")
                      for o, ko in rest)
     return (f"WARNING, not exact attention: {lbl}'s {said}{others}, above the {check['factor']:g}x allowed on the "
-            f"same inputs; the speed-ups above are not over exact attention")
+            f"same inputs; this run's speed-ups are not over exact attention")
