@@ -369,3 +369,19 @@ def test_a_run_of_the_defaults_matches_the_options_its_worker_resolved(tmp_path)
     assert scope_mismatch({"backend_options.label": "gluon-n128s2-c240l24-hg8-g1-lt-tb"}, default) is None
     assert scope_mismatch({"backend_options.label": "gluon-n128s2-c240l24-hg8-g1-ltt-tb"}, named) is None
     assert scope_mismatch({"backend_options.no_such_field": 1}, default) == "backend_options.no_such_field absent"
+
+
+def test_evidence_whose_baseline_is_not_exact_carries_a_deviation():
+    """sealed/gluon-row-sums-mma.yaml's M1 and M2 were met by the FP8 -lm run, whose A0's error against FP32 was
+    2.06 times FA3's (read from its smoke checks, recorded before summary.json carried the check): the verdicts
+    stand as sealed, and each carries a baseline-not-exact deviation; M3's BF16 run, exact, carries none."""
+    from softbench.predictions.sessions import load_session
+
+    content = yaml.safe_load((ROOT / "sealed" / "gluon-row-sums-mma.yaml").read_text())
+    names = ["20261202T132424Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved",
+             "20261202T132728Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"]
+    ev = evaluate(content, [load_session(REAL_SESSIONS / n) for n in names])
+    assert [v.verdict for v in ev.predictions] == ["met", "met", "failed"]
+    flagged = [(d.prediction, d.session) for d in ev.deviations if d.kind == "baseline-not-exact"]
+    assert flagged == [("M1", names[0]), ("M2", names[0])]
+    assert all("2.06x ref-fa3's" in d.detail for d in ev.deviations if d.kind == "baseline-not-exact")

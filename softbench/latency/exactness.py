@@ -34,6 +34,13 @@ def exactness(smoke: dict, roles: dict[str, str]) -> dict | None:
             "ok": all(k["ok"] for k in kernels.values())}
 
 
+def recorded_exactness(summary: dict) -> dict | None:
+    """A latency session's check as summary.json holds it, or, for sessions recorded before it did, made from the
+    smoke checks and roles the same summary holds."""
+    roles = {lbl: str(k.get("role")) for lbl, k in (summary.get("kernels") or {}).items()}
+    return summary.get("exactness") or exactness(summary.get("smoke") or {}, roles)
+
+
 def exactness_line(check: dict | None) -> str | None:
     """One line for the headline: the baseline's error against FP32 beside the reference's, and a warning where
     it is not exact attention."""

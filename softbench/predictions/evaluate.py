@@ -271,6 +271,18 @@ def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | Non
     return f"recorded {key}={have!r}, the scope names {scope[key]!r}"
 
 
+def baseline_not_exact(rec: SessionRecord) -> str | None:
+    """For a latency session whose baseline's error against FP32 is well above the exact reference's
+    (softbench.latency.exactness; read from the smoke checks where summary.json predates the check), the warning;
+    else None."""
+    if rec.command != "latency":
+        return None
+    from softbench.latency.exactness import exactness_line, recorded_exactness
+
+    check = recorded_exactness(rec.summary)
+    return exactness_line(check) if check and not check["ok"] else None
+
+
 def _score(pred: dict, records: list[SessionRecord], include_partial: bool, deviations: list[Deviation],
            excluded: list[Exclusion], sealed: _dt.datetime | None) -> Verdict:
     pid = pred["id"]
@@ -329,6 +341,9 @@ def _score(pred: dict, records: list[SessionRecord], include_partial: bool, devi
             continue
         if not r.complete:
             deviations.append(Deviation(pid, r.name, "partial-used", "partial session used (--include-partial)"))
+        inexact = baseline_not_exact(r)
+        if inexact:  # the verdict stands as sealed; the evidence carries the caveat
+            deviations.append(Deviation(pid, r.name, "baseline-not-exact", inexact))
         verdict.evidence.append(Evidence(session=r.name, value=value, bounds=bounds,
                                          outcome=MET if holds(value, pred["comparator"], bounds) else FAILED,
                                          partial=not r.complete))

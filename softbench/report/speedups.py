@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
-from softbench.latency.exactness import exactness, exactness_line
+from softbench.latency.exactness import exactness_line, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.reestimate import against_reference
 
@@ -63,8 +63,8 @@ def _paired(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
             k = kernels.get(label, {})
             points.append(_point(rec, quantity, ref, label, str(k.get("variant", label)), str(k.get("role")), est))
     # a baseline that is not exact attention (its error against FP32 well above the reference's) gives no
-    # speed-up worth drawing; sessions recorded before summary.json carried the check get it from their smoke checks
-    check = s.get("exactness") or exactness(s.get("smoke") or {}, {lbl: str(k.get("role")) for lbl, k in kernels.items()})
+    # speed-up worth drawing
+    check = recorded_exactness(s)
     if check and not check["ok"]:
         return [], notes + [f"{rec.name}: left out: {exactness_line(check)}"]
     return points, notes
