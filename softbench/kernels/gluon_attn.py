@@ -531,7 +531,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3  # the row sums on the tensor core (GluonConfig.row_sum "mma")
+    SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3  # the row sums on the tensor core (row_sum "mma", "mma-tile")
     PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4  # "mma-tile": a fresh accumulator per tile, added in FP32
     ONES_N: gl.constexpr = ones_smem.shape[0]
     l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
