@@ -37,6 +37,8 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
                 "protocol_kind", "quantity", "kernels", "comparisons", "variants", "null", "references",
                 "speedup_ci95_pct", "null_pct", "null_ci95_pct", "best_exact", "vs_best_exact", "run", "device",
                 "timings_are", "roles", "carryover", "clock_during_pairs",
+                # the baseline's error against FP32 beside the references' (softbench.latency.exactness)
+                "exactness",
                 # a matrix run across GPUs (latency --gpus): rank, GPU, CUDA_VISIBLE_DEVICES, UUID, cell, phase
                 "placement",
                 # several processes per kernel (--processes) and the null inside the baseline's process
