@@ -82,10 +82,10 @@ SYNCS = {"membar": "", "mbarrier": "-tb"}
 # (keys x 8), one m64n8 wgmma per key step issued beside P.V, its 8 columns each the rows' sums, so the loop has no
 # adds for them at all (64 FADD per tile and thread at 128 keys). It sums P as P.V reads it (rounded to the operand
 # dtype) rather than in FP32, so the normalizer is the sum of the very weights O was built from. At FP8 the wgmma's
-# accumulator keeps fewer bits than FP32 (about 13 of mantissa, the rest truncated): over a whole row of positive
+# accumulator keeps fewer bits than FP32 and truncates (DeepSeek-V3 reports about 14): over a whole row of positive
 # weights the losses add up, and on the H200 "mma" doubled A0's error against FP32 at FP8 causal 8K (1.48e-2
 # against 7.1e-3, the default's and FA3's; 20261202T132424Z). "mma-tile" (-lmt) takes each tile's sums from a
-# fresh accumulator and adds them to FP32 running sums (4 adds per tile and thread): the limited accumulation then
+# fresh accumulator and adds them to FP32 running sums (2 adds per tile and thread): the limited accumulation then
 # spans one tile of 128 keys, not the row.
 ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt", "mma": "-lm", "mma-tile": "-lmt"}
 # the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread, 3 and 4 on the tensor core
