@@ -746,8 +746,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                         LAZY)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -756,13 +755,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                         LAZY)),
+                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                      V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                         LAZY)),
+                     LAZY)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -871,8 +869,9 @@ def lazy_threshold(config: GluonConfig, fp8: bool, variant: str) -> float:
 
 
 def max_offset(config: GluonConfig, fp8: bool, variant: str) -> float:
-    """The weights' offset in octaves: at FP8 the largest weight of a row is 2^8 (FA4's and FA3's max_offset),
-    with a lazy maximum 2^(8 - threshold) to 2^8; at 16 bits 1."""
+    """The weights' offset in octaves: at FP8 8, so the largest weight of a row is 2^8 (FA4's and FA3's
+    max_offset), and with A0's lazy maximum 8 - threshold, so it is 2^(8 - threshold) to 2^8; at 16 bits 0 (the
+    largest weight 1, or 2^threshold with the lazy maximum)."""
     if not fp8:
         return 0.0
     return LAZY_FP8_MAX_OFFSET if lazy_threshold(config, fp8, variant) else FP8_MAX_OFFSET

@@ -296,7 +296,7 @@ def _exponent_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: 
         m_new = tl.where(m_tile > m_i + LAZY, m_tile, m_i)  # m_i = -inf on the first tile: always taken
     else:
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-    m_use = m_new - MAX_OFFSET  # FP8: exponents measured from (max - 8), weights up to 2^8
+    m_use = m_new - MAX_OFFSET  # FP8: exponents measured from (max - MAX_OFFSET), weights up to 2^MAX_OFFSET
     if (WEIGHT == "A1") or (WEIGHT == "h15-noclamp"):
         # h15-noclamp leaves the clamp out: equal to A1 wherever every t >= -252 (masked -inf gives weight 0 there
         # and 2^-126 in A1, both lost in a row sum >= 1 and in P's FP8 rounding), garbage below -254.5. A timing

@@ -253,9 +253,8 @@ def write_summary(session: Session, opts: LatencyOptions, shape: Shape, summary:
     """The one way a latency session's summary is finished, under any protocol: the shape, backend and protocol,
     `extra` (smoke checks, the run's record, the paper's order), completeness; then summary.json, summary.md
     and the status, complete or partial."""
-    from softbench.latency.render import latency_markdown
-
     from softbench.latency.exactness import exactness
+    from softbench.latency.render import latency_markdown
 
     summary.update({
         "command": "latency", "backend": opts.backend, "shape": shape.to_dict(), "shape_tag": shape.tag(),

@@ -21,7 +21,7 @@ def exactness(smoke: dict, roles: dict[str, str]) -> dict | None:
         e = (smoke.get(label) or {}).get("rel_error_vs_fp32")
         return float(e) if isinstance(e, (int, float)) and math.isfinite(e) else None
 
-    refs = {lbl: error(lbl) for lbl, role in roles.items() if role == "reference" and error(lbl)}
+    refs = {lbl: e for lbl, role in roles.items() if role == "reference" and (e := error(lbl))}
     if not refs:
         return None
     best = min(refs, key=refs.get)

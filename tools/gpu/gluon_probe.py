@@ -179,14 +179,14 @@ def long_checks(rows: list, dtypes: dict, configs, variants) -> None:
     for dtype_name, seq, causal in ((d, s, c) for d in dtypes for s in LONG_SEQS for c in (True, False)):
         shape = Shape(dtype=dtype_name, seq=seq, causal=causal)
         inputs = make_inputs(shape, 0, "cuda")
-        q_rows = check_rows(seq, 64)
+        q_rows = check_rows(seq, 64).cuda()
         ref = reference_rows(inputs.q, inputs.k, inputs.v, causal, q_rows, descale=inputs.descale)
         gain = lambda out: float(((out * ref).sum(-1) / (ref * ref).sum(-1)).mean() - 1)  # noqa: E731
         case = [dtype_name, 1, seq, 16, 16, 128, causal]
         if fa3_module_name() is not None:
             fa3 = FA3Backend()
             fa3.load("A0")
-            out = fa3.build(shape, inputs)()[:, q_rows.cuda()].float()
+            out = fa3.build(shape, inputs)()[:, q_rows].float()
             row = {"long": case, "kernel": "fa3", "variant": "A0", "rel_vs_fp32": relative_error(out, ref),
                    "gain_vs_fp32": gain(out)}
             rows.append(row)
@@ -198,7 +198,7 @@ def long_checks(rows: list, dtypes: dict, configs, variants) -> None:
                 row = {"long": case, "config": config.label(), "variant": variant}
                 try:
                     out = ga.attention(inputs.q, inputs.k, inputs.v, causal, variant, config,
-                                       descale=inputs.descale)[:, q_rows.cuda()].float()
+                                       descale=inputs.descale)[:, q_rows].float()
                     row.update(rel_vs_fp32=relative_error(out, ref), gain_vs_fp32=gain(out))
                     if base is None:
                         base = row["rel_vs_fp32"]
@@ -270,16 +270,15 @@ def main(argv: list[str]) -> int:
     variants = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--check-variants=")]
     timed = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--timing-only=")]
     shapes = [{int(i) for i in a.split("=", 1)[1].split(",")} for a in argv if a.startswith("--check-shapes=")]
-    checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else CHECK_CONFIGS,
-           tuple(variants[0]) if variants else CHECK_VARIANTS, shapes[0] if shapes else None)
+    named = tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else ()
+    checks(rows, dtypes, named or CHECK_CONFIGS, tuple(variants[0]) if variants else CHECK_VARIANTS,
+           shapes[0] if shapes else None)
     repeats = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--repeat-equal=")]
-    if repeats and given:
-        repeated_equality(rows, dtypes, [c for c in (ga.GluonConfig.from_label(x) for x in given[0].split(","))
-                                 if c.plain() != c],
+    if repeats and named:
+        repeated_equality(rows, dtypes, [c for c in named if c.plain() != c],
                           tuple(variants[0]) if variants else ("A0",), repeats[0])
     if "--long-checks" in argv:
-        long_checks(rows, dtypes, tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else (),
-                    tuple(variants[0]) if variants else ("A0",))
+        long_checks(rows, dtypes, named, tuple(variants[0]) if variants else ("A0",))
     if "--checks-only" not in argv:
         timing(rows, "--fa4" in argv, {k: v for k, v in dtypes.items() if not timed or k in timed[0]})
     # the fastest A0 per case and kernel (the checks cover the kernel's code paths, at two configurations)
