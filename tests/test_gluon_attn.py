@@ -95,9 +95,13 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 
 
 def test_resolve_config_follows_the_kernel_named():
-    assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == ga.GluonConfig(sync=ga.DEFAULT_SYNC)
+    assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == \
+        ga.GluonConfig(rescale="lazy", sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
-        ga.GluonConfig(block_n=64, sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(block_n=64, rescale="lazy", sync=ga.DEFAULT_SYNC)
+    # a label names every field: the default's lazy rescale does not leak into a configuration named without it
+    named = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").to_dict()
+    assert resolve_config(torch.bfloat16, 128, named).rescale == "always"
     # a Triton label's fields do not leak into the Gluon configuration and back
     triton_label = {"kernel": "triton", **KernelConfig.from_label("m64n32w4s2").__dict__}
     assert resolve_config(torch.bfloat16, 128, triton_label) == KernelConfig.from_label("m64n32w4s2")
@@ -116,15 +120,15 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
-    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(sync="mbarrier")
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-lmt-tb"
+    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(rescale="lazy", sync="mbarrier")
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-lmt-tb"
     # a field given on top of the FP8 default keeps the rest of it
-    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-lmt-tb"
-    assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-rl-lmt-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-tb"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
-    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig()
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-lmt"
+    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(rescale="lazy")
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-lmt"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128
