@@ -96,12 +96,12 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 
 def test_resolve_config_follows_the_kernel_named():
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == \
-        ga.GluonConfig(rescale="lazy", sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(rescale="lazy", row_sum="tree", sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
-        ga.GluonConfig(block_n=64, rescale="lazy", sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(block_n=64, rescale="lazy", row_sum="tree", sync=ga.DEFAULT_SYNC)
     # a label names every field: the default's lazy rescale does not leak into a configuration named without it
     named = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").to_dict()
-    assert resolve_config(torch.bfloat16, 128, named).rescale == "always"
+    assert resolve_config(torch.bfloat16, 128, named) == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb")
     # a Triton label's fields do not leak into the Gluon configuration and back
     triton_label = {"kernel": "triton", **KernelConfig.from_label("m64n32w4s2").__dict__}
     assert resolve_config(torch.bfloat16, 128, triton_label) == KernelConfig.from_label("m64n32w4s2")
@@ -114,20 +114,21 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert ga.usable_here() is not None
     assert default_kernel(torch.bfloat16, 128) == "triton"
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
-    # an sm_90 GPU with the compiled Triton: Gluon at every dtype, one consumer warpgroup per program and the row
-    # sums on the tensor core per tile at FP8
+    # an sm_90 GPU with the compiled Triton: Gluon at every dtype, A0's maximum moved lazily at both; at FP8 one
+    # consumer warpgroup per program and the row sums on the tensor core per tile, at 16 bits per-thread row sums
+    # added pairwise
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
-    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(rescale="lazy", sync="mbarrier")
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-tb"
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-lmt-tb"
     # a field given on top of the FP8 default keeps the rest of it
     assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-rl-lmt-tb"
     assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-tb"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
-    assert resolve_config(torch.bfloat16, 128, {}) == ga.GluonConfig(rescale="lazy")
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt"
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-lmt"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
@@ -488,12 +489,15 @@ def test_lazy_rescale_at_fp8_keeps_a0s_error_against_fp32():
 
 @pytest.mark.parametrize("dtype,moved_label,lazy_label", [
     ("fp8", "gluon-n128s2-c240l24-hg8-g1-rs-lmt-tb", "gluon-n128s2-c240l24-hg8-g1-rl-lmt-tb"),
-    ("bf16", "gluon-n128s2-c240l24-hg8-rs-tb", "gluon-n128s2-c240l24-hg8-rl-tb")])
+    ("bf16", "gluon-n128s2-c240l24-hg8-rs-ltt-tb", "gluon-n128s2-c240l24-hg8-rl-ltt-tb")])
 def test_lazy_rescale_compiles_to_the_skippable_rescale(dtype, moved_label, lazy_label):
-    """-rl's loop: the warp's vote and the 64 multiplies it jumps over, as -rs's, a few instructions for the
-    threshold's compare per row, nothing spilled; h15-folded under -rl is h15-folded under -rs."""
+    """-rl's loop (in both defaults, the labels here): the warp's vote and the 64 multiplies it jumps over, as
+    -rs's, a few instructions for the threshold's compare per row, nothing spilled; h15-folded under -rl is
+    h15-folded under -rs. At 16 bits the row sums stay -ltt's, five dependent adds at the tile's end."""
     moved, lazy = _compile(dtype, "A0", moved_label), _compile(dtype, "A0", lazy_label)
     assert lazy["loop_vote"] == moved["loop_vote"] == 1 and lazy["loop_fmul_jumped"] == 64, lazy
+    if dtype == "bf16":
+        assert lazy["loop_sum_chain"] == moved["loop_sum_chain"] == 5, (moved, lazy)
     assert 0 < lazy["loop_instructions"] - moved["loop_instructions"] <= 12, (moved, lazy)
     assert lazy["spill_stores"] == 0 and lazy["ptxas_advisories"] == [], lazy
     if dtype == "fp8":

@@ -243,7 +243,12 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # non-causal 8K, 0.905 causal 16K (152429Z, 152743Z, 152834Z) against the full rescale's 0.893 causal 8K (132827Z).
 # A0's error against FP32 stays within 1.05x of FA3's (sessions/gluon-probe-h200-20261202-1522-rl-fp8, the
 # smoke checks). Rowmax-H15's forms keep the exact maximum (their outputs are unchanged bit for bit).
-DEFAULT = GluonConfig(rescale="lazy")
+# With O's rescale mostly gone, the BF16 loop also gains from per-thread row sums added pairwise (-ltt), which gave
+# nothing under the full rescale (0.896 beside 0.896, 114034Z, 115238Z): A0 / FA3 0.934 and 0.931 causal 8K against
+# -rl's 0.913 in the same lease (155108Z, 155439Z; 155536Z), 0.937 non-causal 8K, 0.925 causal 16K (155202Z,
+# 155304Z). So the 16-bit default is -rl-ltt-tb. h15-sat, which takes -rl as -rs, reads 0.929-0.930 causal 8K under it
+# against 0.938 under -rl: the BF16 Rowmax-H15 figures name their configuration.
+DEFAULT = GluonConfig(rescale="lazy", row_sum="tree")
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread

@@ -39,7 +39,7 @@ MARKER = "softbench: mbarrier-only consumer sync"
 MARK = f"{MARKER} (ptx_trim {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]})"
 PINNED_TRITON = "3.6"  # the PTX text below was read from Triton 3.6.0's output
 # what a refusal suggests, whether -tb was named or came with the defaults
-NO_TRIM_HINT = ("name a configuration without -tb in --triton-config, e.g. gluon-n128s2-c240l24-hg8-rl "
+NO_TRIM_HINT = ("name a configuration without -tb in --triton-config, e.g. gluon-n128s2-c240l24-hg8-rl-ltt "
                 "(FP8: gluon-n128s2-c240l24-hg8-g1-rl-lmt)")
 
 # a partition's own barrier: Triton gives the default partition id 0 and each further one its own id, with the
