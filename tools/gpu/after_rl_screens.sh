@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-02 16:10 without a GPU (the session's device time was spent): what the -rl defaults
+# Issue 15, prepared 2026-12-02 16:00 without a GPU (the session's device time was spent): what the -rl defaults
 # change elsewhere. Under the full rescale, -ltt gave BF16 nothing and then paid 1.8 points once -rl had taken O's
 # multiplies out of most tiles; the tensor core's row sums (-lm) cost BF16 3 points then. One consumer warpgroup
 # per program is out at BF16 (0.670, 20261202T090750Z). Both cross-compiled for sm_90a with no spill and no
