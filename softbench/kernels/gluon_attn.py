@@ -235,9 +235,9 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
     return next(name for name, own in suffixes.items() if own == (suffix or ""))
 
 
-# Since 15:30 both defaults move A0's running maximum lazily (-rl: only where a tile's exceeds it by more than 2
+# Since 15:35 both defaults move A0's running maximum lazily (-rl: only where a tile's exceeds it by more than 2
 # octaves at FP8, 8 at BF16), so O's rescale is jumped over in most tiles. In one lease against FA3 in the same
-# interleavings: FP8 A0 / FA3 0.993 causal 8K, 0.989 non-causal 8K, 1.000 causal 16K (A0 the fastest exact kernel
+# interleavings: FP8 A0 / FA3 0.993 causal 8K, 0.989 non-causal 8K, 1.003 causal 16K (A0 the fastest exact kernel
 # timed; 20261202T152332Z, 152542Z, 152641Z) against -lmt's 0.977, 0.997, 0.980 (134042Z, 134203Z, 134302Z, the
 # lease before); sustained at the cap 0.977 against 0.960 (153052Z, 134403Z). BF16 0.916 causal 8K, 0.927
 # non-causal 8K, 0.905 causal 16K (152429Z, 152743Z, 152834Z) against the full rescale's 0.893 causal 8K (132827Z).
