@@ -1,24 +1,17 @@
 """tools/gpu/triton_probe.py names its candidates by label: each must parse, say itself back, and differ from the
 table's configuration (timed first anyway), or the probe fails on the GPU host after minutes of compiling."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
 pytest.importorskip("triton")
 
+from repo_tools import load_tool  # noqa: E402
 from softbench.kernels.triton_attn import KernelConfig, default_config  # noqa: E402
-
-PROBE = Path(__file__).resolve().parents[1] / "tools" / "gpu" / "triton_probe.py"
 
 
 def load_probe():
-    spec = importlib.util.spec_from_file_location("triton_probe", PROBE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu/triton_probe.py")
 
 
 @pytest.mark.parametrize("family, dtype", [("bf16", torch.bfloat16), ("fp8", torch.float8_e4m3fn)])

@@ -2,18 +2,13 @@
 maxima, and the warp rates on the benchmark's own inputs."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
+from repo_tools import load_tool
 from softbench.core.shapes import Shape
 from softbench.kernels.inputs import make_inputs
 
-_TOOL = Path(__file__).resolve().parents[1] / "tools" / "analysis" / "rescale_skip_rates.py"
-_spec = importlib.util.spec_from_file_location("rescale_skip_rates", _TOOL)
-skip = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(skip)
+skip = load_tool("analysis/rescale_skip_rates.py")
 
 
 def _kept(rule: str, maxima: list[float]) -> list[bool]:

@@ -25,11 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 import torch  # noqa: E402
 
 from softbench.core.shapes import Shape  # noqa: E402
+from softbench.kernels.gluon_attn import LAZY_THRESHOLD  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 
 KEY_TILE = 128
 WARP_ROWS = 16
-LAZY_OCTAVES = 2.0  # gluon_attn.LAZY_THRESHOLD at FP8
+LAZY_OCTAVES = LAZY_THRESHOLD[8]  # -rl's at FP8
 
 
 def tile_maxima(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -47,21 +48,20 @@ def keeps(rule: str, tmax: torch.Tensor):
     anchor = torch.full(tmax.shape[:1], float("nan"))  # h15: O's anchor r_O, none before the first tile
     for j in range(tmax.shape[1]):
         tile = tmax[:, j]
-        if rule == "rl-a0":
-            moved = tile > m + LAZY_OCTAVES  # m = -inf: always moves on the first tile
-            m = torch.where(moved, tile, m)
-            yield ~moved
-            continue
-        new = torch.maximum(m, tile)
-        if rule == "rs":
-            yield new == m
-        else:
-            r = torch.round(2 * new)  # round half to even, as the FFMA's magic add
-            step = r - anchor
-            keep = (step % 2 == 0) & (step >= 0) & (step <= 2 * float(rule.rsplit("-", 1)[1]))
-            anchor = torch.where(keep, anchor, r)
-            yield keep
-        m = new
+        if rule == "rl-a0":  # the lazy maximum itself: m = -inf moves on the first tile a row reaches
+            keep = tile <= m + LAZY_OCTAVES
+            m = torch.where(keep, m, tile)
+        else:  # the exact maximum
+            new = torch.maximum(m, tile)
+            if rule == "rs":
+                keep = new == m
+            else:
+                r = torch.round(2 * new)  # round half to even, as the FFMA's magic add
+                step = r - anchor
+                keep = (step % 2 == 0) & (step >= 0) & (step <= 2 * float(rule.rsplit("-", 1)[1]))
+                anchor = torch.where(keep, anchor, r)
+            m = new
+        yield keep
 
 
 def warp_skip_rate(rule: str, tmax: torch.Tensor) -> float:

@@ -10,7 +10,7 @@
 # here); FP8 two consumers -rl-lmt-tb checked (A0, h15-folded). Then 12 s
 # interleavings against FA3 at causal 8K: BF16 the default and -rl-lmt-tb; FP8 the default and -rl-lmt-tb.
 # Step 2: `softbench audit --source-stalls` under the defaults: BF16 causal 8K A0, FP8 causal 8K A0 and h15-folded,
-# FA3 beside each (tools/gpu/lazy_followup.sh's step 2, not run there).
+# FA3 beside each (planned as tools/gpu/lazy_followup.sh's step 2, which the lease had no time for).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/after_rl_screens.sh 1`
 #          (carry .gpu/b), then `. /tmp/gpu-site/env.sh && bash tools/gpu/after_rl_screens.sh 2` while it is held
