@@ -11,13 +11,16 @@
 # interleavings against FA3 at causal 8K: BF16 the default and -rl-lmt-tb; FP8 the default and -rl-lmt-tb.
 # Step 2: `softbench audit --source-stalls` under the defaults: BF16 causal 8K A0, FP8 causal 8K A0 and h15-folded,
 # FA3 beside each (planned as tools/gpu/lazy_followup.sh's step 2, which the lease had no time for).
+# Step 3 (added 2026-12-02 17:20, sealed in sealed/gluon-noexp-ceiling.yaml): the exponential-free control (noexp)
+# under the defaults against FA3 at causal 8K, FP8 and BF16: the ceiling any Rowmax-H15 form can reach in this
+# kernel, beside the goals of 1.10 (FP8) and 1.03 (BF16).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/after_rl_screens.sh 1`
 #          (carry .gpu/b), then `. /tmp/gpu-site/env.sh && bash tools/gpu/after_rl_screens.sh 2` while it is held
 # Predicted and sealed first (sealed/gluon-after-rl-screens.yaml): score with
 # `softbench evaluate sealed/gluon-after-rl-screens.yaml --sessions sessions`.
 set -uo pipefail
-STEP=${1:?step 1..2}
+STEP=${1:?step 1..3}
 PAYLOAD=
 . tools/gpu/lease_step.sh
 bf16_lmt=gluon-n128s2-c240l24-hg8-rl-lmt-tb
@@ -39,5 +42,7 @@ case "$STEP" in
    [ -f /tmp/sb/fp8-ok ] && sb latency "${short[@]}" "${fp8_folded[@]}" --triton-config $fp8_two ;;
 2) timeout 200 "${audit[@]}" --dtype bf16 --variants A0 2>&1 | grep -v "━" | tail -12
    timeout 240 "${audit[@]}" --dtype fp8 --variants A0,h15-folded 2>&1 | grep -v "━" | tail -12 ;;
+3) sb latency "${short[@]}" --dtype fp8 --variant noexp
+   sb latency "${short[@]}" --dtype bf16 --variant noexp ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
