@@ -11,7 +11,7 @@
 # interleavings against FA3 at causal 8K: BF16 the default and -rl-lmt-tb; FP8 the default and -rl-lmt-tb.
 # Step 2: `softbench audit --source-stalls` under the defaults: BF16 causal 8K A0, FP8 causal 8K A0 and h15-folded,
 # FA3 beside each (planned as tools/gpu/lazy_followup.sh's step 2, which the lease had no time for).
-# Step 3 (added 2026-12-02 17:20, sealed in sealed/gluon-noexp-ceiling.yaml): the exponential-free control (noexp)
+# Step 3 (added 2026-12-02 17:20, sealed in sealed/noexp-ceiling.yaml): the exponential-free control (noexp)
 # under the defaults against FA3 at causal 8K, FP8 and BF16: the ceiling any Rowmax-H15 form can reach in this
 # kernel, beside the goals of 1.10 (FP8) and 1.03 (BF16).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
