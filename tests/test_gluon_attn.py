@@ -505,6 +505,34 @@ def test_lazy_rescale_compiles_to_the_skippable_rescale(dtype, moved_label, lazy
         assert folded[0]["loop_instructions"] == folded[1]["loop_instructions"], folded
 
 
+def test_lazy_anchor_extends_the_lazy_maximum_to_h15_folded_alone():
+    """-rla: A0 as under -rl, and h15-folded's anchor moved lazily too, with the same threshold and the lowered
+    offset (its largest weight 1.5 x 2^8, inside E4M3's 448); every other variant keeps the exact maximum. The
+    label reads back, and the option stays in the plain configuration (it changes h15-folded's bits)."""
+    anchor = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb")
+    assert anchor.rescale == "lazy-anchor" and anchor.label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb"
+    assert anchor.plain().rescale == "lazy-anchor" and anchor.plain().sync == "membar"
+    for variant in ("A0", "h15-folded"):
+        assert (ga.lazy_threshold(anchor, True, variant), ga.max_offset(anchor, True, variant)) == (2.0, 6.0)
+        assert ga.lazy_threshold(anchor, False, variant) == 8.0
+    for variant in ("h15-sat", "A1", "noexp"):
+        assert (ga.lazy_threshold(anchor, True, variant), ga.max_offset(anchor, True, variant)) == (0.0, 8.0)
+    constants = ga.kernel_constants(anchor, 8192, 128, True, True, "h15-folded")
+    assert constants["RESCALE_SKIP"] and constants["LAZY"] == 2.0 and constants["MAX_OFFSET"] == 6.0
+
+
+def test_lazy_anchor_compiles_h15_folded_to_the_skippable_rescale():
+    """h15-folded under -rla: the warp's vote and the 64 multiplies it jumps over, as under -rs, the threshold's
+    compare per row added, still no clamp in the unmasked branch (h15-folded's FMNMX are the row maximum's and
+    the masked branch's clamp: at most a few more), nothing spilled, the shift per score kept."""
+    moved, anchor = (_compile("fp8", "h15-folded", label) for label in ("gluon-n128s2-c240l24-hg8-g1-rl-lmt-tb",
+                                                                         "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb"))
+    assert anchor["loop_vote"] == 1 and anchor["loop_fmul_jumped"] == 64, anchor
+    assert 0 < anchor["loop_instructions"] - moved["loop_instructions"] <= 16, (moved, anchor)
+    assert anchor["loop_shift"] == moved["loop_shift"] and anchor["loop_fmnmx"] - moved["loop_fmnmx"] <= 4
+    assert anchor["spill_stores"] == 0 and anchor["ptxas_advisories"] == [], anchor
+
+
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():
     """-ro: in the FP8 loop O's 64 multiplies per thread move from the tile's end to between the next Q.K^T's wgmmas
     and P.V's, with nothing added and nothing spilled. (At BF16 ptxas already hoists them to the end of the tile

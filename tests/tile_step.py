@@ -12,7 +12,7 @@ ROWS, COLS, TILES = 16, 32, 4
 
 @triton.jit
 def _tiles(S, P, M, A, qk_scale, TILES: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
-           MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr):
+           MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr):
     """TILES score tiles (-inf: masked) through the step, keys 0..COLS-1 in each; its outputs stored per tile."""
     rows = tl.arange(0, ROWS)
     keys = tl.arange(0, COLS)
@@ -20,14 +20,17 @@ def _tiles(S, P, M, A, qk_scale, TILES: tl.constexpr, ROWS: tl.constexpr, COLS: 
     m_i = tl.full([ROWS], float("-inf"), tl.float32)
     for j in tl.static_range(TILES):
         s = tl.load(S + j * ROWS * COLS + at)
-        p, m_i, alpha = ta._tile_weights(s, m_i, s > float("-inf"), keys, qk_scale, MASK, WEIGHT, MAX_OFFSET)
+        p, m_i, alpha = ta._tile_weights(s, m_i, s > float("-inf"), keys, qk_scale, MASK, WEIGHT, MAX_OFFSET,
+                                            LAZY)
         tl.store(P + j * ROWS * COLS + at, p)
         tl.store(M + j * ROWS + rows, m_i)
         tl.store(A + j * ROWS + rows, alpha)
 
 
-def run_tiles(s: torch.Tensor, scale: float, mask: bool, weight: str, offset: float):
-    """(weights, running maximum after each tile, rescale factor of each tile) for s of shape (TILES, ROWS, COLS)."""
+def run_tiles(s: torch.Tensor, scale: float, mask: bool, weight: str, offset: float, lazy: float = 0.0):
+    """(weights, running maximum after each tile, rescale factor of each tile) for s of shape (TILES, ROWS, COLS);
+    lazy: the step's LAZY threshold (log2 units; 0: the exact running maximum)."""
     p, m, a = torch.empty_like(s), torch.empty(TILES, ROWS), torch.empty(TILES, ROWS)
-    _tiles[(1,)](s, p, m, a, scale, TILES=TILES, ROWS=ROWS, COLS=COLS, MASK=mask, WEIGHT=weight, MAX_OFFSET=offset)
+    _tiles[(1,)](s, p, m, a, scale, TILES=TILES, ROWS=ROWS, COLS=COLS, MASK=mask, WEIGHT=weight, MAX_OFFSET=offset,
+                      LAZY=lazy)
     return p, m, a

@@ -62,13 +62,17 @@ TURN_BARRIERS = (12, 13)
 # jump over the multiply where all 16 of its rows kept their running maximum (alpha = 1 exactly, and o * 1 is o,
 # so the output is the same bit for bit). The multiply is one FMUL per element of O: at head dim 128 and 128-key
 # tiles as many as the tile has scores per thread, one of the about seven instructions per score of the loop.
-RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl"}
+RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl", "lazy-anchor": "-rla"}
 # "lazy" (A0 only; other variants take it as "moved"): FA4's conditional rescale on top of "moved". The running
 # maximum moves only where a tile's exceeds it by more than LAZY_THRESHOLD (log2 units), so that alpha is 1, and the
 # multiply jumped over, in most tiles rather than only where no row of the warp found a larger score. P's weights
 # are then up to 2^threshold above the usual largest, so at FP8 the offset that places them in E4M3's range is
 # lowered by as much (LAZY_FP8_MAX_OFFSET: the largest weight stays at most 2^8). Rowmax-H15's forms keep the exact
-# running maximum: their operator anchors the lattice at it.
+# running maximum: their operator anchors the lattice at it. "lazy-anchor" (label -rla) is "lazy" for A0 and for
+# h15-folded too, whose lattice is then anchored at the lazily moved maximum (triton_attn._folded_weights): under
+# "moved" h15-folded multiplies O in 61% of a warp's tiles at FP8 causal 8K against A0's 13% under "lazy"
+# (tools/analysis/rescale_skip_rates.py), and the exponential-free control, which saves only h15-folded's shift,
+# ran 9 points of FA3 faster (20261202T174104Z against 173207Z).
 LAZY_THRESHOLD = {8: 2.0, 16: 8.0}  # by the operands' bits; 8.0 is FA4's (log2 of 256)
 LAZY_FP8_MAX_OFFSET = FP8_MAX_OFFSET - LAZY_THRESHOLD[8]
 # How a consumer warpgroup's warps synchronize around the K/V ring, and the label suffix: "membar" keeps the
@@ -139,7 +143,9 @@ class GluonConfig:
     rescale: "always" multiplies O by each tile's alpha; "moved" (label -rs) lets a warp jump over that multiply
     where all its rows kept their maximum (the same output bit for bit; on the H200 no faster at FP8 causal 8K,
     docs/hopper-notes.md); "lazy" (label -rl): the same jump, with A0's running maximum kept until a tile's exceeds
-    it by more than LAZY_THRESHOLD (not bit for bit: P is rounded at another scale).
+    it by more than LAZY_THRESHOLD (not bit for bit: P is rounded at another scale); "lazy-anchor" (label -rla):
+    "lazy", and h15-folded's lattice anchored at such a lazily moved maximum (its weights' phase follows the
+    anchor in force; softbench.kernels.sim computes the same with rescale_threshold).
     sync: "membar" (Triton's barriers as placed) or "mbarrier" (label -tb): the warpgroup barrier before each
     mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
     row_sum: "row" (each tile's row sums reduced across the quad), "thread" (label -lt) or "tree" (-ltt, the
@@ -149,7 +155,7 @@ class GluonConfig:
     "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs|-rl][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -209,17 +215,18 @@ class GluonConfig:
         """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
         checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
         the rounded P; so does -rl, which rounds A0's P at another scale."""
-        return replace(self, rescale="lazy" if self.rescale == "lazy" else "always", rescale_at="tail", sync="membar")
+        lazy = self.rescale in ("lazy", "lazy-anchor")
+        return replace(self, rescale=self.rescale if lazy else "always", rescale_at="tail", sync="membar")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
-                             "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily); -ro: O rescaled just before the next P.V; "
+                             "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases)")
@@ -877,14 +884,17 @@ def fp8_key_order(n: int) -> torch.Tensor:
 
 
 def lazy_threshold(config: GluonConfig, fp8: bool, variant: str) -> float:
-    """How far a tile's maximum may exceed A0's running maximum before it moves (rescale "lazy"; 0: always)."""
-    return LAZY_THRESHOLD[8 if fp8 else 16] if config.rescale == "lazy" and variant == "A0" else 0.0
+    """How far a tile's maximum may exceed the running maximum before it moves (0: always): A0's under rescale
+    "lazy", A0's and h15-folded's (its lattice's anchor) under "lazy-anchor"."""
+    lazy_variants = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded")}.get(config.rescale, ())
+    return LAZY_THRESHOLD[8 if fp8 else 16] if variant in lazy_variants else 0.0
 
 
 def max_offset(config: GluonConfig, fp8: bool, variant: str) -> float:
     """The weights' offset in octaves: at FP8 8, so the largest weight of a row is 2^8 (FA4's and FA3's
-    max_offset), and with A0's lazy maximum 8 - threshold, so it is 2^(8 - threshold) to 2^8; at 16 bits 0 (the
-    largest weight 1, or 2^threshold with the lazy maximum)."""
+    max_offset), and with a lazy maximum 8 - threshold, so it is 2^(8 - threshold) to 2^8 (h15-folded's up to
+    1.5 x 2^8, its anchor's rounding and phase included, inside E4M3's 448); at 16 bits 0 (the largest weight 1,
+    or 2^threshold with the lazy maximum)."""
     if not fp8:
         return 0.0
     return LAZY_FP8_MAX_OFFSET if lazy_threshold(config, fp8, variant) else FP8_MAX_OFFSET
@@ -898,7 +908,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 CONSUMER_REGS=config.consumer_registers, LOADER_REGS=config.loader_registers,
                 PINGPONG=PINGPONG_MODE[config.handover] if config.pingpong else 0,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
-                RESCALE_SKIP=config.rescale in ("moved", "lazy"), PTX_TRIM=config.sync == "mbarrier",
+                RESCALE_SKIP=config.rescale != "always", PTX_TRIM=config.sync == "mbarrier",
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 

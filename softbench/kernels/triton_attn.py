@@ -230,15 +230,27 @@ def _key_scores(q, K, k_base, b32, hk32, start_n, keys, offs_d, seq, stride_ks,
 
 
 @triton.jit
-def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constexpr):
+def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr = 0.0):
     """h15-folded (softbench.operators.rowmax_h15_folded), its running maximum m in raw score units. Per row
     B = fma(-m, 2c, MAGIC_FOLDED + 2 MAX_OFFSET), an integer in FP32 (MAGIC_FOLDED + 2 MAX_OFFSET - rne(2cm));
     per score t = fma(s, 2c, B), whose single rounding gives rne(2cs - rne(2cm)) in t's low bits with the bias in
     place, then the shift: two instructions. Unmasked tiles reach here only in programs whose rows satisfy
     _clamp_free (both kernels send the others through the masked branch), so n >= -252 there and the clamp is
     left out; the masked branch clamps t at MAGIC (n = -254, the field's zero): weight 0 from there down, masked
-    keys included."""
-    m_new = tl.maximum(m_i, tl.max(s, 1))  # finite from the first tile on: it always holds key 0
+    keys included.
+    LAZY > 0 (log2 units; GluonConfig.rescale "lazy-anchor"): the anchor is a maximum moved only where a tile's
+    exceeds it by more than LAZY, as A0's under -rl, so the bias, and O's scale with it, stay put in most tiles.
+    The weights are then up to 2^(LAZY + MAX_OFFSET) x 1.5, and each tile's lattice phase is that of the anchor in
+    force, which need not be the running maximum's: the same family of weights, not h15-folded's bit for bit
+    (softbench.kernels.sim with rescale_threshold computes the same). A stale anchor is itself a score of the row,
+    so _clamp_free's bound holds for it as for the maximum."""
+    m_tile = tl.max(s, 1)
+    if LAZY > 0.0:
+        # the simulation's test, (m_tile - m) c > LAZY, in the same order of operations; m = -inf on the first
+        # tile: always taken (a row with no key yet keeps -inf, whose difference is NaN)
+        m_new = tl.where((m_tile - m_i) * qk_scale > LAZY, m_tile, m_i)
+    else:
+        m_new = tl.maximum(m_i, m_tile)  # finite from the first tile on: it always holds key 0
     c2 = 2.0 * qk_scale
     bias_new = tl.fma(-m_new, c2, MAGIC_C + 2.0 * MAX_OFFSET)
     t = tl.fma(s, c2, bias_new[:, None])
@@ -258,12 +270,13 @@ def _tile_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.c
     """One key tile's weights p, new running maximum and rescale factor alpha from its raw scores s: the operator
     itself, the one place both kernels take it from (the Gluon kernel calls this as it is). keep: the mask, read
     only when MASK; keys: the tile's key indices (the hybrids choose by them). The running maximum is in log2
-    units, except h15-folded's (raw scores: _folded_weights). LAZY (A0 only, log2 units; 0: off): the running
-    maximum moves only where a tile's maximum exceeds it by more than LAZY (_exponent_weights)."""
+    units, except h15-folded's (raw scores: _folded_weights). LAZY (A0 and h15-folded only, log2 units; 0: off):
+    the running maximum (h15-folded: its anchor) moves only where a tile's maximum exceeds it by more than LAZY
+    (_exponent_weights, _folded_weights)."""
     if MASK:
         s = tl.where(keep, s, float("-inf"))
     if WEIGHT == "h15-folded":
-        p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET)
+        p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET, LAZY)
     else:
         p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET, LAZY)
     return p, m_new, alpha

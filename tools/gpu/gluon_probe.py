@@ -79,7 +79,8 @@ def reference(q, k, v, causal: bool, variant: str, config) -> torch.Tensor:
     """softbench's tile-wise simulation of the same operator (sim_attention: online softmax over key tiles of the
     kernel's size, the weights re-anchored at each tile's running maximum, P rounded to the input dtype), through
     the catalog's operator of the variant (h15-proved and h15-noclamp: Rowmax-H15's); with row sums of the rounded
-    P where the configuration sums on the tensor core (-lm, -lmt), and A0's lazy maximum under -rl."""
+    P where the configuration sums on the tensor core (-lm, -lmt), and the lazy maximum under -rl (A0's) and -rla
+    (A0's and h15-folded's anchor)."""
     fp8 = q.dtype == torch.float8_e4m3fn
     return sim_attention(q, k, v, causal, SIM_WEIGHTS.get(get_variant(variant).operator), tile=config.block_n,
                          sum_rounded=config.row_sum.startswith("mma"),
