@@ -122,14 +122,14 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
     assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-tb"
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-lmt-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb"
     # a field given on top of the FP8 default keeps the rest of it
-    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-rl-lmt-tb"
-    assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-rla-lmt-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-tb"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
     assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt"
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rl-lmt"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128
@@ -168,7 +168,7 @@ def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, ma
 
 def test_every_combination_of_label_options_reads_back():
     """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
-    the rescale's three forms and its place, the row sums' five forms, the barriers), parses back to the same configuration."""
+    the rescale's four forms and its place, the row sums' five forms, the barriers), parses back to the same configuration."""
     import itertools
 
     seen = set()
@@ -180,7 +180,7 @@ def test_every_combination_of_label_options_reads_back():
                                 rescale_at=rescale_at, row_sum=row_sum, sync=sync)
         assert ga.GluonConfig.from_label(config.label()) == config, config.label()
         seen.add(config.label())
-    assert len(seen) == 240  # (1 + 2 hand-overs + 1 single consumer) x 3 x 2 x 5 x 2, every label distinct
+    assert len(seen) == 320  # (1 + 2 hand-overs + 1 single consumer) x 4 x 2 x 5 x 2, every label distinct
 
 
 def test_gates_key_tile_takes_a_gluon_label():

@@ -270,7 +270,14 @@ DEFAULT = GluonConfig(rescale="lazy", row_sum="tree")
 # (134302Z), with A0's error against FP32 the default's and FA3's (sessions/gluon-probe-h200-20261202-1340-long-fp8).
 # -lm, the same sums accumulated over the row, was as fast but doubled that error. BF16 -lm read 0.862 against the
 # default's 0.893 (132728Z, 132827Z): not taken there.
-DEFAULT_FP8 = GluonConfig(consumers=1, rescale="lazy", row_sum="mma-tile")
+# Since 18:10 the FP8 default also moves h15-folded's anchor lazily (-rla; A0 is -rl's bit for bit): h15-folded /
+# FA3 1.061 and 1.059 causal 8K (20261202T175227Z, 175728Z) against 1.041-1.048 under -rl (152332Z, 154558Z,
+# 173207Z), 1.093 non-causal 8K (175331Z; 1.063 in 152542Z), 1.100 causal 16K (175422Z; 1.079 in 152641Z);
+# sustained 1.019 (175513Z; 1.018 in 153052Z). Its gates pass (175303Z, 175316Z), its outputs are the simulation's
+# with the same lazy anchor (sessions/gluon-probe-h200-20261202-1752-rla-fp8). With two consumer warpgroups the
+# same option gave h15-folded more (1.072-1.075 causal 8K, 1.110 non-causal, 1.101 at 16K, 1.100 of FA3
+# sustained: 175907Z-180335Z) but A0 less (0.966-0.974 of FA3), so the default, which is A0's as well, keeps -g1.
+DEFAULT_FP8 = GluonConfig(consumers=1, rescale="lazy-anchor", row_sum="mma-tile")
 # With Triton 3.6 (ptx_trim's), both defaults leave the warpgroup barriers out (-tb): the same output bit for bit,
 # and at equal clock against FA3 in the same interleavings A0 went from 0.887 to 0.910 of FA3 at BF16 causal 8K and
 # from 0.911 to 0.914 at FP8 (the sweeps 20261202T053442Z / 053342Z and 053235Z / 053136Z, one lease)

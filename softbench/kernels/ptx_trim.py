@@ -40,7 +40,7 @@ MARK = f"{MARKER} (ptx_trim {hashlib.sha256(Path(__file__).read_bytes()).hexdige
 PINNED_TRITON = "3.6"  # the PTX text below was read from Triton 3.6.0's output
 # what a refusal suggests, whether -tb was named or came with the defaults
 NO_TRIM_HINT = ("name a configuration without -tb in --triton-config, e.g. gluon-n128s2-c240l24-hg8-rl-ltt "
-                "(FP8: gluon-n128s2-c240l24-hg8-g1-rl-lmt)")
+                "(FP8: gluon-n128s2-c240l24-hg8-g1-rla-lmt)")
 
 # a partition's own barrier: Triton gives the default partition id 0 and each further one its own id, with the
 # partition's thread count (one warpgroup here)
