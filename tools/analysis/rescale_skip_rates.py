@@ -7,7 +7,8 @@ A warp (16 consecutive query rows of a 64-row wgmma tile) jumps over its 64 mult
 where every one of its rows keeps O's scale. Counted per key tile of 128, over the rows that tile reaches (causal:
 keys <= row), for the rules the kernel has or could have:
 - rs: the exact running maximum did not move (GluonConfig.rescale "moved");
-- rl-a0: A0's lazy maximum, moved only past 2 octaves (rescale "lazy" at FP8; FA4's conditional rescale);
+- rl-a0: A0's lazy maximum, moved only past 2 octaves (rescale "lazy" at FP8; FA4's conditional rescale), and
+  h15-folded's anchor under rescale "lazy-anchor" (-rla), which moves by the same rule;
 - h15-even-N: h15-folded's anchor r = rne(2cm) in half octaves kept at a stale r_O while r - r_O is even and at most
   2N (N octaves): its lattice doubles under a shift of n by 2, so those weights are exact multiples of the
   exact-anchor ones and O needs no multiply (docs/hopper-notes.md, the -rl section). Not built.
