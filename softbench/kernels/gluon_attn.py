@@ -74,6 +74,8 @@ RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl", "lazy-anchor": "-rla"}
 # (tools/analysis/rescale_skip_rates.py), and the exponential-free control, which saves only h15-folded's shift,
 # ran 9 points of FA3 faster (20261202T174104Z against 173207Z).
 LAZY_THRESHOLD = {8: 2.0, 16: 8.0}  # by the operands' bits; 8.0 is FA4's (log2 of 256)
+# the rescale modes that move a maximum lazily, and the variants whose maximum (h15-folded: anchor) they move
+LAZY_VARIANTS = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded")}
 LAZY_FP8_MAX_OFFSET = FP8_MAX_OFFSET - LAZY_THRESHOLD[8]
 # How a consumer warpgroup's warps synchronize around the K/V ring, and the label suffix: "membar" keeps the
 # partition barrier Triton 3.6 puts before every mbarrier wait and release (three per tile); "mbarrier" takes them
@@ -215,8 +217,8 @@ class GluonConfig:
         """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
         checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
         the rounded P; so does -rl, which rounds A0's P at another scale."""
-        lazy = self.rescale in ("lazy", "lazy-anchor")
-        return replace(self, rescale=self.rescale if lazy else "always", rescale_at="tail", sync="membar")
+        return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
+                       sync="membar")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
@@ -893,8 +895,7 @@ def fp8_key_order(n: int) -> torch.Tensor:
 def lazy_threshold(config: GluonConfig, fp8: bool, variant: str) -> float:
     """How far a tile's maximum may exceed the running maximum before it moves (0: always): A0's under rescale
     "lazy", A0's and h15-folded's (its lattice's anchor) under "lazy-anchor"."""
-    lazy_variants = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded")}.get(config.rescale, ())
-    return LAZY_THRESHOLD[8 if fp8 else 16] if variant in lazy_variants else 0.0
+    return LAZY_THRESHOLD[8 if fp8 else 16] if variant in LAZY_VARIANTS.get(config.rescale, ()) else 0.0
 
 
 def max_offset(config: GluonConfig, fp8: bool, variant: str) -> float:
