@@ -157,7 +157,13 @@ class GluonConfig:
     "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
+    persistent (label -pt): as many programs as the SMs hold at once (one per SM with two consumers, two with
+    one), each taking query blocks in rounds, longest first, alternating direction (_round_item), the producer
+    loading the next block's keys while the consumers finish this one's (FA3 runs causal attention on a
+    persistent schedule); the same output bit for bit. The rounds balance when the blocks are numbered longest
+    first across the whole launch, that is when head_group holds all of batch x heads (hg16 at b1 h16); with a
+    smaller group each group restarts from its longest blocks.
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -175,6 +181,7 @@ class GluonConfig:
     # "tree" (label -ltt) the same with each tile's parts added pairwise (a shorter chain of adds), "mma" (-lm) by
     # the tensor core, "mma-tile" (-lmt) by the tensor core per tile and added in FP32
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
+    persistent: bool = False  # label -pt: as many programs as the SMs hold, each taking query blocks in rounds
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -203,11 +210,13 @@ class GluonConfig:
             raise UsageError(f"the row sums are kept per {' or '.join(ROW_SUMS)}, not {self.row_sum!r}")
         if self.rescale_at not in RESCALE_AT:
             raise UsageError(f"O is rescaled at the {' or '.join(RESCALE_AT)}, not {self.rescale_at!r}")
+        if self.persistent and self.pingpong:
+            raise UsageError("the persistent schedule (-pt) is written without the ping-pong (-pp, -ppn)")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
+                + ("-g1" if self.consumers == 1 else "") + ("-pt" if self.persistent else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
                 + ROW_SUMS[self.row_sum] + SYNCS[self.sync])
 
     def to_dict(self) -> dict:
@@ -218,25 +227,26 @@ class GluonConfig:
         checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
         the rounded P; so does -rl, which rounds A0's P at another scale."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
-                       sync="membar")
+                       sync="membar", persistent=False)
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
-                             "(-ppn: through named barriers); -g1: one consumer warpgroup; -rs: O's rescale skipped "
+                             "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
+                             "one per SM slot, taking query blocks in rounds; -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
-                   consumers=1 if m.group(7) else 2, handover=handover, rescale=_option_named(RESCALES, m.group(8)),
-                   rescale_at=_option_named(RESCALE_AT, m.group(9)), row_sum=_option_named(ROW_SUMS, m.group(10)),
-                   sync=_option_named(SYNCS, m.group(11)))
+                   consumers=1 if m.group(7) else 2, persistent=m.group(8) is not None,
+                   rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
+                   row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -310,12 +320,21 @@ def check_head_dim(head_dim: int) -> None:
 @gluon.jit
 def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
             HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr):
-    """The producer warp: K and V tiles into the ring, each slot reused once both consumers released it. A fresh
-    mbarrier counts as having completed the phase before its first, so the first pass's waits (parity 1) return
-    at once."""
+    """The producer warp of one program's query block: its key tiles from ring position 0."""
+    _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, 0,
+                HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
+
+
+@gluon.jit
+def _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, base,
+                HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr):
+    """K and V tiles into the ring, each slot reused once both consumers released it; base: how many tiles went
+    through the ring before these (the persistent schedule's earlier query blocks), which sets each tile's slot
+    and phase. A fresh mbarrier counts as having completed the phase before its first, so the first pass's waits
+    (parity 1) return at once."""
     for i in range(n_tiles):
-        slot = i % STAGES
-        parity = ((i // STAGES) & 1) ^ 1
+        slot, phase = _ring(base + i, STAGES)
+        parity = phase ^ 1
         mbarrier.wait(k_empty.index(slot), parity)
         mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
         tma.async_copy_global_to_shared(desc_k, [b32, i * BLOCK_N, hk32 * HEAD_DIM], k_ready.index(slot),
@@ -328,6 +347,63 @@ def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, 
         else:
             tma.async_copy_global_to_shared(desc_v, [b32, i * BLOCK_N, hk32 * HEAD_DIM], v_ready.index(slot),
                                             v_bufs.index(slot))
+
+
+@gluon.jit
+def _ring(c, STAGES: gl.constexpr):
+    """Ring position c (tiles through the ring before this one, never negative) as (slot, phase parity). Taken
+    unsigned: the compiler cannot tell that a position counted from a runtime base is not negative, and a signed
+    % and // by STAGES cost a sign fix-up each in every iteration of the key loop."""
+    u = gl.to_tensor(c).to(gl.uint32)  # c may be the one-block kernel's constant 0
+    return (u % STAGES).to(gl.int32), ((u // STAGES) & 1).to(gl.int32)
+
+
+@gluon.jit
+def _round_item(r, pid, nprog):
+    """The persistent schedule's query block for program pid in round r: the blocks are numbered longest first
+    (_program_tile's order), round r takes numbers r * nprog .. r * nprog + nprog - 1, handed out in program order
+    in even rounds and in reverse in odd ones, so that a program that took a long block in one round takes a short
+    one in the next (at FP8 causal 8K, b1 h16, 132 programs: within one block's time of a greedy schedule)."""
+    odd = r & 1
+    return r * nprog + pid + odd * (nprog - 1 - 2 * pid)
+
+
+@gluon.jit
+def _item_coords(t, seq, heads, group, head_group, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                 BLOCK_N: gl.constexpr):
+    """Query block t's (batch, head, kv head, block index) and its key tiles: n_tiles in all, the first n_full of
+    which need no mask."""
+    bh, start_m = _program_tile(t, gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
+    b32 = bh // heads
+    h32 = bh % heads
+    hk32 = h32 // group
+    if CAUSAL:
+        end = gl.minimum((start_m + 1) * BLOCK_M, seq)
+        n_full = gl.minimum(start_m * BLOCK_M, seq) // BLOCK_N
+    else:
+        end = seq
+        n_full = seq // BLOCK_N
+    n_tiles = gl.cdiv(end, BLOCK_N)
+    return b32, h32, hk32, start_m, n_full, n_tiles
+
+
+@gluon.jit
+def _loader_persistent(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads, group,
+                       head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                       V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr):
+    """The producer warp under the persistent schedule: every query block of the program's rounds, one ring
+    counter across them, so that the next block's first tiles load while the consumers finish this one."""
+    pid = gl.program_id(0)
+    nprog = gl.num_programs(0)
+    base = 0
+    for r in range(gl.cdiv(n_items, nprog)):
+        t = _round_item(r, pid, nprog)
+        if t < n_items:
+            b32, h32, hk32, start_m, n_full, n_tiles = _item_coords(t, seq, heads, group, head_group, CAUSAL,
+                                                                    BLOCK_M, BLOCK_N)
+            _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
+                        base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
+            base += n_tiles
 
 
 @gluon.jit
@@ -531,6 +607,19 @@ def _sums_done(l_tok, l_run, PER_TILE: gl.constexpr):
 
 
 @gluon.jit
+def _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM: gl.constexpr,
+             WITH_ONES: gl.constexpr):
+    """One warpgroup's Q tile into q_smem on q_bar (with the ones tile of row_sum "mma" where WITH_ONES)."""
+    if WITH_ONES:
+        mbarrier.expect(q_bar, desc_q.block_type.nbytes + desc_ones.block_type.nbytes)
+    else:
+        mbarrier.expect(q_bar, desc_q.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
+    if WITH_ONES:
+        tma.async_copy_global_to_shared(desc_ones, [0, 0], q_bar, ones_smem)
+
+
+@gluon.jit
 def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
               k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
               kn_row, kn_blocks,
@@ -539,8 +628,77 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
               RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0):
-    """One warpgroup's 64 query rows from row0: online softmax over n_tiles key tiles, the first n_full of
-    which need no mask. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
+    """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
+    _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
+    _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
+                   k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
+                   KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False,
+                   HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
+                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
+                         v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, seq, heads, group,
+                         head_group, n_items, KN, kn_blocks, ROW_OFFSET: gl.constexpr,
+                         HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                         WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
+                         KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
+                         ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
+                         LAZY: gl.constexpr = 0.0):
+    """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
+    query block of the program's rounds (_round_item), in the same order as the producer, one ring position
+    counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
+    as this block's last Q.K^T has completed, and O's store is waited for only before the next O is written; at
+    16 bits O leaves through Q's buffer, so the next Q is loaded once O has left."""
+    SEPARATE_O: gl.constexpr = desc_o.dtype != desc_q.dtype
+    pid = gl.program_id(0)
+    nprog = gl.num_programs(0)
+    n_rounds = gl.cdiv(n_items, nprog)
+    base = 0
+    for r in range(n_rounds):
+        t = _round_item(r, pid, nprog)
+        if t < n_items:  # false only in the last round, where some programs have no block left
+            b32, h32, hk32, start_m, n_full, n_tiles = _item_coords(t, seq, heads, group, head_group, CAUSAL,
+                                                                    BLOCK_M, BLOCK_N)
+            row0 = start_m * BLOCK_M + ROW_OFFSET
+            if (r == 0) or (not SEPARATE_O):  # otherwise the previous block loaded it
+                _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
+            t_next = _round_item(r + 1, pid, nprog)
+            has_next = t_next < n_items
+            t_next = gl.where(has_next, t_next, t)
+            nb32, nh32, nhk32, nstart_m, nn_full, nn_tiles = _item_coords(t_next, seq, heads, group, head_group,
+                                                                          CAUSAL, BLOCK_M, BLOCK_N)
+            _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
+                           v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
+                           n_full, n_tiles, KN, b32 * (heads // group) + hk32, kn_blocks, base, r & 1, nb32, nh32,
+                           nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
+                           HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
+                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True)
+            if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
+                tma.store_wait(pendings=0)
+                gl.thread_barrier()
+            base += n_tiles
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
+                   k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
+                   KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q,
+                   HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                   WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
+                   KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
+                   FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
+                   ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
+                   LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False):
+    """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
+    over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
+    and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
+    it is waited for first; load_next_q: the next block's Q (next_b32, next_h32, next_row0) is loaded once this
+    block's last Q.K^T has completed. Without PERSISTENT (base 0, load_next_q False) the code is the one-block
+    kernel's. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
     BAR_THEIRS); both consumers take n_tiles turns, the first consumer's first is given (named: the second
     consumer arrives on the first's barrier once before its own first wait, so one arrival is left over at the
@@ -566,14 +724,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, ONES_N, K_STEP])
 
-    if SUMS_MMA:  # the ones tile arrives with Q, on Q's barrier
-        mbarrier.expect(q_bar, desc_q.block_type.nbytes + desc_ones.block_type.nbytes)
-    else:
-        mbarrier.expect(q_bar, desc_q.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
-    if SUMS_MMA:
-        tma.async_copy_global_to_shared(desc_ones, [0, 0], q_bar, ones_smem)
-    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(q_bar, q_phase)  # with it, on the first block, the ones tile of SUMS_MMA
     q = q_smem.reshape([ROWS, HEAD_DIM])
     UNMASKED: gl.constexpr = "h15-noclamp" if WEIGHT == "h15-proved" else WEIGHT
     MASKED: gl.constexpr = "A1" if WEIGHT == "h15-proved" else WEIGHT
@@ -592,12 +743,13 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     if (PINGPONG == 2) and (not FIRST):
         _named_barrier(BAR_THEIRS, True)  # the first consumer's first turn
     _wait_turn(my_turn, 0, PINGPONG, BAR_MINE)
-    mbarrier.wait(k_ready.index(0), 0)
-    s = warpgroup_mma(q, k_bufs.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s, use_acc=False,
+    slot0, phase0 = _ring(base, STAGES)
+    mbarrier.wait(k_ready.index(slot0), phase0)
+    s = warpgroup_mma(q, k_bufs.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s, use_acc=False,
                       is_async=True)
     _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
     s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
-    mbarrier.arrive(k_empty.index(0), count=1)
+    mbarrier.arrive(k_empty.index(slot0), count=1)
     keys = offs_n
     keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
     if n_full > 0:
@@ -617,18 +769,18 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     o_alpha = alpha
 
     for i in range(1, n_tiles):
-        slot = i % STAGES
-        prev = (i - 1) % STAGES
+        slot, phase = _ring(base + i, STAGES)
+        prev, prev_phase = _ring(base + i - 1, STAGES)
         # this tile's Q.K^T, then the previous tile's P.V, both in flight while the softmax below runs
         _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
-        mbarrier.wait(k_ready.index(slot), (i // STAGES) & 1)
+        mbarrier.wait(k_ready.index(slot), phase)
         s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                               use_acc=False, is_async=True)
         if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
             o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
             if SUMS_MMA:
                 l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
-        mbarrier.wait(v_ready.index(prev), ((i - 1) // STAGES) & 1)
+        mbarrier.wait(v_ready.index(prev), prev_phase)
         p_a = _p_operand(p_op, dtype)
         o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
         if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
@@ -659,12 +811,15 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
                 l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
         p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
-    last = (n_tiles - 1) % STAGES
+    if PERSISTENT:  # every Q.K^T of this block has completed: Q's buffer is free for the next block's
+        if load_next_q:
+            _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, next_b32, next_h32, next_row0, HEAD_DIM, False)
+    last, last_phase = _ring(base + n_tiles - 1, STAGES)
     if RESCALE_AT_PV:
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         if SUMS_MMA:
             l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
-    mbarrier.wait(v_ready.index(last), ((n_tiles - 1) // STAGES) & 1)
+    mbarrier.wait(v_ready.index(last), last_phase)
     p_a = _p_operand(p_op, dtype)
     o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
     if SUMS_MMA:
@@ -683,22 +838,27 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     if WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
         l_i = gl.where(l_i == 0.0, 1.0, l_i)
     o = o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]  # V's descale and the normalisation at once
+    if PERSISTENT:  # the previous block's O may still be leaving o_smem (its issuing thread waits, then all)
+        tma.store_wait(pendings=0)
+        gl.thread_barrier()
     # at 16 bits o_smem is Q's buffer (same dtype and box), free once the last Q.K^T has completed
     o_smem.reshape([ROWS, HEAD_DIM]).store(o.to(out_dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(desc_o, [b32, row0, h32 * HEAD_DIM], o_smem)
-    tma.store_wait(pendings=0)
 
 
 @gluon.jit
 def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
-                 head_group, desc_ones,
+                 head_group, n_items, desc_ones,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
-                 ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0):
+                 ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
+                 PERSISTENT: gl.constexpr = False):
+    """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
+    per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -706,17 +866,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                   dtype=gl.int32, is_pure=False, pack=1)
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
-    bh, start_m = _program_tile(gl.program_id(0), gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
-    b32 = bh // heads
-    h32 = bh % heads
-    hk32 = h32 // group
-    if CAUSAL:
-        end = gl.minimum((start_m + 1) * BLOCK_M, seq)
-        n_full = gl.minimum(start_m * BLOCK_M, seq) // BLOCK_N
-    else:
-        end = seq
-        n_full = seq // BLOCK_N
-    n_tiles = gl.cdiv(end, BLOCK_N)
+    b32, h32, hk32, start_m, n_full, n_tiles = _item_coords(gl.program_id(0), seq, heads, group, head_group, CAUSAL,
+                                                            BLOCK_M, BLOCK_N)
     kn_row = b32 * (heads // group) + hk32  # h15-proved: this head's key-norm partials in KN
 
     q_layout: gl.constexpr = desc_q.layout
@@ -770,6 +921,13 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
     row0 = start_m * BLOCK_M
+    if PERSISTENT:
+        _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
+                               k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq,
+                               heads, group, head_group, n_items, KN, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
+                               WEIGHT, MAX_OFFSET, V_KMAJOR, CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH,
+                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)
+        return
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
@@ -793,6 +951,45 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+@gluon.jit
+def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars, k_bufs,
+                           v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group,
+                           head_group, n_items, KN, kn_blocks, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                           STAGES: gl.constexpr, CAUSAL: gl.constexpr, WEIGHT: gl.constexpr,
+                           MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                           LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr, KN_WIDTH: gl.constexpr,
+                           RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr, RESCALE_AT_PV: gl.constexpr,
+                           LAZY: gl.constexpr):
+    """_attn_fwd_ws's partitions under the persistent schedule (no ping-pong: GluonConfig refuses it)."""
+    BLOCK_M: gl.constexpr = 64 * CONSUMERS
+    # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel
+    if CONSUMERS == 1:
+        gl.warp_specialize([
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs,
+                                    k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
+                                    v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
+                                    BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+            (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
+                                  group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
+        ], [1], [LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs,
+                                    k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
+                                    v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
+                                    BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs,
+                                    k_ready, v_ready, k_empty, v_empty, turns.index(1), turns.index(0), qk_scale,
+                                    v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 64, HEAD_DIM,
+                                    BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+            (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
+                                  group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
+        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 @dataclass
@@ -918,6 +1115,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 RESCALE_SKIP=config.rescale != "always", PTX_TRIM=config.sync == "mbarrier",
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
+                PERSISTENT=config.persistent,
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 
@@ -927,6 +1125,12 @@ def launch_options(config: GluonConfig) -> dict:
     registers, half an SM's, and setmaxnreg gives the consumer 232 of them (the producer 24). Shared with the
     cross-compilation."""
     return {"num_warps": CONSUMER_WARPS, **({"maxnreg": 128} if config.consumers == 1 else {})}
+
+
+def programs_at_once(config: GluonConfig, device) -> int:
+    """How many programs the GPU runs at once, the persistent schedule's grid: one per SM with two consumer
+    warpgroups (240 registers a thread take the register file), two with one (launch_options)."""
+    return torch.cuda.get_device_properties(device).multi_processor_count * (2 if config.consumers == 1 else 1)
 
 
 def _ready_ptx_trim() -> None:
@@ -943,11 +1147,12 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     b, s, h, d = ops.q.shape
     hk = ops.k.shape[2]
     qk_scale = log2_scale(d, softmax_scale, descale)
-    grid = (triton.cdiv(s, WG_ROWS * config.consumers) * b * h,)
+    n_items = triton.cdiv(s, WG_ROWS * config.consumers) * b * h
+    grid = (min(n_items, programs_at_once(config, ops.q.device)) if config.persistent else n_items,)
     if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(ops.k, ops.kn)
     _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,
-                       effective_head_group(config, b * h), ops.ones_desc,
+                       effective_head_group(config, b * h), n_items, ops.ones_desc,
                        **kernel_constants(config, s, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
     return ops.out
 
