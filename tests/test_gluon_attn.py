@@ -168,19 +168,48 @@ def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, ma
 
 def test_every_combination_of_label_options_reads_back():
     """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
-    the rescale's four forms and its place, the row sums' five forms, the barriers), parses back to the same configuration."""
+    the persistent schedule, the rescale's four forms and its place, the row sums' five forms, the barriers), parses
+    back to the same configuration."""
     import itertools
 
     seen = set()
-    for pingpong, handover, consumers, rescale, rescale_at, row_sum, sync in itertools.product(
-            (False, True), ga.HANDOVERS, (1, 2), ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
-        if (handover != "mbarrier" and not pingpong) or (pingpong and consumers == 1):
+    for pingpong, handover, consumers, persistent, rescale, rescale_at, row_sum, sync in itertools.product(
+            (False, True), ga.HANDOVERS, (1, 2), (False, True), ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
+        if (handover != "mbarrier" and not pingpong) or (pingpong and (consumers == 1 or persistent)):
             continue  # refused by the configuration itself
-        config = ga.GluonConfig(pingpong=pingpong, handover=handover, consumers=consumers, rescale=rescale,
-                                rescale_at=rescale_at, row_sum=row_sum, sync=sync)
+        config = ga.GluonConfig(pingpong=pingpong, handover=handover, consumers=consumers, persistent=persistent,
+                                rescale=rescale, rescale_at=rescale_at, row_sum=row_sum, sync=sync)
         assert ga.GluonConfig.from_label(config.label()) == config, config.label()
         seen.add(config.label())
-    assert len(seen) == 320  # (1 + 2 hand-overs + 1 single consumer) x 4 x 2 x 5 x 2, every label distinct
+    # (2 ping-pong hand-overs + one-block and persistent, each with 1 or 2 consumers) x 4 x 2 x 5 x 2, every label
+    # distinct: 320 before -pt, which adds the 160 persistent ones (no ping-pong: the configuration refuses it)
+    assert len(seen) == 480
+
+
+def test_persistent_labels_read_back_and_change_no_output_bit():
+    """-pt: its place in the label (after -g1, before the rescale's suffix), read back with and without -g1; the
+    ping-pong refused with it (the persistent partitions are written without the turn hand-over); plain() drops it
+    (the persistent schedule runs each query block's arithmetic unchanged, only in another program, so its outputs
+    are checked bit for bit against the one-block kernel's); and the kernel gets it as its PERSISTENT constant,
+    without which the cross-compile and the launch would build the one-block kernel whatever the label says."""
+    pt = ga.GluonConfig(head_group=16, persistent=True, rescale="lazy-anchor", row_sum="mma-tile", sync="mbarrier")
+    assert pt.label() == "gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb"
+    assert ga.GluonConfig.from_label(pt.label()) == pt and ga.GluonConfig.from_label(pt.label()).persistent
+    one = ga.GluonConfig(consumers=1, persistent=True, rescale="moved", rescale_at="pv", sync="mbarrier")
+    assert one.label() == "gluon-n128s2-c240l24-hg8-g1-pt-rs-ro-tb" and ga.GluonConfig.from_label(one.label()) == one
+    assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pt").persistent
+    assert not ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg16-rla-lmt-tb").persistent
+    with pytest.raises(UsageError, match="Gluon configuration label"):
+        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-pt-g1")  # one order only, so one label per configuration
+    # the same configuration without -pt, -tb, -rs, -ro; what changes bits (-rla, -lmt, -g1) stays
+    assert pt.plain() == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg16-rla-lmt") and not pt.plain().persistent
+    assert one.plain() == ga.GluonConfig(consumers=1) and not one.plain().persistent
+    with pytest.raises(UsageError, match="persistent schedule"):
+        ga.GluonConfig(pingpong=True, persistent=True)
+    with pytest.raises(UsageError, match="persistent schedule"):
+        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-ppn-pt")
+    assert ga.kernel_constants(pt, 8192, 128, True, True, "h15-folded")["PERSISTENT"] is True
+    assert ga.kernel_constants(pt.plain(), 8192, 128, True, True, "h15-folded")["PERSISTENT"] is False
 
 
 def test_gates_key_tile_takes_a_gluon_label():
@@ -219,6 +248,7 @@ def test_both_kernels_implement_the_same_variants():
 @pytest.mark.parametrize("label", ["gluon-n128s2-c240l24-hg8", "gluon-n128s4-c240l24-hg8-pp",
                                    "gluon-n128s2-c240l24-hg8-ppn",
                                    "gluon-n128s2-c240l24-hg8-g1", "gluon-n128s2-c240l24-hg8-g1-rs-tb",
+                                   "gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb", "gluon-n128s2-c240l24-hg8-g1-pt",
                                    "m64n128w4s3-vk-tma-hg16"])
 def test_every_label_reaches_the_backend_whole(label):
     """What --triton-config parses a label into is what each worker process builds its backend from: every field
@@ -531,6 +561,29 @@ def test_lazy_anchor_compiles_h15_folded_to_the_skippable_rescale():
     assert 0 < anchor["loop_instructions"] - moved["loop_instructions"] <= 16, (moved, anchor)
     assert anchor["loop_shift"] == moved["loop_shift"] and anchor["loop_fmnmx"] - moved["loop_fmnmx"] <= 4
     assert anchor["spill_stores"] == 0 and anchor["ptxas_advisories"] == [], anchor
+
+
+def test_persistent_schedule_keeps_the_one_block_key_loop():
+    """-pt at FP8 causal 8K, h15-folded under the FP8 default's options with two consumers and hg16 (b1 h16: one
+    group, so the rounds run longest first across the whole launch), against the same label without -pt: the
+    rounds and the next block's loads wrap around the key loop without entering it. Still warp specialized, no
+    barrier in the loop (-tb holds), the same matrix instructions and waits, -rla's vote and jumped multiplies
+    kept, and a loop at most a few instructions longer (869 and 875 when written: the loop's count of
+    instructions is what an extra per-tile cost would show in)."""
+    one, pt = (_compile("fp8", "h15-folded", label) for label in ("gluon-n128s2-c240l24-hg16-rla-lmt-tb",
+                                                                   "gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb"))
+    assert pt["config"] == "gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb" and pt["warp_specialized"], pt
+    assert pt["loop_bar_sync"] == one["loop_bar_sync"] == 0, (one, pt)
+    assert 0 <= pt["loop_instructions"] - one["loop_instructions"] <= 8, (one, pt)
+    same = ("loop_gmma", "loop_gmma_waits", "loop_vote", "loop_fmul_jumped", "loop_mufu_ex2", "loop_f2fp")
+    assert {k: pt[k] for k in same} == {k: one[k] for k in same}, (one, pt)
+    assert pt["wgmma"] == one["wgmma"] and pt["ptxas_advisories"] == [], pt
+    # Spills: the one-block kernel has none. The persistent one keeps a few values per program across its rounds
+    # (the report counts STL in the whole kernel, not per loop): reading its SASS when this was written, its 3 STL
+    # and 5 LDL (16 stack bytes) lie in the per-query-block code around the two consumers' key loops, none inside
+    # either key loop. More than a handful would mean the key loop's registers no longer fit.
+    assert one["spill_stores"] == 0, one
+    assert pt["spill_stores"] <= 4, pt
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():

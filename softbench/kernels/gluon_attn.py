@@ -244,7 +244,7 @@ class GluonConfig:
                              "no warpgroup barrier before the mbarrier waits and releases)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
-                   consumers=1 if m.group(7) else 2, persistent=m.group(8) is not None,
+                   consumers=1 if m.group(7) else 2, handover=handover, persistent=m.group(8) is not None,
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
                    row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)))
 
