@@ -18,7 +18,7 @@
 #          (carry .gpu/b); steps 2 and 3 while warm: `. /tmp/gpu-site/env.sh && bash tools/gpu/persistent.sh 2`
 # Predicted and sealed first (sealed/gluon-persistent.yaml).
 set -uo pipefail
-STEP=${1:?step 1, 2 or 3}
+STEP=${1:?step 1, 2, 3 or 4}
 PAYLOAD=
 . tools/gpu/lease_step.sh
 pt=gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb
@@ -42,5 +42,13 @@ case "$STEP" in
    if [ -f /tmp/sb/pt-bf16-ok ]; then
      sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --triton-config $pt_bf16
    fi ;;
+4) # after step 2 (06:03-06:06): h15-folded lost 6-8% under -pt at every shape, A0 gained 2% at causal 8K and lost 7%
+   # at non-causal 8K. Which part is the order (hg16) and which the schedule: non-causal 8K under the control; and
+   # h15-noclamp (no key-norm proof, no clamp) under both, causal 8K: if it keeps its speed under -pt, h15-folded's
+   # loss lies in its per-block proof (_proved_n_full) rather than in the schedule
+   sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --no-causal --triton-config $control
+   for cfg in $pt $control; do
+     sb latency "${against_fa3[@]}" --dtype fp8 --variant h15-noclamp --seq 8192 --triton-config $cfg
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
