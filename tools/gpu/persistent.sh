@@ -18,7 +18,7 @@
 #          (carry .gpu/b); steps 2 and 3 while warm: `. /tmp/gpu-site/env.sh && bash tools/gpu/persistent.sh 2`
 # Predicted and sealed first (sealed/gluon-persistent.yaml).
 set -uo pipefail
-STEP=${1:?step 1, 2, 3 or 4}
+STEP=${1:?step 1 to 5}
 PAYLOAD=
 . tools/gpu/lease_step.sh
 pt=gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb
@@ -49,6 +49,16 @@ case "$STEP" in
    sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --no-causal --triton-config $control
    for cfg in $pt $control; do
      sb latency "${against_fa3[@]}" --dtype fp8 --variant h15-noclamp --seq 8192 --triton-config $cfg
+   done ;;
+5) # after step 4 (06:10-06:12): under -pt h15-noclamp gained (1.080 of FA3 against 1.035 under the control) while
+   # h15-folded lost, so h15-folded's loss lies in its per-block key-norm proof, whose reductions run through
+   # shared memory at the start of every block. Under -tb the barriers before mbarrier waits are taken out; with
+   # them kept (no -tb) the proof's scratch cannot race with the block before
+   sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config ${pt%-tb}
+   # and whether the proof holds under -pt at all: h15-proved takes the clamp-free form where it holds, A1's where
+   # not; if the two run at one speed under -pt, the proof fails there
+   for v in h15-proved A1; do
+     sb latency "${against_fa3[@]}" --dtype fp8 --variant $v --seq 8192 --triton-config $pt
    done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
