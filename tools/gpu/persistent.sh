@@ -18,7 +18,7 @@
 #          (carry .gpu/b); steps 2 and 3 while warm: `. /tmp/gpu-site/env.sh && bash tools/gpu/persistent.sh 2`
 # Predicted and sealed first (sealed/gluon-persistent.yaml).
 set -uo pipefail
-STEP=${1:?step 1 to 5}
+STEP=${1:?step 1 to 6}
 PAYLOAD=
 . tools/gpu/lease_step.sh
 pt=gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb
@@ -59,6 +59,11 @@ case "$STEP" in
    # not; if the two run at one speed under -pt, the proof fails there
    for v in h15-proved A1; do
      sb latency "${against_fa3[@]}" --dtype fp8 --variant $v --seq 8192 --triton-config $pt
+   done ;;
+6) # the order's share at causal 8K without -pt: hg16 read h15-folded 1.066 of FA3 (060343Z), hg8 1.072-1.075
+   # (175907Z, 180306Z, 054907Z); smaller head groups keep fewer heads' keys in L2 at once
+   for hg in 4 2; do
+     sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config ${control/hg16/hg$hg}
    done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
