@@ -65,5 +65,7 @@ case "$STEP" in
    for hg in 4 2; do
      sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config ${control/hg16/hg$hg}
    done ;;
+# run at 06:24-06:25 from the command line while the host was warm (the same lease_step.sh and sb), not as steps
+# of this file: hg1 (step 7, 062424Z) and hg2 repeated (step 8, 062506Z)
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
