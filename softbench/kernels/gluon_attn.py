@@ -162,7 +162,9 @@ class GluonConfig:
     loading the next block's keys while the consumers finish this one's (FA3 runs causal attention on a
     persistent schedule); the same output bit for bit. The rounds balance when the blocks are numbered longest
     first across the whole launch, that is when head_group holds all of batch x heads (hg16 at b1 h16); with a
-    smaller group each group restarts from its longest blocks.
+    smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
+    was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
+    without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
     --triton-config takes)."""
 
