@@ -634,3 +634,32 @@ def test_head_group_in_labels_and_backend_options():
     b = TritonBackend(block_m=64, block_n=32, num_warps=4, num_stages=2, head_group=4, device="cpu")
     b.load("A0")
     assert b.config_for(small_shape("bf16"), torch.bfloat16).label() == "m64n32w4s2-hg4"
+
+
+def test_program_order_hands_out_every_block_once_and_the_balance_model_reads_it_as_the_kernels_do():
+    """_program_tile, run through the interpreter for every program of a few launches: each (batch x head, block)
+    exactly once, causal blocks longest first inside each group of head_group heads; and the Python arithmetic
+    that tools/analysis/program_order_balance.py models the dispatch with gives the same pairs."""
+    import triton
+    import triton.language as tl
+
+    from repo_tools import load_tool
+
+    balance = load_tool("analysis/program_order_balance.py")
+
+    @triton.jit
+    def order(BH, M, n_m, head_group, CAUSAL: tl.constexpr):
+        pid = tl.program_id(0)
+        bh, m = ta._program_tile(pid, n_m, head_group, CAUSAL)
+        tl.store(BH + pid, bh)
+        tl.store(M + pid, m)
+
+    for n_m, batch_heads, head_group, causal in ((5, 6, 2, True), (5, 6, 3, False), (4, 4, 1, True), (3, 8, 8, True)):
+        n = n_m * batch_heads
+        bh, m = torch.full((n,), -1, dtype=torch.int32), torch.full((n,), -1, dtype=torch.int32)
+        order[(n,)](bh, m, n_m, head_group, causal)
+        pairs = list(zip(bh.tolist(), m.tolist()))
+        assert sorted(pairs) == [(h, i) for h in range(batch_heads) for i in range(n_m)]
+        assert pairs == [balance.program_tile(pid, n_m, head_group, causal) for pid in range(n)]
+        if causal:  # within a group the first program of each head takes that head's longest block
+            assert all(m[pid] == n_m - 1 for pid in range(0, n, n_m * head_group))

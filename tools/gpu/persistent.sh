@@ -5,8 +5,8 @@
 # load, the pipeline's fill and drain, O's store) weighs twice as much where a block has 32.5 key tiles on average
 # as where it has 64. Under -pt the SMs' 132 programs take the 1024 blocks in rounds, the producer loads the next
 # block's keys while the consumers finish this one, and at FP8 the next Q lands while this block's last P.V runs.
-# hg16: one longest-first order across all 16 heads, which the rounds need to balance (a list-scheduling model in
-# docs/hopper-notes.md: within a block's time of a greedy dispatcher). Cross-compiled for sm_90a: 6 more instructions per
+# hg16: one longest-first order across all 16 heads, which the rounds need to balance (the list-scheduling model
+# tools/analysis/program_order_balance.py, added after the run: 4% under greedy dispatch at hg16, 18% over at hg8). Cross-compiled for sm_90a: 6 more instructions per
 # loop iteration (h15-folded, 875 against 869), 3 spill stores outside the loop.
 # Step 1: outputs checked bit for bit against the one-block kernel (small, ragged and many-block shapes, and 2
 # repeats at the benchmark's shape). Step 2: FP8 causal 8K at equal clock against FA3 (with hg16 without -pt as
