@@ -374,8 +374,8 @@ def _round_item(r, pid, nprog):
 @gluon.jit
 def _item_coords(t, seq, heads, group, head_group, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                  BLOCK_N: gl.constexpr):
-    """Query block t's (batch, head, kv head, block index) and its key tiles: n_tiles in all, the first n_full of
-    which need no mask."""
+    """Query block t's (batch, head, kv head, block index), its key tiles (n_tiles in all, the first n_full of
+    which need no mask) and its kv head's row of key-norm partials in KN (h15-proved, h15-folded)."""
     bh, start_m = _program_tile(t, gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
     b32 = bh // heads
     h32 = bh % heads
@@ -387,7 +387,8 @@ def _item_coords(t, seq, heads, group, head_group, CAUSAL: gl.constexpr, BLOCK_M
         end = seq
         n_full = seq // BLOCK_N
     n_tiles = gl.cdiv(end, BLOCK_N)
-    return b32, h32, hk32, start_m, n_full, n_tiles
+    kn_row = b32 * (heads // group) + hk32
+    return b32, h32, hk32, start_m, n_full, n_tiles, kn_row
 
 
 @gluon.jit
@@ -402,8 +403,8 @@ def _loader_persistent(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty
     for r in range(gl.cdiv(n_items, nprog)):
         t = _round_item(r, pid, nprog)
         if t < n_items:
-            b32, h32, hk32, start_m, n_full, n_tiles = _item_coords(t, seq, heads, group, head_group, CAUSAL,
-                                                                    BLOCK_M, BLOCK_N)
+            b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
+                                                                            CAUSAL, BLOCK_M, BLOCK_N)
             _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                         base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
             base += n_tiles
@@ -663,19 +664,20 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
     for r in range(n_rounds):
         t = _round_item(r, pid, nprog)
         if t < n_items:  # false only in the last round, where some programs have no block left
-            b32, h32, hk32, start_m, n_full, n_tiles = _item_coords(t, seq, heads, group, head_group, CAUSAL,
-                                                                    BLOCK_M, BLOCK_N)
+            b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
+                                                                            CAUSAL, BLOCK_M, BLOCK_N)
             row0 = start_m * BLOCK_M + ROW_OFFSET
             if (r == 0) or (not SEPARATE_O):  # otherwise the previous block loaded it
                 _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
             t_next = _round_item(r + 1, pid, nprog)
             has_next = t_next < n_items
             t_next = gl.where(has_next, t_next, t)
-            nb32, nh32, nhk32, nstart_m, nn_full, nn_tiles = _item_coords(t_next, seq, heads, group, head_group,
-                                                                          CAUSAL, BLOCK_M, BLOCK_N)
+            nb32, nh32, nhk32, nstart_m, nn_full, nn_tiles, nkn_row = _item_coords(t_next, seq, heads, group,
+                                                                                   head_group, CAUSAL, BLOCK_M,
+                                                                                   BLOCK_N)
             _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
                            v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
-                           n_full, n_tiles, KN, b32 * (heads // group) + hk32, kn_blocks, base, r & 1, nb32, nh32,
+                           n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
                            nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
                            HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
                            RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True)
@@ -869,9 +871,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                   dtype=gl.int32, is_pure=False, pack=1)
     BLOCK_M: gl.constexpr = ROWS * CONSUMERS
     # the Triton kernel's program order: groups of head_group heads, query block slowest, causal longest first
-    b32, h32, hk32, start_m, n_full, n_tiles = _item_coords(gl.program_id(0), seq, heads, group, head_group, CAUSAL,
-                                                            BLOCK_M, BLOCK_N)
-    kn_row = b32 * (heads // group) + hk32  # h15-proved: this head's key-norm partials in KN
+    b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(gl.program_id(0), seq, heads, group,
+                                                                    head_group, CAUSAL, BLOCK_M, BLOCK_N)
 
     q_layout: gl.constexpr = desc_q.layout
     kv_layout: gl.constexpr = desc_k.layout
