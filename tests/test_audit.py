@@ -172,6 +172,17 @@ def test_ncu_units_and_numbers():
     assert q["duration_us"] is None and "fortnight" in notes[0]
 
 
+def test_ncu_l2_hit_rate_and_dram_bytes_in_the_quantities_units():
+    text = ('"ID","Kernel Name","lts__t_sector_hit_rate.pct","dram__bytes_read.sum"\n'
+            '"","","%","Mbyte"\n"0","FlashAttentionForwardSm90_x","87.25","1,536.5"\n')
+    q, notes = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text), KERNEL_RX))
+    assert q["l2_hit_rate_pct"] == 87.25 and q["dram_read_bytes"] == pytest.approx(1536.5e6) and notes == []
+    assert {"lts__t_sector_hit_rate.pct", "dram__bytes_read.sum"} <= set(ncu.ALL_METRICS)
+    # a unit softbench does not convert leaves the quantity out, with a note, rather than a wrong number
+    q, notes = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text.replace("Mbyte", "sector")), KERNEL_RX))
+    assert q["dram_read_bytes"] is None and "sector" in notes[0]
+
+
 def test_ncu_parse_errors_are_clear():
     with pytest.raises(MeasurementError, match="no ncu CSV table"):
         ncu.parse_csv("==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n")

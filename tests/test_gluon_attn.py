@@ -395,6 +395,17 @@ def test_folded_variant_takes_two_instructions_per_score():
         assert folded["loop_instructions"] < a0["loop_instructions"], (a0, folded)
 
 
+@pytest.mark.parametrize("dtype,variant,label", [("fp8", "h15-folded", "gluon-n128s2-c240l24-hg2-rla-lmt-tb"),
+                                                   ("bf16", "A0", "gluon-n128s2-c240l24-hg8-rl-ltt-tb")])
+def test_masked_tile_selects_each_score_once(dtype, variant, label):
+    """Causal masking as one bound per row (triton_attn._kept): the masked branch selects each of a thread's 64
+    scores once; with (key < seq) and (key <= row) tested apart it took a second select per score (130 FSEL in
+    the loop of h15-folded at FP8). The loop's other selects are a few per row (the lazy maximum's choice)."""
+    rep = _compile(dtype, variant, label)
+    assert 64 <= rep["loop_fsel"] <= 64 + 8, rep
+    assert rep["stack_bytes"] == 0 and rep["ptxas_advisories"] == [], rep
+
+
 def test_skipped_rescale_asm_ties_o_and_reads_one_flag():
     """The asm that O's skippable rescale is: n elements out, the same n in (tied, so a jump copies nothing), one
     multiply per element by its own alpha, and a branch on the first flag operand only."""

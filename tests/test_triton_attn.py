@@ -144,6 +144,28 @@ def test_a1_probabilities_lie_in_the_h15_envelope(causal):
     torch.testing.assert_close(p_hat.sum(-1), torch.ones_like(p_hat.sum(-1)), atol=2e-2, rtol=0)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_kept_scores_are_the_two_tests_in_one(causal):
+    """triton_attn._kept (both kernels' mask): key <= min(row, seq - 1) keeps exactly the scores with key < seq
+    and, causal, key <= row, for rows and keys on both sides of a ragged sequence end."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kept_grid(out, seq, ROWS: tl.constexpr, KEYS: tl.constexpr, CAUSAL: tl.constexpr):
+        rows = tl.arange(0, ROWS)
+        keys = tl.arange(0, KEYS)
+        keep = ta._kept(keys, rows, seq, CAUSAL)
+        tl.store(out + rows[:, None] * KEYS + keys[None, :], keep.to(tl.int8))
+
+    seq, rows, keys = 37, 64, 64
+    out = torch.zeros(rows, keys, dtype=torch.int8)
+    kept_grid[(1,)](out, seq, ROWS=rows, KEYS=keys, CAUSAL=causal)
+    r, k = torch.arange(rows)[:, None], torch.arange(keys)[None, :]
+    expected = (k < seq) & ((k <= r) | (not causal))
+    assert torch.equal(out.bool(), expected)
+
+
 def test_noexp_uses_the_exponent_itself():
     q, k, v = draw(torch.bfloat16, 2, 2, 64, 128, seed=3)
     cfg = C(64, 64, 4, 2)

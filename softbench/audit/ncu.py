@@ -49,6 +49,10 @@ QUANTITIES: dict[str, tuple[str, ...]] = {
     "local_store_bytes": ("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",),
     "stack_bytes": ("launch__stack_size",),
     "sm_clock_mhz": ("sm__cycles_elapsed.avg.per_second",),
+    # where the operands come from: the share of L2 sector lookups that hit, and what was read from DRAM (which
+    # program order keeps a head's keys resident while the programs that share them run)
+    "l2_hit_rate_pct": ("lts__t_sector_hit_rate.pct",),
+    "dram_read_bytes": ("dram__bytes_read.sum",),
     # where the warps wait: Nsight Compute's warp-state breakdown (its WarpStateStats section), as warps stalled
     # for each reason per issued instruction, averaged over the SM sub-partitions
     **{f"stall_{reason}": (f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio",)

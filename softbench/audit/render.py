@@ -13,6 +13,7 @@ NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", 
                ("issue_active_pct", "issue %", ".1f"), ("instructions", "instr. (M)", "M"),
                ("registers_per_thread", "regs", ".0f"), ("achieved_occupancy_pct", "occupancy %", ".1f"),
                ("local_load_bytes", "local ld B", ".0f"), ("local_store_bytes", "local st B", ".0f"),
+               ("l2_hit_rate_pct", "L2 hit %", ".1f"), ("dram_read_bytes", "DRAM read (MB)", "M"),
                ("sm_clock_mhz", "SM MHz", ".0f"))
 
 

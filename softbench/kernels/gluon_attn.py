@@ -42,9 +42,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels import ptx_trim
 from softbench.kernels.capability import GLUON_HEAD_DIMS, TRITON_HEAD_DIMS, dims_text
-from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _program_tile,
-                                           _tile_weights, WEIGHT_MAPS, check_inputs, effective_head_group,
-                                           key_major_copy, key_norm_blocks, launch_key_norms, log2_scale)
+from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _kept,
+                                           _program_tile, _tile_weights, WEIGHT_MAPS, check_inputs,
+                                           effective_head_group, key_major_copy, key_norm_blocks, launch_key_norms,
+                                           log2_scale)
 
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
@@ -756,7 +757,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot0), count=1)
     keys = offs_n
-    keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
+    keep = _kept(keys, offs_m, seq, CAUSAL)
     if n_full > 0:
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY)
     else:
@@ -797,7 +798,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
         mbarrier.arrive(k_empty.index(slot), count=1)
         keys = i * BLOCK_N + offs_n
-        keep = (keys[None, :] < seq) & ((keys[None, :] <= offs_m[:, None]) | (not CAUSAL))
+        keep = _kept(keys, offs_m, seq, CAUSAL)
         if i >= n_full:
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY)
         else:

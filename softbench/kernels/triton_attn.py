@@ -344,6 +344,18 @@ def _exponent_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: 
 
 
 @triton.jit
+def _kept(keys, offs_m, seq, CAUSAL: tl.constexpr):
+    """Which scores of a tile count: key < seq and, causal, key <= row. Causal as one comparison per score against
+    each row's last key, min(row, seq - 1), which costs one select per score where the two tests cost two. Shared
+    with the Gluon kernel, which calls it as it is."""
+    if CAUSAL:
+        keep = keys[None, :] <= tl.minimum(offs_m, seq - 1)[:, None]
+    else:
+        keep = keys[None, :] < seq  # one comparison per key, shared by the rows
+    return keep
+
+
+@triton.jit
 def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, offs_d, seq,
                 stride_vs, stride_vd, qk_scale,
                 MASK: tl.constexpr, CAUSAL: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
@@ -351,9 +363,7 @@ def _softmax_pv(acc, l_i, m_i, s, V, v_base, b32, hk32, start_n, keys, offs_m, o
     """The rest of one key tile, given its scores s: masking, the online-softmax update and P.V."""
     keep = None
     if MASK:
-        keep = keys[None, :] < seq
-        if CAUSAL:
-            keep = keep & (keys[None, :] <= offs_m[:, None])
+        keep = _kept(keys, offs_m, seq, CAUSAL)
     p, m_new, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET)
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None]

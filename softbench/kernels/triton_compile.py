@@ -334,6 +334,8 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_ffma_sat": count(body, lambda i: i.opcode.startswith("FFMA.SAT")),
             "loop_ffma": count(body, lambda i: i.base == "FFMA"),
             "loop_vote": count(body, lambda i: i.base == "VOTE"),
+            # selects: the mask's, one per score of a masked tile (triton_attn._kept), and a few per row
+            "loop_fsel": count(body, lambda i: i.base == "FSEL"),
             "loop_fmul_jumped": _jumped_fmuls(body),
             # FMULs issued between the loop's first and last wgmma: O's rescale beside Q.K^T in flight (-ro)
             "loop_fmul_among_gmma": _fmuls_among_gmma(body),
