@@ -172,11 +172,13 @@ def test_ncu_units_and_numbers():
     assert q["duration_us"] is None and "fortnight" in notes[0]
 
 
-def test_ncu_l2_hit_rate_and_dram_bytes_in_the_quantities_units():
-    text = ('"ID","Kernel Name","lts__t_sector_hit_rate.pct","dram__bytes_read.sum"\n'
-            '"","","%","Mbyte"\n"0","FlashAttentionForwardSm90_x","87.25","1,536.5"\n')
+def test_ncu_l2_dram_and_sm_balance_in_the_quantities_units():
+    text = ('"ID","Kernel Name","lts__t_sector_hit_rate.pct","dram__bytes_read.sum","sm__cycles_active.avg",'
+            '"sm__cycles_active.max"\n"","","%","Mbyte","cycle","cycle"\n'
+            '"0","FlashAttentionForwardSm90_x","87.25","1,536.5","1,000,000","1,056,000"\n')
     q, notes = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text), KERNEL_RX))
     assert q["l2_hit_rate_pct"] == 87.25 and q["dram_read_bytes"] == pytest.approx(1536.5e6) and notes == []
+    assert q["sm_active_max_over_mean"] == pytest.approx(1.056)
     assert {"lts__t_sector_hit_rate.pct", "dram__bytes_read.sum"} <= set(ncu.ALL_METRICS)
     # a unit softbench does not convert leaves the quantity out, with a note, rather than a wrong number
     q, notes = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text.replace("Mbyte", "sector")), KERNEL_RX))

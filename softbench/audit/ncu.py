@@ -53,6 +53,10 @@ QUANTITIES: dict[str, tuple[str, ...]] = {
     # program order keeps a head's keys resident while the programs that share them run)
     "l2_hit_rate_pct": ("lts__t_sector_hit_rate.pct",),
     "dram_read_bytes": ("dram__bytes_read.sum",),
+    # how evenly the SMs were kept busy: a schedule that fixes each SM's share of the work in advance (a persistent
+    # grid) ends when its slowest SM does, where the hardware's dispatch of one program per block evens it out
+    "sm_active_cycles_mean": ("sm__cycles_active.avg",),
+    "sm_active_cycles_max": ("sm__cycles_active.max",),
     # where the warps wait: Nsight Compute's warp-state breakdown (its WarpStateStats section), as warps stalled
     # for each reason per issued instruction, averaged over the SM sub-partitions
     **{f"stall_{reason}": (f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio",)
@@ -265,6 +269,8 @@ def quantities(k: KernelMetrics) -> tuple[dict, list[str]]:
                     continue
                 out[q] = converted
                 break
+    mean, most = out["sm_active_cycles_mean"], out["sm_active_cycles_max"]
+    out["sm_active_max_over_mean"] = most / mean if mean and most is not None else None
     out["kernel_name"] = k.kernel_name
     for key in ("Block Size", "Grid Size", "ID"):
         if key in k.identity:
