@@ -185,6 +185,18 @@ def test_ncu_l2_dram_and_sm_balance_in_the_quantities_units():
     assert q["dram_read_bytes"] is None and "sector" in notes[0]
 
 
+def test_ncu_table_leaves_out_the_counters_no_launch_has():
+    """An audit recorded before softbench read L2 and DRAM gets no empty columns for them; one that read them for
+    any launch shows them, with a dash where a launch lacks it."""
+    old = {"variants": ["A0", "A1"], "ncu": {"A0": {"duration_us": 400.0}, "A1": {"duration_us": 420.0}}}
+    (_, columns, rows), = [t for t in audit_tables(old) if "Nsight Compute" in t[0]]
+    assert columns == ["variant", "duration us"] and rows == [["A0", "400.0"], ["A1", "420.0"]]
+    new = {"variants": ["A0", "A1"], "ncu": {"A0": {"duration_us": 400.0, "l2_hit_rate_pct": 91.5},
+                                              "A1": {"duration_us": 420.0}}}
+    (_, columns, rows), = [t for t in audit_tables(new) if "Nsight Compute" in t[0]]
+    assert columns == ["variant", "duration us", "L2 hit %"] and rows[0][2] == "91.5" and rows[1][2] != "91.5"
+
+
 def test_ncu_parse_errors_are_clear():
     with pytest.raises(MeasurementError, match="no ncu CSV table"):
         ncu.parse_csv("==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n")

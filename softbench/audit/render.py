@@ -45,9 +45,12 @@ def audit_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     tables += budget_tables(summary) + loop_tables(summary)
     ncu = summary.get("ncu") or {}
     if ncu:
-        rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in NCU_COLUMNS] for v in variants if v in ncu]
+        read = [v for v in variants if v in ncu]
+        # a counter no launch has (one a session recorded before softbench asked for it) gets no column
+        columns = [c for c in NCU_COLUMNS if any(ncu[v].get(c[0]) is not None for v in read)]
+        rows = [[v] + [_ncu_cell(ncu[v].get(k), spec) for k, _, spec in columns] for v in read]
         tables.append((f"{tag}: Nsight Compute, one launch each (--clock-control none)",
-                       ["variant"] + [t for _, t, _ in NCU_COLUMNS], rows))
+                       ["variant"] + [t for _, t, _ in columns], rows))
         tables += stall_tables(summary) + source_stall_tables(summary)
     return tables
 
