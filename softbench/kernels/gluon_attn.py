@@ -1132,6 +1132,11 @@ def launch_options(config: GluonConfig) -> dict:
     return {"num_warps": CONSUMER_WARPS, **({"maxnreg": 128} if config.consumers == 1 else {})}
 
 
+def query_blocks(config: GluonConfig, batch: int, heads: int, seq: int) -> int:
+    """The launch's query blocks (_attn_fwd_ws's n_items): one program each without -pt, rows of 64 per consumer."""
+    return triton.cdiv(seq, WG_ROWS * config.consumers) * batch * heads
+
+
 def programs_at_once(config: GluonConfig, device) -> int:
     """How many programs the GPU runs at once, the persistent schedule's grid: one per SM with two consumer
     warpgroups (240 registers a thread take the register file), two with one (launch_options)."""
@@ -1152,7 +1157,7 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     b, s, h, d = ops.q.shape
     hk = ops.k.shape[2]
     qk_scale = log2_scale(d, softmax_scale, descale)
-    n_items = triton.cdiv(s, WG_ROWS * config.consumers) * b * h
+    n_items = query_blocks(config, b, h, s)
     grid = (min(n_items, programs_at_once(config, ops.q.device)) if config.persistent else n_items,)
     if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(ops.k, ops.kn)

@@ -124,7 +124,7 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     ints = dict(seq=shape.seq, heads=shape.heads, group=shape.heads // shape.n_kv_heads,
                 head_group=ga.effective_head_group(config, shape.batch * shape.heads),
                 kn_blocks=ga.key_norm_blocks(shape.seq),
-                n_items=-(-shape.seq // (ga.WG_ROWS * config.consumers)) * shape.batch * shape.heads)
+                n_items=ga.query_blocks(config, shape.batch, shape.heads, shape.seq))
     typed = {**descs, "KN": "*fp32", "qk_scale": "fp32", "v_scale": "fp32"}
     sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, typed, ints)
     consts.update(ga.kernel_constants(config, shape.seq, d, shape.causal, fp8, variant))
