@@ -172,7 +172,9 @@ def exact_exp2(x: torch.Tensor) -> torch.Tensor:
     return torch.exp2(x.to(torch.float32))
 
 
-HYBRID_BITS = {2: 0b1, 4: 0b1001}  # the key-index bits that must all be set for Rowmax-H15, per `every`
+# the key-index bits that must all be set for a score to take the other map, per `every` (one score in `every`):
+# bit 0, then bits 3, 4, 5, 6, the bits the sm_80/sm_90 MMA accumulator fixes per register (hybrid_picks)
+HYBRID_BITS = {2: 0b1, 4: 0b1001, 8: 0b11001, 16: 0b111001, 32: 0b1111001}
 
 
 def hybrid_picks(keys: torch.Tensor, every: int) -> torch.Tensor:
@@ -188,6 +190,37 @@ def rowmax_h15_hybrid(x: torch.Tensor, keys: torch.Tensor, every: int) -> torch.
     """Rowmax-H15 (rowmax_h15, with its clamp) where hybrid_picks(keys, every), exact exp2 elsewhere; keys
     broadcast against x along its last axis."""
     return torch.where(hybrid_picks(keys, every), rowmax_h15(x), exact_exp2(x))
+
+
+# FA4's exponential emulated on the FMA pipe, which its sm_100 kernel takes for a share of the scores so that the
+# MUFU is not the only unit computing them: 2^x = 2^n 2^f with n = rne(x) and f = x - n in [-1/2, 1/2], 2^f by a
+# cubic. The coefficients are the minimax fit of the relative error on [-1/2, 1/2] (Remez, 7.5e-5; FP32
+# evaluation included), far below the rounding of P to BF16 (2^-9) or E4M3 (2^-4)
+EXP2_CUBIC = (0.9999280571937561, 0.6932609677314758, 0.2426111251115799, 0.0551716685295105)
+EXP2_EMULATED_FLOOR = -126.0  # n >= -126 keeps 2^n's exponent field >= 1 (masked -inf scores give about 2^-126)
+EXP2_EMULATED_SHIFT = 23  # n sits in the magic sum's low mantissa bits; shifted, it lands in the exponent field
+
+
+def exp2_emulated(x: torch.Tensor) -> torch.Tensor:
+    """2^x without the exponential unit, as the kernels compute it (variant A0 under GluonConfig.emulate): x
+    clamped at EXP2_EMULATED_FLOOR (fmax: NaN and -inf give the floor), y = x + MAGIC rounds it to n (RNE) in
+    FP32, f = x - (y - MAGIC) exactly, p = ((c3 f + c2) f + c1) f + c0 in three FMAs, and bits(p) + bits(y) << 23
+    adds n to p's exponent. Within 7.5e-5 of 2^x (relative) for -125.5 <= x < 128 (1.5e-4 below, where p times
+    2^-126 is read as a subnormal); larger x overflows the exponent field, where the MUFU would give infinity."""
+    x = torch.fmax(x.to(torch.float32), torch.tensor(EXP2_EMULATED_FLOOR, dtype=torch.float32, device=x.device))
+    magic = torch.tensor(MAGIC, dtype=torch.float32, device=x.device)
+    y = x + magic
+    f = x - (y - magic)
+    c0, c1, c2, c3 = EXP2_CUBIC
+    p = fma_fp32(fma_fp32(fma_fp32(torch.full_like(f, c3), f, c2), f, c1), f, c0)
+    bits = p.view(torch.int32).to(torch.int64) + _shl_u32(y.view(torch.int32), EXP2_EMULATED_SHIFT).to(torch.int64)
+    return _shl_u32(bits, 0).view(torch.float32)
+
+
+def exp2_partly_emulated(x: torch.Tensor, keys: torch.Tensor, every: int) -> torch.Tensor:
+    """The exact exp2 with one score in `every` (hybrid_picks' keys) taken by exp2_emulated instead; keys
+    broadcast against x along its last axis."""
+    return torch.where(hybrid_picks(keys, every), exp2_emulated(x), exact_exp2(x))
 
 
 def no_exp(x: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,8 @@ ROWS, COLS, TILES = 16, 32, 4
 
 @triton.jit
 def _tiles(S, P, M, A, qk_scale, TILES: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
-           MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr):
+           MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr,
+           EMULATE: tl.constexpr):
     """TILES score tiles (-inf: masked) through the step, keys 0..COLS-1 in each; its outputs stored per tile."""
     rows = tl.arange(0, ROWS)
     keys = tl.arange(0, COLS)
@@ -21,16 +22,18 @@ def _tiles(S, P, M, A, qk_scale, TILES: tl.constexpr, ROWS: tl.constexpr, COLS: 
     for j in tl.static_range(TILES):
         s = tl.load(S + j * ROWS * COLS + at)
         p, m_i, alpha = ta._tile_weights(s, m_i, s > float("-inf"), keys, qk_scale, MASK, WEIGHT, MAX_OFFSET,
-                                            LAZY)
+                                            LAZY, EMULATE)
         tl.store(P + j * ROWS * COLS + at, p)
         tl.store(M + j * ROWS + rows, m_i)
         tl.store(A + j * ROWS + rows, alpha)
 
 
-def run_tiles(s: torch.Tensor, scale: float, mask: bool, weight: str, offset: float, lazy: float = 0.0):
+def run_tiles(s: torch.Tensor, scale: float, mask: bool, weight: str, offset: float, lazy: float = 0.0,
+              emulate: int = 0):
     """(weights, running maximum after each tile, rescale factor of each tile) for s of shape (TILES, ROWS, COLS);
-    lazy: the step's LAZY threshold (log2 units; 0: the exact running maximum)."""
+    lazy: the step's LAZY threshold (log2 units; 0: the exact running maximum); emulate: one exp2 in this many on
+    the FMA pipe (A0 only; 0: none)."""
     p, m, a = torch.empty_like(s), torch.empty(TILES, ROWS), torch.empty(TILES, ROWS)
     _tiles[(1,)](s, p, m, a, scale, TILES=TILES, ROWS=ROWS, COLS=COLS, MASK=mask, WEIGHT=weight, MAX_OFFSET=offset,
-                      LAZY=lazy)
+                      LAZY=lazy, EMULATE=ta.emulated_key_bits(emulate))
     return p, m, a

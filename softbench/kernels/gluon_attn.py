@@ -45,7 +45,8 @@ from softbench.kernels.capability import GLUON_HEAD_DIMS, TRITON_HEAD_DIMS, dims
 from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _kept,
                                            _program_tile, _tile_weights, WEIGHT_MAPS, check_inputs,
                                            effective_head_group, key_major_copy, key_norm_blocks, launch_key_norms,
-                                           log2_scale)
+                                           log2_scale, emulated_key_bits)
+from softbench.operators import HYBRID_BITS
 
 WG_ROWS = 64  # query rows per consumer warpgroup: one m64 wgmma row block
 CONSUMER_WARPS = 4  # one warpgroup: the kernel's num_warps, the default partition's size
@@ -98,6 +99,12 @@ ROW_SUMS = {"row": "", "thread": "-lt", "tree": "-ltt", "mma": "-lm", "mma-tile"
 # the kernel's ROW_SUM_PARTS: 0 full row sums, 1 and 2 per thread, 3 and 4 on the tensor core
 ROW_SUM_MODE = {"row": 0, "thread": 1, "tree": 2, "mma": 3, "mma-tile": 4}
 ONES_COLS = 8  # the ones tile's columns: wgmma's smallest N
+# A0's exponentials partly emulated (label -e<N>): one score in N takes softbench.operators.exp2_emulated, eight
+# FMA-pipe instructions, instead of MUFU.EX2, as FA4's sm_100 kernel does for a share of its scores. At FP8 on
+# Hopper the tensor cores finish 16 scores per clock and SM, exactly the MUFU's rate, so A0 waits on the MUFU while
+# about 8 issue slots per score are left and A0 uses about 7: taking one score in 16 off the MUFU adds 7/16 of an
+# instruction per score. 0: off.
+EMULATE_EVERY = (0, 2, 4, 8, 16, 32)
 # Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
 # completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
 # dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
@@ -158,6 +165,8 @@ class GluonConfig:
     "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
+    emulate (label -e<N>): A0 computes one exp2 in N (the scores whose key bits hybrid_picks tests, fixed per
+    register) on the FMA pipe (EMULATE_EVERY), the others on the MUFU; other variants are unchanged.
     persistent (label -pt): as many programs as the SMs hold at once (one per SM with two consumers, two with
     one), each taking query blocks in rounds, longest first, alternating direction (_round_item), the producer
     loading the next block's keys while the consumers finish this one's (FA3 runs causal attention on a
@@ -166,7 +175,7 @@ class GluonConfig:
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb] (what sessions record and
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-e16] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -185,6 +194,7 @@ class GluonConfig:
     # the tensor core, "mma-tile" (-lmt) by the tensor core per tile and added in FP32
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
     persistent: bool = False  # label -pt: as many programs as the SMs hold, each taking query blocks in rounds
+    emulate: int = 0  # label -e<N>: A0 takes one exp2 in N on the FMA pipe (EMULATE_EVERY), not the MUFU; 0: none
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -215,12 +225,16 @@ class GluonConfig:
             raise UsageError(f"O is rescaled at the {' or '.join(RESCALE_AT)}, not {self.rescale_at!r}")
         if self.persistent and self.pingpong:
             raise UsageError("the persistent schedule (-pt) is written without the ping-pong (-pp, -ppn)")
+        if self.emulate not in EMULATE_EVERY or (self.emulate and HYBRID_BITS[self.emulate] >= self.block_n):
+            raise UsageError(f"A0 emulates one exp2 in {', '.join(str(n) for n in EMULATE_EVERY if n)} "
+                             f"(-e<N>; N up to {self.block_n // 4} with {self.block_n}-key tiles), "
+                             f"not one in {self.emulate}")
 
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
                 + ("-g1" if self.consumers == 1 else "") + ("-pt" if self.persistent else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
-                + ROW_SUMS[self.row_sum] + SYNCS[self.sync])
+                + ROW_SUMS[self.row_sum] + SYNCS[self.sync] + (f"-e{self.emulate}" if self.emulate else ""))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
@@ -228,13 +242,14 @@ class GluonConfig:
     def plain(self) -> "GluonConfig":
         """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
         checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
-        the rounded P; so does -rl, which rounds A0's P at another scale."""
+        the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose emulated exponentials
+        differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
                        sync="membar", persistent=False)
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -244,12 +259,14 @@ class GluonConfig:
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -tb: "
-                             "no warpgroup barrier before the mbarrier waits and releases)")
+                             "no warpgroup barrier before the mbarrier waits and releases; -e16: A0 emulates one "
+                             "exp2 in 16 on the FMA pipe)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover, persistent=m.group(8) is not None,
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
-                   row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)))
+                   row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)),
+                   emulate=int(m.group(13) or 0))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -632,14 +649,14 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
-              RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0):
+              RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0):
     """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
     _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False,
                    HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
-                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False)
+                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE)
     tma.store_wait(pendings=0)
 
 
@@ -651,7 +668,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                          KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
                          ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                         LAZY: gl.constexpr = 0.0):
+                         LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0):
     """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
     query block of the program's rounds (_round_item), in the same order as the producer, one ring position
     counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -681,7 +698,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                            n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
                            nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
                            HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
-                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True)
+                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE)
             if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
                 tma.store_wait(pendings=0)
                 gl.thread_barrier()
@@ -698,7 +715,8 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                    KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
                    FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
                    ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                   LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False):
+                   LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False,
+                   EMULATE: gl.constexpr = 0):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
@@ -759,9 +777,9 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     keys = offs_n
     keep = _kept(keys, offs_m, seq, CAUSAL)
     if n_full > 0:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
     else:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY)
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
     if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
         l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
         l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
@@ -800,9 +818,9 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         keys = i * BLOCK_N + offs_n
         keep = _kept(keys, offs_m, seq, CAUSAL)
         if i >= n_full:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
         else:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY)
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
         if not SUMS_MMA:
             l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
         o, p_op = _wait_pv(o_tok, p_op)
@@ -862,7 +880,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
-                 PERSISTENT: gl.constexpr = False):
+                 PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
     ROWS: gl.constexpr = 64
@@ -931,14 +949,14 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq,
                                heads, group, head_group, n_items, KN, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
                                WEIGHT, MAX_OFFSET, V_KMAJOR, CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH,
-                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)
+                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -947,12 +965,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                      V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                     LAZY)),
+                     LAZY, EMULATE)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -966,7 +984,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                            LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr, KN_WIDTH: gl.constexpr,
                            RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr, RESCALE_AT_PV: gl.constexpr,
-                           LAZY: gl.constexpr):
+                           LAZY: gl.constexpr, EMULATE: gl.constexpr):
     """_attn_fwd_ws's partitions under the persistent schedule (no ping-pong: GluonConfig refuses it)."""
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel
@@ -976,7 +994,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [1], [LOADER_REGS])
@@ -986,12 +1004,12 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs,
                                     k_ready, v_ready, k_empty, v_empty, turns.index(1), turns.index(0), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 64, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1121,6 +1139,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 RESCALE_SKIP=config.rescale != "always", PTX_TRIM=config.sync == "mbarrier",
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 PERSISTENT=config.persistent,
+                EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0,
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

@@ -48,7 +48,8 @@ import triton.language as tl
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels.capability import TRITON_HEAD_DIMS, dims_text
 from softbench.kernels.catalog import built_by
-from softbench.operators import CLAMP_DOUBLED, MAGIC, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT
+from softbench.operators import (CLAMP_DOUBLED, EXP2_CUBIC, EXP2_EMULATED_FLOOR, EXP2_EMULATED_SHIFT, HYBRID_BITS,
+                                 MAGIC, MAGIC_FOLDED, MAGIC_SAT, SAT_SPAN, SHIFT)
 
 LOG2_E = math.log2(math.e)
 FP8_MAX_OFFSET = 8.0  # FA4's max_offset for FP8: the largest weight becomes 2^8, well inside E4M3's 448
@@ -213,6 +214,16 @@ SHIFT_C = tl.constexpr(SHIFT)
 MAGIC_SAT_C = tl.constexpr(MAGIC_SAT)
 MAGIC_ZERO_C = tl.constexpr(MAGIC)  # h15-folded's clamp: the magic constant's low bits are 0, so is the weight
 SAT_SPAN_C = tl.constexpr(SAT_SPAN)
+# the emulated exp2's (softbench.operators.exp2_emulated)
+EXP2_C0, EXP2_C1, EXP2_C2, EXP2_C3 = (tl.constexpr(c) for c in EXP2_CUBIC)
+EXP2_FLOOR_C = tl.constexpr(EXP2_EMULATED_FLOOR)
+EXP2_SHIFT_C = tl.constexpr(EXP2_EMULATED_SHIFT)
+
+
+def emulated_key_bits(every: int) -> int:
+    """The EMULATE constant of _tile_weights for one score in `every` taken by the emulated exp2 (0: none): the
+    key-index bits hybrid_picks tests, fixed per register in the accumulator, so each score computes one map."""
+    return HYBRID_BITS[every] if every else 0
 
 
 @triton.jit
@@ -266,20 +277,33 @@ def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constex
 
 @triton.jit
 def _tile_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr, MAX_OFFSET: tl.constexpr,
-                  LAZY: tl.constexpr = 0.0):
+                  LAZY: tl.constexpr = 0.0, EMULATE: tl.constexpr = 0):
     """One key tile's weights p, new running maximum and rescale factor alpha from its raw scores s: the operator
     itself, the one place both kernels take it from (the Gluon kernel calls this as it is). keep: the mask, read
     only when MASK; keys: the tile's key indices (the hybrids choose by them). The running maximum is in log2
     units, except h15-folded's (raw scores: _folded_weights). LAZY (A0 and h15-folded only, log2 units; 0: off):
     the running maximum (h15-folded: its anchor) moves only where a tile's maximum exceeds it by more than LAZY
-    (_exponent_weights, _folded_weights)."""
+    (_exponent_weights, _folded_weights). EMULATE (A0 only; 0: off): the key-index bits (emulated_key_bits) of the
+    scores whose exp2 is computed on the FMA pipe (_exp2_emulated) instead of the MUFU."""
     if MASK:
         s = tl.where(keep, s, float("-inf"))
     if WEIGHT == "h15-folded":
         p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET, LAZY)
     else:
-        p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET, LAZY)
+        p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET, LAZY, EMULATE)
     return p, m_new, alpha
+
+
+@triton.jit
+def _exp2_emulated(x):
+    """softbench.operators.exp2_emulated: 2^x in eight FMA-pipe instructions (the floor's FMNMX, the magic add,
+    two FADDs for f, three FFMAs, and one shift-and-add that puts n into the exponent field), no MUFU."""
+    x = tl.maximum(x, EXP2_FLOOR_C)
+    y = x + MAGIC_ZERO_C
+    f = x - (y - MAGIC_ZERO_C)
+    p = tl.fma(tl.fma(tl.fma(f, EXP2_C3, EXP2_C2), f, EXP2_C1), f, EXP2_C0)
+    bits = p.to(tl.int32, bitcast=True) + (y.to(tl.int32, bitcast=True) << EXP2_SHIFT_C)
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -296,7 +320,7 @@ def _h15_doubled(s, m_use, qk_scale, CLAMP: tl.constexpr):
 
 @triton.jit
 def _exponent_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.constexpr,
-                      MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr = 0.0):
+                      MAX_OFFSET: tl.constexpr, LAZY: tl.constexpr = 0.0, EMULATE: tl.constexpr = 0):
     """The maps of x = s * qk_scale - m + MAX_OFFSET, m in log2 units, with the exact rescale exp2(m_i - m_new).
     LAZY > 0 (A0 only; FA4's conditional rescale, softbench.kernels.sim's rescale_threshold): the running maximum
     stays where a tile's maximum exceeds it by at most LAZY, so alpha is exactly 1 in most tiles and a kernel that
@@ -334,7 +358,11 @@ def _exponent_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: 
         y = u * SAT_SPAN_C + MAGIC_SAT_C
         p = (y.to(tl.int32, bitcast=True) << SHIFT_C).to(tl.float32, bitcast=True)
     elif WEIGHT == "A0":
-        p = tl.math.exp2(s * qk_scale - m_use[:, None])
+        x = s * qk_scale - m_use[:, None]
+        if EMULATE:  # FA4's share of the exponentials on the FMA pipe, on the keys whose bits are all set
+            p = tl.where(((keys & EMULATE) == EMULATE)[None, :], _exp2_emulated(x), tl.math.exp2(x))
+        else:
+            p = tl.math.exp2(x)
     else:
         p = s * qk_scale - m_use[:, None]
         if MASK:  # keep the timing control finite: masked keys would otherwise give -inf * v
