@@ -165,6 +165,11 @@ class GluonConfig:
     "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
+    split_qk (label -sq, 16 bits): each key tile's Q.K^T as two wgmma groups of half the keys; the first half's
+    weights are computed while the second half is still in the tensor core, the running maximum moves once per
+    half (the first half's weights then take the second's alpha, jumped over where no row of a warp moved), and
+    P.V is two chained wgmmas on V's halves. The same online softmax at half-tile steps: not bit for bit the
+    plain kernel's output.
     emulate (label -e<N>): A0 computes one exp2 in N (the scores whose key bits hybrid_picks tests, fixed per
     register) on the FMA pipe (EMULATE_EVERY), the others on the MUFU; other variants are unchanged.
     persistent (label -pt): as many programs as the SMs hold at once (one per SM with two consumers, two with
@@ -175,7 +180,7 @@ class GluonConfig:
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-e16] (what sessions record and
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-sq][-e16] (what sessions record and
     --triton-config takes)."""
 
     block_n: int = 128
@@ -194,6 +199,7 @@ class GluonConfig:
     # the tensor core, "mma-tile" (-lmt) by the tensor core per tile and added in FP32
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
     persistent: bool = False  # label -pt: as many programs as the SMs hold, each taking query blocks in rounds
+    split_qk: bool = False  # label -sq: each tile's Q.K^T in two halves, the first weighed while the second runs
     emulate: int = 0  # label -e<N>: A0 takes one exp2 in N on the FMA pipe (EMULATE_EVERY), not the MUFU; 0: none
 
     def __post_init__(self):
@@ -225,6 +231,10 @@ class GluonConfig:
             raise UsageError(f"O is rescaled at the {' or '.join(RESCALE_AT)}, not {self.rescale_at!r}")
         if self.persistent and self.pingpong:
             raise UsageError("the persistent schedule (-pt) is written without the ping-pong (-pp, -ppn)")
+        if self.split_qk and (self.block_n != 128 or self.pingpong or self.row_sum in ("mma", "mma-tile")
+                              or self.rescale_at == "pv"):
+            raise UsageError("the split Q.K^T (-sq) is written for 128-key tiles without the ping-pong (-pp, -ppn), "
+                             "the tensor core's row sums (-lm, -lmt) and -ro")
         if self.emulate not in EMULATE_EVERY or (self.emulate and HYBRID_BITS[self.emulate] >= self.block_n):
             raise UsageError(f"A0 emulates one exp2 in {', '.join(str(n) for n in EMULATE_EVERY if n)} "
                              f"(-e<N>; N up to {self.block_n // 4} with {self.block_n}-key tiles), "
@@ -234,7 +244,8 @@ class GluonConfig:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
                 + ("-g1" if self.consumers == 1 else "") + ("-pt" if self.persistent else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
-                + ROW_SUMS[self.row_sum] + SYNCS[self.sync] + (f"-e{self.emulate}" if self.emulate else ""))
+                + ROW_SUMS[self.row_sum] + SYNCS[self.sync] + ("-sq" if self.split_qk else "")
+                + (f"-e{self.emulate}" if self.emulate else ""))
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
@@ -249,7 +260,7 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -259,14 +270,15 @@ class GluonConfig:
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -tb: "
-                             "no warpgroup barrier before the mbarrier waits and releases; -e16: A0 emulates one "
+                             "no warpgroup barrier before the mbarrier waits and releases; -sq: Q.K^T in two halves of "
+                             "keys (16 bits); -e16: A0 emulates one "
                              "exp2 in 16 on the FMA pipe)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover, persistent=m.group(8) is not None,
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
                    row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)),
-                   emulate=int(m.group(13) or 0))
+                   split_qk=m.group(13) is not None, emulate=int(m.group(14) or 0))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -649,14 +661,15 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
-              RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0):
+              RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
+              SPLIT: gl.constexpr = False):
     """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
     _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False,
                    HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
-                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE)
+                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE, SPLIT)
     tma.store_wait(pendings=0)
 
 
@@ -668,7 +681,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                          KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
                          ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                         LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0):
+                         LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False):
     """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
     query block of the program's rounds (_round_item), in the same order as the producer, one ring position
     counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -698,12 +711,60 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                            n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
                            nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
                            HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
-                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE)
+                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE, SPLIT)
             if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
                 tma.store_wait(pendings=0)
                 gl.thread_barrier()
             base += n_tiles
     tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _issue_qk(q, k_tile, zero_s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, SPLIT: gl.constexpr):
+    """GluonConfig.split_qk: one key tile's Q.K^T as two wgmma groups, keys [0, BLOCK_N / 2) and the rest, each into
+    a half-width accumulator (zero_s's), so that the first half can be waited for, and weighed, while the second
+    is still in the tensor core. Returns the two groups' tokens, oldest first."""
+    HALF: gl.constexpr = BLOCK_N // 2
+    k = k_tile.reshape([BLOCK_N, HEAD_DIM])
+    a_tok = warpgroup_mma(q, k.slice(0, HALF, dim=0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+    b_tok = warpgroup_mma(q, k.slice(HALF, HALF, dim=0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+    return a_tok, b_tok
+
+
+@gluon.jit
+def _issue_pv(p_op_a, p_op_b, v_bufs, slot, o, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, dtype: gl.constexpr):
+    """P.V of a split tile (16 bits: V's rows are keys): the halves' P times V's two halves of rows, two chained
+    wgmma groups on O. Returns the second's token."""
+    HALF: gl.constexpr = BLOCK_N // 2
+    v = v_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM])
+    o_tok = warpgroup_mma(_p_operand(p_op_a, dtype), v.slice(0, HALF, dim=0), o, is_async=True)
+    return warpgroup_mma(_p_operand(p_op_b, dtype), v.slice(HALF, HALF, dim=0), o_tok, is_async=True)
+
+
+@gluon.jit
+def _halves_weights(s_a, b_tok, k_free, m_i, l_i, i, offs_h, offs_m, seq, qk_scale, b_outstanding: gl.constexpr,
+                    MASK: gl.constexpr, WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, LAZY: gl.constexpr,
+                    EMULATE: gl.constexpr, CAUSAL: gl.constexpr, ROW_SUM_PARTS: gl.constexpr,
+                    RESCALE_SKIP: gl.constexpr):
+    """Tile i's weights from its two halves of scores: the first half's (s_a, already waited for) while the
+    second's Q.K^T runs, then the second's (waited for here, leaving b_outstanding groups in flight; then the K
+    slot is released through k_free). The running maximum moves once per half, so the first half's weights are
+    multiplied by the second half's alpha, jumped over by a warp whose rows all kept their maximum (RESCALE_SKIP,
+    as O's), and the row sums take both halves' alphas (on tile 0 alpha is 0 and the sums start from zeros). Returns both
+    halves' weights, the running maximum, the tile's alpha (both halves') and the row sums."""
+    HALF: gl.constexpr = s_a.shape[1]
+    keys_a = i * (2 * HALF) + offs_h
+    p_a, m_a, alpha_a = _tile_weights(s_a, m_i, _kept(keys_a, offs_m, seq, CAUSAL), keys_a, qk_scale, MASK, WEIGHT,
+                                      MAX_OFFSET, LAZY, EMULATE)
+    l_i = _row_sum_update(l_i, p_a, alpha_a, HALF, ROW_SUM_PARTS)
+    s_b = warpgroup_mma_wait(num_outstanding=b_outstanding, deps=(b_tok, ))
+    mbarrier.arrive(k_free, count=1)
+    keys_b = keys_a + HALF
+    p_b, m_b, alpha_b = _tile_weights(s_b, m_a, _kept(keys_b, offs_m, seq, CAUSAL), keys_b, qk_scale, MASK, WEIGHT,
+                                      MAX_OFFSET, LAZY, EMULATE)
+    l_i = _row_sum_update(l_i, p_b, alpha_b, HALF, ROW_SUM_PARTS)
+    p_a = _rescale_o(p_a, alpha_b, gl.SliceLayout(1, s_a.type.layout), HALF, RESCALE_SKIP)
+    return p_a, p_b, m_b, alpha_a * alpha_b, l_i
 
 
 @gluon.jit
@@ -716,7 +777,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                    FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
                    ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
                    LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False,
-                   EMULATE: gl.constexpr = 0):
+                   EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
@@ -733,8 +794,10 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     dtype: gl.constexpr = desc_q.dtype
     out_dtype: gl.constexpr = desc_o.dtype
     K_STEP: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's k: 16 at 16 bits, 32 at FP8
+    # SPLIT: each key tile's scores in two halves, one Q.K^T wgmma group each (_issue_qk), weighed half by half
+    S_COLS: gl.constexpr = BLOCK_N // 2 if SPLIT else BLOCK_N
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, K_STEP])
+                                                       instr_shape=[16, S_COLS, K_STEP])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, HEAD_DIM, K_STEP])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
@@ -757,8 +820,8 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                                 KN_WIDTH)
 
     offs_m = row0 + gl.arange(0, ROWS, rows_s)
-    offs_n = gl.arange(0, BLOCK_N, cols_s)
-    zero_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    offs_n = gl.arange(0, S_COLS, cols_s)
+    zero_s = gl.zeros([ROWS, S_COLS], gl.float32, s_layout)
     m_i = gl.full([ROWS], float("-inf"), gl.float32, rows_s)
     l_i = gl.zeros([ROWS], gl.float32, rows_s)  # ROW_SUM_PARTS: replaced by tile 0's partial sums below
     o = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
@@ -769,25 +832,43 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     _wait_turn(my_turn, 0, PINGPONG, BAR_MINE)
     slot0, phase0 = _ring(base, STAGES)
     mbarrier.wait(k_ready.index(slot0), phase0)
-    s = warpgroup_mma(q, k_bufs.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s, use_acc=False,
-                      is_async=True)
-    _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
-    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
-    mbarrier.arrive(k_empty.index(slot0), count=1)
-    keys = offs_n
-    keep = _kept(keys, offs_m, seq, CAUSAL)
-    if n_full > 0:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
+    if SPLIT:
+        if ROW_SUM_PARTS:  # per-thread sums from zeros (_halves_weights adds tile 0's, alpha being 0 there)
+            l_i = _thread_row_sums(zero_s, S_COLS, ROW_SUM_PARTS == 2)
+        a_tok, b_tok = _issue_qk(q, k_bufs.index(slot0), zero_s, BLOCK_N, HEAD_DIM, True)
+        _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(a_tok, ))
+        if n_full > 0:
+            p, p_b, m_i, alpha, l_i = _halves_weights(s, b_tok, k_empty.index(slot0), m_i, l_i, 0, offs_n, offs_m,
+                                                      seq, qk_scale, 0, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE,
+                                                      CAUSAL, ROW_SUM_PARTS, RESCALE_SKIP)
+        else:
+            p, p_b, m_i, alpha, l_i = _halves_weights(s, b_tok, k_empty.index(slot0), m_i, l_i, 0, offs_n, offs_m,
+                                                      seq, qk_scale, 0, True, MASKED, MAX_OFFSET, LAZY, EMULATE,
+                                                      CAUSAL, ROW_SUM_PARTS, RESCALE_SKIP)
+        p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS)
     else:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
-    if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
+        s = warpgroup_mma(q, k_bufs.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
+                          use_acc=False, is_async=True)
+        _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+        mbarrier.arrive(k_empty.index(slot0), count=1)
+        keys = offs_n
+        keep = _kept(keys, offs_m, seq, CAUSAL)
+        if n_full > 0:
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
+        else:
+            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
+    if SPLIT:  # the row sums were taken half by half
+        pass
+    elif SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
         l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
         l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
     elif ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
         l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
     else:
         l_i = l_i * alpha + gl.sum(p, 1)
-    p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
+    p_op = _p_carry(p, dtype, p_layout, S_COLS)
     # RESCALE_AT_PV: the factor O still owes, applied just before the next P.V is issued (tile 0's is 0, on an O of
     # zeros: the same zeros)
     o_alpha = alpha
@@ -798,42 +879,62 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         # this tile's Q.K^T, then the previous tile's P.V, both in flight while the softmax below runs
         _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
         mbarrier.wait(k_ready.index(slot), phase)
-        s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
-                              use_acc=False, is_async=True)
-        if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
-            o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-            if SUMS_MMA:
-                l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
-        mbarrier.wait(v_ready.index(prev), prev_phase)
-        p_a = _p_operand(p_op, dtype)
-        o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
-        if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
-            l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
-        _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
-        if SUMS_MMA:  # Q.K^T's group is the oldest of three
-            s = warpgroup_mma_wait(num_outstanding=2, deps=(s_tok, ))
-        else:
-            s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
-        mbarrier.arrive(k_empty.index(slot), count=1)
-        keys = i * BLOCK_N + offs_n
-        keep = _kept(keys, offs_m, seq, CAUSAL)
-        if i >= n_full:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
-        else:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
-        if not SUMS_MMA:
-            l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
-        o, p_op = _wait_pv(o_tok, p_op)
-        if SUMS_MMA:  # complete with P.V's (the wait above took every group)
-            l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
-        mbarrier.arrive(v_empty.index(prev), count=1)
-        if RESCALE_AT_PV:
-            o_alpha = alpha
-        else:
+        if SPLIT:  # four groups: Q.K^T's halves, then P.V's (_issue_pv); each half waited for as it is needed
+            a_tok, b_tok = _issue_qk(q, k_bufs.index(slot), zero_s, BLOCK_N, HEAD_DIM, True)
+            mbarrier.wait(v_ready.index(prev), prev_phase)
+            o_tok = _issue_pv(p_op, p_op_b, v_bufs, prev, o, HEAD_DIM, BLOCK_N, dtype)
+            _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
+            s = warpgroup_mma_wait(num_outstanding=3, deps=(a_tok, ))
+            if i >= n_full:
+                p, p_b, m_i, alpha, l_i = _halves_weights(s, b_tok, k_empty.index(slot), m_i, l_i, i, offs_n, offs_m,
+                                                          seq, qk_scale, 2, True, MASKED, MAX_OFFSET, LAZY, EMULATE,
+                                                          CAUSAL, ROW_SUM_PARTS, RESCALE_SKIP)
+            else:
+                p, p_b, m_i, alpha, l_i = _halves_weights(s, b_tok, k_empty.index(slot), m_i, l_i, i, offs_n, offs_m,
+                                                          seq, qk_scale, 2, False, UNMASKED, MAX_OFFSET, LAZY,
+                                                          EMULATE, CAUSAL, ROW_SUM_PARTS, RESCALE_SKIP)
+            o, p_op, p_op_b = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, p_op, p_op_b))
+            mbarrier.arrive(v_empty.index(prev), count=1)
             o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-            if SUMS_MMA:
-                l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
-        p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
+            p_op = _p_carry(p, dtype, p_layout, S_COLS)
+            p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS)
+        else:
+            s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
+                                  use_acc=False, is_async=True)
+            if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
+                o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+                if SUMS_MMA:
+                    l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
+            mbarrier.wait(v_ready.index(prev), prev_phase)
+            p_a = _p_operand(p_op, dtype)
+            o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+            if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
+                l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
+            _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
+            if SUMS_MMA:  # Q.K^T's group is the oldest of three
+                s = warpgroup_mma_wait(num_outstanding=2, deps=(s_tok, ))
+            else:
+                s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
+            mbarrier.arrive(k_empty.index(slot), count=1)
+            keys = i * BLOCK_N + offs_n
+            keep = _kept(keys, offs_m, seq, CAUSAL)
+            if i >= n_full:
+                p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
+            else:
+                p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
+            if not SUMS_MMA:
+                l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
+            o, p_op = _wait_pv(o_tok, p_op)
+            if SUMS_MMA:  # complete with P.V's (the wait above took every group)
+                l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
+            mbarrier.arrive(v_empty.index(prev), count=1)
+            if RESCALE_AT_PV:
+                o_alpha = alpha
+            else:
+                o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+                if SUMS_MMA:
+                    l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
+            p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
 
     if PERSISTENT:  # every Q.K^T of this block has completed: Q's buffer is free for the next block's
         if load_next_q:
@@ -844,11 +945,15 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         if SUMS_MMA:
             l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
     mbarrier.wait(v_ready.index(last), last_phase)
-    p_a = _p_operand(p_op, dtype)
-    o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
-    if SUMS_MMA:
-        l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
-    o, p_op = _wait_pv(o_tok, p_op)
+    if SPLIT:
+        o_tok = _issue_pv(p_op, p_op_b, v_bufs, last, o, HEAD_DIM, BLOCK_N, dtype)
+        o, p_op, p_op_b = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, p_op, p_op_b))
+    else:
+        p_a = _p_operand(p_op, dtype)
+        o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, last, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+        if SUMS_MMA:
+            l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
+        o, p_op = _wait_pv(o_tok, p_op)
     if SUMS_MMA:
         l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
     mbarrier.arrive(v_empty.index(last), count=1)
@@ -880,7 +985,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
-                 PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0):
+                 PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
     ROWS: gl.constexpr = 64
@@ -949,14 +1054,14 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq,
                                heads, group, head_group, n_items, KN, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
                                WEIGHT, MAX_OFFSET, V_KMAJOR, CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH,
-                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)
+                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -965,12 +1070,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
+                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                      V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                     LAZY, EMULATE)),
+                     LAZY, EMULATE, SPLIT)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -984,7 +1089,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                            LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr, KN_WIDTH: gl.constexpr,
                            RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr, RESCALE_AT_PV: gl.constexpr,
-                           LAZY: gl.constexpr, EMULATE: gl.constexpr):
+                           LAZY: gl.constexpr, EMULATE: gl.constexpr, SPLIT: gl.constexpr):
     """_attn_fwd_ws's partitions under the persistent schedule (no ping-pong: GluonConfig refuses it)."""
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel
@@ -994,7 +1099,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [1], [LOADER_REGS])
@@ -1004,12 +1109,12 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs,
                                     k_ready, v_ready, k_empty, v_empty, turns.index(1), turns.index(0), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 64, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1130,6 +1235,9 @@ def max_offset(config: GluonConfig, fp8: bool, variant: str) -> float:
 
 def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool, fp8: bool, variant: str) -> dict:
     """_attn_fwd_ws's compile-time arguments (shared with the cross-compilation)."""
+    if config.split_qk and fp8:  # FP8's V is key-major: half its keys are half of each 128-byte swizzled row
+        raise UnsupportedError("the split Q.K^T (-sq) is written for 16-bit inputs, not FP8",
+                               hint="leave -sq out of the label at FP8")
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=max_offset(config, fp8, variant), LAZY=lazy_threshold(config, fp8, variant),
                 V_KMAJOR=fp8,
@@ -1139,7 +1247,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 RESCALE_SKIP=config.rescale != "always", PTX_TRIM=config.sync == "mbarrier",
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 PERSISTENT=config.persistent,
-                EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0,
+                EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 
