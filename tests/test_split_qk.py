@@ -22,6 +22,11 @@ def test_split_label_reads_back_and_is_refused_where_it_is_not_written():
             ga.GluonConfig.from_label(bad)
     with pytest.raises(UnsupportedError, match="16-bit inputs, not FP8"):
         ga.kernel_constants(cfg, 8192, 128, True, True, "A0")
+    # Rowmax-H15's weights would leave their lattice when the first half takes the second half's alpha
+    assert ga.kernel_constants(cfg, 8192, 128, True, False, "noexp")["SPLIT"] is True
+    for variant in ("h15-sat", "h15-folded", "A1", "h15-1of4"):
+        with pytest.raises(UnsupportedError, match="written for A0 and noexp"):
+            ga.kernel_constants(cfg, 8192, 128, True, False, variant)
 
 
 def _bundled_ptxas() -> bool:

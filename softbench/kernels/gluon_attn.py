@@ -105,6 +105,8 @@ ONES_COLS = 8  # the ones tile's columns: wgmma's smallest N
 # about 8 issue slots per score are left and A0 uses about 7: taking one score in 16 off the MUFU adds 7/16 of an
 # instruction per score. 0: off.
 EMULATE_EVERY = (0, 2, 4, 8, 16, 32)
+# the variants the split Q.K^T (-sq) computes as their operators: those whose weights any positive factor may scale
+SPLIT_VARIANTS = ("A0", "noexp")
 # Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
 # completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
 # dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
@@ -165,11 +167,11 @@ class GluonConfig:
     "mma-tile" (-lmt): the same per tile, the tiles' sums added in FP32 (ROW_SUMS says why).
     rescale_at: "tail" (O multiplied at the end of each tile) or "pv" (label -ro): just before the next P.V is
     issued, beside the next Q.K^T (the same output bit for bit).
-    split_qk (label -sq, 16 bits): each key tile's Q.K^T as two wgmma groups of half the keys; the first half's
-    weights are computed while the second half is still in the tensor core, the running maximum moves once per
-    half (the first half's weights then take the second's alpha, jumped over where no row of a warp moved), and
-    P.V is two chained wgmmas on V's halves. The same online softmax at half-tile steps: not bit for bit the
-    plain kernel's output.
+    split_qk (label -sq, 16 bits, A0 and noexp only): each key tile's Q.K^T as two wgmma groups of half the keys;
+    the first half's weights are computed while the second half is still in the tensor core, the running maximum
+    moves once per half (the first half's weights then take the second's alpha, jumped over where no row of a warp
+    moved), and P.V is two chained wgmmas on V's halves. The same online softmax at half-tile steps: not bit for
+    bit the plain kernel's output. On the H200 it was slower (2026-12-03, docs/hopper-notes.md): no default takes it.
     emulate (label -e<N>): A0 computes one exp2 in N (the scores whose key bits hybrid_picks tests, fixed per
     register) on the FMA pipe (EMULATE_EVERY), the others on the MUFU; other variants are unchanged.
     persistent (label -pt): as many programs as the SMs hold at once (one per SM with two consumers, two with
@@ -1238,6 +1240,12 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     if config.split_qk and fp8:  # FP8's V is key-major: half its keys are half of each 128-byte swizzled row
         raise UnsupportedError("the split Q.K^T (-sq) is written for 16-bit inputs, not FP8",
                                hint="leave -sq out of the label at FP8")
+    if config.split_qk and variant not in SPLIT_VARIANTS:
+        # the first half's weights are multiplied by the second half's exact alpha, which takes Rowmax-H15's weights
+        # off their lattice: on the H200 h15-sat under -sq missed the simulation by 3% (A0 by 0.14%, a rounding at
+        # another scale; sessions/gluon-probe-h200-20261203-1743-split-bf16)
+        raise UnsupportedError(f"the split Q.K^T (-sq) is written for {' and '.join(SPLIT_VARIANTS)}, not {variant}",
+                               hint="leave -sq out of the label for Rowmax-H15's forms")
     return dict(HEAD_DIM=head_dim, BLOCK_N=config.block_n, STAGES=config.stages, CAUSAL=bool(causal),
                 WEIGHT=variant, MAX_OFFSET=max_offset(config, fp8, variant), LAZY=lazy_threshold(config, fp8, variant),
                 V_KMAJOR=fp8,

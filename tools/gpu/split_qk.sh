@@ -4,6 +4,8 @@
 # while the second is still in the tensor core. Step 1: its outputs against the simulation (A0 and h15-sat, under
 # hg8 and hg2; the probe's tolerance: the running maximum moves at half-tile steps here), then BF16 causal 8K
 # against FA3 with h15-sat, the default beside it in the same lease; then noexp under -sq (the ceiling there).
+# Run 2026-12-03 17:43-17:47: slower (A0 0.910 against 0.926, noexp 0.978 against 1.027), and h15-sat missed its
+# simulation by 3% (its weights leave the lattice); -sq now refuses the Rowmax-H15 forms.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/split_qk.sh 1`
 set -uo pipefail
