@@ -182,8 +182,8 @@ class GluonConfig:
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-sq][-e16] (what sessions record and
-    --triton-config takes)."""
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-sq][-e16]
+    (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -722,7 +722,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
 
 
 @gluon.jit
-def _issue_qk(q, k_tile, zero_s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, SPLIT: gl.constexpr):
+def _issue_qk(q, k_tile, zero_s, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
     """GluonConfig.split_qk: one key tile's Q.K^T as two wgmma groups, keys [0, BLOCK_N / 2) and the rest, each into
     a half-width accumulator (zero_s's), so that the first half can be waited for, and weighed, while the second
     is still in the tensor core. Returns the two groups' tokens, oldest first."""
@@ -752,8 +752,8 @@ def _halves_weights(s_a, b_tok, k_free, m_i, l_i, i, offs_h, offs_m, seq, qk_sca
     second's Q.K^T runs, then the second's (waited for here, leaving b_outstanding groups in flight; then the K
     slot is released through k_free). The running maximum moves once per half, so the first half's weights are
     multiplied by the second half's alpha, jumped over by a warp whose rows all kept their maximum (RESCALE_SKIP,
-    as O's), and the row sums take both halves' alphas (on tile 0 alpha is 0 and the sums start from zeros). Returns both
-    halves' weights, the running maximum, the tile's alpha (both halves') and the row sums."""
+    as O's), and the row sums take both halves' alphas (on tile 0 alpha is 0 and the sums start from zeros).
+    Returns both halves' weights, the running maximum, the tile's alpha (both halves') and the row sums."""
     HALF: gl.constexpr = s_a.shape[1]
     keys_a = i * (2 * HALF) + offs_h
     p_a, m_a, alpha_a = _tile_weights(s_a, m_i, _kept(keys_a, offs_m, seq, CAUSAL), keys_a, qk_scale, MASK, WEIGHT,
@@ -837,7 +837,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     if SPLIT:
         if ROW_SUM_PARTS:  # per-thread sums from zeros (_halves_weights adds tile 0's, alpha being 0 there)
             l_i = _thread_row_sums(zero_s, S_COLS, ROW_SUM_PARTS == 2)
-        a_tok, b_tok = _issue_qk(q, k_bufs.index(slot0), zero_s, BLOCK_N, HEAD_DIM, True)
+        a_tok, b_tok = _issue_qk(q, k_bufs.index(slot0), zero_s, BLOCK_N, HEAD_DIM)
         _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
         s = warpgroup_mma_wait(num_outstanding=1, deps=(a_tok, ))
         if n_full > 0:
@@ -861,15 +861,13 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
         else:
             p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
-    if SPLIT:  # the row sums were taken half by half
-        pass
-    elif SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
-        l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
-        l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
-    elif ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
-        l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
-    else:
-        l_i = l_i * alpha + gl.sum(p, 1)
+        if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
+            l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
+            l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
+        elif ROW_SUM_PARTS:  # alpha is 0 here (m was -inf) and l 0: the sums start from this tile's
+            l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
+        else:
+            l_i = l_i * alpha + gl.sum(p, 1)
     p_op = _p_carry(p, dtype, p_layout, S_COLS)
     # RESCALE_AT_PV: the factor O still owes, applied just before the next P.V is issued (tile 0's is 0, on an O of
     # zeros: the same zeros)
@@ -882,7 +880,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
         mbarrier.wait(k_ready.index(slot), phase)
         if SPLIT:  # four groups: Q.K^T's halves, then P.V's (_issue_pv); each half waited for as it is needed
-            a_tok, b_tok = _issue_qk(q, k_bufs.index(slot), zero_s, BLOCK_N, HEAD_DIM, True)
+            a_tok, b_tok = _issue_qk(q, k_bufs.index(slot), zero_s, BLOCK_N, HEAD_DIM)
             mbarrier.wait(v_ready.index(prev), prev_phase)
             o_tok = _issue_pv(p_op, p_op_b, v_bufs, prev, o, HEAD_DIM, BLOCK_N, dtype)
             _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
@@ -1063,7 +1061,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
+                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
+                         SPLIT)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -1072,7 +1071,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
+                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
+                     SPLIT)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
