@@ -107,6 +107,14 @@ ONES_COLS = 8  # the ones tile's columns: wgmma's smallest N
 EMULATE_EVERY = (0, 2, 4, 8, 16, 32)
 # the variants the split Q.K^T (-sq) computes as their operators: those whose weights any positive factor may scale
 SPLIT_VARIANTS = ("A0", "noexp")
+# The key loop's form, and the label suffix: "one" loop whose body branches per tile to the weights with or without
+# the mask; "two" loops, the tiles without a mask first, then those with one (causal: the diagonal), so that the hot
+# loop's body is one basic block that ptxas can schedule whole (it interleaves one row's exponentials with the other
+# row's maximum, as nvcc does in FA3's loop, but also hoists P.V's wait above the exponentials); "two-fenced" the
+# same with that wait held below the weights (_schedule_fence). The same arithmetic in the same order: the same output
+# bit for bit.
+TILE_LOOPS = {"one": "", "two": "-ml", "two-fenced": "-mlf"}
+TILE_LOOPS_MODE = {"one": 0, "two": 1, "two-fenced": 2}  # the kernel's MASKED_LOOP
 # Where O is multiplied by a tile's alpha, and the label suffix: "tail" at the end of the tile, once its P.V has
 # completed, before the next tile's Q.K^T can be issued; "pv" (FA3's RescaleOBeforeGemm, which it uses above head
 # dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
@@ -203,6 +211,8 @@ class GluonConfig:
     persistent: bool = False  # label -pt: as many programs as the SMs hold, each taking query blocks in rounds
     split_qk: bool = False  # label -sq: each tile's Q.K^T in two halves, the first weighed while the second runs
     emulate: int = 0  # label -e<N>: A0 takes one exp2 in N on the FMA pipe (EMULATE_EVERY), not the MUFU; 0: none
+    tile_loops: str = "one"  # TILE_LOOPS: "two" (label -ml) runs the tiles that need a mask in a key loop of their
+    # own; "two-fenced" (-mlf) also holds P.V's wait below the weights (_schedule_fence)
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -237,6 +247,10 @@ class GluonConfig:
                               or self.rescale_at == "pv"):
             raise UsageError("the split Q.K^T (-sq) is written for 128-key tiles without the ping-pong (-pp, -ppn), "
                              "the tensor core's row sums (-lm, -lmt) and -ro")
+        if self.tile_loops not in TILE_LOOPS:
+            raise UsageError(f"the key tiles run in {' or '.join(TILE_LOOPS)} loops, not {self.tile_loops!r}")
+        if self.tile_loops != "one" and self.split_qk:
+            raise UsageError("the masked tiles' own loop (-ml) is written for whole Q.K^T tiles, not with -sq")
         if self.emulate not in EMULATE_EVERY or (self.emulate and HYBRID_BITS[self.emulate] >= self.block_n):
             raise UsageError(f"A0 emulates one exp2 in {', '.join(str(n) for n in EMULATE_EVERY if n)} "
                              f"(-e<N>; N up to {self.block_n // 4} with {self.block_n}-key tiles), "
@@ -246,7 +260,8 @@ class GluonConfig:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
                 + ("-g1" if self.consumers == 1 else "") + ("-pt" if self.persistent else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
-                + ROW_SUMS[self.row_sum] + SYNCS[self.sync] + ("-sq" if self.split_qk else "")
+                + ROW_SUMS[self.row_sum] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
+                + ("-sq" if self.split_qk else "")
                 + (f"-e{self.emulate}" if self.emulate else ""))
 
     def to_dict(self) -> dict:
@@ -258,11 +273,11 @@ class GluonConfig:
         the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose emulated exponentials
         differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
-                       sync="membar", persistent=False)
+                       sync="membar", persistent=False, tile_loops="one")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -272,7 +287,8 @@ class GluonConfig:
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -tb: "
-                             "no warpgroup barrier before the mbarrier waits and releases; -sq: Q.K^T in two halves of "
+                             "no warpgroup barrier before the mbarrier waits and releases; -ml: the masked tiles in a loop of "
+                             "their own (-mlf: P.V's wait held below the weights); -sq: Q.K^T in two halves of "
                              "keys (16 bits); -e16: A0 emulates one "
                              "exp2 in 16 on the FMA pipe)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
@@ -280,7 +296,8 @@ class GluonConfig:
                    consumers=1 if m.group(7) else 2, handover=handover, persistent=m.group(8) is not None,
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
                    row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)),
-                   split_qk=m.group(13) is not None, emulate=int(m.group(14) or 0))
+                   tile_loops=_option_named(TILE_LOOPS, m.group(13)), split_qk=m.group(14) is not None,
+                   emulate=int(m.group(15) or 0))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -664,14 +681,15 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
               RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
-              SPLIT: gl.constexpr = False):
+              SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0):
     """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
     _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False,
                    HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
-                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE, SPLIT)
+                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE, SPLIT,
+                   MASKED_LOOP)
     tma.store_wait(pendings=0)
 
 
@@ -683,7 +701,8 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                          KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
                          ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                         LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False):
+                         LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
+                         MASKED_LOOP: gl.constexpr = 0):
     """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
     query block of the program's rounds (_round_item), in the same order as the producer, one ring position
     counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -713,7 +732,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                            n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
                            nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
                            HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
-                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE, SPLIT)
+                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE, SPLIT, MASKED_LOOP)
             if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
                 tma.store_wait(pendings=0)
                 gl.thread_barrier()
@@ -770,6 +789,83 @@ def _halves_weights(s_a, b_tok, k_free, m_i, l_i, i, offs_h, offs_m, seq, qk_sca
 
 
 @gluon.jit
+def _schedule_fence(x):
+    """x, passed through a warp barrier that ptxas schedules nothing across (a NOP in a converged warp, one per
+    register of x): what is above it in the PTX stays above it in the SASS. GluonConfig.pv_fence: in a loop body
+    without the mask's branch, ptxas hoists P.V's wgmma wait above the tile's exponentials (where the wait stalls
+    the warp until the previous tile's P.V is done) unless something stops it."""
+    return gl.inline_asm_elementwise("bar.warp.sync -1;\n\tmov.b32 $0, $1;", "=r,r", [x], dtype=gl.float32,
+                                     is_pure=False, pack=1)
+
+
+@gluon.jit
+def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
+              m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base,
+              rows_o: gl.constexpr, p_layout: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr, UNMASKED: gl.constexpr, MASKED: gl.constexpr,
+              MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr,
+              BAR_THEIRS: gl.constexpr, RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr,
+              RESCALE_AT_PV: gl.constexpr, LAZY: gl.constexpr, EMULATE: gl.constexpr, TILE: gl.constexpr,
+              PV_FENCE: gl.constexpr):
+    """One step of _consumer_item's key loop for tile i >= 1: this tile's Q.K^T and the previous tile's P.V issued,
+    both in flight while this tile's weights are computed, then P.V waited for and O rescaled (at once, or under
+    RESCALE_AT_PV before the next P.V). TILE: 1 the tile needs no mask (UNMASKED's weights), 2 it does (MASKED's),
+    0 decided here by i >= n_full (a branch inside the loop). PV_FENCE: P.V's wait held below the weights and row
+    sums (_schedule_fence). l_acc, l_run: the tensor core's row sums (row_sum
+    "mma", "mma-tile"), carried unread otherwise. Returns the loop's carried state."""
+    SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3
+    PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4
+    dtype: gl.constexpr = q.dtype
+    slot, phase = _ring(base + i, STAGES)
+    prev, prev_phase = _ring(base + i - 1, STAGES)
+    _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
+    mbarrier.wait(k_ready.index(slot), phase)
+    s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
+                          use_acc=False, is_async=True)
+    if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
+        o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+        if SUMS_MMA:
+            l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
+    mbarrier.wait(v_ready.index(prev), prev_phase)
+    p_a = _p_operand(p_op, dtype)
+    o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
+    if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
+        l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
+    _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
+    if SUMS_MMA:  # Q.K^T's group is the oldest of three
+        s = warpgroup_mma_wait(num_outstanding=2, deps=(s_tok, ))
+    else:
+        s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
+    mbarrier.arrive(k_empty.index(slot), count=1)
+    keys = i * BLOCK_N + offs_n
+    keep = _kept(keys, offs_m, seq, CAUSAL)
+    if TILE == 2:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
+    elif TILE == 1:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
+    elif i >= n_full:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
+    else:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
+    if not SUMS_MMA:
+        l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
+    if PV_FENCE:
+        alpha = _schedule_fence(alpha)
+    o, p_op = _wait_pv(o_tok, p_op)
+    if SUMS_MMA:  # complete with P.V's (the wait above took every group)
+        l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
+    mbarrier.arrive(v_empty.index(prev), count=1)
+    if RESCALE_AT_PV:
+        o_alpha = alpha
+    else:
+        o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
+        if SUMS_MMA:
+            l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
+    p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
+    return m_i, l_i, o, p_op, o_alpha, l_acc, l_run
+
+
+@gluon.jit
 def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q,
@@ -779,7 +875,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                    FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
                    ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
                    LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False,
-                   EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False):
+                   EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
@@ -809,6 +905,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3  # the row sums on the tensor core (row_sum "mma", "mma-tile")
     PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4  # "mma-tile": a fresh accumulator per tile, added in FP32
+    PV_FENCE: gl.constexpr = MASKED_LOOP == 2  # GluonConfig.tile_loops "two-fenced"
     ONES_N: gl.constexpr = ones_smem.shape[0]
     l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, ONES_N, K_STEP])
@@ -873,13 +970,15 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     # zeros: the same zeros)
     o_alpha = alpha
 
-    for i in range(1, n_tiles):
-        slot, phase = _ring(base + i, STAGES)
-        prev, prev_phase = _ring(base + i - 1, STAGES)
-        # this tile's Q.K^T, then the previous tile's P.V, both in flight while the softmax below runs
-        _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
-        mbarrier.wait(k_ready.index(slot), phase)
-        if SPLIT:  # four groups: Q.K^T's halves, then P.V's (_issue_pv); each half waited for as it is needed
+    if not SUMS_MMA:  # carried through _key_tile unread
+        l_acc = 0.0
+        l_run = 0.0
+    if SPLIT:  # four groups: Q.K^T's halves, then P.V's (_issue_pv); each half waited for as it is needed
+        for i in range(1, n_tiles):
+            slot, phase = _ring(base + i, STAGES)
+            prev, prev_phase = _ring(base + i - 1, STAGES)
+            _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
+            mbarrier.wait(k_ready.index(slot), phase)
             a_tok, b_tok = _issue_qk(q, k_bufs.index(slot), zero_s, BLOCK_N, HEAD_DIM)
             mbarrier.wait(v_ready.index(prev), prev_phase)
             o_tok = _issue_pv(p_op, p_op_b, v_bufs, prev, o, HEAD_DIM, BLOCK_N, dtype)
@@ -898,43 +997,26 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
             p_op = _p_carry(p, dtype, p_layout, S_COLS)
             p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS)
-        else:
-            s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
-                                  use_acc=False, is_async=True)
-            if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
-                o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-                if SUMS_MMA:
-                    l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
-            mbarrier.wait(v_ready.index(prev), prev_phase)
-            p_a = _p_operand(p_op, dtype)
-            o_tok = warpgroup_mma(p_a, _v_operand(v_bufs, prev, HEAD_DIM, BLOCK_N, V_KMAJOR), o, is_async=True)
-            if SUMS_MMA:  # the same P times ones: a third group in flight, after Q.K^T's and P.V's
-                l_tok = warpgroup_mma(p_a, _ones_operand(ones_smem), l_acc, use_acc=not PER_TILE, is_async=True)
-            _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
-            if SUMS_MMA:  # Q.K^T's group is the oldest of three
-                s = warpgroup_mma_wait(num_outstanding=2, deps=(s_tok, ))
-            else:
-                s = warpgroup_mma_wait(num_outstanding=1, deps=(s_tok, ))
-            mbarrier.arrive(k_empty.index(slot), count=1)
-            keys = i * BLOCK_N + offs_n
-            keep = _kept(keys, offs_m, seq, CAUSAL)
-            if i >= n_full:
-                p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
-            else:
-                p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
-            if not SUMS_MMA:
-                l_i = _row_sum_update(l_i, p, alpha, BLOCK_N, ROW_SUM_PARTS)
-            o, p_op = _wait_pv(o_tok, p_op)
-            if SUMS_MMA:  # complete with P.V's (the wait above took every group)
-                l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
-            mbarrier.arrive(v_empty.index(prev), count=1)
-            if RESCALE_AT_PV:
-                o_alpha = alpha
-            else:
-                o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-                if SUMS_MMA:
-                    l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
-            p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
+    elif MASKED_LOOP:  # the tiles without a mask, then those with one: two loops, neither with the other's branch
+        for i in range(1, gl.minimum(n_full, n_tiles)):
+            m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
+                i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
+                m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
+                p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
+                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 1, PV_FENCE)
+        for i in range(gl.maximum(n_full, 1), n_tiles):
+            m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
+                i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
+                m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
+                p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
+                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE)
+    else:
+        for i in range(1, n_tiles):
+            m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
+                i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
+                m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
+                p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
+                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 0, PV_FENCE)
 
     if PERSISTENT:  # every Q.K^T of this block has completed: Q's buffer is free for the next block's
         if load_next_q:
@@ -985,7 +1067,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
-                 PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False):
+                 PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
+                 MASKED_LOOP: gl.constexpr = 0):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
     ROWS: gl.constexpr = 64
@@ -1054,7 +1137,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq,
                                heads, group, head_group, n_items, KN, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
                                WEIGHT, MAX_OFFSET, V_KMAJOR, CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH,
-                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)
+                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
@@ -1062,7 +1145,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                          V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
-                         SPLIT)),
+                         SPLIT, MASKED_LOOP)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -1072,12 +1155,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
                      PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
-                     SPLIT)),
+                     SPLIT, MASKED_LOOP)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                      V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                     LAZY, EMULATE, SPLIT)),
+                     LAZY, EMULATE, SPLIT, MASKED_LOOP)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1091,7 +1174,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                            LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr, KN_WIDTH: gl.constexpr,
                            RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr, RESCALE_AT_PV: gl.constexpr,
-                           LAZY: gl.constexpr, EMULATE: gl.constexpr, SPLIT: gl.constexpr):
+                           LAZY: gl.constexpr, EMULATE: gl.constexpr, SPLIT: gl.constexpr, MASKED_LOOP: gl.constexpr):
     """_attn_fwd_ws's partitions under the persistent schedule (no ping-pong: GluonConfig refuses it)."""
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel
@@ -1101,7 +1184,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [1], [LOADER_REGS])
@@ -1111,12 +1194,12 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs,
                                     k_ready, v_ready, k_empty, v_empty, turns.index(1), turns.index(0), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 64, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1256,6 +1339,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 PERSISTENT=config.persistent,
                 EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
+                MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops],
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

@@ -339,6 +339,9 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_fmul_jumped": _jumped_fmuls(body),
             # FMULs issued between the loop's first and last wgmma: O's rescale beside Q.K^T in flight (-ro)
             "loop_fmul_among_gmma": _fmuls_among_gmma(body),
+            # exponentials ptxas placed after the loop's last wgmma wait (P.V's): where that wait sits among them
+            # (GluonConfig.tile_loops: without the mask's branch in the loop, ptxas hoists it above most of them)
+            "loop_mufu_after_last_wait": _mufu_after_last_wait(body),
             "loop_max_chain": _longest_chain(body, "FMNMX"),
             # the row sums' adds, one after another: what ptxas leaves at the tile's end (-lt, -ltt shorten it)
             "loop_sum_chain": _longest_chain(body, "FADD"),
@@ -349,6 +352,12 @@ def _fmuls_among_gmma(body: list) -> int:
     """FMUL instructions after the loop's first wgmma and before its last (0 without wgmma)."""
     at = [n for n, i in enumerate(body) if "GMMA" in i.opcode]
     return sum(1 for i in body[at[0] + 1:at[-1]] if i.base == "FMUL") if at else 0
+
+
+def _mufu_after_last_wait(body: list) -> int:
+    """MUFU.EX2 instructions after the loop's last WARPGROUP.DEPBAR (all of them without one)."""
+    at = [n for n, i in enumerate(body) if i.opcode.startswith("WARPGROUP.DEPBAR")]
+    return sum(1 for i in body[at[-1] + 1 if at else 0:] if i.opcode.startswith("MUFU.EX2"))
 
 
 def _longest_chain(body: list, base: str) -> int:

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 15, prepared 2026-12-03 23:20-23:50 without a GPU; sealed first: sealed/tile-loops.yaml.
+# The masked key tiles in a loop of their own (-ml): the hot loop's body without the branch to the masked weights,
+# one basic block that ptxas schedules whole; -mlf also holds P.V's wgmma wait below the exponentials, which ptxas
+# otherwise hoists above them (the sm_90a cross-compile, tests/test_tile_loops.py). Step 1: the outputs of both
+# against the simulation and, bit for bit, against the one-loop kernel (A0 and each dtype's Rowmax-H15 form), then
+# causal 8K at equal clock against FA3 in 12 s interleavings: the default, -ml, -mlf, at BF16 and at FP8.
+# Step 2: the other shapes with the better form, 30 s interleavings, the default beside it.
+#   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
+#          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/tile_loops.sh 1`
+#          (carry .gpu/b); step 2 while warm: `. /tmp/gpu-site/env.sh && bash tools/gpu/tile_loops.sh 2 SUFFIX`
+set -uo pipefail
+STEP=${1:?step 1 or 2}
+PAYLOAD=
+. tools/gpu/lease_step.sh
+bf16=gluon-n128s2-c240l24-hg8-rl-ltt-tb
+fp8=gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb
+fp8_hg2=gluon-n128s2-c240l24-hg2-rla-lmt-tb
+case "$STEP" in
+1) timeout 120 python3 tools/gpu/gluon_probe.py "$DIR/probe-loops-bf16" --only=bf16 --checks-only \
+     --check-shapes=0,1,4,5 --check-configs=$bf16-ml,$bf16-mlf --check-variants=A0,h15-sat
+   timeout 120 python3 tools/gpu/gluon_probe.py "$DIR/probe-loops-fp8" --only=fp8 --checks-only \
+     --check-shapes=0,1,4,5 --check-configs=$fp8-ml,$fp8-mlf,$fp8_hg2-mlf --check-variants=A0,h15-folded
+   for s in "" -ml -mlf; do
+     sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --budget-s 12 --triton-config $bf16$s
+   done
+   for s in "" -ml -mlf; do
+     sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --budget-s 12 --triton-config $fp8$s
+   done ;;
+2) s=${2:?the suffix step 1 found better, e.g. -mlf}
+   for cfg in $bf16 $bf16$s; do
+     sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --triton-config $cfg
+   done
+   sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 16384 --triton-config $bf16$s
+   sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config $fp8_hg2$s
+   sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 16384 --triton-config $fp8$s ;;
+esac
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "step$STEP"
