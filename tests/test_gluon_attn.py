@@ -96,9 +96,9 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 
 def test_resolve_config_follows_the_kernel_named():
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == \
-        ga.GluonConfig(rescale="lazy", row_sum="tree", sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(rescale="lazy", row_sum="tree", tile_loops="two-fenced", sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
-        ga.GluonConfig(block_n=64, rescale="lazy", row_sum="tree", sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(block_n=64, rescale="lazy", row_sum="tree", tile_loops="two-fenced", sync=ga.DEFAULT_SYNC)
     # a label names every field: the default's lazy rescale does not leak into a configuration named without it
     named = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").to_dict()
     assert resolve_config(torch.bfloat16, 128, named) == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb")
@@ -121,15 +121,17 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-tb"
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-tb-mlf"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-mlf"
     # a field given on top of the FP8 default keeps the rest of it
-    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == "gluon-n128s3-c240l24-hg8-g1-rla-lmt-tb"
-    assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-tb"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == \
+        "gluon-n128s3-c240l24-hg8-g1-rla-lmt-tb-mlf"
+    assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == \
+        "gluon-n128s2-c240l24-hg8-g1-rla-tb-mlf"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt"
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-mlf"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-mlf"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128

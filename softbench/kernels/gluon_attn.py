@@ -180,6 +180,8 @@ class GluonConfig:
     moves once per half (the first half's weights then take the second's alpha, jumped over where no row of a warp
     moved), and P.V is two chained wgmmas on V's halves. The same online softmax at half-tile steps: not bit for
     bit the plain kernel's output. On the H200 it was slower (2026-12-03, docs/hopper-notes.md): no default takes it.
+    tile_loops (TILE_LOOPS): "two" (label -ml) runs the tiles that need a mask in a key loop of their own, "two-fenced"
+    (-mlf, both defaults) also holds P.V's wgmma wait below the exponentials; the same output bit for bit.
     emulate (label -e<N>): A0 computes one exp2 in N (the scores whose key bits hybrid_picks tests, fixed per
     register) on the FMA pipe (EMULATE_EVERY), the others on the MUFU; other variants are unchanged.
     persistent (label -pt): as many programs as the SMs hold at once (one per SM with two consumers, two with
@@ -190,7 +192,7 @@ class GluonConfig:
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-sq][-e16]
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-ml|-mlf][-sq][-e16]
     (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
@@ -318,7 +320,14 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # -rl's 0.913 in the same lease (155108Z, 155439Z; 155536Z), 0.937 non-causal 8K, 0.925 causal 16K (155202Z,
 # 155304Z). So the 16-bit default is -rl-ltt-tb. h15-sat, which takes -rl as -rs, reads 0.929-0.930 causal 8K under it
 # against 0.938 under -rl: the BF16 Rowmax-H15 figures name their configuration.
-DEFAULT = GluonConfig(rescale="lazy", row_sum="tree")
+# Since 2026-12-04 01:30 both defaults run the masked tiles in a loop of their own with P.V's wait fenced below the
+# exponentials (-mlf): in one lease, 12 s interleavings at causal 8K, BF16 A0 / FA3 0.936 against the default's 0.905
+# beside it (20261204T000032Z, 20261203T235902Z; -ml without the fence 0.914, 235947Z), FP8 A0 the fastest exact
+# kernel with FA3 at 0.973 of it against 1.000 (000244Z, 000119Z; -ml 0.992, 000202Z). At the other shapes, a later
+# lease: FP8 non-causal 8K FA3 0.957 of A0, causal 16K 0.960 (011846Z, 012007Z); BF16 A0 / FA3 0.947 non-causal
+# 8K, 0.935 causal 16K, 0.948 causal 8K (012052Z, 012139Z, 012232Z). Outputs equal bit for bit to one loop's
+# (sessions/gluon-probe-h200-20261203-2334-loops-bf16, -20261204-0003-loops-fp8).
+DEFAULT = GluonConfig(rescale="lazy", row_sum="tree", tile_loops="two-fenced")
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread
@@ -340,7 +349,7 @@ DEFAULT = GluonConfig(rescale="lazy", row_sum="tree")
 # with the same lazy anchor (sessions/gluon-probe-h200-20261202-1752-rla-fp8). With two consumer warpgroups the
 # same option gave h15-folded more (1.072-1.075 causal 8K, 1.110 non-causal, 1.101 at 16K, 1.100 of FA3
 # sustained: 175907Z-180335Z) but A0 less (0.966-0.974 of FA3), so the default, which is A0's as well, keeps -g1.
-DEFAULT_FP8 = GluonConfig(consumers=1, rescale="lazy-anchor", row_sum="mma-tile")
+DEFAULT_FP8 = GluonConfig(consumers=1, rescale="lazy-anchor", row_sum="mma-tile", tile_loops="two-fenced")
 # With Triton 3.6 (ptx_trim's), both defaults leave the warpgroup barriers out (-tb): the same output bit for bit,
 # and at equal clock against FA3 in the same interleavings A0 went from 0.887 to 0.910 of FA3 at BF16 causal 8K and
 # from 0.911 to 0.914 at FP8 (the sweeps 20261202T053442Z / 053342Z and 053235Z / 053136Z, one lease)
