@@ -192,8 +192,8 @@ class GluonConfig:
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-ml|-mlf][-sq][-e16]
-    (what sessions record and --triton-config takes)."""
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-ml|-mlf]
+    [-sq][-e16] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -800,9 +800,9 @@ def _halves_weights(s_a, b_tok, k_free, m_i, l_i, i, offs_h, offs_m, seq, qk_sca
 @gluon.jit
 def _schedule_fence(x):
     """x, passed through a warp barrier that ptxas schedules nothing across (a NOP in a converged warp, one per
-    register of x): what is above it in the PTX stays above it in the SASS. GluonConfig.pv_fence: in a loop body
-    without the mask's branch, ptxas hoists P.V's wgmma wait above the tile's exponentials (where the wait stalls
-    the warp until the previous tile's P.V is done) unless something stops it."""
+    register of x): what is above it in the PTX stays above it in the SASS. GluonConfig.tile_loops "two-fenced": in a
+    loop body without the mask's branch, ptxas hoists P.V's wgmma wait above the tile's exponentials (where the wait
+    stalls the warp until the previous tile's P.V is done) unless something stops it."""
     return gl.inline_asm_elementwise("bar.warp.sync -1;\n\tmov.b32 $0, $1;", "=r,r", [x], dtype=gl.float32,
                                      is_pure=False, pack=1)
 
@@ -820,8 +820,8 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
     both in flight while this tile's weights are computed, then P.V waited for and O rescaled (at once, or under
     RESCALE_AT_PV before the next P.V). TILE: 1 the tile needs no mask (UNMASKED's weights), 2 it does (MASKED's),
     0 decided here by i >= n_full (a branch inside the loop). PV_FENCE: P.V's wait held below the weights and row
-    sums (_schedule_fence). l_acc, l_run: the tensor core's row sums (row_sum
-    "mma", "mma-tile"), carried unread otherwise. Returns the loop's carried state."""
+    sums (_schedule_fence). l_acc, l_run: the tensor core's row sums (row_sum "mma", "mma-tile"), carried unread
+    otherwise. Returns the loop's carried state."""
     SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3
     PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4
     dtype: gl.constexpr = q.dtype
@@ -1006,26 +1006,27 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
             p_op = _p_carry(p, dtype, p_layout, S_COLS)
             p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS)
-    elif MASKED_LOOP:  # the tiles without a mask, then those with one: two loops, neither with the other's branch
-        for i in range(1, gl.minimum(n_full, n_tiles)):
-            m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
-                i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
-                m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
-                p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 1, PV_FENCE)
-        for i in range(gl.maximum(n_full, 1), n_tiles):
-            m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
-                i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
-                m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
-                p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE)
     else:
-        for i in range(1, n_tiles):
+        # MASKED_LOOP: the tiles without a mask here, those with one in a loop of their own below, so that neither
+        # loop's body branches between the two forms; otherwise one loop whose tiles decide (_key_tile's TILE 0)
+        FIRST_TILES: gl.constexpr = 1 if MASKED_LOOP else 0
+        if MASKED_LOOP:
+            first_end = gl.minimum(n_full, n_tiles)
+        else:
+            first_end = n_tiles
+        for i in range(1, first_end):
             m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
                 i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
                 p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 0, PV_FENCE)
+                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, FIRST_TILES, PV_FENCE)
+        if MASKED_LOOP:
+            for i in range(gl.maximum(n_full, 1), n_tiles):
+                m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
+                    i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
+                    m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
+                    p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
+                    BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE)
 
     if PERSISTENT:  # every Q.K^T of this block has completed: Q's buffer is free for the next block's
         if load_next_q:
