@@ -120,6 +120,12 @@ TILE_LOOPS_MODE = {"one": 0, "two": 1, "two-fenced": 2}  # the kernel's MASKED_L
 # dim 128) in the next iteration, between that Q.K^T's issue and P.V's, so that the multiply runs beside Q.K^T. The
 # same multiplies of the same values in the same order: the same output bit for bit.
 RESCALE_AT = {"tail": "", "pv": "-ro"}
+# Where a 16-bit P is rounded to its operand, and the label suffix: "tail" at the end of the tile (a cast to packed
+# pairs that ptxas then moves into the operand's order with one PRMT per register, 32 per tile and thread), "wgmma"
+# (-pm) carried across the loop in FP32 and rounded just before P.V is issued, as at FP8, where the conversion
+# packs the pairs in the operand's order itself: no PRMT, and nothing after P.V's wait but O's rescale. The same
+# rounding of the same values: the same output bit for bit. FP8 always rounds at the wgmma (_p_carry).
+P_ROUND = {"tail": "", "wgmma": "-pm"}
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
@@ -192,7 +198,9 @@ class GluonConfig:
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-tb][-ml|-mlf]
+    p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
+    bit.
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb][-ml|-mlf]
     [-sq][-e16] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
@@ -213,6 +221,7 @@ class GluonConfig:
     persistent: bool = False  # label -pt: as many programs as the SMs hold, each taking query blocks in rounds
     split_qk: bool = False  # label -sq: each tile's Q.K^T in two halves, the first weighed while the second runs
     emulate: int = 0  # label -e<N>: A0 takes one exp2 in N on the FMA pipe (EMULATE_EVERY), not the MUFU; 0: none
+    p_round: str = "tail"  # P_ROUND: "wgmma" (label -pm) carries a 16-bit P in FP32, rounded at P.V's issue
     tile_loops: str = "one"  # TILE_LOOPS: "two" (label -ml) runs the tiles that need a mask in a key loop of their
     # own; "two-fenced" (-mlf) also holds P.V's wait below the weights (_schedule_fence)
 
@@ -249,6 +258,10 @@ class GluonConfig:
                               or self.rescale_at == "pv"):
             raise UsageError("the split Q.K^T (-sq) is written for 128-key tiles without the ping-pong (-pp, -ppn), "
                              "the tensor core's row sums (-lm, -lmt) and -ro")
+        if self.p_round not in P_ROUND:
+            raise UsageError(f"P is rounded to its operand at the {' or '.join(P_ROUND)}, not {self.p_round!r}")
+        if self.p_round != "tail" and self.split_qk:
+            raise UsageError("P rounded at the wgmma (-pm) is written for whole Q.K^T tiles, not with -sq")
         if self.tile_loops not in TILE_LOOPS:
             raise UsageError(f"the key tiles run in {' or '.join(TILE_LOOPS)} loops, not {self.tile_loops!r}")
         if self.tile_loops != "one" and self.split_qk:
@@ -262,7 +275,7 @@ class GluonConfig:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
                 + ("-g1" if self.consumers == 1 else "") + ("-pt" if self.persistent else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
-                + ROW_SUMS[self.row_sum] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
+                + ROW_SUMS[self.row_sum] + P_ROUND[self.p_round] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
                 + ("-sq" if self.split_qk else "")
                 + (f"-e{self.emulate}" if self.emulate else ""))
 
@@ -270,16 +283,16 @@ class GluonConfig:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     def plain(self) -> "GluonConfig":
-        """This configuration without the options that change no output bit (-rs, -ro, -tb): what their outputs are
-        checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in another order, -lm adds
-        the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose emulated exponentials
-        differ from the MUFU's in their last bits."""
+        """This configuration without the options that change no output bit (-rs, -ro, -pm, -tb, -pt, -ml, -mlf):
+        what their outputs are checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in
+        another order, -lm adds the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose
+        emulated exponentials differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
-                       sync="membar", persistent=False, tile_loops="one")
+                       p_round="tail", sync="membar", persistent=False, tile_loops="one")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -288,7 +301,7 @@ class GluonConfig:
                              "one per SM slot, taking query blocks in rounds; -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
-                             "added in FP32); -tb: "
+                             "added in FP32); -pm: a 16-bit P rounded at P.V's wgmma; -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases; -ml: the masked tiles in a loop of "
                              "their own (-mlf: P.V's wait held below the weights); -sq: Q.K^T in two halves of "
                              "keys (16 bits); -e16: A0 emulates one "
@@ -297,9 +310,9 @@ class GluonConfig:
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover, persistent=m.group(8) is not None,
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
-                   row_sum=_option_named(ROW_SUMS, m.group(11)), sync=_option_named(SYNCS, m.group(12)),
-                   tile_loops=_option_named(TILE_LOOPS, m.group(13)), split_qk=m.group(14) is not None,
-                   emulate=int(m.group(15) or 0))
+                   row_sum=_option_named(ROW_SUMS, m.group(11)), p_round=_option_named(P_ROUND, m.group(12)),
+                   sync=_option_named(SYNCS, m.group(13)), tile_loops=_option_named(TILE_LOOPS, m.group(14)),
+                   split_qk=m.group(15) is not None, emulate=int(m.group(16) or 0))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -479,10 +492,11 @@ def _v_operand(v_bufs, slot, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, V_KM
 
 
 @gluon.jit
-def _p_carry(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constexpr):
+def _p_carry(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constexpr, AT_MMA: gl.constexpr = False):
     """P as it waits for the next iteration's P.V: at 16 bits the operand itself (the accumulator's pairs are the
-    operand's pairs: a cast). At FP8 still FP32, already in the operand's layout, rounded by _p_operand at the
-    wgmma: carried across the loop as 8-bit values, LLVM kept every byte in its own register and rebuilt each
+    operand's pairs: a cast), or under AT_MMA (GluonConfig.p_round "wgmma") still FP32 in the operand's layout and
+    rounded by _p_operand at the wgmma, as at FP8. At FP8 still FP32, already in the operand's layout, rounded by
+    _p_operand at the wgmma: carried across the loop as 8-bit values, LLVM kept every byte in its own register and rebuilt each
     operand register at the wgmma (LOP3/PRMT/SHF for four keys, 1.7 instructions per score; now 0.75, the
     conversions and one PRMT per four keys).
     The FP8 operand holds four consecutive keys per register, the accumulator two (keys 2t, 2t+1 of every 8 for
@@ -493,6 +507,8 @@ def _p_carry(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constex
         ROWS: gl.constexpr = p.shape[0]
         renumbered = p.reshape([ROWS, BLOCK_N // 32, 2, 2, 4, 2]).permute((0, 1, 2, 4, 3, 5))
         return gl.convert_layout(renumbered.reshape([ROWS, BLOCK_N]), p_layout)
+    elif AT_MMA:
+        return gl.convert_layout(p, p_layout)
     else:
         return gl.convert_layout(p.to(dtype), p_layout)
 
@@ -501,12 +517,15 @@ def _p_carry(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constex
 def _p_operand(p_carried, dtype: gl.constexpr):
     """P.V's A operand from _p_carry's value. FP8: four FP32 weights to one register of four e4m3 bytes (keys in
     order from the low byte), rounded as Triton's own conversion rounds (cvt.rn.satfinite), in one asm block so
-    that the bytes are never apart."""
+    that the bytes are never apart. 16 bits carried in FP32 (p_round "wgmma"): rounded to nearest here, as the
+    cast in _p_carry rounds, so the operand is the same bit for bit."""
     if dtype.primitive_bitwidth == 8:
         packed = gl.inline_asm_elementwise(
             "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1; cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3; "
             "mov.b32 $0, {lo, hi}; }", "=r,r,r,r,r", [p_carried], dtype=gl.int8, is_pure=True, pack=4)
         return packed.to(dtype, bitcast=True)
+    elif p_carried.dtype != dtype:
+        return p_carried.to(dtype)
     else:
         return p_carried
 
@@ -514,8 +533,9 @@ def _p_operand(p_carried, dtype: gl.constexpr):
 @gluon.jit
 def _wait_pv(o_tok, p_op):
     """Wait for P.V. P's registers are its A operand and must outlive it: at 16 bits (p_op: the carried operand)
-    they go through the wait as a dependency; at FP8 the operand is made at the wgmma (_p_operand), Triton 3.6's
-    wait takes no 8-bit values, and ptxas keeps them alive by itself (it sees the wgmma read them)."""
+    they go through the wait as a dependency. Where the operand is made at the wgmma from FP32 (_p_operand: FP8,
+    and 16 bits under p_round "wgmma") the carried value is not the operand (nor could it pass: Triton 3.6's wait
+    takes no 8-bit values), and ptxas keeps the operand's registers alive by itself (it sees the wgmma read them)."""
     if p_op.dtype.primitive_bitwidth == 16:
         o, p_op = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, p_op))
     else:
@@ -690,7 +710,8 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
               RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
-              SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0):
+              SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0,
+              P_AT_MMA: gl.constexpr = False):
     """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
     _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
@@ -698,7 +719,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
                    KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False,
                    HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
                    BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE, SPLIT,
-                   MASKED_LOOP)
+                   MASKED_LOOP, P_AT_MMA)
     tma.store_wait(pendings=0)
 
 
@@ -711,7 +732,8 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
                          ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
                          LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                         MASKED_LOOP: gl.constexpr = 0):
+                         MASKED_LOOP: gl.constexpr = 0,
+              P_AT_MMA: gl.constexpr = False):
     """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
     query block of the program's rounds (_round_item), in the same order as the producer, one ring position
     counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -741,7 +763,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                            n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
                            nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
                            HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
-                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE, SPLIT, MASKED_LOOP)
+                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)
             if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
                 tma.store_wait(pendings=0)
                 gl.thread_barrier()
@@ -815,7 +837,7 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
               MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr,
               BAR_THEIRS: gl.constexpr, RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr,
               RESCALE_AT_PV: gl.constexpr, LAZY: gl.constexpr, EMULATE: gl.constexpr, TILE: gl.constexpr,
-              PV_FENCE: gl.constexpr):
+              PV_FENCE: gl.constexpr, P_AT_MMA: gl.constexpr):
     """One step of _consumer_item's key loop for tile i >= 1: this tile's Q.K^T and the previous tile's P.V issued,
     both in flight while this tile's weights are computed, then P.V waited for and O rescaled (at once, or under
     RESCALE_AT_PV before the next P.V). TILE: 1 the tile needs no mask (UNMASKED's weights), 2 it does (MASKED's),
@@ -870,7 +892,7 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
         o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         if SUMS_MMA:
             l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
-    p_op = _p_carry(p, dtype, p_layout, BLOCK_N)
+    p_op = _p_carry(p, dtype, p_layout, BLOCK_N, P_AT_MMA)
     return m_i, l_i, o, p_op, o_alpha, l_acc, l_run
 
 
@@ -884,7 +906,8 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                    FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
                    ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
                    LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False,
-                   EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0):
+                   EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0,
+              P_AT_MMA: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
@@ -954,7 +977,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             p, p_b, m_i, alpha, l_i = _halves_weights(s, b_tok, k_empty.index(slot0), m_i, l_i, 0, offs_n, offs_m,
                                                       seq, qk_scale, 0, True, MASKED, MAX_OFFSET, LAZY, EMULATE,
                                                       CAUSAL, ROW_SUM_PARTS, RESCALE_SKIP)
-        p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS)
+        p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS, P_AT_MMA)
     else:
         s = warpgroup_mma(q, k_bufs.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                           use_acc=False, is_async=True)
@@ -974,7 +997,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             l_i = _thread_row_sums(p, BLOCK_N, ROW_SUM_PARTS == 2)
         else:
             l_i = l_i * alpha + gl.sum(p, 1)
-    p_op = _p_carry(p, dtype, p_layout, S_COLS)
+    p_op = _p_carry(p, dtype, p_layout, S_COLS, P_AT_MMA)
     # RESCALE_AT_PV: the factor O still owes, applied just before the next P.V is issued (tile 0's is 0, on an O of
     # zeros: the same zeros)
     o_alpha = alpha
@@ -1004,8 +1027,8 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             o, p_op, p_op_b = warpgroup_mma_wait(num_outstanding=0, deps=(o_tok, p_op, p_op_b))
             mbarrier.arrive(v_empty.index(prev), count=1)
             o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-            p_op = _p_carry(p, dtype, p_layout, S_COLS)
-            p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS)
+            p_op = _p_carry(p, dtype, p_layout, S_COLS, P_AT_MMA)
+            p_op_b = _p_carry(p_b, dtype, p_layout, S_COLS, P_AT_MMA)
     else:
         # MASKED_LOOP: the tiles without a mask here, those with one in a loop of their own below, so that neither
         # loop's body branches between the two forms; otherwise one loop whose tiles decide (_key_tile's TILE 0)
@@ -1019,14 +1042,14 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                 i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
                 p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, FIRST_TILES, PV_FENCE)
+                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, FIRST_TILES, PV_FENCE, P_AT_MMA)
         if MASKED_LOOP:
             for i in range(gl.maximum(n_full, 1), n_tiles):
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
                     i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                     m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
                     p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                    BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE)
+                    BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE, P_AT_MMA)
 
     if PERSISTENT:  # every Q.K^T of this block has completed: Q's buffer is free for the next block's
         if load_next_q:
@@ -1078,7 +1101,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
                  PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                 MASKED_LOOP: gl.constexpr = 0):
+                 MASKED_LOOP: gl.constexpr = 0,
+              P_AT_MMA: gl.constexpr = False):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
     ROWS: gl.constexpr = 64
@@ -1147,7 +1171,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq,
                                heads, group, head_group, n_items, KN, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
                                WEIGHT, MAX_OFFSET, V_KMAJOR, CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH,
-                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)
+                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
@@ -1155,7 +1179,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                          V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
-                         SPLIT, MASKED_LOOP)),
+                         SPLIT, MASKED_LOOP, P_AT_MMA)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -1165,12 +1189,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
                      n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
                      PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
-                     SPLIT, MASKED_LOOP)),
+                     SPLIT, MASKED_LOOP, P_AT_MMA)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
                      n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
                      V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                     LAZY, EMULATE, SPLIT, MASKED_LOOP)),
+                     LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1184,7 +1208,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                            LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr, KN_WIDTH: gl.constexpr,
                            RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr, RESCALE_AT_PV: gl.constexpr,
-                           LAZY: gl.constexpr, EMULATE: gl.constexpr, SPLIT: gl.constexpr, MASKED_LOOP: gl.constexpr):
+                           LAZY: gl.constexpr, EMULATE: gl.constexpr, SPLIT: gl.constexpr, MASKED_LOOP: gl.constexpr,
+                           P_AT_MMA: gl.constexpr):
     """_attn_fwd_ws's partitions under the persistent schedule (no ping-pong: GluonConfig refuses it)."""
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel
@@ -1194,7 +1219,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [1], [LOADER_REGS])
@@ -1204,12 +1229,12 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                                     k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs,
                                     k_ready, v_ready, k_empty, v_empty, turns.index(1), turns.index(0), qk_scale,
                                     v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 64, HEAD_DIM,
                                     BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP)),
+                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
             (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
                                   group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1333,6 +1358,9 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     if config.split_qk and fp8:  # FP8's V is key-major: half its keys are half of each 128-byte swizzled row
         raise UnsupportedError("the split Q.K^T (-sq) is written for 16-bit inputs, not FP8",
                                hint="leave -sq out of the label at FP8")
+    if config.p_round != "tail" and fp8:  # the label would name a second kernel that is the first
+        raise UnsupportedError("P rounded at the wgmma (-pm) is an option for 16-bit inputs: at FP8 P is always "
+                               "rounded there", hint="leave -pm out of the label at FP8")
     if config.split_qk and variant not in SPLIT_VARIANTS:
         # the first half's weights are multiplied by the second half's exact alpha, which takes Rowmax-H15's weights
         # off their lattice: on the H200 h15-sat under -sq missed the simulation by 3% (A0 by 0.14%, a rounding at
@@ -1349,7 +1377,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
                 PERSISTENT=config.persistent,
                 EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
-                MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops],
+                MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops], P_AT_MMA=config.p_round == "wgmma",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

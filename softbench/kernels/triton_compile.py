@@ -341,7 +341,10 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_fmul_among_gmma": _fmuls_among_gmma(body),
             # exponentials ptxas placed after the loop's last wgmma wait (P.V's): where that wait sits among them
             # (GluonConfig.tile_loops: without the mask's branch in the loop, ptxas hoists it above most of them)
-            "loop_mufu_after_last_wait": _mufu_after_last_wait(body),
+            "loop_mufu_after_last_wait": _after_last_wait(body, "MUFU.EX2"),
+            # P's conversions to its 16-bit operand after that wait: between it and the next Q.K^T's issue
+            # (GluonConfig.p_round "wgmma" moves them to P.V's issue)
+            "loop_f2fp_after_last_wait": _after_last_wait(body, "F2FP"),
             "loop_max_chain": _longest_chain(body, "FMNMX"),
             # the row sums' adds, one after another: what ptxas leaves at the tile's end (-lt, -ltt shorten it)
             "loop_sum_chain": _longest_chain(body, "FADD"),
@@ -354,10 +357,11 @@ def _fmuls_among_gmma(body: list) -> int:
     return sum(1 for i in body[at[0] + 1:at[-1]] if i.base == "FMUL") if at else 0
 
 
-def _mufu_after_last_wait(body: list) -> int:
-    """MUFU.EX2 instructions after the loop's last WARPGROUP.DEPBAR (all of them without one)."""
+def _after_last_wait(body: list, opcode: str) -> int:
+    """Instructions whose opcode starts with `opcode` after the loop's last WARPGROUP.DEPBAR (all of them without
+    one)."""
     at = [n for n, i in enumerate(body) if i.opcode.startswith("WARPGROUP.DEPBAR")]
-    return sum(1 for i in body[at[-1] + 1 if at else 0:] if i.opcode.startswith("MUFU.EX2"))
+    return sum(1 for i in body[at[-1] + 1 if at else 0:] if i.opcode.startswith(opcode))
 
 
 def _longest_chain(body: list, base: str) -> int:
