@@ -116,12 +116,12 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
     # an sm_90 GPU with the compiled Triton: Gluon at every dtype, A0's maximum moved lazily at both; at FP8 one
     # consumer warpgroup per program and the row sums on the tensor core per tile, at 16 bits per-thread row sums
-    # added pairwise
+    # added pairwise, P rounded at P.V's wgmma and O rescaled beside the next Q.K^T
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-tb-mlf"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ro-ltt-pm-tb-mlf"
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-mlf"
     # a field given on top of the FP8 default keeps the rest of it
     assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == \

@@ -340,7 +340,16 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # lease: FP8 non-causal 8K FA3 0.957 of A0, causal 16K 0.960 (011846Z, 012007Z); BF16 A0 / FA3 0.947 non-causal
 # 8K, 0.935 causal 16K, 0.948 causal 8K (012052Z, 012139Z, 012232Z). Outputs equal bit for bit to one loop's
 # (sessions/gluon-probe-h200-20261203-2334-loops-bf16, -20261204-0003-loops-fp8).
-DEFAULT = GluonConfig(rescale="lazy", row_sum="tree", tile_loops="two-fenced")
+# Since 2026-12-04 04:20 the 16-bit default also rounds P at P.V's wgmma (-pm: 32 PRMT fewer per tile, no conversion
+# left between P.V's wait and the next Q.K^T) and multiplies O by alpha beside the next Q.K^T (-ro). In one lease at
+# equal clock against FA3: BF16 A0 / FA3 at causal 8K 0.968 (12 s, 20261204T035057Z) against -pm's 0.941 and the
+# -mlf default's 0.925 in the same minutes (035014Z, 034933Z); with 30 s, 0.978 causal 8K, 1.000 non-causal 8K (A0
+# the fastest exact kernel, FA3 0.998 of it), 0.995 causal 16K (035746Z, 035844Z, 035953Z) against the -mlf
+# default's 0.932, 0.949, 0.938 (035244Z, 035431Z, 035637Z); 0.981 causal 8K in two processes per kernel (040628Z).
+# -ro without -pm: 0.937 (040743Z). Outputs equal bit for bit to the plain kernel's
+# (sessions/gluon-probe-h200-20261204-0348-p-round-bf16, -0408-p-round-repeat-bf16). h15-sat is slower under it
+# (0.909-0.916 of FA3 against 0.917-0.935 under -mlf alone): the BF16 Rowmax-H15 figures name their configuration.
+DEFAULT = GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma", tile_loops="two-fenced")
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread

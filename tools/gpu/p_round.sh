@@ -11,7 +11,7 @@
 #          .gpu/b) after call 1 `bash .gpu/a/install.sh` (carry .gpu/a); step 2 while warm:
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/p_round.sh 2 gluon-n128s2-c240l24-hg8-rl-ltt-pm-tb-mlf`
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
 . tools/gpu/lease_step.sh
 DIR=/tmp/sb/p-round-step$STEP  # apart from tile_loops.sh's steps in the same lease
@@ -28,5 +28,10 @@ case "$STEP" in
 2) for seq in "--seq 8192" "--seq 8192 --no-causal" "--seq 16384"; do
      sb latency "${against_fa3[@]}" "${bf16_sat[@]}" $seq --triton-config "${2:?the label step 1 favours}"
    done ;;
+# Step 3 (written 04:25, after the 16-bit default took -ro-pm): that default against its plain form at head dim 64
+# and on the shapes with more query blocks than programs at once, BF16 and FP16 (steps 1 and 2 checked head dim 128
+# at BF16 only)
+3) timeout 150 python3 tools/gpu/gluon_probe.py "$DIR/probe-p-round-default" --only=bf16,fp16 --checks-only \
+     --check-shapes=2,3,6,7 --check-configs=$ro_pm --check-variants=A0,h15-sat ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "p-round-step$STEP"
