@@ -96,9 +96,11 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 
 def test_resolve_config_follows_the_kernel_named():
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == \
-        ga.GluonConfig(rescale="lazy", row_sum="tree", tile_loops="two-fenced", sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma", tile_loops="two-fenced",
+                       sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
-        ga.GluonConfig(block_n=64, rescale="lazy", row_sum="tree", tile_loops="two-fenced", sync=ga.DEFAULT_SYNC)
+        ga.GluonConfig(block_n=64, rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma",
+                       tile_loops="two-fenced", sync=ga.DEFAULT_SYNC)
     # a label names every field: the default's lazy rescale does not leak into a configuration named without it
     named = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").to_dict()
     assert resolve_config(torch.bfloat16, 128, named) == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb")
@@ -130,7 +132,7 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
         "gluon-n128s2-c240l24-hg8-g1-rla-tb-mlf"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ltt-mlf"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ro-ltt-pm-mlf"
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-mlf"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
