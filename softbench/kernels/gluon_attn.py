@@ -719,8 +719,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
               KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
               FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
               RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
-              SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0,
-              P_AT_MMA: gl.constexpr = False):
+              SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
     """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
     _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
@@ -741,8 +740,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
                          ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
                          LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                         MASKED_LOOP: gl.constexpr = 0,
-              P_AT_MMA: gl.constexpr = False):
+                         MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
     """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
     query block of the program's rounds (_round_item), in the same order as the producer, one ring position
     counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -916,7 +914,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                    ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
                    LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False,
                    EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0,
-              P_AT_MMA: gl.constexpr = False):
+                   P_AT_MMA: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
@@ -1110,8 +1108,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
                  PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                 MASKED_LOOP: gl.constexpr = 0,
-              P_AT_MMA: gl.constexpr = False):
+                 MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
     ROWS: gl.constexpr = 64

@@ -12,13 +12,12 @@
 set -uo pipefail
 STEP=${1:?step 1}
 PAYLOAD=
+LEASE=bf16-causal  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
-DIR=/tmp/sb/bf16-causal-step$STEP
-mkdir -p "$DIR"
 case "$STEP" in
 1) for c in hg8 hg2 hg16 hg16-pt; do
      sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --budget-s 12 \
        --triton-config gluon-n128s2-c240l24-$c-rl-ro-ltt-pm-tb-mlf
    done ;;
 esac
-[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "bf16-causal-step$STEP"
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"

@@ -12,9 +12,8 @@
 set -uo pipefail
 STEP=${1:?step 1}
 PAYLOAD=
+LEASE=fp8-ro  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
-DIR=/tmp/sb/fp8-ro-step$STEP
-mkdir -p "$DIR"
 g1_ro=gluon-n128s2-c240l24-hg8-g1-rla-ro-lmt-tb-mlf
 hg2_ro=gluon-n128s2-c240l24-hg2-rla-ro-lmt-tb
 case "$STEP" in
@@ -25,4 +24,4 @@ case "$STEP" in
    done
    sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config $hg2_ro ;;
 esac
-[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "fp8-ro-step$STEP"
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"

@@ -4,11 +4,13 @@
 # with the wall time of each command. The step packs DIR into $OUT at its end (pack.sh).
 # A lease with nothing to carry beyond FA4 and FA3 (staged .gpu/a and .gpu/b) leaves PAYLOAD empty: the staged
 # runtime's env.sh, already loaded by the call's command line, is all there is.
+# A step script that may share a lease with another's steps sets LEASE (its name, e.g. p-round) before sourcing
+# this: its folder is then /tmp/sb/LEASE-stepN, apart from the other's /tmp/sb/stepN, and it packs under that name.
 if [ -n "${PAYLOAD:-}" ]; then
   python3 "$PAYLOAD/c$STEP/payload.py" unpack || exit 4
   . "${SOFTBENCH_PAYLOAD_DIR:-/tmp/softbench-payload}/env.sh"
 fi
-DIR=/tmp/sb/step$STEP
+DIR=/tmp/sb/${LEASE:+$LEASE-}step$STEP
 mkdir -p "$DIR"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }

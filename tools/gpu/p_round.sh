@@ -13,9 +13,8 @@
 set -uo pipefail
 STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
+LEASE=p-round  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
-DIR=/tmp/sb/p-round-step$STEP  # apart from tile_loops.sh's steps in the same lease
-mkdir -p "$DIR"
 bf16=gluon-n128s2-c240l24-hg8-rl-ltt-tb-mlf
 pm=gluon-n128s2-c240l24-hg8-rl-ltt-pm-tb-mlf
 ro_pm=gluon-n128s2-c240l24-hg8-rl-ro-ltt-pm-tb-mlf
@@ -34,4 +33,4 @@ case "$STEP" in
 3) timeout 150 python3 tools/gpu/gluon_probe.py "$DIR/probe-p-round-default" --only=bf16,fp16 --checks-only \
      --check-shapes=2,3,6,7 --check-configs=$ro_pm --check-variants=A0,h15-sat ;;
 esac
-[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "p-round-step$STEP"
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
