@@ -172,48 +172,56 @@ def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, ma
 
 def test_every_combination_of_label_options_reads_back():
     """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
-    the persistent schedule, the rescale's four forms and its place, the row sums' five forms, the barriers), parses
+    the three schedules, the rescale's four forms and its place, the row sums' five forms, the barriers), parses
     back to the same configuration."""
     import itertools
 
     seen = set()
-    for pingpong, handover, consumers, persistent, rescale, rescale_at, row_sum, sync in itertools.product(
-            (False, True), ga.HANDOVERS, (1, 2), (False, True), ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
-        if (handover != "mbarrier" and not pingpong) or (pingpong and (consumers == 1 or persistent)):
+    for pingpong, handover, consumers, schedule, rescale, rescale_at, row_sum, sync in itertools.product(
+            (False, True), ga.HANDOVERS, (1, 2), ga.SCHEDULES, ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
+        if (handover != "mbarrier" and not pingpong) or (pingpong and (consumers == 1 or schedule != "blocks")):
             continue  # refused by the configuration itself
-        config = ga.GluonConfig(pingpong=pingpong, handover=handover, consumers=consumers, persistent=persistent,
+        config = ga.GluonConfig(pingpong=pingpong, handover=handover, consumers=consumers, schedule=schedule,
                                 rescale=rescale, rescale_at=rescale_at, row_sum=row_sum, sync=sync)
         assert ga.GluonConfig.from_label(config.label()) == config, config.label()
         seen.add(config.label())
-    # (2 ping-pong hand-overs + one-block and persistent, each with 1 or 2 consumers) x 4 x 2 x 5 x 2, every label
-    # distinct: 320 before -pt, which adds the 160 persistent ones (no ping-pong: the configuration refuses it)
-    assert len(seen) == 480
+    # (2 ping-pong hand-overs + the three schedules, each with 1 or 2 consumers) x 4 x 2 x 5 x 2, every label
+    # distinct: 320 before -pt, which adds 160 (no ping-pong: the configuration refuses it), and -pd 160 more
+    assert len(seen) == 640
 
 
-def test_persistent_labels_read_back_and_change_no_output_bit():
-    """-pt: its place in the label (after -g1, before the rescale's suffix), read back with and without -g1; the
-    ping-pong refused with it (the persistent partitions are written without the turn hand-over); plain() drops it
-    (the persistent schedule runs each query block's arithmetic unchanged, only in another program, so its outputs
-    are checked bit for bit against the one-block kernel's); and the kernel gets it as its PERSISTENT constant,
-    without which the cross-compile and the launch would build the one-block kernel whatever the label says."""
-    pt = ga.GluonConfig(head_group=16, persistent=True, rescale="lazy-anchor", row_sum="mma-tile", sync="mbarrier")
-    assert pt.label() == "gluon-n128s2-c240l24-hg16-pt-rla-lmt-tb"
-    assert ga.GluonConfig.from_label(pt.label()) == pt and ga.GluonConfig.from_label(pt.label()).persistent
-    one = ga.GluonConfig(consumers=1, persistent=True, rescale="moved", rescale_at="pv", sync="mbarrier")
-    assert one.label() == "gluon-n128s2-c240l24-hg8-g1-pt-rs-ro-tb" and ga.GluonConfig.from_label(one.label()) == one
-    assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pt").persistent
-    assert not ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg16-rla-lmt-tb").persistent
+@pytest.mark.parametrize("schedule, suffix, mode", [("rounds", "-pt", 1), ("dynamic", "-pd", 2)])
+def test_persistent_labels_read_back_and_change_no_output_bit(schedule, suffix, mode):
+    """-pt and -pd: their place in the label (after -g1, before the rescale's suffix), read back with and without
+    -g1; the ping-pong refused with them (the persistent partitions are written without the turn hand-over);
+    plain() drops them (a persistent schedule runs each query block's arithmetic unchanged, only in another
+    program, so its outputs are checked bit for bit against the one-block kernel's); and the kernel gets the
+    schedule as its PERSISTENT constant, without which the cross-compile and the launch would build the one-block
+    kernel whatever the label says."""
+    pt = ga.GluonConfig(head_group=16, schedule=schedule, rescale="lazy-anchor", row_sum="mma-tile", sync="mbarrier")
+    assert pt.label() == f"gluon-n128s2-c240l24-hg16{suffix}-rla-lmt-tb"
+    assert ga.GluonConfig.from_label(pt.label()) == pt and ga.GluonConfig.from_label(pt.label()).schedule == schedule
+    one = ga.GluonConfig(consumers=1, schedule=schedule, rescale="moved", rescale_at="pv", sync="mbarrier")
+    assert one.label() == f"gluon-n128s2-c240l24-hg8-g1{suffix}-rs-ro-tb"
+    assert ga.GluonConfig.from_label(one.label()) == one
+    assert ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8-g1{suffix}").schedule == schedule
+    assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg16-rla-lmt-tb").schedule == "blocks"
     with pytest.raises(UsageError, match="Gluon configuration label"):
-        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-pt-g1")  # one order only, so one label per configuration
-    # the same configuration without -pt, -tb, -rs, -ro; what changes bits (-rla, -lmt, -g1) stays
-    assert pt.plain() == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg16-rla-lmt") and not pt.plain().persistent
-    assert one.plain() == ga.GluonConfig(consumers=1) and not one.plain().persistent
-    with pytest.raises(UsageError, match="persistent schedule"):
-        ga.GluonConfig(pingpong=True, persistent=True)
-    with pytest.raises(UsageError, match="persistent schedule"):
-        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-ppn-pt")
-    assert ga.kernel_constants(pt, 8192, 128, True, True, "h15-folded")["PERSISTENT"] is True
-    assert ga.kernel_constants(pt.plain(), 8192, 128, True, True, "h15-folded")["PERSISTENT"] is False
+        ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8{suffix}-g1")  # one order only: one label each
+    with pytest.raises(UsageError, match="Gluon configuration label"):
+        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-pt-pd")  # one schedule at a time
+    # the same configuration without -pt/-pd, -tb, -rs, -ro; what changes bits (-rla, -lmt, -g1) stays
+    assert pt.plain() == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg16-rla-lmt")
+    assert pt.plain().schedule == "blocks"
+    assert one.plain() == ga.GluonConfig(consumers=1)
+    with pytest.raises(UsageError, match="persistent schedules"):
+        ga.GluonConfig(pingpong=True, schedule=schedule)
+    with pytest.raises(UsageError, match="persistent schedules"):
+        ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8-ppn{suffix}")
+    with pytest.raises(UsageError, match="scheduled as"):
+        ga.GluonConfig(schedule="greedy")
+    assert ga.kernel_constants(pt, 8192, 128, True, True, "h15-folded")["PERSISTENT"] == mode
+    assert ga.kernel_constants(pt.plain(), 8192, 128, True, True, "h15-folded")["PERSISTENT"] == 0
 
 
 def test_gates_key_tile_takes_a_gluon_label():
@@ -602,6 +610,25 @@ def test_persistent_schedule_keeps_the_one_block_key_loop():
     # either key loop. More than a handful would mean the key loop's registers no longer fit.
     assert one["spill_stores"] == 0, one
     assert pt["spill_stores"] <= 4, pt
+
+
+def test_dynamic_schedule_keeps_the_key_loop_and_takes_its_blocks_from_one_counter():
+    """-pd at BF16 causal 8K under the 16-bit default's options, against the same label without it: the key loop
+    as it was (the same count of instructions within a few, the same matrix instructions, waits and exponentials,
+    no barrier in it), the next block's number taken by one thread from the global counter and the counter put back
+    to 0 by one thread (two predicated atomics, nothing else atomic), and O in a buffer of its own (the producer
+    loads the next Q while O may still be leaving), which the one-block kernel at 16 bits does not have: two more
+    64 x 128 BF16 tiles of shared memory."""
+    one, pd = (_compile("bf16", "A0", label) for label in ("gluon-n128s2-c240l24-hg8-rl-ro-ltt-pm-tb-mlf",
+                                                            "gluon-n128s2-c240l24-hg8-pd-rl-ro-ltt-pm-tb-mlf"))
+    assert pd["warp_specialized"] and pd["loop_bar_sync"] == one["loop_bar_sync"] == 0, (one, pd)
+    assert abs(pd["loop_instructions"] - one["loop_instructions"]) <= 4, (one, pd)
+    same = ("loop_gmma", "loop_gmma_waits", "loop_mufu_ex2", "loop_f2fp", "loop_prmt", "loop_fmul_jumped")
+    assert {k: pd[k] for k in same} == {k: one[k] for k in same}, (one, pd)
+    assert one["global_atomics"] == [] and pd["global_atomics"] == ["gpu.acq_rel.add.u32 predicated",
+                                                                    "gpu.acq_rel.exch.b32 predicated"], pd
+    assert pd["shared_bytes"] - one["shared_bytes"] >= 2 * 64 * 128 * 2, (one, pd)
+    assert one["spill_stores"] == 0 and pd["spill_stores"] <= 4 and pd["ptxas_advisories"] == [], pd
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():

@@ -126,6 +126,15 @@ RESCALE_AT = {"tail": "", "pv": "-ro"}
 # packs the pairs in the operand's order itself: no PRMT, and nothing after P.V's wait but O's rescale. The same
 # rounding of the same values: the same output bit for bit. FP8 always rounds at the wgmma (_p_carry).
 P_ROUND = {"tail": "", "wgmma": "-pm"}
+# How query blocks reach programs, and the label suffix: "blocks" one program per block, dispatched by the hardware
+# as SMs free up; "rounds" (-pt) as many programs as the SMs hold, block r * programs + p in round r (_round_item);
+# "dynamic" (-pd) as many programs, each taking its first block by its id and every further one from a global counter
+# (FA3's DynamicPersistentTileScheduler does the same), in the program order of "blocks", so that SMs that finish
+# early take more, as under the hardware's dispatch, while a program's next block starts behind its current one: the
+# producer fetches the next block's number, loads its Q once the consumers are done with the current Q, and its first
+# key tiles while they finish. The same output bit for bit as "blocks".
+SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd"}
+SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2}  # the kernel's PERSISTENT
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
@@ -190,17 +199,19 @@ class GluonConfig:
     (-mlf, both defaults) also holds P.V's wgmma wait below the exponentials; the same output bit for bit.
     emulate (label -e<N>): A0 computes one exp2 in N (the scores whose key bits hybrid_picks tests, fixed per
     register) on the FMA pipe (EMULATE_EVERY), the others on the MUFU; other variants are unchanged.
-    persistent (label -pt): as many programs as the SMs hold at once (one per SM with two consumers, two with
-    one), each taking query blocks in rounds, longest first, alternating direction (_round_item), the producer
-    loading the next block's keys while the consumers finish this one's (FA3 runs causal attention on a
-    persistent schedule); the same output bit for bit. The rounds balance when the blocks are numbered longest
+    schedule (SCHEDULES): "rounds" (label -pt): as many programs as the SMs hold at once (one per SM with two
+    consumers, two with one), each taking query blocks in rounds, longest first, alternating direction
+    (_round_item), the producer loading the next block's keys while the consumers finish this one's (FA3 runs
+    causal attention on a persistent schedule); the same output bit for bit. The rounds balance when the blocks are numbered longest
     first across the whole launch, that is when head_group holds all of batch x heads (hg16 at b1 h16); with a
     smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
-    without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it.
+    without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it. "dynamic" (-pd):
+    the same programs, each block after a program's first taken from a global counter in the order of "blocks"
+    (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype.
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb][-ml|-mlf]
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb][-ml|-mlf]
     [-sq][-e16] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
@@ -218,7 +229,8 @@ class GluonConfig:
     # "tree" (label -ltt) the same with each tile's parts added pairwise (a shorter chain of adds), "mma" (-lm) by
     # the tensor core, "mma-tile" (-lmt) by the tensor core per tile and added in FP32
     rescale_at: str = "tail"  # RESCALE_AT: "pv" (label -ro) multiplies O just before the next P.V is issued
-    persistent: bool = False  # label -pt: as many programs as the SMs hold, each taking query blocks in rounds
+    schedule: str = "blocks"  # SCHEDULES: "rounds" (label -pt) and "dynamic" (-pd) run as many programs as the SMs
+    # hold, each taking query blocks in turn
     split_qk: bool = False  # label -sq: each tile's Q.K^T in two halves, the first weighed while the second runs
     emulate: int = 0  # label -e<N>: A0 takes one exp2 in N on the FMA pipe (EMULATE_EVERY), not the MUFU; 0: none
     p_round: str = "tail"  # P_ROUND: "wgmma" (label -pm) carries a 16-bit P in FP32, rounded at P.V's issue
@@ -252,8 +264,10 @@ class GluonConfig:
             raise UsageError(f"the row sums are kept per {' or '.join(ROW_SUMS)}, not {self.row_sum!r}")
         if self.rescale_at not in RESCALE_AT:
             raise UsageError(f"O is rescaled at the {' or '.join(RESCALE_AT)}, not {self.rescale_at!r}")
-        if self.persistent and self.pingpong:
-            raise UsageError("the persistent schedule (-pt) is written without the ping-pong (-pp, -ppn)")
+        if self.schedule not in SCHEDULES:
+            raise UsageError(f"the query blocks are scheduled as {' or '.join(SCHEDULES)}, not {self.schedule!r}")
+        if self.schedule != "blocks" and self.pingpong:
+            raise UsageError("the persistent schedules (-pt, -pd) are written without the ping-pong (-pp, -ppn)")
         if self.split_qk and (self.block_n != 128 or self.pingpong or self.row_sum in ("mma", "mma-tile")
                               or self.rescale_at == "pv"):
             raise UsageError("the split Q.K^T (-sq) is written for 128-key tiles without the ping-pong (-pp, -ppn), "
@@ -274,7 +288,7 @@ class GluonConfig:
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else "") + ("-pt" if self.persistent else "") + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
+                + ("-g1" if self.consumers == 1 else "") + SCHEDULES[self.schedule] + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
                 + ROW_SUMS[self.row_sum] + P_ROUND[self.p_round] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
                 + ("-sq" if self.split_qk else "")
                 + (f"-e{self.emulate}" if self.emulate else ""))
@@ -288,17 +302,17 @@ class GluonConfig:
         another order, -lm adds the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose
         emulated exponentials differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
-                       p_round="tail", sync="membar", persistent=False, tile_loops="one")
+                       p_round="tail", sync="membar", schedule="blocks", tile_loops="one")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pd)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
-                             "one per SM slot, taking query blocks in rounds; -rs: O's rescale skipped "
+                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter); -rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -pm: a 16-bit P rounded at P.V's wgmma; -tb: "
@@ -308,7 +322,7 @@ class GluonConfig:
                              "exp2 in 16 on the FMA pipe)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
-                   consumers=1 if m.group(7) else 2, handover=handover, persistent=m.group(8) is not None,
+                   consumers=1 if m.group(7) else 2, handover=handover, schedule=_option_named(SCHEDULES, m.group(8)),
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
                    row_sum=_option_named(ROW_SUMS, m.group(11)), p_round=_option_named(P_ROUND, m.group(12)),
                    sync=_option_named(SYNCS, m.group(13)), tile_loops=_option_named(TILE_LOOPS, m.group(14)),
@@ -472,22 +486,94 @@ def _item_coords(t, seq, heads, group, head_group, CAUSAL: gl.constexpr, BLOCK_M
 
 
 @gluon.jit
-def _loader_persistent(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads, group,
+def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items, item_ready,
+                       item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads, group,
                        head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                       V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr):
-    """The producer warp under the persistent schedule: every query block of the program's rounds, one ring
-    counter across them, so that the next block's first tiles load while the consumers finish this one."""
+                       V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                       CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr):
+    """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
+    them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
+    _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
+    programs (the first numbers were taken by id), fetched once this block's tiles are all issued; each block's
+    number is posted to the consumers (_post_item), then a number past the last block that stops them. The
+    producer also loads the consumers' Q (with the ones tile of WITH_ONES the first time), each as soon as its
+    consumer has released the previous block's (q_free)."""
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
     base = 0
-    for r in range(gl.cdiv(n_items, nprog)):
-        t = _round_item(r, pid, nprog)
-        if t < n_items:
+    if DYNAMIC:
+        t = pid
+        _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, 0, t, seq, heads, group, head_group,
+                       HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, WITH_ONES, True)
+        k = 0
+        while t < n_items:
+            _post_item(items, item_ready, item_empty, k, t)
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
             _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                         base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
             base += n_tiles
+            taken = gl.atomic_add(counter, 1)
+            # every program takes numbers until one is past the blocks: n_items takes in all, numbered 0 to
+            # n_items - 1, so the one that takes the last is the counter's last user in this launch, and leaves it
+            # at 0 for the next (no reset kernel before each launch)
+            if taken == n_items - 1:
+                gl.atomic_xchg(counter, 0)
+            t = taken + nprog
+            if t < n_items:
+                _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t, seq, heads, group,
+                               head_group, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, False, False)
+            k += 1
+        _post_item(items, item_ready, item_empty, k, t)
+    else:
+        for r in range(gl.cdiv(n_items, nprog)):
+            t = _round_item(r, pid, nprog)
+            if t < n_items:
+                b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
+                                                                                CAUSAL, BLOCK_M, BLOCK_N)
+                _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
+                            base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
+                base += n_tiles
+
+
+@gluon.jit
+def _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t, seq, heads, group, head_group,
+                   HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                   CONSUMERS: gl.constexpr, WITH_ONES: gl.constexpr, FIRST: gl.constexpr):
+    """The dynamic schedule's producer: block t's Q tiles, each consumer's 64 rows into its buffer once the
+    consumer has released it (q_free, its k-th release; not waited for on the program's FIRST block)."""
+    b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group, CAUSAL,
+                                                                    BLOCK_M, BLOCK_N)
+    if not FIRST:
+        mbarrier.wait(q_free.index(0), k & 1)
+    _issue_q(desc_q, desc_ones, q_bars.index(0), q0, ones0, b32, h32, start_m * BLOCK_M, HEAD_DIM, WITH_ONES)
+    if CONSUMERS == 2:
+        if not FIRST:
+            mbarrier.wait(q_free.index(1), k & 1)
+        _issue_q(desc_q, desc_ones, q_bars.index(1), q1, ones1, b32, h32, start_m * BLOCK_M + 64, HEAD_DIM,
+                 WITH_ONES)
+
+
+@gluon.jit
+def _post_item(items, item_ready, item_empty, k, t):
+    """The dynamic schedule's producer tells the consumers the number of its k-th block: a ring of two slots,
+    slot k % 2 reused once both consumers have read block k - 2's."""
+    slot = k & 1
+    mbarrier.wait(item_empty.index(slot), ((k >> 1) & 1) ^ 1)
+    one: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    items.index(slot).store(gl.full([1], t, gl.int32, one))
+    mbarrier.arrive(item_ready.index(slot), count=1)
+
+
+@gluon.jit
+def _take_item(items, item_ready, item_empty, k):
+    """A consumer's k-th block number under the dynamic schedule (_post_item), its slot released once read."""
+    slot = k & 1
+    mbarrier.wait(item_ready.index(slot), (k >> 1) & 1)
+    one: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    t = gl.max(items.index(slot).load(one), 0)
+    mbarrier.arrive(item_empty.index(slot), count=1)
+    return t
 
 
 @gluon.jit
@@ -724,57 +810,78 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
     _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
-                   KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False,
+                   KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False, q_bar,
                    HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
-                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, False, EMULATE, SPLIT,
+                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, 0, EMULATE, SPLIT,
                    MASKED_LOOP, P_AT_MMA)
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
-                         v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, seq, heads, group,
-                         head_group, n_items, KN, kn_blocks, ROW_OFFSET: gl.constexpr,
-                         HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                         WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
-                         KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr, RESCALE_SKIP: gl.constexpr = False,
-                         ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                         LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                         MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
-    """One warpgroup under the persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every
-    query block of the program's rounds (_round_item), in the same order as the producer, one ring position
-    counted across them. Where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
+def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, q_free, items, item_ready,
+                         item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, my_turn, their_turn,
+                         qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
+                         ROW_OFFSET: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+                         STAGES: gl.constexpr, CAUSAL: gl.constexpr, WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr,
+                         V_KMAJOR: gl.constexpr, KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr,
+                         RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
+                         RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
+                         SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False,
+                         DYNAMIC: gl.constexpr = False):
+    """One warpgroup under a persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every query
+    block the program takes, in the same order as the producer, one ring position counted across them.
+    Rounds (_round_item): where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
     as this block's last Q.K^T has completed, and O's store is waited for only before the next O is written; at
-    16 bits O leaves through Q's buffer, so the next Q is loaded once O has left."""
-    SEPARATE_O: gl.constexpr = desc_o.dtype != desc_q.dtype
-    pid = gl.program_id(0)
-    nprog = gl.num_programs(0)
-    n_rounds = gl.cdiv(n_items, nprog)
+    16 bits O leaves through Q's buffer, so the next Q is loaded once O has left. DYNAMIC: the blocks' numbers come
+    from the producer (_take_item), which also loads each Q once this warpgroup has released the one before
+    (q_free); O always has a buffer of its own."""
     base = 0
-    for r in range(n_rounds):
-        t = _round_item(r, pid, nprog)
-        if t < n_items:  # false only in the last round, where some programs have no block left
+    if DYNAMIC:
+        k = 0
+        t = _take_item(items, item_ready, item_empty, 0)
+        while t < n_items:
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
-            row0 = start_m * BLOCK_M + ROW_OFFSET
-            if (r == 0) or (not SEPARATE_O):  # otherwise the previous block loaded it
-                _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
-            t_next = _round_item(r + 1, pid, nprog)
-            has_next = t_next < n_items
-            t_next = gl.where(has_next, t_next, t)
-            nb32, nh32, nhk32, nstart_m, nn_full, nn_tiles, nkn_row = _item_coords(t_next, seq, heads, group,
-                                                                                   head_group, CAUSAL, BLOCK_M,
-                                                                                   BLOCK_N)
             _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
-                           v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
-                           n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
-                           nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O,
+                           v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32,
+                           start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1,
+                           b32, h32, 0, False, q_free,
                            HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
-                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, True, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)
-            if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
-                tma.store_wait(pendings=0)
-                gl.thread_barrier()
+                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, 2, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)
             base += n_tiles
+            k += 1
+            t = _take_item(items, item_ready, item_empty, k)
+    else:
+        SEPARATE_O: gl.constexpr = desc_o.dtype != desc_q.dtype
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        n_rounds = gl.cdiv(n_items, nprog)
+        for r in range(n_rounds):
+            t = _round_item(r, pid, nprog)
+            if t < n_items:  # false only in the last round, where some programs have no block left
+                b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
+                                                                                CAUSAL, BLOCK_M, BLOCK_N)
+                row0 = start_m * BLOCK_M + ROW_OFFSET
+                if (r == 0) or (not SEPARATE_O):  # otherwise the previous block loaded it
+                    _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM,
+                             ROW_SUM_PARTS >= 3)
+                t_next = _round_item(r + 1, pid, nprog)
+                has_next = t_next < n_items
+                t_next = gl.where(has_next, t_next, t)
+                nb32, nh32, nhk32, nstart_m, nn_full, nn_tiles, nkn_row = _item_coords(t_next, seq, heads, group,
+                                                                                       head_group, CAUSAL, BLOCK_M,
+                                                                                       BLOCK_N)
+                _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
+                               v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
+                               n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
+                               nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O, q_free,
+                               HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0,
+                               True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, 1, EMULATE, SPLIT, MASKED_LOOP,
+                               P_AT_MMA)
+                if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
+                    tma.store_wait(pendings=0)
+                    gl.thread_barrier()
+                base += n_tiles
     tma.store_wait(pendings=0)
 
 
@@ -906,21 +1013,22 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
 @gluon.jit
 def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
-                   KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q,
+                   KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q, q_free,
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                    WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
                    KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
                    FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
                    ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                   LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = False,
+                   LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = 0,
                    EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0,
                    P_AT_MMA: gl.constexpr = False):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
-    and its store issued, not waited for. PERSISTENT: the previous block's O store may still be reading o_smem, so
-    it is waited for first; load_next_q: the next block's Q (next_b32, next_h32, next_row0) is loaded once this
-    block's last Q.K^T has completed. Without PERSISTENT (base 0, load_next_q False) the code is the one-block
-    kernel's. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
+    and its store issued, not waited for. PERSISTENT (SCHEDULE_MODE): the previous block's O store may still be
+    reading o_smem, so it is waited for first; under rounds (1), load_next_q: the next block's Q (next_b32,
+    next_h32, next_row0) is loaded once this block's last Q.K^T has completed; under the dynamic schedule (2) Q's
+    buffer is released to the producer then (q_free). Without PERSISTENT (base 0, load_next_q False) the code is the
+    one-block kernel's. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
     BAR_THEIRS); both consumers take n_tiles turns, the first consumer's first is given (named: the second
     consumer arrives on the first's barrier once before its own first wait, so one arrival is left over at the
@@ -1058,7 +1166,10 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                     p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
                     BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE, P_AT_MMA)
 
-    if PERSISTENT:  # every Q.K^T of this block has completed: Q's buffer is free for the next block's
+    # every Q.K^T of this block has completed: Q's buffer is free for the next block's
+    if PERSISTENT == 2:
+        mbarrier.arrive(q_free, count=1)
+    elif PERSISTENT:
         if load_next_q:
             _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, next_b32, next_h32, next_row0, HEAD_DIM, False)
     last, last_phase = _ring(base + n_tiles - 1, STAGES)
@@ -1100,17 +1211,18 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
 
 @gluon.jit
 def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scale, seq, heads, group,
-                 head_group, n_items, desc_ones,
+                 head_group, n_items, desc_ones, counter,
                  HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                  WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
                  CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PINGPONG: gl.constexpr = 0,
                  CONSUMERS: gl.constexpr = 2, KN_WIDTH: gl.constexpr = 1, BAR_0: gl.constexpr = 0,
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
-                 PERSISTENT: gl.constexpr = False, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
+                 PERSISTENT: gl.constexpr = 0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
                  MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
-    per block; with it, fewer programs than blocks, each taking blocks in rounds (_round_item)."""
+    per block; with it (SCHEDULE_MODE), fewer programs than blocks, each taking blocks in rounds (_round_item, 1)
+    or, 2, its next from `counter` (a global int32 at 0 before the launch, and left at 0 after it)."""
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -1134,10 +1246,10 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
     else:
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
-    if desc_o.dtype == dtype:  # the output tile leaves through Q's buffer
+    if (desc_o.dtype == dtype) and (PERSISTENT != 2):  # the output tile leaves through Q's buffer
         o0 = q0
         o1 = q1
-    else:  # FP8 in, BF16 out
+    else:  # FP8 in, BF16 out; or the dynamic schedule, whose producer loads the next Q while O may be leaving
         o0 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
         if CONSUMERS == 2:
             o1 = gl.allocate_shared_memory(desc_o.dtype, [1, ROWS, HEAD_DIM], desc_o.layout)
@@ -1165,6 +1277,20 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         mbarrier.init(turns.index(0), count=1)
         mbarrier.init(turns.index(1), count=1)
         mbarrier.arrive(turns.index(0), count=1)  # the first consumer's first turn
+    if PERSISTENT == 2:  # the dynamic schedule's hand-overs: block numbers (_post_item) and Q's buffers (q_free)
+        items = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        item_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        item_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        q_free = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        for i in gl.static_range(2):
+            mbarrier.init(item_ready.index(i), count=1)
+            mbarrier.init(item_empty.index(i), count=CONSUMERS)
+            mbarrier.init(q_free.index(i), count=1)
+    else:  # not read
+        items = q_bars
+        item_ready = q_bars
+        item_empty = q_bars
+        q_free = q_bars
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
@@ -1174,10 +1300,11 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     row0 = start_m * BLOCK_M
     if PERSISTENT:
         _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
-                               k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq,
-                               heads, group, head_group, n_items, KN, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL,
-                               WEIGHT, MAX_OFFSET, V_KMAJOR, CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH,
-                               RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)
+                               q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
+                               k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN,
+                               kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
+                               CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH, RESCALE_SKIP, ROW_SUM_PARTS,
+                               RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, PERSISTENT == 2)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
@@ -1207,42 +1334,53 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
 
 
 @gluon.jit
-def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars, k_bufs,
-                           v_bufs, k_ready, v_ready, k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group,
-                           head_group, n_items, KN, kn_blocks, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-                           STAGES: gl.constexpr, CAUSAL: gl.constexpr, WEIGHT: gl.constexpr,
-                           MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                           LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr, KN_WIDTH: gl.constexpr,
-                           RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr, RESCALE_AT_PV: gl.constexpr,
-                           LAZY: gl.constexpr, EMULATE: gl.constexpr, SPLIT: gl.constexpr, MASKED_LOOP: gl.constexpr,
-                           P_AT_MMA: gl.constexpr):
-    """_attn_fwd_ws's partitions under the persistent schedule (no ping-pong: GluonConfig refuses it)."""
+def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars, q_free,
+                           items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                           turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
+                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                           WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
+                           CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr,
+                           KN_WIDTH: gl.constexpr, RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr,
+                           RESCALE_AT_PV: gl.constexpr, LAZY: gl.constexpr, EMULATE: gl.constexpr,
+                           SPLIT: gl.constexpr, MASKED_LOOP: gl.constexpr, P_AT_MMA: gl.constexpr,
+                           DYNAMIC: gl.constexpr):
+    """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
+    it)."""
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
-    # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel
+    WITH_ONES: gl.constexpr = ROW_SUM_PARTS >= 3
+    # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel, and
+    # a tuple of arguments built beforehand passes its constexprs on as tensors
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs,
-                                    k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
-                                    v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
-                                    BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
-            (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
-                                  group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
+                                    item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                                    turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
+                                    n_items, KN, kn_blocks, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
+                                    V_KMAJOR, KN_WIDTH, BLOCK_M, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY,
+                                    EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, DYNAMIC)),
+            (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
+                                  item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
+                                  v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs,
-                                    k_ready, v_ready, k_empty, v_empty, turns.index(0), turns.index(1), qk_scale,
-                                    v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 0, HEAD_DIM,
-                                    BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
-            (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs,
-                                    k_ready, v_ready, k_empty, v_empty, turns.index(1), turns.index(0), qk_scale,
-                                    v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks, 64, HEAD_DIM,
-                                    BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, BLOCK_M,
-                                    RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
-            (_loader_persistent, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads,
-                                  group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, CAUSAL, BLOCK_M)),
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
+                                    item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                                    turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
+                                    n_items, KN, kn_blocks, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
+                                    V_KMAJOR, KN_WIDTH, BLOCK_M, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY,
+                                    EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, DYNAMIC)),
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), q_free.index(1), items,
+                                    item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
+                                    turns.index(1), turns.index(0), qk_scale, v_scale, seq, heads, group, head_group,
+                                    n_items, KN, kn_blocks, 64, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
+                                    V_KMAJOR, KN_WIDTH, BLOCK_M, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY,
+                                    EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, DYNAMIC)),
+            (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
+                                  item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
+                                  v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1258,6 +1396,7 @@ class GluonOperands:
     ones: torch.Tensor  # the (ONES_COLS, block_n) tile of ones row_sum "mma" multiplies P by, and its descriptor
     ones_desc: object
     kn: torch.Tensor  # h15-proved: the key-norm partials its prologue writes (triton_attn.launch_key_norms)
+    counter: torch.Tensor  # the dynamic schedule's next-block counter: one int32, 0 between launches
 
 
 def usable_here() -> str | None:
@@ -1332,7 +1471,9 @@ def prepare_operands(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: 
     kn = torch.empty(b * hk * key_norm_blocks(s), dtype=torch.float32, device=q.device)  # a few KB
     ones = torch.ones(box["ones"], dtype=torch.float32, device=q.device).to(q.dtype)
     ones_desc = _descriptor(ones, box["ones"], list(box["ones"]), [box["ones"][1], 1])
-    return GluonOperands(q, k, v_use, out, descs, ones, ones_desc, kn)
+    # zeroed once here: every launch of the dynamic schedule leaves it at 0 again (_loader_persistent)
+    counter = torch.zeros(1, dtype=torch.int32, device=q.device)
+    return GluonOperands(q, k, v_use, out, descs, ones, ones_desc, kn, counter)
 
 
 def fp8_key_order(n: int) -> torch.Tensor:
@@ -1381,7 +1522,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 CONSUMERS=config.consumers, BAR_0=TURN_BARRIERS[0], BAR_1=TURN_BARRIERS[1],
                 RESCALE_SKIP=config.rescale != "always", PTX_TRIM=config.sync == "mbarrier",
                 ROW_SUM_PARTS=ROW_SUM_MODE[config.row_sum], RESCALE_AT_PV=config.rescale_at == "pv",
-                PERSISTENT=config.persistent,
+                PERSISTENT=SCHEDULE_MODE[config.schedule],
                 EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
                 MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops], P_AT_MMA=config.p_round == "wgmma",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
@@ -1421,11 +1562,11 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     hk = ops.k.shape[2]
     qk_scale = log2_scale(d, softmax_scale, descale)
     n_items = query_blocks(config, b, h, s)
-    grid = (min(n_items, programs_at_once(config, ops.q.device)) if config.persistent else n_items,)
+    grid = (min(n_items, programs_at_once(config, ops.q.device)) if config.schedule != "blocks" else n_items,)
     if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
         launch_key_norms(ops.k, ops.kn)
     _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,
-                       effective_head_group(config, b * h), n_items, ops.ones_desc,
+                       effective_head_group(config, b * h), n_items, ops.ones_desc, ops.counter,
                        **kernel_constants(config, s, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
     return ops.out
 

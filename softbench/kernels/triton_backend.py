@@ -30,7 +30,7 @@ from softbench.core.shapes import Shape
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
                  "max_registers", "rotate", "head_group")
 GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers",
-                "handover", "rescale", "sync", "row_sum", "rescale_at", "persistent", "split_qk", "emulate",
+                "handover", "rescale", "sync", "row_sum", "rescale_at", "schedule", "split_qk", "emulate",
                 "p_round", "tile_loops")
 KERNELS = ("triton", "gluon")
 

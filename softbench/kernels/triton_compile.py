@@ -125,7 +125,7 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
                 head_group=ga.effective_head_group(config, shape.batch * shape.heads),
                 kn_blocks=ga.key_norm_blocks(shape.seq),
                 n_items=ga.query_blocks(config, shape.batch, shape.heads, shape.seq))
-    typed = {**descs, "KN": "*fp32", "qk_scale": "fp32", "v_scale": "fp32"}
+    typed = {**descs, "KN": "*fp32", "counter": "*i32", "qk_scale": "fp32", "v_scale": "fp32"}
     sig, consts, attrs = _signature(ga._attn_fwd_ws.arg_names, typed, ints)
     consts.update(ga.kernel_constants(config, shape.seq, d, shape.causal, fp8, variant))
     if config.sync == "mbarrier":
@@ -164,6 +164,10 @@ def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
         "v_through_registers": bool(re.search(r"ttg\.local_alloc %v\w* :", ttgir)),
         "tma_loads": len(re.findall(r"async_tma_copy_global_to_local", ttgir)),  # KernelConfig.tma: Q, K, V
         "warp_specialized": "ttg.warp_specialize" in ttgir,
+        # atomics on global memory (the dynamic schedule's block counter), each as "<op> predicated|every thread":
+        # a counter taken by every thread of a warp rather than by one would hand each a different block
+        "global_atomics": [f"{op} {'predicated' if pred else 'every thread'}"
+                           for pred, op in re.findall(r"^\s*(@%p\w+\s+)?atom\.global\.(\S+)\s", ptx, re.M)],
     }
     report.update(_resource_usage(compiled.asm["cubin"]))
     report.update(_sass_summary(compiled.asm["cubin"]))
