@@ -8,7 +8,10 @@
 # persistent rounds (-pt) hid only at hg16, where they balance and the keys stop fitting the L2.
 # Step 1: the outputs bit for bit against one program per block (BF16 and FP8, ragged shapes and more blocks than
 # programs, and three launches in a row at 8K on one counter), and only if they all are, BF16 causal 8K for 30 s.
-# Step 2: BF16 non-causal 8K and causal 16K, FP8 causal 8K under the FP8 default and under hg2 in one loop with -ro.
+# Step 2 (as run, 05:50): step 1's probes passed for the BF16 default and the FP8 default with -pd, but A0 under
+# hg2-pd-rla-ro-lmt-tb differed from its plain kernel's output at two of seven shapes and in every repeated launch at
+# 8K, so step 1 stopped before its latency run and that configuration is not timed: BF16 causal 8K, non-causal 8K,
+# causal 16K, and FP8 causal 8K under the FP8 default with -pd.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/dynamic.sh 1` (carry .gpu/b)
 set -uo pipefail
@@ -27,9 +30,9 @@ case "$STEP" in
      && timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-fp8" --only=fp8 --checks-only \
      --check-shapes=0,1,2,4,5,6,7 --check-configs=$fp8_pd,$fp8_hg2_pd --check-variants=A0,h15-folded --repeat-equal=3 \
      && sbt latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --triton-config $bf16_pd ;;
-2) sbt latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --no-causal --triton-config $bf16_pd
+2) sbt latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --triton-config $bf16_pd
+   sbt latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --no-causal --triton-config $bf16_pd
    sbt latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 16384 --triton-config $bf16_pd
-   sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config $fp8_pd
-   sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --target-pp 0.05 --triton-config $fp8_hg2_pd ;;
+   sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --triton-config $fp8_pd ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
