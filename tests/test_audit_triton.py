@@ -78,7 +78,7 @@ def test_gluon_kernel_compiled_for_sm90a_and_audited(cli, tmp_path):
     loop), and every loop keeps its 12 wgmma (QGMMA: Q.K^T, P.V and the row sums) and no spills. The session says it was compiled, not run."""
     s = _audit(cli, tmp_path, "--variants", "A0,h15-folded,noexp")
     assert s["compiled_only"] and s["arch"] == "sm_90a" and s["target_sms"] == 132 and s["ncu"] == {}
-    assert set(s["kernel_config"].values()) == {"gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-mlf"}  # Triton 3.6's default
+    assert set(s["kernel_config"].values()) == {"gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"}  # Triton 3.6's default
     assert all(v["loop_bar_sync"] == 0 for v in s["loop"].values()), s["loop"]
     assert all(k == "_attn_fwd_ws" for k in s["kernel"].values()), s["kernel"]
     assert s["per_element_reference"] == "noexp" and s["per_element_by_family"]["A0"]["MUFU_EX2"] == 1.0

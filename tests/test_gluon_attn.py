@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -97,10 +98,10 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 def test_resolve_config_follows_the_kernel_named():
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == \
         ga.GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma", tile_loops="two-fenced",
-                       sync=ga.DEFAULT_SYNC)
+                       schedule="dynamic", sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
         ga.GluonConfig(block_n=64, rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma",
-                       tile_loops="two-fenced", sync=ga.DEFAULT_SYNC)
+                       tile_loops="two-fenced", schedule="dynamic", sync=ga.DEFAULT_SYNC)
     # a label names every field: the default's lazy rescale does not leak into a configuration named without it
     named = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").to_dict()
     assert resolve_config(torch.bfloat16, 128, named) == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb")
@@ -118,22 +119,22 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
     # an sm_90 GPU with the compiled Triton: Gluon at every dtype, A0's maximum moved lazily at both; at FP8 one
     # consumer warpgroup per program and the row sums on the tensor core per tile, at 16 bits per-thread row sums
-    # added pairwise, P rounded at P.V's wgmma and O rescaled beside the next Q.K^T
+    # added pairwise, P rounded at P.V's wgmma and O rescaled beside the next Q.K^T; both on the dynamic schedule
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ro-ltt-pm-tb-mlf"
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-mlf"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-pd-rl-ro-ltt-pm-tb-mlf"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"
     # a field given on top of the FP8 default keeps the rest of it
     assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == \
-        "gluon-n128s3-c240l24-hg8-g1-rla-lmt-tb-mlf"
+        "gluon-n128s3-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"
     assert resolve_config(torch.float8_e4m3fn, 128, {"row_sum": "row"}).label() == \
-        "gluon-n128s2-c240l24-hg8-g1-rla-tb-mlf"
+        "gluon-n128s2-c240l24-hg8-g1-pd-rla-tb-mlf"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-rl-ro-ltt-pm-mlf"
-    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-mlf"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg8-pd-rl-ro-ltt-pm-mlf"
+    assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-mlf"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
     assert key_tile("triton", "fp8", 128, {}) == 128
@@ -220,8 +221,22 @@ def test_persistent_labels_read_back_and_change_no_output_bit(schedule, suffix, 
         ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8-ppn{suffix}")
     with pytest.raises(UsageError, match="scheduled as"):
         ga.GluonConfig(schedule="greedy")
-    assert ga.kernel_constants(pt, 8192, 128, True, True, "h15-folded")["PERSISTENT"] == mode
-    assert ga.kernel_constants(pt.plain(), 8192, 128, True, True, "h15-folded")["PERSISTENT"] == 0
+    fp8 = schedule == "rounds"  # -pd at FP8 takes one consumer warpgroup (the test below)
+    assert ga.kernel_constants(pt, 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == mode
+    assert ga.kernel_constants(pt.plain(), 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == 0
+
+
+def test_dynamic_schedule_at_fp8_needs_one_consumer():
+    """-pd at FP8 with two consumer warpgroups is refused (its outputs differed from the one-block kernel's on the
+    H200, cause not found): at FP8 with -g1 and at 16 bits with two consumers, the checked forms, it is taken."""
+    two = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb")
+    with pytest.raises(UnsupportedError, match="one consumer warpgroup"):
+        ga.kernel_constants(two, 8192, 128, True, True, "A0")
+    assert ga.kernel_constants(two, 8192, 128, True, False, "A0")["PERSISTENT"] == 2
+    one = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf")
+    assert ga.kernel_constants(one, 8192, 128, True, True, "h15-folded")["PERSISTENT"] == 2
+    # the rounds (-pt) stay as they were checked on 2026-12-03: two consumers at FP8
+    assert ga.kernel_constants(replace(two, schedule="rounds"), 8192, 128, True, True, "A0")["PERSISTENT"] == 1
 
 
 def test_gates_key_tile_takes_a_gluon_label():

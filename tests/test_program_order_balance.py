@@ -42,3 +42,23 @@ def test_at_causal_8k_one_head_per_group_unbalances_the_last_wave():
     assert all(makespans[hg][0] < 1.005 * ideal for hg in (2, 8, 16)), makespans
     assert makespans[1][0] > 1.1 * ideal, makespans
     assert makespans[16][1] < makespans[16][0] < makespans[8][1], makespans
+
+
+def test_dynamic_dispatch_is_greedy_with_one_fixed_cost_per_slot():
+    # 2 slots, fixed cost 1: both slots start at 1; 4 -> slot 0 (ends 5), 3 -> slot 1 (4), 2 -> slot 1 (6), 1 ->
+    # slot 0 (6): greedy's pairs without a fixed cost per block
+    assert balance.dynamic_makespan([4, 3, 2, 1], 2, 1.0) == 6
+    assert balance.dynamic_makespan([4, 3, 2, 1], 2, 0.0) == balance.greedy_makespan([4, 3, 2, 1], 2, 0.0) == 5
+    # costs not sorted longest first it balances as greedy does, unlike the rounds: 1 | 3, then 3 onto the slot
+    # free first (slot 0, at 1) and 1 onto slot 1 (at 3): 4 and 4; the rounds' reversal puts 3 onto slot 1 (6)
+    assert balance.dynamic_makespan([1, 3, 3, 1], 2, 0.0) == 4 and balance.rounds_makespan([1, 3, 3, 1], 2, 0.0) == 6
+
+
+def test_at_causal_8k_the_dynamic_schedule_keeps_hg8s_order_and_loses_the_fixed_costs():
+    """Why -pd was built (docs/hopper-notes.md): at causal 8K, b1 h16, 132 slots, a fixed cost of 1.7 tiles per
+    block, the counter's dispatch at hg8 ends about 4% before one program per block, where the rounds end 18% after
+    it; all three meet only at hg16."""
+    costs = balance.block_costs(8192, 16, 8, True, 128, 128)
+    greedy, rounds, dynamic = (f(costs, 132, 1.7) for f in (balance.greedy_makespan, balance.rounds_makespan,
+                                                            balance.dynamic_makespan))
+    assert 0.95 * greedy < dynamic < 0.97 * greedy and rounds > 1.15 * greedy, (greedy, rounds, dynamic)

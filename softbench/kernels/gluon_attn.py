@@ -208,7 +208,8 @@ class GluonConfig:
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it. "dynamic" (-pd):
     the same programs, each block after a program's first taken from a global counter in the order of "blocks"
-    (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype.
+    (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype. Both
+    defaults take it since 2026-12-04 06:10; at FP8 it is refused with two consumers (kernel_constants says why).
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb][-ml|-mlf]
@@ -363,7 +364,19 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # -ro without -pm: 0.937 (040743Z). Outputs equal bit for bit to the plain kernel's
 # (sessions/gluon-probe-h200-20261204-0348-p-round-bf16, -0408-p-round-repeat-bf16). h15-sat is slower under it
 # (0.909-0.916 of FA3 against 0.917-0.935 under -mlf alone): the BF16 Rowmax-H15 figures name their configuration.
-DEFAULT = GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma", tile_loops="two-fenced")
+# Since 2026-12-04 06:10 both defaults run the dynamic persistent schedule (-pd): one program per SM slot, each
+# taking its next query block from a global counter, its producer loading the next Q and key tiles while the
+# consumers finish. In one lease at equal clock against FA3, 30 s each: BF16 A0 / FA3 0.993 causal 8K, 1.015
+# non-causal 8K (A0 the fastest exact kernel, FA3 0.985 of it), 0.993 causal 16K, 0.992 causal 8K in two processes
+# per kernel (20261204T054755Z, 054858Z, 054959Z, 055446Z) against the -ro-pm default's 0.973-0.981 causal 8K
+# (20261204T052604Z the same morning; 035746Z, 040628Z), 1.002 and 0.995; FP8 A0 / FA3 1.059 causal 8K, 1.031
+# non-causal 8K, 1.056 causal 16K (055156Z, 055251Z, 055350Z; 1.065 in 055053Z) against 1.019-1.027, 1.022-1.045
+# and 1.022-1.034 without it, and h15-folded / FA3 at FP8 1.127-1.138 causal 8K, 1.099 non-causal, 1.146 causal 16K.
+# Outputs equal bit for bit to the one-block kernel's on ragged shapes, head dims 64 and 128, more blocks than
+# programs, and in three launches in a row at 8K on one counter (sessions/gluon-probe-h200-20261204-0540-dynamic-
+# bf16, -fp8).
+DEFAULT = GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma", tile_loops="two-fenced",
+                      schedule="dynamic")
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread
@@ -385,7 +398,8 @@ DEFAULT = GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="
 # with the same lazy anchor (sessions/gluon-probe-h200-20261202-1752-rla-fp8). With two consumer warpgroups the
 # same option gave h15-folded more (1.072-1.075 causal 8K, 1.110 non-causal, 1.101 at 16K, 1.100 of FA3
 # sustained: 175907Z-180335Z) but A0 less (0.966-0.974 of FA3), so the default, which is A0's as well, keeps -g1.
-DEFAULT_FP8 = GluonConfig(consumers=1, rescale="lazy-anchor", row_sum="mma-tile", tile_loops="two-fenced")
+DEFAULT_FP8 = GluonConfig(consumers=1, rescale="lazy-anchor", row_sum="mma-tile", tile_loops="two-fenced",
+                          schedule="dynamic")
 # With Triton 3.6 (ptx_trim's), both defaults leave the warpgroup barriers out (-tb): the same output bit for bit,
 # and at equal clock against FA3 in the same interleavings A0 went from 0.887 to 0.910 of FA3 at BF16 causal 8K and
 # from 0.911 to 0.914 at FP8 (the sweeps 20261202T053442Z / 053342Z and 053235Z / 053136Z, one lease)
@@ -1508,6 +1522,14 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     if config.p_round != "tail" and fp8:  # the label would name a second kernel that is the first
         raise UnsupportedError("P rounded at the wgmma (-pm) is an option for 16-bit inputs: at FP8 P is always "
                                "rounded there", hint="leave -pm out of the label at FP8")
+    if config.schedule == "dynamic" and fp8 and config.consumers == 2:
+        # fail closed: the one such configuration checked on the H200 (-hg2-pd-rla-ro-lmt-tb) gave A0 outputs that
+        # differ from its one-block kernel's at two of seven shapes and in every repeated launch at 8K
+        # (sessions/gluon-probe-h200-20261204-0540-dynamic-fp8), while its compiled arithmetic is the one-block
+        # kernel's instruction for instruction (sm_90a cross-compile): what it reads differently is not found
+        raise UnsupportedError("the dynamic schedule (-pd) at FP8 runs with one consumer warpgroup (-g1) only: with "
+                               "two its outputs differed from the one-block kernel's on the H200, cause not found",
+                               hint="add -g1, or leave -pd out of the label at FP8")
     if config.split_qk and variant not in SPLIT_VARIANTS:
         # the first half's weights are multiplied by the second half's exact alpha, which takes Rowmax-H15's weights
         # off their lattice: on the H200 h15-sat under -sq missed the simulation by 3% (A0 by 0.14%, a rounding at

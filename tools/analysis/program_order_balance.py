@@ -5,11 +5,13 @@
         [--block-m 128] [--block-n 128] [--slots 132] [--fixed 1.7]
 
 Each query block costs its key tiles (causal: the tiles up to and including the diagonal) plus a fixed cost per
-block, `--fixed`, in tiles. Two dispatchers are modelled over `--slots` program slots (132: the H200's SMs, one
+block, `--fixed`, in tiles. Three dispatchers are modelled over `--slots` program slots (132: the H200's SMs, one
 program each with two consumer warpgroups):
 - greedy: the hardware's, one program per block in program-id order, each started on the first slot that frees;
 - rounds: the Gluon kernel's persistent schedule (`-pt`), slot p taking block r * slots + p in even rounds r and
-  r * slots + slots - 1 - p in odd ones (gluon_attn._round_item), with no fixed cost but the first block's.
+  r * slots + slots - 1 - p in odd ones (gluon_attn._round_item), with no fixed cost but the first block's;
+- dynamic: its dynamic persistent schedule (`-pd`), blocks in program-id order, each taken by the first slot to
+  free (a global counter), with no fixed cost but the first block's.
 The program order is triton_attn._program_tile's (both kernels call it): groups of head_group heads, the block
 index slowest inside a group, causal longest first. Each dispatcher's makespan is printed for head groups 1 to
 16 against the ideal (all work spread evenly).
@@ -64,6 +66,15 @@ def rounds_makespan(costs: list[int], slots: int, fixed: float) -> float:
     return max(busy)
 
 
+def dynamic_makespan(costs: list[int], slots: int, fixed: float) -> float:
+    """The dynamic persistent schedule (gluon_attn._loader_persistent): greedy's order and balance, one fixed cost
+    per slot."""
+    free = [fixed] * slots
+    for c in costs:
+        heapq.heappush(free, heapq.heappop(free) + c)
+    return max(free)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seq", type=int, default=8192)
@@ -78,14 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     bh = a.batch * a.heads
     print(f"seq {a.seq}, {bh} batch x heads, {'causal' if a.causal else 'non-causal'}, {a.slots} slots, "
           f"fixed cost {a.fixed} tiles per block")
-    print("head group | ideal | greedy (vs ideal) | rounds (vs ideal)")
+    print("head group | ideal | greedy (vs ideal) | rounds (vs ideal) | dynamic (vs ideal)")
     for hg in (1, 2, 4, 8, 16):
         if bh % hg:
             continue
         costs = block_costs(a.seq, bh, hg, a.causal, a.block_m, a.block_n)
         ideal = (sum(costs) + a.fixed * len(costs)) / a.slots
         g, r = greedy_makespan(costs, a.slots, a.fixed), rounds_makespan(costs, a.slots, a.fixed)
-        print(f"{hg:10d} | {ideal:7.1f} | {g:7.1f} ({g / ideal - 1:+.1%}) | {r:7.1f} ({r / ideal - 1:+.1%})")
+        dyn = dynamic_makespan(costs, a.slots, a.fixed)
+        print(f"{hg:10d} | {ideal:7.1f} | {g:7.1f} ({g / ideal - 1:+.1%}) | {r:7.1f} ({r / ideal - 1:+.1%}) | "
+              f"{dyn:7.1f} ({dyn / ideal - 1:+.1%})")
     return 0
 
 
