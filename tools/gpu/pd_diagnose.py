@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Where the dynamic schedule's outputs leave the one-block kernel's at FP8 with two consumers (GPU host).
+
+    python3 tools/gpu/pd_diagnose.py OUTDIR
+
+On the H200 (2026-12-04, sessions/gluon-probe-h200-20261204-0540-dynamic-fp8) A0 under
+gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb differed from its one-block kernel's output at (1, 2048, 8 heads, causal)
+and at 8K, while its compiled arithmetic is the one-block kernel's instruction for instruction; gluon_attn refuses
+that configuration since (kernel_constants). This script lifts the refusal for itself only (the schedule's constant
+put back after the check, below) and, for the failing configuration and forms of it with one option changed (-mlf,
+no -tb, no -ro, per-thread row sums instead of -lmt, one consumer), at each shape:
+- the one-block kernel twice (is the reference itself repeatable?);
+- the dynamic schedule three times into an output filled with NaN before each launch (rows never written stay NaN;
+  a race shows as launches that differ from each other);
+- which query blocks and which consumer's rows (the first or second 64 of a block) differ from the one-block kernel,
+  and by how much (differing_blocks).
+Writes OUTDIR/pd_diagnose.json and prints one JSON line per row. A screening probe, not a session."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+
+import torch  # noqa: E402
+
+FAILING = "gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb"
+# one option changed at a time from FAILING (and the FP8 default's form, which passed, as the control)
+FORMS = (FAILING, "gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb-mlf", "gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt",
+         "gluon-n128s2-c240l24-hg2-pd-rla-lmt-tb", "gluon-n128s2-c240l24-hg2-pd-rla-ro-ltt-tb",
+         "gluon-n128s2-c240l24-hg2-g1-pd-rla-ro-lmt-tb", "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf")
+SHAPES = ((1, 2048, 8, 8, 128, True), (1, 8192, 16, 16, 128, True), (1, 8192, 16, 16, 128, False))
+LAUNCHES = 3
+
+
+def differing_blocks(out: torch.Tensor, ref: torch.Tensor, block_m: int = 128, rows_per_consumer: int = 64) -> dict:
+    """Where out (batch, seq, heads, dim) differs from ref: the count of differing elements, of NaN rows in out, and
+    per differing (batch, head, query block) which consumer's rows (0: the block's first rows_per_consumer rows,
+    1: the rest) differ, with the largest absolute difference; at most 16 blocks listed, the largest first."""
+    out, ref = out.float().cpu(), ref.float().cpu()
+    nan_rows = torch.isnan(out).any(dim=-1)  # (b, s, h)
+    differ = (out != ref) & ~torch.isnan(out)
+    diff = (out - ref).abs().nan_to_num(0.0).amax(dim=-1)  # (b, s, h)
+    row_differs = differ.any(dim=-1)
+    blocks = []
+    b_n, s_n, h_n = row_differs.shape
+    for b in range(b_n):
+        for h in range(h_n):
+            for m0 in range(0, s_n, block_m):
+                rows = row_differs[b, m0:m0 + block_m, h]
+                if not rows.any():
+                    continue
+                halves = sorted({int(i) // rows_per_consumer for i in torch.nonzero(rows).flatten()})
+                blocks.append({"batch": b, "head": h, "block": m0 // block_m, "consumers": halves,
+                               "rows": int(rows.sum()), "max_abs": float(diff[b, m0:m0 + block_m, h].max())})
+    blocks.sort(key=lambda x: -x["max_abs"])
+    return {"elements_differing": int(differ.sum()), "nan_rows": int(nan_rows.sum()),
+            "blocks_differing": len(blocks), "largest": blocks[:16]}
+
+
+def _unrefused_constants(ga):
+    """gluon_attn.kernel_constants without its refusal of -pd at FP8 with two consumers: the constants of the same
+    configuration on the one-block schedule, the schedule's constant put back. For this diagnosis only."""
+    checked = ga.kernel_constants
+
+    def constants(config, *args):
+        return {**checked(replace(config, schedule="blocks"), *args), "PERSISTENT": ga.SCHEDULE_MODE[config.schedule]}
+    return constants
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__)
+        return 2
+    from softbench.kernels import gluon_attn as ga
+
+    ga.kernel_constants = _unrefused_constants(ga)  # launch() looks it up in the module at each call
+    out_dir = Path(argv[0])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    g = torch.Generator().manual_seed(11)
+    for (b, s, h, hk, d, causal) in SHAPES:
+        q, k, v = (torch.randn(b, s, n, d, generator=g).to(torch.float8_e4m3fn).cuda() for n in (h, hk, hk))
+        for label in FORMS:
+            config = ga.GluonConfig.from_label(label)
+            plain = replace(config, schedule="blocks")
+            row = {"shape": [b, s, h, hk, d, causal], "config": label, "variant": "A0"}
+            try:
+                ref = ga.attention(q, k, v, causal, "A0", plain).clone()
+                row["reference_repeats"] = bool(torch.equal(ga.attention(q, k, v, causal, "A0", plain), ref))
+                ops = ga.prepare_operands(q, k, v, config)
+                outs = []
+                for _ in range(LAUNCHES):
+                    ops.out.fill_(float("nan"))
+                    outs.append(ga.launch(ops, causal, "A0", config).clone())
+                row["launches_agree"] = all(torch.equal(o, outs[0]) for o in outs[1:])
+                row["counter_after"] = int(ops.counter.item())
+                row["per_launch"] = [differing_blocks(o, ref, 64 * config.consumers) for o in outs]
+                row["ok"] = all(x["elements_differing"] == 0 and x["nan_rows"] == 0 for x in row["per_launch"])
+            except Exception as e:  # one form failing to compile or run is itself a finding
+                row.update(error=f"{type(e).__name__}: {str(e).strip()[:400]}", ok=False)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    (out_dir / "pd_diagnose.json").write_text(json.dumps({"kind": "screening probe, not a session",
+                                                          "device": torch.cuda.get_device_name(), "rows": rows},
+                                                         indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
