@@ -64,8 +64,8 @@ CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
     (2, 200, 2, 1, 64, False),
     (1, 2048, 8, 8, 128, True),
     (1, 100, 2, 2, 128, True),  # one key tile: no loop iteration
-    # more query blocks than the H200 runs programs at once (132 SMs): the persistent schedule (-pt) takes several
-    # per program, in rounds, with a ragged last block
+    # more query blocks than the H200 runs programs at once (132 SMs): the persistent schedules take several per
+    # program (-pt in rounds, -pd from the counter), with a ragged last block
     (2, 4000, 16, 8, 128, True),
     (3, 1500, 12, 4, 64, False),
 ]
