@@ -7,11 +7,15 @@
 # (h15-folded causal and not, h15-sat causal), whose outputs equal the one-block kernel's, whose gates passed.
 # Step 2: the FP8 default sustained at the power cap (issue 15's second quantity for h15-folded, 1.111-1.117 of FA3
 # before -pd), FP8 causal 8K at equal clock once more, and BF16 causal 8K and 16K for 30 s once more (0.992-0.993).
+# Step 3 (sealed apart: sealed/dynamic-orders.yaml): the program order under -pd, 12 s screens. With the counter the
+# programs in flight work on consecutive blocks, so a smaller head group keeps fewer heads' keys in the L2 at once
+# (hg2 gave FP8 h15-folded 1-1.5 points over hg8 under one program per block, 2026-12-03): BF16 causal 8K under hg2,
+# hg4 and hg16 beside hg8, FP8 causal 8K (h15-folded) under hg2 and hg4 beside hg8.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/dynamic_followup.sh 1`
 #          (carry .gpu/b)
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
 LEASE=dynamic-followup  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -24,5 +28,13 @@ case "$STEP" in
    sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --target-pp 0.05
    sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192
    sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 16384 ;;
+3) for hg in 8 2 4 16; do
+     sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --budget-s 12 \
+       --triton-config gluon-n128s2-c240l24-hg$hg-pd-rl-ro-ltt-pm-tb-mlf
+   done
+   for hg in 8 2 4; do
+     sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --budget-s 12 \
+       --triton-config gluon-n128s2-c240l24-hg$hg-g1-pd-rla-lmt-tb-mlf
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
