@@ -202,9 +202,9 @@ class GluonConfig:
     schedule (SCHEDULES): "rounds" (label -pt): as many programs as the SMs hold at once (one per SM with two
     consumers, two with one), each taking query blocks in rounds, longest first, alternating direction
     (_round_item), the producer loading the next block's keys while the consumers finish this one's (FA3 runs
-    causal attention on a persistent schedule); the same output bit for bit. The rounds balance when the blocks are numbered longest
-    first across the whole launch, that is when head_group holds all of batch x heads (hg16 at b1 h16); with a
-    smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
+    causal attention on a persistent schedule); the same output bit for bit. The rounds balance when the blocks
+    are numbered longest first across the whole launch, that is when head_group holds all of batch x heads (hg16 at
+    b1 h16); with a smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
     was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
     without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it. "dynamic" (-pd):
     the same programs, each block after a program's first taken from a global counter in the order of "blocks"
@@ -1217,7 +1217,8 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     if PERSISTENT:  # the previous block's O may still be leaving o_smem (its issuing thread waits, then all)
         tma.store_wait(pendings=0)
         gl.thread_barrier()
-    # at 16 bits o_smem is Q's buffer (same dtype and box), free once the last Q.K^T has completed
+    # at 16 bits o_smem is Q's buffer (same dtype and box), free once the last Q.K^T has completed, except under the
+    # dynamic schedule, whose producer may already be loading the next Q there (O has its own buffer then)
     o_smem.reshape([ROWS, HEAD_DIM]).store(o.to(out_dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(desc_o, [b32, row0, h32 * HEAD_DIM], o_smem)
