@@ -204,16 +204,17 @@ class GluonConfig:
     (_round_item), the producer loading the next block's keys while the consumers finish this one's (FA3 runs
     causal attention on a persistent schedule); the same output bit for bit. The rounds balance when the blocks
     are numbered longest first across the whole launch, that is when head_group holds all of batch x heads (hg16 at
-    b1 h16); with a smaller group each group restarts from its longest blocks. On the H200 (2026-12-03, docs/hopper-notes.md) it
-    was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against 1.066 for the same order
-    without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes it. "dynamic" (-pd):
+    b1 h16); with a smaller group each group restarts from its longest blocks. On the H200 (2026-12-03,
+    docs/hopper-notes.md) it was slower where it matters: h15-folded 1.004-1.006 of FA3 at FP8 causal 8K against
+    1.066 for the same order without it, and 6-8 points lost by every variant at non-causal 8K; so no default takes
+    it. "dynamic" (-pd):
     the same programs, each block after a program's first taken from a global counter in the order of "blocks"
     (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype. Both
     defaults take it since 2026-12-04 06:10; at FP8 it is refused with two consumers (kernel_constants says why).
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb][-ml|-mlf]
-    [-sq][-e16] (what sessions record and --triton-config takes)."""
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb]
+    [-ml|-mlf][-sq][-e16] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -289,7 +290,8 @@ class GluonConfig:
     def label(self) -> str:
         return (f"gluon-n{self.block_n}s{self.stages}-c{self.consumer_registers}l{self.loader_registers}"
                 f"-hg{self.head_group}" + (HANDOVERS[self.handover] if self.pingpong else "")
-                + ("-g1" if self.consumers == 1 else "") + SCHEDULES[self.schedule] + RESCALES[self.rescale] + RESCALE_AT[self.rescale_at]
+                + ("-g1" if self.consumers == 1 else "") + SCHEDULES[self.schedule] + RESCALES[self.rescale]
+                + RESCALE_AT[self.rescale_at]
                 + ROW_SUMS[self.row_sum] + P_ROUND[self.p_round] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
                 + ("-sq" if self.split_qk else "")
                 + (f"-e{self.emulate}" if self.emulate else ""))
@@ -313,7 +315,8 @@ class GluonConfig:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
-                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter); -rs: O's rescale skipped "
+                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter); "
+                             "-rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -pm: a 16-bit P rounded at P.V's wgmma; -tb: "
@@ -605,9 +608,9 @@ def _p_carry(p, dtype: gl.constexpr, p_layout: gl.constexpr, BLOCK_N: gl.constex
     """P as it waits for the next iteration's P.V: at 16 bits the operand itself (the accumulator's pairs are the
     operand's pairs: a cast), or under AT_MMA (GluonConfig.p_round "wgmma") still FP32 in the operand's layout and
     rounded by _p_operand at the wgmma, as at FP8. At FP8 still FP32, already in the operand's layout, rounded by
-    _p_operand at the wgmma: carried across the loop as 8-bit values, LLVM kept every byte in its own register and rebuilt each
-    operand register at the wgmma (LOP3/PRMT/SHF for four keys, 1.7 instructions per score; now 0.75, the
-    conversions and one PRMT per four keys).
+    _p_operand at the wgmma: carried across the loop as 8-bit values, LLVM kept every byte in its own register and
+    rebuilt each operand register at the wgmma (LOP3/PRMT/SHF for four keys, 1.7 instructions per score; now 0.75,
+    the conversions and one PRMT per four keys).
     The FP8 operand holds four consecutive keys per register, the accumulator two (keys 2t, 2t+1 of every 8 for
     thread t of a quad): moving them costs shuffles. Instead the keys are renumbered inside every 32: key
     16 gh + 8 gl + 2 t + j goes to 16 gh + 4 t + 2 gl + j, which is where the thread already holds it, and V's
@@ -1171,14 +1174,16 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                 i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
                 p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, FIRST_TILES, PV_FENCE, P_AT_MMA)
+                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, FIRST_TILES, PV_FENCE,
+                P_AT_MMA)
         if MASKED_LOOP:
             for i in range(gl.maximum(n_full, 1), n_tiles):
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
                     i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                     m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
                     p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                    BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE, P_AT_MMA)
+                    BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE,
+                    P_AT_MMA)
 
     # every Q.K^T of this block has completed: Q's buffer is free for the next block's
     if PERSISTENT == 2:
