@@ -11,11 +11,15 @@
 # programs in flight work on consecutive blocks, so a smaller head group keeps fewer heads' keys in the L2 at once
 # (hg2 gave FP8 h15-folded 1-1.5 points over hg8 under one program per block, 2026-12-03): BF16 causal 8K under hg2,
 # hg4 and hg16 beside hg8, FP8 causal 8K (h15-folded) under hg2 and hg4 beside hg8.
+# Steps 4 and 5, prepared at 07:25 after steps 1-3: step 1 found -pd bit-equal to its one-block kernel on its own
+# inputs, so step 4 repeats the probe of 05:40 on the probe's inputs (pd_diagnose.py --probe-data: the failing
+# configuration with -pd and without, each against plain()). Step 5 (sealed: sealed/dynamic-hg4.yaml): BF16 under
+# -pd with hg4 (0.995 of FA3 in step 3's 12 s screen, hg8 0.986) for 30 s at causal 8K and 16K and non-causal 8K.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/dynamic_followup.sh 1`
 #          (carry .gpu/b)
 set -uo pipefail
-STEP=${1:?step 1, 2 or 3}
+STEP=${1:?step 1 to 5}
 PAYLOAD=
 LEASE=dynamic-followup  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -36,5 +40,10 @@ case "$STEP" in
      sb latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --budget-s 12 \
        --triton-config gluon-n128s2-c240l24-hg$hg-g1-pd-rla-lmt-tb-mlf
    done ;;
+4) timeout 420 python3 tools/gpu/pd_diagnose.py "$DIR/pd-diagnose" --probe-data ;;
+5) hg4=(--triton-config gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf)
+   sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 "${hg4[@]}"
+   sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 16384 "${hg4[@]}"
+   sb latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --no-causal "${hg4[@]}" ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"

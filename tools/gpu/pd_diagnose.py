@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the dynamic schedule's outputs leave the one-block kernel's at FP8 with two consumers (GPU host).
 
-    python3 tools/gpu/pd_diagnose.py OUTDIR
+    python3 tools/gpu/pd_diagnose.py OUTDIR [--probe-data]
 
 On the H200 (2026-12-04, sessions/gluon-probe-h200-20261204-0540-dynamic-fp8) A0 under
 gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb differed from its one-block kernel's output at (1, 2048, 8 heads, causal)
@@ -14,7 +14,14 @@ no -tb, no -ro, per-thread row sums instead of -lmt, one consumer), at each shap
   a race shows as launches that differ from each other);
 - which query blocks and which consumer's rows (the first or second 64 of a block) differ from the one-block kernel,
   and by how much (differing_blocks).
-Writes OUTDIR/pd_diagnose.json and prints one JSON line per row. A screening probe, not a session."""
+Writes OUTDIR/pd_diagnose.json and prints one JSON line per row. A screening probe, not a session.
+
+On the H200 (2026-12-04 07:06, sessions/gluon-probe-h200-20261204-0706-pd-diagnose) every form above was bit-equal to
+its one-block kernel, in every launch, on this script's inputs. The probe of 05:40 compared -pd with plain() (no -ro,
+no -tb) on gluon_probe's inputs. --probe-data repeats exactly that: gluon_probe's checks at the two shapes that
+failed and its repeated runs at 8K, on its inputs, for FAILING and for its one-block form side by side, each against
+plain(). If the one-block form also differs from plain() there, -ro (not -pd) is what changes bits; if only the
+dynamic form does, -pd is at fault on those inputs. Writes OUTDIR/pd_diagnose_probe_data.json."""
 
 from __future__ import annotations
 
@@ -71,15 +78,38 @@ def _unrefused_constants(ga):
     return constants
 
 
+PROBE_SHAPES = {4, 6}  # gluon_probe's CHECK_SHAPES (1, 2048, 8, 8, 128, causal) and (2, 4000, 16, 8, 128, causal)
+
+
+def probe_data(out_dir: Path) -> int:
+    """FAILING and its one-block form through gluon_probe's own checks and repeated runs (its inputs, its seeds,
+    each output against plain()), the refusal lifted as in main."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/gpu: gluon_probe
+    import gluon_probe as gp
+
+    configs = (gp.ga.GluonConfig.from_label(FAILING),
+               replace(gp.ga.GluonConfig.from_label(FAILING), schedule="blocks"))
+    rows: list = []
+    fp8 = {"fp8": torch.float8_e4m3fn}
+    gp.checks(rows, fp8, configs, ("A0", "h15-folded"), PROBE_SHAPES)
+    gp.repeated_equality(rows, fp8, configs, ("A0", "h15-folded"), LAUNCHES)
+    (out_dir / "pd_diagnose_probe_data.json").write_text(json.dumps(
+        {"kind": "screening probe, not a session", "device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    args = [a for a in argv if a != "--probe-data"]
+    if len(args) != 1:
         print(__doc__)
         return 2
     from softbench.kernels import gluon_attn as ga
 
     ga.kernel_constants = _unrefused_constants(ga)  # launch() looks it up in the module at each call
-    out_dir = Path(argv[0])
+    out_dir = Path(args[0])
     out_dir.mkdir(parents=True, exist_ok=True)
+    if "--probe-data" in argv:
+        return probe_data(out_dir)
     rows = []
     g = torch.Generator().manual_seed(11)
     for (b, s, h, hk, d, causal) in SHAPES:
