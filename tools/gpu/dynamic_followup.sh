@@ -13,7 +13,7 @@
 # hg4 and hg16 beside hg8, FP8 causal 8K (h15-folded) under hg2 and hg4 beside hg8.
 # Steps 4 and 5, prepared at 07:25 after steps 1-3: step 1 found -pd bit-equal to its one-block kernel on its own
 # inputs, so step 4 repeats the probe of 05:40 on the probe's inputs (pd_diagnose.py --probe-data: the failing
-# configuration with -pd and without, each against plain()). Step 5 (sealed: sealed/dynamic-hg4.yaml): BF16 under
+# configuration with -pd and without, each against plain()). Step 5 (sealed: sealed/hg4.yaml): BF16 under
 # -pd with hg4 (0.995 of FA3 in step 3's 12 s screen, hg8 0.986) for 30 s at causal 8K and 16K and non-causal 8K.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/dynamic_followup.sh 1`
