@@ -221,22 +221,34 @@ def test_persistent_labels_read_back_and_change_no_output_bit(schedule, suffix, 
         ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8-ppn{suffix}")
     with pytest.raises(UsageError, match="scheduled as"):
         ga.GluonConfig(schedule="greedy")
-    fp8 = schedule == "rounds"  # -pd at FP8 takes one consumer warpgroup (the test below)
-    assert ga.kernel_constants(pt, 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == mode
-    assert ga.kernel_constants(pt.plain(), 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == 0
+    for fp8 in (True, False):
+        assert ga.kernel_constants(pt, 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == mode
+        assert ga.kernel_constants(pt.plain(), 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == 0
 
 
-def test_dynamic_schedule_at_fp8_needs_one_consumer():
-    """-pd at FP8 with two consumer warpgroups is refused (its outputs differed from the one-block kernel's on the
-    H200, cause not found): at FP8 with -g1 and at 16 bits with two consumers, the checked forms, it is taken."""
+def test_dynamic_schedule_runs_with_one_or_two_consumers():
+    """-pd at FP8 with two consumer warpgroups was refused from 06:10 to 07:40 on 2026-12-04: its outputs had
+    differed from plain()'s on the H200. It is taken again since the cause was found elsewhere (-ro's row sums,
+    test_rescale_at_pv_rounds_the_row_sums_as_at_the_tile_end): on the H200 the dynamic schedule was bit-equal to its
+    one-block kernel in each form and launch checked."""
     two = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb")
-    with pytest.raises(UnsupportedError, match="one consumer warpgroup"):
-        ga.kernel_constants(two, 8192, 128, True, True, "A0")
-    assert ga.kernel_constants(two, 8192, 128, True, False, "A0")["PERSISTENT"] == 2
+    for fp8 in (True, False):
+        assert ga.kernel_constants(two, 8192, 128, True, fp8, "A0")["PERSISTENT"] == 2
     one = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf")
     assert ga.kernel_constants(one, 8192, 128, True, True, "h15-folded")["PERSISTENT"] == 2
-    # the rounds (-pt) stay as they were checked on 2026-12-03: two consumers at FP8
     assert ga.kernel_constants(replace(two, schedule="rounds"), 8192, 128, True, True, "A0")["PERSISTENT"] == 1
+
+
+def test_rescale_at_pv_rounds_the_row_sums_as_at_the_tile_end():
+    """-ro defers O's rescale to just before the next P.V; the tensor core's per-tile row sums (-lmt) keep theirs at
+    the tile's end. Deferred too, the running sums' multiply met the next tile's add and the compiler fused the two
+    into an FFMA (one rounding instead of two): on the H200 FP8 -hg2-rla-ro-lmt-tb then differed from -hg2-rla-lmt
+    (2026-12-04, sessions/gluon-probe-h200-20261204-0723-pd-diagnose-probe-data). The same key loop's FFMA and FADD
+    counts with -ro and without are the check here (130 and 12 against 128 and 14 before the fix)."""
+    tail = _compile("fp8", "A0", "gluon-n128s2-c240l24-hg2-rla-lmt-tb")
+    at_pv = _compile("fp8", "A0", "gluon-n128s2-c240l24-hg2-rla-ro-lmt-tb")
+    assert (at_pv["loop_ffma"], at_pv["loop_fadd"]) == (tail["loop_ffma"], tail["loop_fadd"]), (tail, at_pv)
+    assert at_pv["loop_fmul_among_gmma"] > tail["loop_fmul_among_gmma"], (tail, at_pv)  # O's rescale still moved
 
 
 def test_gates_key_tile_takes_a_gluon_label():

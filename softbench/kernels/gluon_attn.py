@@ -986,7 +986,7 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
                           use_acc=False, is_async=True)
     if RESCALE_AT_PV:  # while Q.K^T runs, not at the end of the last tile, before Q.K^T could be issued
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-        if SUMS_MMA:
+        if SUMS_MMA and not PER_TILE:  # the accumulator the next sums' wgmma adds to, as O (PER_TILE: below)
             l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
     mbarrier.wait(v_ready.index(prev), prev_phase)
     p_a = _p_operand(p_op, dtype)
@@ -1019,6 +1019,12 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
     mbarrier.arrive(v_empty.index(prev), count=1)
     if RESCALE_AT_PV:
         o_alpha = alpha
+        # PER_TILE's FP32 running sums take alpha here, as without RESCALE_AT_PV: multiplied before the next add
+        # they were contracted with it into one FFMA (one rounding, not two), and -ro's output left the plain
+        # kernel's wherever a row's maximum moved after its first tile (FP8 -hg2-rla-ro-lmt-tb on the H200,
+        # 2026-12-04: sessions/gluon-probe-h200-20261204-0723-pd-diagnose-probe-data)
+        if PER_TILE:
+            l_acc, l_run = _rescale_sums(l_acc, l_run, alpha, PER_TILE)
     else:
         o = _rescale_o(o, alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         if SUMS_MMA:
@@ -1194,7 +1200,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     last, last_phase = _ring(base + n_tiles - 1, STAGES)
     if RESCALE_AT_PV:
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
-        if SUMS_MMA:
+        if SUMS_MMA and not PER_TILE:  # PER_TILE's running sums took it at the end of the last tile (_key_tile)
             l_acc, l_run = _rescale_sums(l_acc, l_run, o_alpha, PER_TILE)
     mbarrier.wait(v_ready.index(last), last_phase)
     if SPLIT:
@@ -1528,14 +1534,6 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     if config.p_round != "tail" and fp8:  # the label would name a second kernel that is the first
         raise UnsupportedError("P rounded at the wgmma (-pm) is an option for 16-bit inputs: at FP8 P is always "
                                "rounded there", hint="leave -pm out of the label at FP8")
-    if config.schedule == "dynamic" and fp8 and config.consumers == 2:
-        # fail closed: the one such configuration checked on the H200 (-hg2-pd-rla-ro-lmt-tb) gave A0 outputs that
-        # differ from its one-block kernel's at two of seven shapes and in every repeated launch at 8K
-        # (sessions/gluon-probe-h200-20261204-0540-dynamic-fp8), while its compiled arithmetic is the one-block
-        # kernel's instruction for instruction (sm_90a cross-compile): what it reads differently is not found
-        raise UnsupportedError("the dynamic schedule (-pd) at FP8 runs with one consumer warpgroup (-g1) only: with "
-                               "two its outputs differed from the one-block kernel's on the H200, cause not found",
-                               hint="add -g1, or leave -pd out of the label at FP8")
     if config.split_qk and variant not in SPLIT_VARIANTS:
         # the first half's weights are multiplied by the second half's exact alpha, which takes Rowmax-H15's weights
         # off their lattice: on the H200 h15-sat under -sq missed the simulation by 3% (A0 by 0.14%, a rounding at

@@ -4,11 +4,10 @@
     python3 tools/gpu/pd_diagnose.py OUTDIR [--probe-data]
 
 On the H200 (2026-12-04, sessions/gluon-probe-h200-20261204-0540-dynamic-fp8) A0 under
-gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb differed from its one-block kernel's output at (1, 2048, 8 heads, causal)
-and at 8K, while its compiled arithmetic is the one-block kernel's instruction for instruction; gluon_attn refuses
-that configuration since (kernel_constants). This script lifts the refusal for itself only (the schedule's constant
-put back after the check, below) and, for the failing configuration and forms of it with one option changed (-mlf,
-no -tb, no -ro, per-thread row sums instead of -lmt, one consumer), at each shape:
+gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb differed from plain()'s output (the one-block kernel without -ro and -tb)
+at (1, 2048, 8 heads, causal) and at 8K; gluon_attn refused -pd at FP8 with two consumers from 06:10 to 07:40
+(this script lifted the refusal for itself then). For the failing configuration and forms of it with one option
+changed (-mlf, no -tb, no -ro, per-thread row sums instead of -lmt, one consumer), at each shape:
 - the one-block kernel twice (is the reference itself repeatable?);
 - the dynamic schedule three times into an output filled with NaN before each launch (rows never written stay NaN;
   a race shows as launches that differ from each other);
@@ -21,7 +20,11 @@ its one-block kernel, in every launch, on this script's inputs. The probe of 05:
 no -tb) on gluon_probe's inputs. --probe-data repeats exactly that: gluon_probe's checks at the two shapes that
 failed and its repeated runs at 8K, on its inputs, for FAILING and for its one-block form side by side, each against
 plain(). If the one-block form also differs from plain() there, -ro (not -pd) is what changes bits; if only the
-dynamic form does, -pd is at fault on those inputs. Writes OUTDIR/pd_diagnose_probe_data.json."""
+dynamic form does, -pd is at fault on those inputs. Writes OUTDIR/pd_diagnose_probe_data.json.
+
+Found (07:23, sessions/gluon-probe-h200-20261204-0723-pd-diagnose-probe-data): the one-block form differed from
+plain() exactly where the dynamic one did. The cause was -ro's: the per-tile row sums' (-lmt) deferred rescale was
+fused with the next add into an FFMA; gluon_attn._key_tile rescales them at the tile's end since."""
 
 from __future__ import annotations
 
@@ -68,22 +71,12 @@ def differing_blocks(out: torch.Tensor, ref: torch.Tensor, block_m: int = 128, r
             "blocks_differing": len(blocks), "largest": blocks[:16]}
 
 
-def _unrefused_constants(ga):
-    """gluon_attn.kernel_constants without its refusal of -pd at FP8 with two consumers: the constants of the same
-    configuration on the one-block schedule, the schedule's constant put back. For this diagnosis only."""
-    checked = ga.kernel_constants
-
-    def constants(config, *args):
-        return {**checked(replace(config, schedule="blocks"), *args), "PERSISTENT": ga.SCHEDULE_MODE[config.schedule]}
-    return constants
-
-
 PROBE_SHAPES = {4, 6}  # gluon_probe's CHECK_SHAPES (1, 2048, 8, 8, 128, causal) and (2, 4000, 16, 8, 128, causal)
 
 
 def probe_data(out_dir: Path) -> int:
     """FAILING and its one-block form through gluon_probe's own checks and repeated runs (its inputs, its seeds,
-    each output against plain()), the refusal lifted as in main."""
+    each output against plain())."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/gpu: gluon_probe
     import gluon_probe as gp
 
@@ -105,7 +98,6 @@ def main(argv: list[str]) -> int:
         return 2
     from softbench.kernels import gluon_attn as ga
 
-    ga.kernel_constants = _unrefused_constants(ga)  # launch() looks it up in the module at each call
     out_dir = Path(args[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     if "--probe-data" in argv:
