@@ -5,7 +5,7 @@
 
 On the H200 (2026-12-04, sessions/gluon-probe-h200-20261204-0540-dynamic-fp8) A0 under
 gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb differed from plain()'s output (the one-block kernel without -ro and -tb)
-at (1, 2048, 8 heads, causal) and at 8K; gluon_attn refused -pd at FP8 with two consumers from 06:10 to 07:40
+at (1, 2048, 8 heads, causal) and at 8K; gluon_attn refused -pd at FP8 with two consumers from 06:10 to 07:35
 (this script lifted the refusal for itself then). For the failing configuration and forms of it with one option
 changed (-mlf, no -tb, no -ro, per-thread row sums instead of -lmt, one consumer), at each shape:
 - the one-block kernel twice (is the reference itself repeatable?);
