@@ -378,8 +378,14 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # Outputs equal bit for bit to the one-block kernel's on ragged shapes, head dims 64 and 128, more blocks than
 # programs, and in three launches in a row at 8K on one counter (sessions/gluon-probe-h200-20261204-0540-dynamic-
 # bf16, -fp8).
-DEFAULT = GluonConfig(rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma", tile_loops="two-fenced",
-                      schedule="dynamic")
+# Since 2026-12-04 07:50 the 16-bit default takes its blocks four heads at a time (hg4): with the counter the programs
+# in flight work on consecutive blocks, and fewer heads' keys compete for the L2. BF16 A0 / FA3 at equal clock, 30 s:
+# 1.005 and 1.008 causal 8K (20261204T072512Z, 072831Z; hg8 0.993 in 071236Z, 13 minutes before), 0.995 and 0.993 causal
+# 16K (072618Z, 072932Z; hg8 0.989 in 071339Z), 1.025 and 1.032 non-causal 8K (072715Z, 073033Z); the 12 s screens of
+# hg2, hg4, hg8, hg16 read 0.981, 0.995, 0.986, 0.972 (071519Z, 071559Z, 071443Z, 071636Z). FP8 keeps hg8: h15-folded /
+# FA3 1.129 under hg4 against 1.135 under hg8 (071841Z, 071723Z), A0 / FA3 1.041 against 1.073.
+DEFAULT = GluonConfig(head_group=4, rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma",
+                      tile_loops="two-fenced", schedule="dynamic")
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread
