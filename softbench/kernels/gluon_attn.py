@@ -378,7 +378,7 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # Outputs equal bit for bit to the one-block kernel's on ragged shapes, head dims 64 and 128, more blocks than
 # programs, and in three launches in a row at 8K on one counter (sessions/gluon-probe-h200-20261204-0540-dynamic-
 # bf16, -fp8).
-# Since 2026-12-04 07:50 the 16-bit default takes its blocks four heads at a time (hg4): with the counter the programs
+# Since 2026-12-04 07:44 the 16-bit default takes its blocks four heads at a time (hg4): with the counter the programs
 # in flight work on consecutive blocks, and fewer heads' keys compete for the L2. BF16 A0 / FA3 at equal clock, 30 s:
 # 1.005 and 1.008 causal 8K (20261204T072512Z, 072831Z; hg8 0.993 in 071236Z, 13 minutes before), 0.995 and 0.993 causal
 # 16K (072618Z, 072932Z; hg8 0.989 in 071339Z), 1.025 and 1.032 non-causal 8K (072715Z, 073033Z); the 12 s screens of

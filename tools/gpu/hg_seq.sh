@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-04 08:05 without device time left (the session's was spent); sealed first:
+# Issue 15, prepared 2026-12-04 07:48 without device time left (the session's was spent); sealed first:
 # sealed/hg-seq.yaml. BF16 causal 16K is the one shape where A0 is still short of FA3 (0.993-0.995 under the hg4
-# default since 07:50, 0.989-0.993 under hg8). Under -pd hg4 gained a point over hg8 at causal 8K (1.005-1.008
+# default since 07:44, 0.989-0.993 under hg8). Under -pd hg4 gained a point over hg8 at causal 8K (1.005-1.008
 # against 0.992-0.993) and less at 16K. Does a smaller head group help at 16K, where each head's keys and values
 # are twice as large (8 MB in BF16, hd128)? Does the same rule hold at 8K?
 # Step 1: 12 s screens at BF16 causal 16K under hg1, hg2 and hg4, then at causal 8K under hg1 and hg2 (hg4 at 8K:
