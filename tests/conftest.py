@@ -18,17 +18,18 @@ CLI_SERVER = Path(__file__).resolve().parent / "cli_server.py"
 # SOFTBENCH_TESTS_FRESH_CLI=1: every command line in a fresh interpreter, as before cli_server existed (slower)
 FRESH_CLI = os.environ.get("SOFTBENCH_TESTS_FRESH_CLI") == "1"
 
-# Under pytest-xdist (`make test` runs one worker per core) each worker and every process it starts (cli_server,
-# the commands' workers, torchrun's ranks) runs torch and OpenBLAS on one thread, unless OMP_NUM_THREADS was set:
-# left at their default of one thread per core, two workers keep four busy threads on two cores (measured on the
-# interpreter kernel and fidelity tests: a third more CPU time, and as much more wall time). Set here, before any
-# test module imports torch; a test that gives OMP_NUM_THREADS to its command itself still wins.
 # Triton's interpreter for every test module, whichever runs first: Triton reads TRITON_INTERPRET when it is first
 # imported, and the interpreter test modules (test_emulated_exp2, test_folded_kernel, ...) set it at their top, so a
 # run that imported a module which imports triton before them (pytest tests/test_gluon_attn.py
 # tests/test_emulated_exp2.py) failed in their kernels. The cross-compile tests run triton_compile in a process of
 # their own with TRITON_INTERPRET taken out of its environment.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# Under pytest-xdist (`make test` runs one worker per core) each worker and every process it starts (cli_server,
+# the commands' workers, torchrun's ranks) runs torch and OpenBLAS on one thread, unless OMP_NUM_THREADS was set:
+# left at their default of one thread per core, two workers keep four busy threads on two cores (measured on the
+# interpreter kernel and fidelity tests: a third more CPU time, and as much more wall time). Set here, before any
+# test module imports torch; a test that gives OMP_NUM_THREADS to its command itself still wins.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if "torch" in sys.modules:  # not so far: no plugin imports it before this file

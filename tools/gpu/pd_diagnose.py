@@ -17,9 +17,9 @@ Writes OUTDIR/pd_diagnose.json and prints one JSON line per row. A screening pro
 
 On the H200 (2026-12-04 07:06, sessions/gluon-probe-h200-20261204-0706-pd-diagnose) every form above was bit-equal to
 its one-block kernel, in every launch, on this script's inputs. The probe of 05:40 compared -pd with plain() (no -ro,
-no -tb) on gluon_probe's inputs. --probe-data repeats exactly that: gluon_probe's checks at the two shapes that
-failed and its repeated runs at 8K, on its inputs, for FAILING and for its one-block form side by side, each against
-plain(). If the one-block form also differs from plain() there, -ro (not -pd) is what changes bits; if only the
+no -tb) on gluon_probe's inputs. --probe-data repeats that: gluon_probe's checks at the two shapes that failed (its
+draws for them depend on which shapes a run selects, so not the very same inputs) and its repeated runs at 8K (the
+very same inputs: a fixed seed), for FAILING and for its one-block form side by side, each against plain(). If the one-block form also differs from plain() there, -ro (not -pd) is what changes bits; if only the
 dynamic form does, -pd is at fault on those inputs. Writes OUTDIR/pd_diagnose_probe_data.json.
 
 Found (07:23, sessions/gluon-probe-h200-20261204-0723-pd-diagnose-probe-data): the one-block form differed from
