@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-04 08:15 without device time left; sealed first: sealed/fp8-two.yaml. -pd at FP8 with
+# Issue 15, prepared 2026-12-04 07:57 without device time left; sealed first: sealed/fp8-two.yaml. -pd at FP8 with
 # two consumer warpgroups runs since 07:35 (the outputs that had differed were -ro's, fixed). Before -pd two
 # consumers under hg2 gave h15-folded more than one (1.097-1.107 of FA3 against 1.072-1.093, 2026-12-03/04) and A0
 # less; -pd gave the one-consumer default 4 points. Does two-consumer -pd beat the FP8 default's h15-folded (1.135 of
