@@ -42,6 +42,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels import ptx_trim
 from softbench.kernels.capability import GLUON_HEAD_DIMS, TRITON_HEAD_DIMS, dims_text
+from softbench.kernels.gluon_options import KernelOptions
 from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _kept,
                                            _program_tile, _tile_weights, WEIGHT_MAPS, check_inputs,
                                            effective_head_group, key_major_copy, key_norm_blocks, launch_key_norms,
@@ -822,21 +823,14 @@ def _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_D
 @gluon.jit
 def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
               k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles, KN,
-              kn_row, kn_blocks,
-              HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
-              KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
-              FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
-              RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
-              SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
+              kn_row, kn_blocks, OPT: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr = 0,
+              BAR_THEIRS: gl.constexpr = 0, FIRST: gl.constexpr = True):
     """One warpgroup of a program that holds one query block: its Q, its rows' softmax (_consumer_item), its O."""
-    _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM, ROW_SUM_PARTS >= 3)
+    _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, OPT.HEAD_DIM, OPT.ROW_SUM_PARTS >= 3)
     _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
-                   KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False, q_bar,
-                   HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, PINGPONG, KN_WIDTH, BAR_MINE,
-                   BAR_THEIRS, FIRST, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, 0, EMULATE, SPLIT,
-                   MASKED_LOOP, P_AT_MMA)
+                   KN, kn_row, kn_blocks, 0, 0, b32, h32, row0, False, q_bar, OPT, PINGPONG, BAR_MINE, BAR_THEIRS,
+                   FIRST, 0)
     tma.store_wait(pendings=0)
 
 
@@ -844,12 +838,7 @@ def _consumer(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_buf
 def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, q_free, items, item_ready,
                          item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, my_turn, their_turn,
                          qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
-                         ROW_OFFSET: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-                         STAGES: gl.constexpr, CAUSAL: gl.constexpr, WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr,
-                         V_KMAJOR: gl.constexpr, KN_WIDTH: gl.constexpr, BLOCK_M: gl.constexpr,
-                         RESCALE_SKIP: gl.constexpr = False, ROW_SUM_PARTS: gl.constexpr = False,
-                         RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0, EMULATE: gl.constexpr = 0,
-                         SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False,
+                         ROW_OFFSET: gl.constexpr, BLOCK_M: gl.constexpr, OPT: gl.constexpr,
                          DYNAMIC: gl.constexpr = False):
     """One warpgroup under a persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every query
     block the program takes, in the same order as the producer, one ring position counted across them.
@@ -858,6 +847,8 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
     16 bits O leaves through Q's buffer, so the next Q is loaded once O has left. DYNAMIC: the blocks' numbers come
     from the producer (_take_item), which also loads each Q once this warpgroup has released the one before
     (q_free); O always has a buffer of its own."""
+    CAUSAL: gl.constexpr = OPT.CAUSAL
+    BLOCK_N: gl.constexpr = OPT.BLOCK_N
     base = 0
     if DYNAMIC:
         k = 0
@@ -868,9 +859,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
             _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
                            v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32,
                            start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1,
-                           b32, h32, 0, False, q_free,
-                           HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0, True,
-                           RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, 2, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)
+                           b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 2)
             base += n_tiles
             k += 1
             t = _take_item(items, item_ready, item_empty, k)
@@ -886,8 +875,8 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                                                                                 CAUSAL, BLOCK_M, BLOCK_N)
                 row0 = start_m * BLOCK_M + ROW_OFFSET
                 if (r == 0) or (not SEPARATE_O):  # otherwise the previous block loaded it
-                    _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM,
-                             ROW_SUM_PARTS >= 3)
+                    _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, OPT.HEAD_DIM,
+                             OPT.ROW_SUM_PARTS >= 3)
                 t_next = _round_item(r + 1, pid, nprog)
                 has_next = t_next < n_items
                 t_next = gl.where(has_next, t_next, t)
@@ -897,10 +886,8 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                 _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
                                v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
                                n_full, n_tiles, KN, kn_row, kn_blocks, base, r & 1, nb32, nh32,
-                               nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O, q_free,
-                               HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, 0, KN_WIDTH, 0, 0,
-                               True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, 1, EMULATE, SPLIT, MASKED_LOOP,
-                               P_AT_MMA)
+                               nstart_m * BLOCK_M + ROW_OFFSET, has_next & SEPARATE_O, q_free, OPT, 0, 0, 0,
+                               True, 1)
                 if not SEPARATE_O:  # O is in Q's buffer: it must have left before the next Q lands there
                     tma.store_wait(pendings=0)
                     gl.thread_barrier()
@@ -969,18 +956,27 @@ def _schedule_fence(x):
 @gluon.jit
 def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
               m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base,
-              rows_o: gl.constexpr, p_layout: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr, UNMASKED: gl.constexpr, MASKED: gl.constexpr,
-              MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr,
-              BAR_THEIRS: gl.constexpr, RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr,
-              RESCALE_AT_PV: gl.constexpr, LAZY: gl.constexpr, EMULATE: gl.constexpr, TILE: gl.constexpr,
-              PV_FENCE: gl.constexpr, P_AT_MMA: gl.constexpr):
+              rows_o: gl.constexpr, p_layout: gl.constexpr, OPT: gl.constexpr, UNMASKED: gl.constexpr,
+              MASKED: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr, BAR_THEIRS: gl.constexpr,
+              TILE: gl.constexpr, PV_FENCE: gl.constexpr):
     """One step of _consumer_item's key loop for tile i >= 1: this tile's Q.K^T and the previous tile's P.V issued,
     both in flight while this tile's weights are computed, then P.V waited for and O rescaled (at once, or under
     RESCALE_AT_PV before the next P.V). TILE: 1 the tile needs no mask (UNMASKED's weights), 2 it does (MASKED's),
     0 decided here by i >= n_full (a branch inside the loop). PV_FENCE: P.V's wait held below the weights and row
     sums (_schedule_fence). l_acc, l_run: the tensor core's row sums (row_sum "mma", "mma-tile"), carried unread
     otherwise. Returns the loop's carried state."""
+    HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
+    BLOCK_N: gl.constexpr = OPT.BLOCK_N
+    STAGES: gl.constexpr = OPT.STAGES
+    CAUSAL: gl.constexpr = OPT.CAUSAL
+    MAX_OFFSET: gl.constexpr = OPT.MAX_OFFSET
+    LAZY: gl.constexpr = OPT.LAZY
+    EMULATE: gl.constexpr = OPT.EMULATE
+    RESCALE_SKIP: gl.constexpr = OPT.RESCALE_SKIP
+    RESCALE_AT_PV: gl.constexpr = OPT.RESCALE_AT_PV
+    ROW_SUM_PARTS: gl.constexpr = OPT.ROW_SUM_PARTS
+    V_KMAJOR: gl.constexpr = OPT.V_KMAJOR
+    P_AT_MMA: gl.constexpr = OPT.P_AT_MMA
     SUMS_MMA: gl.constexpr = ROW_SUM_PARTS >= 3
     PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4
     dtype: gl.constexpr = q.dtype
@@ -1043,14 +1039,8 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
 def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q, q_free,
-                   HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                   WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr,
-                   KN_WIDTH: gl.constexpr, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
-                   FIRST: gl.constexpr = True, RESCALE_SKIP: gl.constexpr = False,
-                   ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False,
-                   LAZY: gl.constexpr = 0.0, PERSISTENT: gl.constexpr = 0,
-                   EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False, MASKED_LOOP: gl.constexpr = 0,
-                   P_AT_MMA: gl.constexpr = False):
+                   OPT: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr = 0,
+                   BAR_THEIRS: gl.constexpr = 0, FIRST: gl.constexpr = True, PERSISTENT: gl.constexpr = 0):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for. PERSISTENT (SCHEDULE_MODE): the previous block's O store may still be
@@ -1064,6 +1054,22 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     end, which the program's exit discards).
     h15-proved: the unmasked tiles take A1 without its clamp where _proved_n_full says so, the masked ones A1;
     h15-folded likewise its clamp-free and clamped forms (triton_attn._folded_weights)."""
+    HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
+    BLOCK_N: gl.constexpr = OPT.BLOCK_N
+    STAGES: gl.constexpr = OPT.STAGES
+    CAUSAL: gl.constexpr = OPT.CAUSAL
+    WEIGHT: gl.constexpr = OPT.WEIGHT
+    MAX_OFFSET: gl.constexpr = OPT.MAX_OFFSET
+    V_KMAJOR: gl.constexpr = OPT.V_KMAJOR
+    KN_WIDTH: gl.constexpr = OPT.KN_WIDTH
+    RESCALE_SKIP: gl.constexpr = OPT.RESCALE_SKIP
+    ROW_SUM_PARTS: gl.constexpr = OPT.ROW_SUM_PARTS
+    RESCALE_AT_PV: gl.constexpr = OPT.RESCALE_AT_PV
+    LAZY: gl.constexpr = OPT.LAZY
+    EMULATE: gl.constexpr = OPT.EMULATE
+    SPLIT: gl.constexpr = OPT.SPLIT
+    MASKED_LOOP: gl.constexpr = OPT.MASKED_LOOP
+    P_AT_MMA: gl.constexpr = OPT.P_AT_MMA
     ROWS: gl.constexpr = 64
     dtype: gl.constexpr = desc_q.dtype
     out_dtype: gl.constexpr = desc_o.dtype
@@ -1185,17 +1191,13 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
                 i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
-                p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, FIRST_TILES, PV_FENCE,
-                P_AT_MMA)
+                p_layout, OPT, UNMASKED, MASKED, PINGPONG, BAR_MINE, BAR_THEIRS, FIRST_TILES, PV_FENCE)
         if MASKED_LOOP:
             for i in range(gl.maximum(n_full, 1), n_tiles):
                 m_i, l_i, o, p_op, o_alpha, l_acc, l_run = _key_tile(
                     i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_smem, my_turn, their_turn, zero_s,
                     m_i, l_i, o, p_op, o_alpha, l_acc, l_run, offs_n, offs_m, seq, qk_scale, n_full, base, rows_o,
-                    p_layout, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, UNMASKED, MASKED, MAX_OFFSET, V_KMAJOR, PINGPONG,
-                    BAR_MINE, BAR_THEIRS, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, 2, PV_FENCE,
-                    P_AT_MMA)
+                    p_layout, OPT, UNMASKED, MASKED, PINGPONG, BAR_MINE, BAR_THEIRS, 2, PV_FENCE)
 
     # every Q.K^T of this block has completed: Q's buffer is free for the next block's
     if PERSISTENT == 2:
@@ -1330,21 +1332,20 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
     row0 = start_m * BLOCK_M
+    opt: gl.constexpr = KernelOptions(HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH,
+                                      RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP,
+                                      P_AT_MMA)
     if PERSISTENT:
         _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
                                k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN,
-                               kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                               CONSUMER_REGS, LOADER_REGS, CONSUMERS, KN_WIDTH, RESCALE_SKIP, ROW_SUM_PARTS,
-                               RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, PERSISTENT == 2)
+                               kn_blocks, opt, CONSUMER_REGS, LOADER_REGS, CONSUMERS, PERSISTENT == 2)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
-                         n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                         V_KMAJOR, 0, KN_WIDTH, 0, 0, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
-                         SPLIT, MASKED_LOOP, P_AT_MMA)),
+                         n_full, n_tiles, KN, kn_row, kn_blocks, opt, 0)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
@@ -1352,14 +1353,10 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     gl.warp_specialize([
         (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
-                     n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR,
-                     PINGPONG, KN_WIDTH, BAR_0, BAR_1, True, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE,
-                     SPLIT, MASKED_LOOP, P_AT_MMA)),
+                     n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_0, BAR_1, True)),
         (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
                      k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
-                     n_full, n_tiles, KN, kn_row, kn_blocks, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                     V_KMAJOR, PINGPONG, KN_WIDTH, BAR_1, BAR_0, False, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV,
-                     LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA)),
+                     n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
         (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                    HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -1369,17 +1366,17 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
 def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars, q_free,
                            items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                            turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
-                           HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                           WEIGHT: gl.constexpr, MAX_OFFSET: gl.constexpr, V_KMAJOR: gl.constexpr,
-                           CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, CONSUMERS: gl.constexpr,
-                           KN_WIDTH: gl.constexpr, RESCALE_SKIP: gl.constexpr, ROW_SUM_PARTS: gl.constexpr,
-                           RESCALE_AT_PV: gl.constexpr, LAZY: gl.constexpr, EMULATE: gl.constexpr,
-                           SPLIT: gl.constexpr, MASKED_LOOP: gl.constexpr, P_AT_MMA: gl.constexpr,
-                           DYNAMIC: gl.constexpr):
+                           OPT: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+                           CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr):
     """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
     it)."""
+    HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
+    BLOCK_N: gl.constexpr = OPT.BLOCK_N
+    STAGES: gl.constexpr = OPT.STAGES
+    V_KMAJOR: gl.constexpr = OPT.V_KMAJOR
+    CAUSAL: gl.constexpr = OPT.CAUSAL
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
-    WITH_ONES: gl.constexpr = ROW_SUM_PARTS >= 3
+    WITH_ONES: gl.constexpr = OPT.ROW_SUM_PARTS >= 3
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel, and
     # a tuple of arguments built beforehand passes its constexprs on as tensors
     if CONSUMERS == 1:
@@ -1387,9 +1384,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                                    V_KMAJOR, KN_WIDTH, BLOCK_M, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY,
-                                    EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, DYNAMIC)),
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
@@ -1400,15 +1395,11 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                                    V_KMAJOR, KN_WIDTH, BLOCK_M, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY,
-                                    EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, DYNAMIC)),
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), q_free.index(1), items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(1), turns.index(0), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 64, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET,
-                                    V_KMAJOR, KN_WIDTH, BLOCK_M, RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY,
-                                    EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, DYNAMIC)),
+                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
