@@ -211,7 +211,8 @@ class GluonConfig:
     it. "dynamic" (-pd):
     the same programs, each block after a program's first taken from a global counter in the order of "blocks"
     (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype. Both
-    defaults take it since 2026-12-04 06:10; at FP8 it is refused with two consumers (kernel_constants says why).
+    defaults take it since 2026-12-04 06:10. (From 06:10 to 07:35 it was refused at FP8 with two consumers, for
+    outputs that turned out to be -ro's: _key_tile says why.)
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb]
@@ -1378,7 +1379,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     WITH_ONES: gl.constexpr = OPT.ROW_SUM_PARTS >= 3
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel, and
-    # a tuple of arguments built beforehand passes its constexprs on as tensors
+    # a tuple of arguments built beforehand passes its bare constexprs (ROW_OFFSET, BLOCK_M, DYNAMIC) on as tensors
+    # (OPT, an aggregate, would keep its own)
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,

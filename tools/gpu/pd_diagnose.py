@@ -80,8 +80,8 @@ def probe_data(out_dir: Path) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/gpu: gluon_probe
     import gluon_probe as gp
 
-    configs = (gp.ga.GluonConfig.from_label(FAILING),
-               replace(gp.ga.GluonConfig.from_label(FAILING), schedule="blocks"))
+    failing = gp.ga.GluonConfig.from_label(FAILING)
+    configs = (failing, replace(failing, schedule="blocks"))
     rows: list = []
     fp8 = {"fp8": torch.float8_e4m3fn}
     gp.checks(rows, fp8, configs, ("A0", "h15-folded"), PROBE_SHAPES)
