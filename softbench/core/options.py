@@ -46,10 +46,11 @@ def shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim) -> tuple[
                        head_dim=head_dim) for n in seen)
 
 
-def check_triton_config(triton_config: dict, backend: str) -> None:
-    """--triton-config names a configuration of --backend triton's kernels: refused with any other backend."""
+def check_triton_config(triton_config: dict, backend: str, flag: str = "--triton-config") -> None:
+    """--triton-config (or --variant-config) names a configuration of --backend triton's kernels: refused with any
+    other backend."""
     if triton_config and backend != "triton":
-        raise click.BadParameter("--triton-config applies to --backend triton only", param_hint="--triton-config")
+        raise click.BadParameter(f"{flag} applies to --backend triton only", param_hint=flag)
 
 
 def parse_triton_config(label: str) -> dict:
@@ -80,26 +81,40 @@ BACKEND_HELP = ("fa4: FlashAttention-4 on a CUDA GPU; sim: the pure-torch simula
                 "triton: softbench's own Triton forward (BF16/FP16 and FP8 on Hopper)")
 
 
+def _parse_config_label(ctx, param, value):
+    """A click callback: a configuration label as parse_triton_config's options, {} when the option is not given."""
+    if value is None:
+        return {}
+    from softbench.core.errors import UsageError
+
+    try:
+        return parse_triton_config(value)
+    except ImportError as e:
+        raise click.BadParameter(f"needs the triton package ({e})") from None
+    except UsageError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def triton_config_option():
     """--triton-config LABEL: run softbench's Triton backend with a named kernel configuration instead of the
     default's (labels as sessions record them). Parsed by parse_triton_config into TritonBackend's overrides."""
-
-    def parse(ctx, param, value):
-        if value is None:
-            return {}
-        from softbench.core.errors import UsageError
-
-        try:
-            return parse_triton_config(value)
-        except ImportError as e:
-            raise click.BadParameter(f"needs the triton package ({e})") from None
-        except UsageError as e:
-            raise click.BadParameter(str(e)) from None
-
-    return click.option("--triton-config", "triton_config", default=None, callback=parse, metavar="LABEL",
+    return click.option("--triton-config", "triton_config", default=None, callback=_parse_config_label,
+                        metavar="LABEL",
                         help="triton only: the kernel configuration by label (e.g. m128n64w8s4-vk-tma-r128, "
                              "gluon-n128s2-c240l24-hg8) [default: the Gluon kernel's configuration for the dtype "
                              "on sm_90, else the Triton kernel's table for the dtype and head dim]")
+
+
+def variant_config_option():
+    """--variant-config LABEL (latency): the variant's kernels in a configuration of their own, while the baseline
+    and its null keep --triton-config's (or the default): each kernel at its best configuration in one run, so
+    that the fastest form of a variant is timed against the fastest exact kernels at the same clock."""
+    return click.option("--variant-config", "variant_config", default=None, callback=_parse_config_label,
+                        metavar="LABEL",
+                        help="triton only: the variant's kernel configuration when it differs from the "
+                             "baseline's (e.g. the variant's fastest configuration against the baseline's "
+                             "fastest); the baseline and the A/A null keep --triton-config's [default: the "
+                             "baseline's]")
 
 
 # --- latency protocols on the command line (latency, sweep variants) ------------------------------------------

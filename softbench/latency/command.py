@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from softbench.core.options import (check_triton_config, protocol_from_cli, references_asked, run_design_options,
-                                    shape_options, shapes_from, triton_config_option)
+                                    shape_options, shapes_from, triton_config_option, variant_config_option)
 from softbench.kernels.backends import BACKENDS
 
 
@@ -26,6 +26,7 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
               help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
 @triton_config_option()
+@variant_config_option()
 @click.option("--gpus", default=None, metavar="LIST",
               help="the cells in parallel on these GPUs (indices, e.g. 0,1): torchrun with one rank and one set of "
                    "kernel workers per GPU, pinned by CUDA_VISIBLE_DEVICES, cells dealt round-robin; rank 0 "
@@ -36,8 +37,8 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, baseline, variant, protocol_name,
             rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
-            references, start_order, processes, null_in_process, rescale_threshold, triton_config, gpus, control,
-            out_dir):
+            references, start_order, processes, null_in_process, rescale_threshold, triton_config, variant_config,
+            gpus, control, out_dir):
     """Time BASELINE against VARIANT, each kernel in its own process.
 
     The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a
@@ -67,6 +68,9 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
             refuse_in_launch()
         ranks = from_env()
         pin = pin_this_process(ranks)
+    if control and variant_config:
+        raise UsageError("--control times the baseline against itself on every GPU; --variant-config has no "
+                         "variant to configure there")
     if control and gpu_list is None and ranks is None:
         raise UsageError("--control compares GPUs measuring together and alone; it needs --gpus (or torchrun)")
     quiet = ranks is not None and not ranks.main  # rank 0 speaks for the launch
@@ -113,6 +117,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
         check_sim_time(shapes, proto)
     backend_options = {"rescale_threshold": rescale_threshold} if backend == "sim" else {}
     check_triton_config(triton_config, backend)
+    check_triton_config(variant_config, backend, "--variant-config")
     if triton_config:
         backend_options = dict(triton_config)
     refs, skipped = resolve_references(references if control else references_asked(ctx, proto), shapes, backend,
@@ -128,7 +133,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     opts = LatencyOptions(shapes=shapes, protocol=proto, backend=backend, baseline=baseline, variant=variant,
                           out_dir=Path(out_dir), backend_options=backend_options, null=null, references=refs,
                           command_line=launch_command_line(ranks), start_order=start_order,
-                          processes=processes, null_in_process=null_in_process)
+                          processes=processes, null_in_process=null_in_process,
+                          variant_options=dict(variant_config or {}))
     if gpu_list is not None or ranks is not None:
         from softbench.latency.across import run_across
 

@@ -50,6 +50,9 @@ class LatencyOptions(RunOptions):
     # the baseline again inside its own process, on a second allocation of the same inputs (label baseline~): a
     # null that shares the process, beside --null's, which does not (softbench.runtime.twin)
     null_in_process: bool = False
+    # the variants' backend options when they run another configuration than the baseline's (--variant-config):
+    # {} runs every kernel in backend_options. The null always runs the baseline's, or it would be no A/A null
+    variant_options: dict = field(default_factory=dict)
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
@@ -60,10 +63,15 @@ class LatencyOptions(RunOptions):
         variants = (self.variant, *self.more_variants)
         if len(set(variants)) != len(variants):
             raise UsageError(f"variants repeat: {', '.join(variants)}")
+        if self.variant_options and self.variant == self.baseline:
+            raise UsageError("--variant-config runs the variant in another configuration than the baseline; with "
+                             "--variant equal to the baseline that would time two configurations, not an A/A null",
+                             hint="give the configuration to --triton-config, or name a --variant")
+        var_options = self.variant_options or self.backend_options
         specs = [KernelSpec(base_label, self.backend, self.baseline, "baseline", self.backend_options)]
         role = "null" if self.variant == self.baseline else "variant"
-        specs.append(KernelSpec(var_label, self.backend, self.variant, role, self.backend_options))
-        specs += [KernelSpec(v, self.backend, v, "variant", self.backend_options) for v in self.more_variants]
+        specs.append(KernelSpec(var_label, self.backend, self.variant, role, var_options))
+        specs += [KernelSpec(v, self.backend, v, "variant", var_options) for v in self.more_variants]
         if self.null:
             if self.variant == self.baseline:
                 raise UsageError("--null adds a second process of the baseline; with --variant equal to the "
@@ -173,6 +181,7 @@ def protocol_record(opts: LatencyOptions, shape: Shape, workers: dict) -> dict:
         "backend_options": opts.backend_options, "baseline": opts.baseline, "variant": opts.variant,
         "labels": list(workers), "roles": {k: opts.roles()[k] for k in workers},
         "null": opts.null, "references": list(opts.references), "processes_per_kernel": opts.processes,
+        **({"variant_backend_options": opts.variant_options} if opts.variant_options else {}),
         "shape": shape.to_dict(),
         "protocol": opts.protocol.to_dict(),
     }

@@ -65,6 +65,30 @@ def process_pair_lines(summary: dict) -> list[str]:
             f"interval): " + "; ".join(parts)]
 
 
+def kernel_configs(summary: dict) -> dict[str, str]:
+    """label -> the configuration its worker built (smoke.json's build info), for the kernels that report one
+    (softbench's Triton and Gluon kernels; not FA4, the references or the simulation)."""
+    configs = {}
+    for label, smoke in (summary.get("smoke") or {}).items():
+        config = ((smoke or {}).get("build_info") or {}).get("config") or {}
+        if isinstance(config.get("label"), str):
+            configs[label] = config["label"]
+    return configs
+
+
+def configuration_lines(summary: dict) -> list[str]:
+    """Where the variants ran in another configuration than the baseline (--variant-config), which ran where: the
+    speed-up is then between two configurations as well as two variants. Nothing when they share one."""
+    configs = kernel_configs(summary)
+    if len(set(configs.values())) < 2:
+        return []
+    by_config: dict[str, list[str]] = {}
+    for label, config in configs.items():
+        by_config.setdefault(config, []).append(label)
+    return ["configurations (each kernel in its own): "
+            + "; ".join(f"{', '.join(labels)} {config}" for config, labels in by_config.items())]
+
+
 def paired_headline(summary: dict) -> list[str]:
     """The lines that say what was measured: each variant's speed-up with its quantity and protocol, the A/A
     null of the same run, the fastest exact kernel beside them, and why the measurement stopped."""
@@ -79,6 +103,7 @@ def paired_headline(summary: dict) -> list[str]:
         lines.append(f"{v} vs {base}, speed-up {quantity} ({kind} protocol{at}): "
                      f"{_estimate(comps.get(v, {}).get('paired'))}"
                      f"; pooled medians {fmt(comps.get(v, {}).get('pooled_speedup_pct'), '+.2f')}%")
+    lines += configuration_lines(summary)
     null = summary.get("null")
     if null:
         lines.append(f"A/A null ({null} vs {base}, same run): {_estimate(comps.get(null, {}).get('paired'))}")

@@ -86,12 +86,17 @@ def _scope_value(key: str, rec: SessionRecord) -> Any:
 
 
 def resolved_option(field: str, rec: SessionRecord) -> Any:
-    """A kernel option the run left to the backend's defaults, as its baseline's worker resolved it: the same
-    configuration runs every kernel of a session (the Gluon label of the FP8 default, and each of its fields)."""
-    baseline = rec.facts.get("baseline")
-    if not isinstance(baseline, str):
+    """A kernel option the run left to the backend's defaults, as its baseline's worker resolved it (the Gluon
+    label of the FP8 default, and each of its fields). The baseline's is the session's configuration: its null runs
+    the same, and only --variant-config gives the variants another (scope `smoke.<variant>.build_info.config...`)."""
+    return kernel_option(rec.facts.get("baseline"), field, rec)
+
+
+def kernel_option(kernel: Any, field: str, rec: SessionRecord) -> Any:
+    """A kernel option as the worker of the kernel labelled `kernel` built it; _MISSING where it reported none."""
+    if not isinstance(kernel, str):
         return _MISSING
-    return resolve(rec.summary, f"smoke.{baseline}.build_info.config.{field}")
+    return resolve(rec.summary, f"smoke.{kernel}.build_info.config.{field}")
 
 
 def _matches(have: Any, want: Any) -> bool:

@@ -42,7 +42,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
                 # a matrix run across GPUs (latency --gpus): rank, GPU, CUDA_VISIBLE_DEVICES, UUID, cell, phase
                 "placement",
                 # several processes per kernel (--processes) and the null inside the baseline's process
-                "processes_per_kernel", "process_pairs", "null_in_process"),
+                "processes_per_kernel", "process_pairs", "null_in_process",
+                # the variants' own kernel configuration (--variant-config)
+                "variant_backend_options"),
     "sweep": ("baseline", "kind", "measured", "protocol", "rows", "shape", "shape_tag", "variants",
               "protocol_kind", "quantity", "null", "references", "processes_per_kernel", "null_in_process"),
     "energy": ("baseline", "chunk", "dtype", "dtype_note", "idle_s", "interval_s", "loops", "order", "out_dir",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.session import read_jsonl
-from softbench.predictions.evaluate import resolved_option
+from softbench.predictions.evaluate import kernel_option, resolved_option
 from softbench.predictions.sessions import SessionRecord, folder_time
 
 
@@ -26,6 +26,12 @@ def kernel_config(rec: SessionRecord) -> str:
     return label if isinstance(label, str) else ""
 
 
+def variant_config(rec: SessionRecord) -> str:
+    """The configuration the variant ran in where it is not the baseline's (latency --variant-config), else ''."""
+    label = kernel_option(rec.facts.get("variant"), "label", rec)
+    return label if isinstance(label, str) and label != kernel_config(rec) else ""
+
+
 def bar_label(rec: SessionRecord) -> str:
     """A bar's name in the speed-up figures: the session's start time (its folder stamp, HHMMSS), its kernel
     configuration (a Gluon label without its "gluon-" prefix: n128s2-c240l24-hg8-g1-lt-tb), and the quantity when it
@@ -34,6 +40,9 @@ def bar_label(rec: SessionRecord) -> str:
     stamp = started.strftime("%H%M%S") if started else rec.name[:6]
     config = kernel_config(rec)
     options = config.removeprefix("gluon-")
+    own = variant_config(rec)
+    if own:  # the variant in a configuration of its own: both, the baseline's first
+        options = f"{options} / {rec.facts.get('variant')} {own.removeprefix('gluon-')}"
     quantity = rec.facts.get("quantity")
     return " ".join(x for x in (stamp, options, quantity if quantity not in (None, "at equal clock") else "") if x)
 
