@@ -66,9 +66,9 @@ def test_the_joined_values_are_the_sessions_numbers():
     row = rows[sf.points.index(sat)]
     written = _summary(INTERLEAVED)["comparisons"]["h15-sat"]["paired"]
     lo, hi = written["ci95_pct"]
-    assert row[5:8] == [f"{written['estimate_pct']:+.2f}", f"[{lo:+.2f}, {hi:+.2f}]", INTERLEAVED]
+    assert row[6:9] == [f"{written['estimate_pct']:+.2f}", f"[{lo:+.2f}, {hi:+.2f}]", INTERLEAVED]
     c = _condition(KERNEL, "kernel:rowmax-h15-sat")
-    assert row[10:12] == [f"{c['dnll']:+.5f}", f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]"]
+    assert row[11:13] == [f"{c['dnll']:+.5f}", f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]"]
 
 
 def test_against_fa3_is_estimated_from_the_sessions_own_units():
@@ -139,7 +139,7 @@ def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):
     (table,) = [t for t in rep.tables if t.title.startswith("speed against fidelity")]
     # A1 on FA4 through the simulation: the complete session, not the newer partial one
     (row,) = table.rows
-    assert row[1:3] == ["A1", "fa4"] and row[12].startswith(SIM)
+    assert row[1:4] == ["A1", "", "fa4"] and row[13].startswith(SIM)  # FA4 reports no configuration
     with pytest.raises(UsageError, match="measured shape 'fp8-9K'"):
         build_report([REAL_SESSIONS], tmp_path / "none", speed_shape="fp8-9K")
     assert not (tmp_path / "none").exists()
@@ -162,3 +162,34 @@ def test_a_session_whose_baseline_is_not_exact_gives_no_points():
     assert points == [] and len(notes) == 1 and "left out: WARNING, not exact attention: A0's error" in notes[0]
     points, notes = session_speedups(per_tile)
     assert {(p.label, p.against) for p in points} >= {("h15-folded", "A0"), ("A0", "ref-fa3")} and notes == []
+
+
+def test_a_speedup_between_two_configurations_names_both():
+    """latency --variant-config ran h15-folded in two consumers and A0 in the FP8 default (the H200, 09:15): its
+    points against A0 carry both configurations, the table and the figure's source line say so; against FA3 and
+    in a session of one configuration a point carries its kernel's alone."""
+    from conftest import ROOT
+    from softbench.report.speed_fidelity import JoinedPoint, SpeedFidelity
+    from softbench.report.speed_figure import source_line
+    from softbench.report.fidelity_match import fidelity_points
+    from softbench.report.speedups import session_speedups
+
+    two, default = "gluon-n128s2-c240l24-hg2-pd-rla-lmt-tb-mlf", "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"
+    rec = load_session(ROOT / "sessions" / "20261204T091554Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved")
+    points, notes = session_speedups(rec)
+    assert notes == []
+    by = {(p.label, p.against): p for p in points}
+    assert (by[("h15-folded", "A0")].config, by[("h15-folded", "A0")].against_config) == (two, default)
+    assert (by[("A0'", "A0")].config, by[("A0'", "A0")].against_config) == (default, default)
+    assert (by[("h15-folded", "ref-fa3")].config, by[("h15-folded", "ref-fa3")].against_config) == (two, "")
+    fid = fidelity_points([load_session(REAL_SESSIONS / SIM)])[0]
+    sf = SpeedFidelity(SHAPE, [JoinedPoint(by[("h15-folded", "A0")], "rowmax-h15-folded", fid, 1),
+                               JoinedPoint(by[("h15-folded", "ref-fa3")], "rowmax-h15-folded", fid, 1)])
+    rows = speed_fidelity_table(sf).rows
+    assert rows[0][2] == f"{two} against A0 in {default}" and rows[1][2] == two
+    assert "(n128s2-c240l24-hg2-pd-rla-lmt-tb-mlf against n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf)" in \
+        source_line(1, sf.points[0])
+    assert " against " not in source_line(2, sf.points[1]).split(",")[0]
+    # a session of one configuration (2026-12-01, the FP8 default then): the same configuration on both sides
+    sat = {(p.label, p.against): p for p in session_speedups(load_session(REAL_SESSIONS / INTERLEAVED))[0]}
+    assert sat[("h15-sat", "A0")].config == sat[("h15-sat", "A0")].against_config == "gluon-n128s2-c240l24-hg8-g1"

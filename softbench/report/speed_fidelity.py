@@ -131,7 +131,9 @@ def describe(sf: SpeedFidelity, shapes: Counter, asked: str | None) -> list[str]
              "- One point per backend, kernel, quantity and comparison (against A0, against FA3), from the newest "
              "complete session that has it; against A0 as the session wrote it (paper rounds: with their window "
              "bootstrap), against a reference kernel (FA3) re-estimated from the session's own units by its own "
-             "estimator, once those units give back every estimate the session wrote.",
+             "estimator, once those units give back every estimate the session wrote. A point's configuration is the "
+             "one its kernel ran in; where the variant ran in another than A0 (latency --variant-config), its row "
+             "names both.",
              "- dNLL: the kernel path on the same backend first, then the simulation, then the kernel path on "
              "another backend, then the offline whole-row path; a complete session first, then the newest."]
     lines += [f"- not joined: {s}" for s in sf.skipped]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from softbench.report.figures import new_figure, save_figure
 from softbench.report.speed_fidelity import JoinedPoint, SpeedFidelity
-from softbench.report.speedups import PAPER
+from softbench.report.speedups import PAPER, Speedup
 
 MARKERS = {"at equal clock": "o", "sustained": "s", PAPER: "^"}
 QUANTITY_LEGEND = {"at equal clock": "at equal clock (interleaved)", "sustained": "sustained (at the power cap)",
@@ -37,6 +37,18 @@ def point_name(p: JoinedPoint) -> str:
     return f"{s.label} (A/A null)" if s.role == "null" else s.variant
 
 
+def configuration(s: Speedup) -> str:
+    """The configuration a point's kernel ran in, and the one of the kernel it is measured against where that is
+    another (latency --variant-config): a speed-up between two configurations says so."""
+    if configs_differ(s):
+        return f"{s.config} against {against_name(s.against)} in {s.against_config}"
+    return s.config
+
+
+def configs_differ(s: Speedup) -> bool:
+    return bool(s.config and s.against_config and s.config != s.against_config)
+
+
 def _err(value: float, lo, hi) -> list[list[float]] | None:
     # an interval the session left undefined (too few pairs: NaN) is not drawn rather than drawn as zero
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
@@ -47,7 +59,9 @@ def _err(value: float, lo, hi) -> list[list[float]] | None:
 def source_line(i: int, p: JoinedPoint) -> str:
     s, f = p.speed, p.fidelity
     ran = f", ran {f.variant}" if f.variant and f.variant != s.variant else ""
-    return (f"[{i}] {point_name(p)}, {s.quantity}, vs {against_name(s.against)}: latency {stamp(s.session)} "
+    own = (f" ({s.config.removeprefix('gluon-')} against {s.against_config.removeprefix('gluon-')})"
+           if configs_differ(s) else "")
+    return (f"[{i}] {point_name(p)}{own}, {s.quantity}, vs {against_name(s.against)}: latency {stamp(s.session)} "
             f"({s.backend}{', partial' if not s.complete else ''}); dNLL {f.condition}{ran} from {stamp(f.session)} "
             f"({f.model}, {f.corpus}, {f.dtype}, {f.path} path{', partial' if not f.complete else ''})")
 

@@ -12,6 +12,7 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from softbench.latency.exactness import exactness_line, recorded_exactness
+from softbench.predictions.evaluate import kernel_option
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.reestimate import against_reference
 
@@ -35,6 +36,10 @@ class Speedup:
     ci_high: float | None
     n: int | None  # pairs (paired protocols) or windows per kernel (paper rounds)
     method: str
+    # the configuration the kernel's worker built, and that of the kernel it is measured against: they differ
+    # where latency --variant-config ran the variant in its own; '' where a kernel reports none (FA4, FA3, sim)
+    config: str = ""
+    against_config: str = ""
 
 
 def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant: str, role: str, est: dict,
@@ -42,7 +47,13 @@ def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant:
     lo, hi = (est.get("ci95_pct") or [None, None])[:2]
     return Speedup(rec.name, rec.complete, rec.started, str(rec.summary.get("backend", "?")),
                    str(rec.summary.get("shape_tag", "?")), quantity, against, label, variant, role,
-                   float(est["estimate_pct"]), lo, hi, est.get("n_pairs"), str(est.get(method_key, "")))
+                   float(est["estimate_pct"]), lo, hi, est.get("n_pairs"), str(est.get(method_key, "")),
+                   _config(rec, label), _config(rec, against))
+
+
+def _config(rec: SessionRecord, label: str) -> str:
+    config = kernel_option(label, "label", rec)
+    return config if isinstance(config, str) else ""
 
 
 def _paired(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:

@@ -9,7 +9,7 @@ from softbench.core.shapes import seq_label
 from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import fidelity_conditions, loop_entries, marked_name, mask_label, trace_points
-from softbench.report.speed_figure import against_name, point_name
+from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
 
 
@@ -102,11 +102,11 @@ def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
     for i, p in enumerate(sf.points):
         s, f = p.speed, p.fidelity
         ran = f" (ran {f.variant})" if f.variant and f.variant != s.variant else ""
-        rows.append([str(i + 1), point_name(p), s.backend, s.quantity, against_name(s.against),
+        rows.append([str(i + 1), point_name(p), configuration(s), s.backend, s.quantity, against_name(s.against),
                      fmt(s.estimate_pct, "+.2f"), _interval(s.ci_low, s.ci_high, "+.2f"),
                      s.session + ("" if s.complete else " (partial)"), p.operator, f.condition + ran,
                      fmt(f.dnll, "+.5f"), _interval(f.ci_low, f.ci_high, "+.5f"),
                      f"{f.session}{'' if f.complete else ' (partial)'}: {f.model}, {f.corpus}, {f.dtype}"])
     return TableData(f"speed against fidelity at {sf.shape_tag}",
-                     ["#", "kernel", "backend", "quantity", "against", "speed-up %", "95% interval", "latency session",
+                     ["#", "kernel", "configuration", "backend", "quantity", "against", "speed-up %", "95% interval", "latency session",
                       "operator", "fidelity condition", "dNLL", "dNLL 95% interval", "fidelity session"], rows)
