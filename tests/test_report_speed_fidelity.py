@@ -175,7 +175,8 @@ def test_a_speedup_between_two_configurations_names_both():
     from softbench.report.speedups import session_speedups
 
     two, default = "gluon-n128s2-c240l24-hg2-pd-rla-lmt-tb-mlf", "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"
-    rec = load_session(ROOT / "sessions" / "20261204T091554Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved")
+    name = "20261204T091554Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+    rec = load_session(ROOT / "sessions" / name)
     points, notes = session_speedups(rec)
     assert notes == []
     by = {(p.label, p.against): p for p in points}

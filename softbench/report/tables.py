@@ -108,5 +108,5 @@ def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
                      fmt(f.dnll, "+.5f"), _interval(f.ci_low, f.ci_high, "+.5f"),
                      f"{f.session}{'' if f.complete else ' (partial)'}: {f.model}, {f.corpus}, {f.dtype}"])
     return TableData(f"speed against fidelity at {sf.shape_tag}",
-                     ["#", "kernel", "configuration", "backend", "quantity", "against", "speed-up %", "95% interval", "latency session",
-                      "operator", "fidelity condition", "dNLL", "dNLL 95% interval", "fidelity session"], rows)
+                     ["#", "kernel", "configuration", "backend", "quantity", "against", "speed-up %", "95% interval",
+                      "latency session", "operator", "fidelity condition", "dNLL", "dNLL 95% interval", "fidelity session"], rows)
