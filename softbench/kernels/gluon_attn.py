@@ -1380,7 +1380,10 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
     WITH_ONES: gl.constexpr = OPT.ROW_SUM_PARTS >= 3
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel, and
     # a tuple of arguments built beforehand passes its bare constexprs (ROW_OFFSET, BLOCK_M, DYNAMIC) on as tensors
-    # (OPT, an aggregate, would keep its own)
+    # (OPT, an aggregate, would keep its own). Wrapping those in aggregates is not enough either (tried 2026-12-04
+    # with tools/analysis/kernel_ptx_hashes.py): the arguments Triton specialized at launch (group, 1 without GQA)
+    # also arrive as tensors, captured at run time, and h15-proved's key-norm rows were then computed with a division
+    # by group (two of the 36 hashed kernels changed)
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
