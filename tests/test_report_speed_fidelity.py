@@ -139,7 +139,7 @@ def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):
     (table,) = [t for t in rep.tables if t.title.startswith("speed against fidelity")]
     # A1 on FA4 through the simulation: the complete session, not the newer partial one
     (row,) = table.rows
-    assert row[1:4] == ["A1", "", "fa4"] and row[13].startswith(SIM)  # FA4 reports no configuration
+    assert row[1:4] == ["A1", "-", "fa4"] and row[13].startswith(SIM)  # FA4 reports no configuration
     with pytest.raises(UsageError, match="measured shape 'fp8-9K'"):
         build_report([REAL_SESSIONS], tmp_path / "none", speed_shape="fp8-9K")
     assert not (tmp_path / "none").exists()

@@ -102,7 +102,7 @@ def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
     for i, p in enumerate(sf.points):
         s, f = p.speed, p.fidelity
         ran = f" (ran {f.variant})" if f.variant and f.variant != s.variant else ""
-        rows.append([str(i + 1), point_name(p), configuration(s), s.backend, s.quantity, against_name(s.against),
+        rows.append([str(i + 1), point_name(p), configuration(s) or "-", s.backend, s.quantity, against_name(s.against),
                      fmt(s.estimate_pct, "+.2f"), _interval(s.ci_low, s.ci_high, "+.2f"),
                      s.session + ("" if s.complete else " (partial)"), p.operator, f.condition + ran,
                      fmt(f.dnll, "+.5f"), _interval(f.ci_low, f.ci_high, "+.5f"),
