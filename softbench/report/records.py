@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.session import read_jsonl
-from softbench.predictions.evaluate import kernel_option, resolved_option
+from softbench.predictions.evaluate import kernel_option
 from softbench.predictions.sessions import SessionRecord, folder_time
 
 
@@ -18,18 +18,19 @@ def marked_name(rec: SessionRecord) -> str:
     return rec.name + ("" if rec.complete else " (partial)")
 
 
-def kernel_config(rec: SessionRecord) -> str:
-    """The kernel configuration the baseline ran in, as the worker reported it (its build info in smoke.json's
-    summary: the resolved defaults included, which protocol.yaml's backend_options leave out); '' where none was
-    reported (FA4, the simulation)."""
-    label = resolved_option("label", rec)
+def kernel_config(rec: SessionRecord, kernel: str | None = None) -> str:
+    """The kernel configuration a kernel of the session ran in (the baseline unless `kernel` names another label),
+    as its worker reported it (its build info in smoke.json's summary: the resolved defaults included, which
+    protocol.yaml's backend_options leave out); '' where none was reported (FA4, FA3, the simulation)."""
+    label = kernel_option(rec.facts.get("baseline") if kernel is None else kernel, "label", rec)
     return label if isinstance(label, str) else ""
 
 
 def variant_config(rec: SessionRecord) -> str:
     """The configuration the variant ran in where it is not the baseline's (latency --variant-config), else ''."""
-    label = kernel_option(rec.facts.get("variant"), "label", rec)
-    return label if isinstance(label, str) and label != kernel_config(rec) else ""
+    variant = rec.facts.get("variant")
+    label = kernel_config(rec, variant) if isinstance(variant, str) else ""
+    return label if label != kernel_config(rec) else ""
 
 
 def bar_label(rec: SessionRecord) -> str:

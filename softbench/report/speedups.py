@@ -12,8 +12,8 @@ import datetime as _dt
 from dataclasses import dataclass
 
 from softbench.latency.exactness import exactness_line, recorded_exactness
-from softbench.predictions.evaluate import kernel_option
 from softbench.predictions.sessions import SessionRecord
+from softbench.report.records import kernel_config
 from softbench.report.reestimate import against_reference
 
 PAPER = "paper rounds"
@@ -48,12 +48,7 @@ def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant:
     return Speedup(rec.name, rec.complete, rec.started, str(rec.summary.get("backend", "?")),
                    str(rec.summary.get("shape_tag", "?")), quantity, against, label, variant, role,
                    float(est["estimate_pct"]), lo, hi, est.get("n_pairs"), str(est.get(method_key, "")),
-                   _config(rec, label), _config(rec, against))
-
-
-def _config(rec: SessionRecord, label: str) -> str:
-    config = kernel_option(label, "label", rec)
-    return config if isinstance(config, str) else ""
+                   kernel_config(rec, label), kernel_config(rec, against))
 
 
 def _paired(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
