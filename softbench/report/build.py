@@ -8,6 +8,9 @@ as such. Figures:
   session, window latency over time per kernel with the SM clock on a twin axis.
 - A/A nulls: every latency session's null beside its protocol, kernel count and process start order, with
   misses and signs counted per group (softbench.report.nulls).
+- against the reference across sessions: each kernel's speed-up over FA3 (or another reference timed in the same
+  run) in every session that timed both, per shape, quantity and configuration, with a t interval across sessions
+  (softbench.report.replication). A table, no figure.
 - energy: per session, power over time per loop (samples.jsonl: time_s, power_w, sm_clock_mhz) with the
   SM clock on a twin axis; the per-loop numbers of summary.json as a table.
 - fidelity: per session, dNLL with its interval per condition (summary.json `conditions`).
@@ -29,6 +32,7 @@ from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plo
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.nulls import NULL_COLUMNS, null_rows, null_summary, null_table_rows
 from softbench.report.records import marked_name, safe_name
+from softbench.report.replication import REPLICATION_COLUMNS, replication_rows, replication_summary, replications
 from softbench.report.speed_fidelity import choose_shape, describe, join_speed_fidelity, latency_shapes
 from softbench.report.speed_figure import plot_speed_fidelity
 from softbench.report.tables import (TableData, energy_table, fidelity_table, latency_table, speed_fidelity_table,
@@ -106,6 +110,13 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
         if nulls:
             report.tables.append(TableData("A/A nulls", NULL_COLUMNS, null_table_rows(nulls)))
             report.sections.append(("A/A nulls across sessions", null_summary(nulls)))
+        if any((r.summary or {}).get("references") for r in lat):
+            groups, left_out = replications(lat)
+            if groups:
+                report.tables.append(TableData("against the reference across sessions", REPLICATION_COLUMNS,
+                                               replication_rows(groups)))
+            report.sections.append(("against the reference across sessions: how it is made",
+                                    replication_summary(groups, left_out)))
         add(lambda p: plot_speedup_vs_seq(lat, p), out_dir / "latency-speedup-vs-seq.png")
         add(lambda p: plot_speedup_bars(lat, p), out_dir / "latency-speedup-bars.png")
         for r in lat:

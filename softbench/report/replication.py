@@ -1,0 +1,134 @@
+"""Each kernel against an exact reference kernel (FA3) across sessions: does what one run reads hold across runs?
+
+A session's interval holds the scatter of its own pairs of windows. An offset between the processes of one run
+lasts the run and shows only across runs (the nulls' spread, softbench.report.nulls); on the H200 the nulls of
+shuffled-start interleavings scattered more widely than their intervals allowed. So a claim such as "A0 at FA3's
+speed at BF16 causal 16K" rests on every complete session that timed both: grouped by shape, quantity, kernel and
+the kernel's configuration, their mean with a Student-t interval across sessions, the standard deviation between
+sessions beside the median half-width of the sessions' own intervals, and the range of their A/A nulls.
+
+The estimates are the report's own (softbench.report.speedups: re-estimated from each session's units, and only
+where those units give back what the session wrote); this module only groups them."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from softbench.core.tables import fmt
+from softbench.predictions.sessions import SessionRecord
+from softbench.report.speedups import Speedup, session_speedups
+
+MIN_SESSIONS = 2  # a kernel timed against the reference once has nothing to replicate
+
+
+@dataclass(frozen=True)
+class Replication:
+    """One kernel, in one configuration, against one reference at one shape and quantity, in several sessions."""
+    shape_tag: str
+    quantity: str
+    kernel: str  # the catalog's variant name (A0, h15-folded)
+    config: str  # its configuration label; '' where the kernel reports none (FA4)
+    against: str  # the reference's label (ref-fa3)
+    sessions: tuple[str, ...]
+    estimates_pct: tuple[float, ...]  # speed-up of the kernel over the reference, per session
+    half_widths_pp: tuple[float, ...]  # each session's own 95% half-width, where it has one
+    nulls_pct: tuple[float, ...]  # each session's A/A null (against its baseline), where it timed one
+
+    @property
+    def mean_pct(self) -> float:
+        return statistics.fmean(self.estimates_pct)
+
+    @property
+    def sd_between_pp(self) -> float:
+        return statistics.stdev(self.estimates_pct)
+
+    def t_interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Student-t interval of the mean across sessions (each session one observation)."""
+        from scipy import stats as sps
+
+        n = len(self.estimates_pct)
+        half = float(sps.t.ppf(0.5 + level / 2.0, n - 1)) * self.sd_between_pp / n ** 0.5
+        return self.mean_pct - half, self.mean_pct + half
+
+
+def _null_of(points: list[Speedup], references: list[str]) -> float | None:
+    """The session's A/A null against its baseline (not the null's speed-up over a reference)."""
+    return next((p.estimate_pct for p in points if p.role == "null" and p.against not in references), None)
+
+
+def replications(recs: list[SessionRecord]) -> tuple[list[Replication], list[str]]:
+    """The groups timed in MIN_SESSIONS sessions or more, and one sentence each on what was left out."""
+    groups: dict[tuple, list[tuple[str, Speedup, float | None]]] = {}
+    partial = 0
+    for rec in recs:
+        references = (rec.summary or {}).get("references") or []
+        if not references:
+            continue
+        if not rec.complete:  # a run cut short is drawn elsewhere, marked; it is no replicate of a full one
+            partial += 1
+            continue
+        points, _ = session_speedups(rec)  # what could not be re-estimated is reported by the figures' notes
+        null = _null_of(points, references)
+        for p in points:
+            if p.against in references and p.role in ("baseline", "variant"):
+                key = (p.shape_tag, p.quantity, p.variant, p.config, p.against)
+                groups.setdefault(key, []).append((rec.name, p, null))
+    out, single = [], 0
+    for key, members in sorted(groups.items()):
+        if len(members) < MIN_SESSIONS:
+            single += 1
+            continue
+        out.append(Replication(*key, sessions=tuple(m[0] for m in members),
+                               estimates_pct=tuple(m[1].estimate_pct for m in members),
+                               half_widths_pp=tuple((m[1].ci_high - m[1].ci_low) / 2 for m in members
+                                                    if m[1].ci_low is not None and m[1].ci_high is not None),
+                               nulls_pct=tuple(m[2] for m in members if m[2] is not None)))
+    notes = []
+    if single:
+        notes.append(f"{single} kernel(s) timed against a reference in one session only (per shape, quantity and "
+                     "configuration) are left out")
+    if partial:
+        notes.append(f"{partial} partial session(s) that timed a reference are left out")
+    return out, notes
+
+
+REPLICATION_COLUMNS = ["shape", "quantity", "kernel", "configuration", "against", "sessions",
+                       "mean % [95% t, across sessions]", "sd between sessions pp", "own half-width pp (median)",
+                       "range %", "A/A nulls %"]
+
+
+def _span(values, spec: str = "+.2f") -> str:
+    return f"{min(values):{spec}} to {max(values):{spec}}" if values else "-"
+
+
+def replication_rows(groups: list[Replication]) -> list[list[str]]:
+    rows = []
+    for g in groups:
+        lo, hi = g.t_interval()
+        rows.append([g.shape_tag, g.quantity, g.kernel, g.config or "-", g.against, str(len(g.sessions)),
+                     f"{g.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{g.sd_between_pp:.2f}",
+                     fmt(statistics.median(g.half_widths_pp) if g.half_widths_pp else None, ".2f"),
+                     _span(g.estimates_pct), _span(g.nulls_pct)])
+    return rows
+
+
+def replication_summary(groups: list[Replication], notes: list[str]) -> list[str]:
+    """How the table is made, what it left out, and where sessions scatter more than their own intervals say."""
+    out = [f"- Every complete latency session that timed a reference kernel: each kernel's speed-up over the "
+           f"reference, one value per session, grouped by shape, quantity and configuration; groups of "
+           f"{MIN_SESSIONS} sessions or more. The interval is Student-t over sessions, so it holds the offsets "
+           "between runs that a session's own interval cannot."]
+    out += [f"- {n}" for n in notes]
+    for g in groups:
+        if len(g.half_widths_pp) < 2:
+            continue
+        implied = statistics.median(g.half_widths_pp) / 1.96
+        if g.sd_between_pp > 1.5 * implied:
+            out.append(f"- {g.kernel} ({g.config or 'no configuration'}) at {g.shape_tag}, {g.quantity}: "
+                       f"{len(g.sessions)} sessions scatter with {g.sd_between_pp:.2f} pp, "
+                       f"{g.sd_between_pp / implied:.1f} times what their own intervals imply ({implied:.2f} pp)")
+    if not groups:
+        out.append(f"- No kernel was timed against a reference in {MIN_SESSIONS} sessions or more of the same "
+                   "shape, quantity and configuration.")
+    return out

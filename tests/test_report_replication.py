@@ -1,0 +1,101 @@
+"""softbench.report.replication: each kernel against FA3 across the sessions that timed both. Real inputs: the
+BF16 causal 16K sessions of 2026-12-04 in the project's sessions/ (H200, --null --reference fa3), read in place or
+copied to a temporary folder where one is to be marked partial."""
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from softbench.predictions.sessions import load_sessions
+from softbench.report.build import build_report
+from softbench.report.reestimate import against_reference
+from softbench.report.replication import replication_rows, replication_summary, replications
+
+SESSIONS = Path(__file__).resolve().parents[1] / "sessions"
+DEFAULT_16 = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"
+# BF16 causal 16K under the 16-bit default (A0 against h15-sat, noexp or h15-folded), and one under hg2
+HG4 = ("20261204T072932Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved",
+       "20261204T084718Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved",
+       "20261204T090424Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",
+       "20261204T101606Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved")
+HG2 = "20261204T084626Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"
+
+
+def _copy(tmp_path: Path, names) -> Path:
+    root = tmp_path / "sessions"
+    root.mkdir()
+    for n in names:
+        shutil.copytree(SESSIONS / n, root / n)
+    return root
+
+
+def _group(groups, kernel: str, config: str = DEFAULT_16):
+    (g,) = [g for g in groups if g.kernel == kernel and g.config == config]
+    return g
+
+
+def test_a_group_holds_each_sessions_own_estimate_against_fa3():
+    recs = load_sessions([SESSIONS / n for n in HG4 + (HG2,)])
+    groups, notes = replications(recs)
+    a0 = _group(groups, "A0")
+    assert a0.sessions == HG4 and (a0.shape_tag, a0.quantity, a0.against) == ("bf16-16K-causal-b1h16d128",
+                                                                             "at equal clock", "ref-fa3")
+    by_name = {r.name: r for r in recs}
+    expected = [against_reference(by_name[n], "ref-fa3")[0]["A0"] for n in HG4]
+    assert list(a0.estimates_pct) == [e["estimate_pct"] for e in expected]
+    assert list(a0.half_widths_pp) == [(e["ci95_pct"][1] - e["ci95_pct"][0]) / 2 for e in expected]
+    # the nulls are the sessions' own A/A estimates against A0, as each summary wrote them
+    written = [json.loads((SESSIONS / n / "summary.json").read_text())["comparisons"]["A0'"]["paired"]["estimate_pct"]
+               for n in HG4]
+    assert list(a0.nulls_pct) == written
+    # the mean and its Student-t interval over the four sessions
+    x = [e["estimate_pct"] for e in expected]
+    half = stats.t.ppf(0.975, len(x) - 1) * statistics.stdev(x) / len(x) ** 0.5
+    assert a0.mean_pct == pytest.approx(statistics.fmean(x))
+    assert a0.t_interval() == pytest.approx((statistics.fmean(x) - half, statistics.fmean(x) + half))
+    # hg2's A0 is another configuration: one session, left out, and so are the variants timed once
+    assert all(g.config == DEFAULT_16 for g in groups)
+    assert {g.kernel for g in groups} == {"A0", "h15-sat"}  # h15-sat in two of the four; noexp, h15-folded once
+    assert any("one session only" in n for n in notes)
+
+
+def test_rows_print_the_group_and_the_scatter_beyond_the_sessions_own_intervals():
+    groups, notes = replications(load_sessions([SESSIONS / n for n in HG4]))
+    rows = {r[2]: r for r in replication_rows(groups)}
+    a0 = _group(groups, "A0")
+    lo, hi = a0.t_interval()
+    assert rows["A0"][:6] == ["bf16-16K-causal-b1h16d128", "at equal clock", "A0", DEFAULT_16, "ref-fa3", "4"]
+    assert rows["A0"][6] == f"{a0.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    assert rows["A0"][9] == f"{min(a0.estimates_pct):+.2f} to {max(a0.estimates_pct):+.2f}"
+    text = replication_summary(groups, notes)
+    for g in groups:  # a sentence exactly where the sessions scatter more than 1.5 times their intervals imply
+        implied = statistics.median(g.half_widths_pp) / 1.96
+        flagged = any(s.startswith(f"- {g.kernel} (") for s in text)
+        assert flagged == (statistics.stdev(g.estimates_pct) > 1.5 * implied)
+
+
+def test_a_partial_session_is_no_replicate(tmp_path):
+    root = _copy(tmp_path, HG4[:2])
+    status = root / HG4[1] / "status.json"
+    s = json.loads(status.read_text())
+    s["complete"] = False
+    status.write_text(json.dumps(s))
+    groups, notes = replications(load_sessions([root]))
+    assert groups == []  # one complete session left per kernel
+    assert "1 partial session(s) that timed a reference are left out" in notes
+    assert replication_summary(groups, notes)[-1].startswith("- No kernel was timed against a reference in 2")
+
+
+def test_the_report_writes_the_table_and_how_it_is_made(tmp_path):
+    root = _copy(tmp_path, HG4[:3])
+    rep = build_report([root], tmp_path / "out")
+    (table,) = [t for t in rep.tables if t.title == "against the reference across sessions"]
+    assert [r[2] for r in table.rows] == ["A0", "h15-sat"]
+    md = rep.markdown_path.read_text()
+    assert "## against the reference across sessions: how it is made" in md
+    assert f"| bf16-16K-causal-b1h16d128 | at equal clock | A0 | {DEFAULT_16} | ref-fa3 | 3 |" in md
