@@ -616,6 +616,37 @@ def test_lazy_anchor_compiles_h15_folded_to_the_skippable_rescale():
     assert anchor["spill_stores"] == 0 and anchor["ptxas_advisories"] == [], anchor
 
 
+def test_near_anchor_moves_h15_foldeds_anchor_past_fp8s_threshold_at_16_bits():
+    """-rlan (16 bits only): A0's maximum moved past FA4's 8 octaves as under -rl and -rla, h15-folded's anchor past
+    2 octaves, the threshold under which -rla's h15-folded passes its gates at FP8; every other variant keeps the
+    exact maximum. The label reads back, the option stays in the plain configuration (it changes h15-folded's
+    bits), and at FP8, where it would be -rla under a second name, it is refused."""
+    near = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg4-pd-rlan-ro-ltt-pm-tb-mlf")
+    assert near.rescale == "lazy-anchor-near" and near.label() == "gluon-n128s2-c240l24-hg4-pd-rlan-ro-ltt-pm-tb-mlf"
+    assert near.plain().rescale == "lazy-anchor-near"
+    assert (ga.lazy_threshold(near, False, "A0"), ga.lazy_threshold(near, False, "h15-folded")) == (8.0, 2.0)
+    for variant in ("h15-sat", "h15-proved", "A1", "noexp"):
+        assert ga.lazy_threshold(near, False, variant) == 0.0
+    constants = ga.kernel_constants(near, 8192, 128, True, False, "h15-folded")
+    assert constants["LAZY"] == 2.0 and constants["MAX_OFFSET"] == 0.0 and constants["RESCALE_SKIP"]
+    assert ga.kernel_constants(near, 8192, 128, True, False, "A0")["LAZY"] == 8.0
+    with pytest.raises(UnsupportedError, match="-rlan"):
+        ga.kernel_constants(ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pd-rlan-lmt-tb-mlf"), 8192, 128,
+                            True, True, "h15-folded")
+
+
+def test_near_anchor_compiles_to_the_lazy_anchors_loop():
+    """Under the 16-bit default with -rlan in place of -rl: h15-folded's loop is -rla's (the threshold is a
+    constant of the compare) with the vote, the 64 jumped multiplies and the shift per score, and A0's is -rl's."""
+    base = "gluon-n128s2-c240l24-hg4-pd-{}-ro-ltt-pm-tb-mlf"
+    near, anchor = (_compile("bf16", "h15-folded", base.format(r)) for r in ("rlan", "rla"))
+    keys = ("loop_instructions", "loop_vote", "loop_fmul_jumped", "loop_shift", "loop_mufu_ex2", "spill_stores")
+    assert {k: near[k] for k in keys} == {k: anchor[k] for k in keys}, (near, anchor)
+    assert near["loop_vote"] == 1 and near["loop_fmul_jumped"] == 64 and near["loop_shift"] == 64, near
+    a0_near, a0_rl = (_compile("bf16", "A0", base.format(r)) for r in ("rlan", "rl"))
+    assert {k: a0_near[k] for k in keys} == {k: a0_rl[k] for k in keys}, (a0_near, a0_rl)
+
+
 def test_persistent_schedule_keeps_the_one_block_key_loop():
     """-pt at FP8 causal 8K, h15-folded under the FP8 default's options with two consumers and hg16 (b1 h16: one
     group, so the rounds run longest first across the whole launch), against the same label without -pt: the

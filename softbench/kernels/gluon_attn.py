@@ -65,7 +65,7 @@ TURN_BARRIERS = (12, 13)
 # jump over the multiply where all 16 of its rows kept their running maximum (alpha = 1 exactly, and o * 1 is o,
 # so the output is the same bit for bit). The multiply is one FMUL per element of O: at head dim 128 and 128-key
 # tiles as many as the tile has scores per thread, one of the about seven instructions per score of the loop.
-RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl", "lazy-anchor": "-rla"}
+RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl", "lazy-anchor": "-rla", "lazy-anchor-near": "-rlan"}
 # "lazy" (A0 only; other variants take it as "moved"): FA4's conditional rescale on top of "moved". The running
 # maximum moves only where a tile's exceeds it by more than LAZY_THRESHOLD (log2 units), so that alpha is 1, and the
 # multiply jumped over, in most tiles rather than only where no row of the warp found a larger score. P's weights
@@ -78,7 +78,14 @@ RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl", "lazy-anchor": "-rla"}
 # ran 9 points of FA3 faster (20261202T174104Z against 173207Z).
 LAZY_THRESHOLD = {8: 2.0, 16: 8.0}  # by the operands' bits; 8.0 is FA4's (log2 of 256)
 # the rescale modes that move a maximum lazily, and the variants whose maximum (h15-folded: anchor) they move
-LAZY_VARIANTS = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded")}
+LAZY_VARIANTS = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded"), "lazy-anchor-near": ("A0", "h15-folded")}
+# "lazy-anchor-near" (label -rlan, 16-bit inputs only) is "lazy-anchor" with h15-folded's anchor moved past 2 octaves,
+# FP8's threshold, while A0 keeps 8. Under the 16-bit default's exact anchor (-rl) h15-folded multiplies O in about
+# 61% of a warp's tiles at causal 8K (tools/analysis/rescale_skip_rates.py) where A0 almost never does, and read 2.6%
+# slower than A0 (20261204T101505Z); under -rla's 8 octaves its gates failed at BF16 (recovered error -0.352 octaves
+# against the bound's -0.285, 20261203T165642Z: tiles of a row on lattices of other phases), while at FP8 the same
+# rule with 2 octaves passes them. At FP8 -rlan would be -rla itself, so it is refused there.
+ANCHOR_NEAR_THRESHOLD = LAZY_THRESHOLD[8]  # FP8's, under which -rla's gates pass
 LAZY_FP8_MAX_OFFSET = FP8_MAX_OFFSET - LAZY_THRESHOLD[8]
 # How a consumer warpgroup's warps synchronize around the K/V ring, and the label suffix: "membar" keeps the
 # partition barrier Triton 3.6 puts before every mbarrier wait and release (three per tile); "mbarrier" takes them
@@ -181,7 +188,8 @@ class GluonConfig:
     docs/hopper-notes.md); "lazy" (label -rl): the same jump, with A0's running maximum kept until a tile's exceeds
     it by more than LAZY_THRESHOLD (not bit for bit: P is rounded at another scale); "lazy-anchor" (label -rla):
     "lazy", and h15-folded's lattice anchored at such a lazily moved maximum (its weights' phase follows the
-    anchor in force; softbench.kernels.sim computes the same with rescale_threshold).
+    anchor in force; softbench.kernels.sim computes the same with rescale_threshold); "lazy-anchor-near" (label
+    -rlan, 16 bits only): "lazy-anchor" with h15-folded's anchor moved past ANCHOR_NEAR_THRESHOLD octaves.
     sync: "membar" (Triton's barriers as placed) or "mbarrier" (label -tb): the warpgroup barrier before each
     mbarrier wait and release removed from the PTX (softbench.kernels.ptx_trim; the same arithmetic).
     row_sum: "row" (each tile's row sums reduced across the quad), "thread" (label -lt) or "tree" (-ltt, the
@@ -311,7 +319,7 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pd)?(-rs|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -319,7 +327,7 @@ class GluonConfig:
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
                              "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter); "
                              "-rs: O's rescale skipped "
-                             "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's); -ro: O rescaled just before the next P.V; "
+                             "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's; -rlan: h15-folded's past 2 octaves at 16 bits); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
                              "added in FP32); -pm: a 16-bit P rounded at P.V's wgmma; -tb: "
                              "no warpgroup barrier before the mbarrier waits and releases; -ml: the masked tiles in a loop of "
@@ -1514,8 +1522,13 @@ def fp8_key_order(n: int) -> torch.Tensor:
 
 def lazy_threshold(config: GluonConfig, fp8: bool, variant: str) -> float:
     """How far a tile's maximum may exceed the running maximum before it moves (0: always): A0's under rescale
-    "lazy", A0's and h15-folded's (its lattice's anchor) under "lazy-anchor"."""
-    return LAZY_THRESHOLD[8 if fp8 else 16] if variant in LAZY_VARIANTS.get(config.rescale, ()) else 0.0
+    "lazy", A0's and h15-folded's (its lattice's anchor) under "lazy-anchor", and under "lazy-anchor-near" A0's
+    as there and h15-folded's at ANCHOR_NEAR_THRESHOLD."""
+    if variant not in LAZY_VARIANTS.get(config.rescale, ()):
+        return 0.0
+    if config.rescale == "lazy-anchor-near" and variant == "h15-folded":
+        return ANCHOR_NEAR_THRESHOLD
+    return LAZY_THRESHOLD[8 if fp8 else 16]
 
 
 def max_offset(config: GluonConfig, fp8: bool, variant: str) -> float:
@@ -1533,6 +1546,9 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
     if config.split_qk and fp8:  # FP8's V is key-major: half its keys are half of each 128-byte swizzled row
         raise UnsupportedError("the split Q.K^T (-sq) is written for 16-bit inputs, not FP8",
                                hint="leave -sq out of the label at FP8")
+    if config.rescale == "lazy-anchor-near" and fp8:  # the same thresholds as -rla there: a second name for it
+        raise UnsupportedError("h15-folded's near anchor (-rlan) is an option for 16-bit inputs: at FP8 -rla moves "
+                               "its anchor past the same 2 octaves", hint="use -rla at FP8")
     if config.p_round != "tail" and fp8:  # the label would name a second kernel that is the first
         raise UnsupportedError("P rounded at the wgmma (-pm) is an option for 16-bit inputs: at FP8 P is always "
                                "rounded there", hint="leave -pm out of the label at FP8")
