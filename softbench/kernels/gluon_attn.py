@@ -84,7 +84,10 @@ LAZY_VARIANTS = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded"), "lazy-an
 # 61% of a warp's tiles at causal 8K (tools/analysis/rescale_skip_rates.py) where A0 almost never does, and read 2.6%
 # slower than A0 (20261204T101505Z); under -rla's 8 octaves its gates failed at BF16 (recovered error -0.352 octaves
 # against the bound's -0.285, 20261203T165642Z: tiles of a row on lattices of other phases), while at FP8 the same
-# rule with 2 octaves passes them. At FP8 -rlan would be -rla itself, so it is refused there.
+# rule with 2 octaves passes them. At FP8 -rlan would be -rla itself, so it is refused there. On the H200 (2026-12-04
+# 10:30, tools/gpu/bf16_near_anchor.sh) its outputs are the simulation's with the same rule, but the gates fail at
+# BF16 as under -rla (recovered error -0.352 octaves against -0.285, 20261204T103047Z) and h15-folded gains nothing
+# (0.977 of A0 at causal 8K, 103133Z): no default takes it; it stays so that those sessions can be run again.
 ANCHOR_NEAR_THRESHOLD = LAZY_THRESHOLD[8]  # FP8's, under which -rla's gates pass
 LAZY_FP8_MAX_OFFSET = FP8_MAX_OFFSET - LAZY_THRESHOLD[8]
 # How a consumer warpgroup's warps synchronize around the K/V ring, and the label suffix: "membar" keeps the
