@@ -218,6 +218,40 @@ def test_both_sides_of_the_bound_match_the_simulation(dtype, causal, config):
         assert_simulated(out, sim_attention(q, keys, v, causal, H15_FOLDED, tile=config.block_n))
 
 
+@pytest.mark.parametrize("mask", [False, True])
+def test_clamped_form_clamps_every_tile(mask):
+    """h15-folded-clamped: the step's weights are the operator's with its clamp, masked tile or not, so a score
+    ~600 log2 units under the maximum weighs 0 without any proof (h15-folded's unmasked branch, which relies on
+    the proof, puts garbage there: test_unmasked_step_has_no_clamp); the maximum and O's factor as h15-folded's."""
+    scale = ta.log2_scale(128, None, (1.0, 1.0, 1.0))
+    s = _score_tiles(2, scale)
+    s[2, :, 7] = -5000.0
+    p, m, alpha = run_tiles(s, scale, mask, "h15-folded-clamped", 8.0)
+    m_want = torch.cummax(s.amax(-1), 0).values
+    w = ops.rowmax_h15_folded(s, m_want[..., None], scale, 8.0, clamp=True)
+    assert torch.equal(p.view(torch.int32), w.view(torch.int32)) and (p[2, :, 7] == 0).all()
+    _, m_folded, alpha_folded = _run_tiles(s, scale, mask, 8.0)
+    assert torch.equal(m, m_folded) and torch.equal(alpha, alpha_folded)
+
+
+@pytest.mark.parametrize("dtype, causal, config", [
+    (torch.bfloat16, False, C(64, 64, 4, 2)),
+    (FP8, True, C(64, 64, 4, 2, v_kmajor=True, tma=True)),
+])
+def test_clamped_form_is_h15_folded_without_the_proof(dtype, causal, config):
+    """The whole forward of h15-folded-clamped is h15-folded's bit for bit on both sides of the bound (norms
+    within it; keys of large norm; one key far under its row's maximum), where h15-folded proves the clamp idle
+    or takes the clamped branch, and it runs no key-norm pass."""
+    q, k, v = draw(dtype, 2, 1, 64, 192, seed=6)
+    far = k.float().clone()
+    far[0, 3, 0] = -50.0 * q.float()[0, 0, 0]
+    for keys in (k, (k.float() * 12.0).to(dtype), far.to(dtype)):
+        out = ta.attention(q, keys, v, causal, "h15-folded-clamped", config)
+        assert torch.equal(out.view(torch.uint8), ta.attention(q, keys, v, causal, "h15-folded",
+                                                             config).view(torch.uint8))
+    assert "h15-folded-clamped" not in ta.NORM_BOUND_VARIANTS
+
+
 def test_fp8_descale_factors_are_applied():
     q, k, v = draw(FP8, 2, 1, 64, 128, seed=4)
     descale = (0.5, 2.5, 3.0)

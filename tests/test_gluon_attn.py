@@ -648,6 +648,25 @@ def test_near_anchor_compiles_to_the_lazy_anchors_loop():
     assert {k: a0_near[k] for k in keys} == {k: a0_rl[k] for k in keys}, (a0_near, a0_rl)
 
 
+@pytest.mark.parametrize("dtype, label", [("bf16", "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"),
+                                          ("fp8", "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf")])
+def test_clamped_h15_folded_compiles_to_one_fmnmx_more_per_score(dtype, label):
+    """h15-folded-clamped under each default: h15-folded's loop with one FMNMX per score more (the clamp in every
+    tile; 64 per tile and thread) and nothing else changed, the shift per score and the skippable rescale kept,
+    nothing spilled; it takes h15-folded's lazy anchor where the label moves it (-rla) and no key norms."""
+    folded, clamped = (_compile(dtype, v, label) for v in ("h15-folded", "h15-folded-clamped"))
+    assert clamped["loop_fmnmx"] - folded["loop_fmnmx"] == 64, (folded, clamped)
+    assert clamped["loop_instructions"] - folded["loop_instructions"] == 64, (folded, clamped)
+    same = ("loop_shift", "loop_ffma", "loop_fadd", "loop_f2fp", "loop_mufu_ex2", "loop_gmma", "loop_vote",
+            "loop_fmul_jumped")
+    assert {k: clamped[k] for k in same} == {k: folded[k] for k in same}, (folded, clamped)
+    assert clamped["spill_stores"] == 0 and clamped["ptxas_advisories"] == [], clamped
+    config = ga.GluonConfig.from_label(label)
+    fp8 = dtype == "fp8"
+    assert ga.lazy_threshold(config, fp8, "h15-folded-clamped") == ga.lazy_threshold(config, fp8, "h15-folded")
+    assert ga.kernel_constants(config, 8192, 128, True, fp8, "h15-folded-clamped")["KN_WIDTH"] == 1
+
+
 def test_persistent_schedule_keeps_the_one_block_key_loop():
     """-pt at FP8 causal 8K, h15-folded under the FP8 default's options with two consumers and hg16 (b1 h16: one
     group, so the rounds run longest first across the whole launch), against the same label without -pt: the

@@ -66,6 +66,10 @@ for _v in (
             "FP8), the others on the lattice shifted by the row's phase 2cm - rne(2cm); rescaled by "
             "2^((r_old - r_new)/2), r = rne(2cm)",
             ("triton", "sim"), fidelity_kernel=True),
+    Variant("h15-folded-clamped", "candidate", "rowmax-h15-folded", "Triton/Gluon: h15-folded's weights with the "
+            "clamp in every tile (FFMA, FMNMX, shift: three instructions per score) instead of the key-norm pass "
+            "that proves it idle: no second kernel per call, the same weights",
+            ("triton", "sim")),
     Variant("h15-noclamp", "control", "rowmax-h15", "Rowmax-H15 without its clamp (add and shift): what a proof "
             "that every 2x >= -252 would save; equal to A1 on such inputs (the benchmark's), wrong below",
             ("fa4", "triton")),

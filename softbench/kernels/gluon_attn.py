@@ -43,8 +43,8 @@ from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels import ptx_trim
 from softbench.kernels.capability import GLUON_HEAD_DIMS, TRITON_HEAD_DIMS, dims_text
 from softbench.kernels.gluon_options import KernelOptions
-from softbench.kernels.triton_attn import (_FP8, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS, _clamp_free, _kept,
-                                           _program_tile, _tile_weights, WEIGHT_MAPS, check_inputs,
+from softbench.kernels.triton_attn import (_FP8, FOLDED_VARIANTS, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS,
+                                           _clamp_free, _kept, _program_tile, _tile_weights, WEIGHT_MAPS, check_inputs,
                                            effective_head_group, key_major_copy, key_norm_blocks, launch_key_norms,
                                            log2_scale, emulated_key_bits)
 from softbench.operators import HYBRID_BITS
@@ -78,7 +78,8 @@ RESCALES = {"always": "", "moved": "-rs", "lazy": "-rl", "lazy-anchor": "-rla", 
 # ran 9 points of FA3 faster (20261202T174104Z against 173207Z).
 LAZY_THRESHOLD = {8: 2.0, 16: 8.0}  # by the operands' bits; 8.0 is FA4's (log2 of 256)
 # the rescale modes that move a maximum lazily, and the variants whose maximum (h15-folded: anchor) they move
-LAZY_VARIANTS = {"lazy": ("A0", ), "lazy-anchor": ("A0", "h15-folded"), "lazy-anchor-near": ("A0", "h15-folded")}
+LAZY_VARIANTS = {"lazy": ("A0", ), "lazy-anchor": ("A0", *FOLDED_VARIANTS),
+                 "lazy-anchor-near": ("A0", *FOLDED_VARIANTS)}
 # "lazy-anchor-near" (label -rlan, 16-bit inputs only) is "lazy-anchor" with h15-folded's anchor moved past 2 octaves,
 # FP8's threshold, while A0 keeps 8. Under the 16-bit default's exact anchor (-rl) h15-folded multiplies O in about
 # 61% of a warp's tiles at causal 8K (tools/analysis/rescale_skip_rates.py) where A0 almost never does, and read 2.6%
@@ -1529,7 +1530,7 @@ def lazy_threshold(config: GluonConfig, fp8: bool, variant: str) -> float:
     as there and h15-folded's at ANCHOR_NEAR_THRESHOLD."""
     if variant not in LAZY_VARIANTS.get(config.rescale, ()):
         return 0.0
-    if config.rescale == "lazy-anchor-near" and variant == "h15-folded":
+    if config.rescale == "lazy-anchor-near" and variant in FOLDED_VARIANTS:
         return ANCHOR_NEAR_THRESHOLD
     return LAZY_THRESHOLD[8 if fp8 else 16]
 

@@ -248,7 +248,7 @@ def _folded_weights(s, m_i, qk_scale, MASK: tl.constexpr, MAX_OFFSET: tl.constex
     place, then the shift: two instructions. Unmasked tiles reach here only in programs whose rows satisfy
     _clamp_free (both kernels send the others through the masked branch), so n >= -252 there and the clamp is
     left out; the masked branch clamps t at MAGIC (n = -254, the field's zero): weight 0 from there down, masked
-    keys included.
+    keys included. MASK: whether to clamp (h15-folded-clamped passes True for every tile).
     LAZY > 0 (log2 units; GluonConfig.rescale "lazy-anchor"): the anchor is a maximum moved only where a tile's
     exceeds it by more than LAZY, as A0's under -rl, so the bias, and O's scale with it, stay put in most tiles.
     The weights are then up to 2^(LAZY + MAX_OFFSET) x 1.5, and each tile's lattice phase is that of the anchor in
@@ -289,6 +289,8 @@ def _tile_weights(s, m_i, keep, keys, qk_scale, MASK: tl.constexpr, WEIGHT: tl.c
         s = tl.where(keep, s, float("-inf"))
     if WEIGHT == "h15-folded":
         p, m_new, alpha = _folded_weights(s, m_i, qk_scale, MASK, MAX_OFFSET, LAZY)
+    elif WEIGHT == "h15-folded-clamped":  # the clamp in every tile, masked or not (FOLDED_VARIANTS)
+        p, m_new, alpha = _folded_weights(s, m_i, qk_scale, True, MAX_OFFSET, LAZY)
     else:
         p, m_new, alpha = _exponent_weights(s, m_i, keep, keys, qk_scale, MASK, WEIGHT, MAX_OFFSET, LAZY, EMULATE)
     return p, m_new, alpha
@@ -475,6 +477,11 @@ KEY_NORM_BLOCK = 64
 # the variants whose unmasked tiles drop the clamp where _clamp_free proves it idle: each forward runs the key-norm
 # prologue first (both kernels)
 NORM_BOUND_VARIANTS = ("h15-proved", "h15-folded")
+# h15-folded's weights (_folded_weights): h15-folded drops the clamp in the unmasked tiles of proved programs, after
+# the key-norm pass that proves it idle; h15-folded-clamped keeps it in every tile, one FMNMX per score, and needs no
+# pass. The same weights wherever the proof holds (where it does, the clamp never binds) and the same elsewhere (the
+# proof's failures run the clamped branch).
+FOLDED_VARIANTS = ("h15-folded", "h15-folded-clamped")
 # The proved variant drops the clamp where 4 * qk_scale * |q_i| * max_j |k_j| - 2 * MAX_OFFSET <= PROOF_LIMIT: the
 # clamp binds at t = -252; the margin covers the FP32 rounding of the norms, the bound and the kernel's own
 # scores and maximum (relative 1e-5 at most on values of a few hundred). h15-folded takes one unit of it: its
