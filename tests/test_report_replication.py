@@ -99,3 +99,19 @@ def test_the_report_writes_the_table_and_how_it_is_made(tmp_path):
     md = rep.markdown_path.read_text()
     assert "## against the reference across sessions: how it is made" in md
     assert f"| bf16-16K-causal-b1h16d128 | at equal clock | A0 | {DEFAULT_16} | ref-fa3 | 3 |" in md
+
+
+def test_a_session_without_an_interval_gives_no_half_width():
+    """A speed-up whose interval the session could not give (NaN bounds, too few pairs) still counts as a value
+    across sessions, but not as a half-width, so the median half-width stays a number."""
+    import dataclasses
+
+    from softbench.report import replication
+    from softbench.report.speedups import session_speedups
+
+    recs = load_sessions([SESSIONS / n for n in HG4[:2]])
+    p = next(p for p in session_speedups(recs[0])[0] if p.against == "ref-fa3" and p.variant == "A0")
+    assert replication._half_width(p) == (p.ci_high - p.ci_low) / 2
+    undefined = dataclasses.replace(p, ci_low=float("nan"), ci_high=float("nan"))
+    assert replication._half_width(undefined) is None
+    assert replication._half_width(dataclasses.replace(p, ci_low=None)) is None

@@ -12,6 +12,7 @@ where those units give back what the session wrote); this module only groups the
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -57,6 +58,13 @@ def _null_of(points: list[Speedup], references: list[str]) -> float | None:
     return next((p.estimate_pct for p in points if p.role == "null" and p.against not in references), None)
 
 
+def _half_width(p: Speedup) -> float | None:
+    """The session's own 95% half-width; None where it has no interval (too few pairs: NaN bounds)."""
+    if p.ci_low is None or p.ci_high is None or not math.isfinite(p.ci_high - p.ci_low):
+        return None
+    return (p.ci_high - p.ci_low) / 2
+
+
 def replications(recs: list[SessionRecord]) -> tuple[list[Replication], list[str]]:
     """The groups timed in MIN_SESSIONS sessions or more, and one sentence each on what was left out."""
     groups: dict[tuple, list[tuple[str, Speedup, float | None]]] = {}
@@ -81,8 +89,8 @@ def replications(recs: list[SessionRecord]) -> tuple[list[Replication], list[str
             continue
         out.append(Replication(*key, sessions=tuple(m[0] for m in members),
                                estimates_pct=tuple(m[1].estimate_pct for m in members),
-                               half_widths_pp=tuple((m[1].ci_high - m[1].ci_low) / 2 for m in members
-                                                    if m[1].ci_low is not None and m[1].ci_high is not None),
+                               half_widths_pp=tuple(w for w in (_half_width(m[1]) for m in members)
+                                                    if w is not None),
                                nulls_pct=tuple(m[2] for m in members if m[2] is not None)))
     notes = []
     if single:
