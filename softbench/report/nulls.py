@@ -105,6 +105,18 @@ def null_summary(rows: list[NullRow]) -> list[str]:
 
 
 SPREAD_MIN_NULLS = 5  # fewer give a standard deviation too rough to set beside the intervals
+WIDER_THAN_IMPLIED = 1.5  # a scatter across sessions this many times what their intervals imply is flagged
+
+
+def implied_sd(half_widths) -> float:
+    """The standard deviation across sessions that their own 95% intervals imply: median half-width / 1.96."""
+    return statistics.median(half_widths) / 1.96
+
+
+def scatters_wider(sd: float, half_widths) -> bool:
+    """Whether values scattering with `sd` across sessions spread more widely than their intervals allow: an offset
+    that lasts a run, which a run's own interval does not hold (null_spread; softbench.report.replication)."""
+    return sd > WIDER_THAN_IMPLIED * implied_sd(half_widths)
 
 
 def null_spread(rows: list[NullRow]) -> list[str]:
@@ -121,9 +133,9 @@ def null_spread(rows: list[NullRow]) -> list[str]:
             continue
         sd = statistics.stdev(r.estimate_pct for r in g)
         half = statistics.median(widths)
-        implied = half / 1.96
+        implied = implied_sd(widths)
         wider = (f": {sd / implied:.1f} times wider, an offset between processes that a run's own interval does "
-                 "not hold") if sd > 1.5 * implied else ""
+                 "not hold") if scatters_wider(sd, widths) else ""
         out.append(f"- spread, {protocol}: {len(g)} nulls scatter with a standard deviation of {sd:.2f} pp across "
                    f"sessions; their intervals (median half-width {half:.2f} pp) imply {implied:.2f} pp{wider}")
     return out

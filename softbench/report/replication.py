@@ -16,8 +16,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from softbench.core.stats import paired_mean_t_estimate
 from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
+from softbench.report.nulls import implied_sd, scatters_wider
 from softbench.report.speedups import Speedup, session_speedups
 
 MIN_SESSIONS = 2  # a kernel timed against the reference once has nothing to replicate
@@ -45,12 +47,10 @@ class Replication:
         return statistics.stdev(self.estimates_pct)
 
     def t_interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Student-t interval of the mean across sessions (each session one observation)."""
-        from scipy import stats as sps
-
-        n = len(self.estimates_pct)
-        half = float(sps.t.ppf(0.5 + level / 2.0, n - 1)) * self.sd_between_pp / n ** 0.5
-        return self.mean_pct - half, self.mean_pct + half
+        """Student-t interval of the mean across sessions (each session one observation), as latency's interval
+        across pairs of processes takes its mean of their medians."""
+        est = paired_mean_t_estimate(self.estimates_pct, level)
+        return est.ci_low, est.ci_high
 
 
 def _null_of(points: list[Speedup], references: list[str]) -> float | None:
@@ -131,8 +131,8 @@ def replication_summary(groups: list[Replication], notes: list[str]) -> list[str
     for g in groups:
         if len(g.half_widths_pp) < 2:
             continue
-        implied = statistics.median(g.half_widths_pp) / 1.96
-        if g.sd_between_pp > 1.5 * implied:
+        implied = implied_sd(g.half_widths_pp)
+        if scatters_wider(g.sd_between_pp, g.half_widths_pp):
             out.append(f"- {g.kernel} ({g.config or 'no configuration'}) at {g.shape_tag}, {g.quantity}: "
                        f"{len(g.sessions)} sessions scatter with {g.sd_between_pp:.2f} pp, "
                        f"{g.sd_between_pp / implied:.1f} times what their own intervals imply ({implied:.2f} pp)")
