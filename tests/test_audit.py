@@ -185,6 +185,28 @@ def test_ncu_l2_dram_and_sm_balance_in_the_quantities_units():
     assert q["dram_read_bytes"] is None and "sector" in notes[0]
 
 
+def test_ncu_tensor_pipe_share_and_the_time_it_implies():
+    """The wgmma pipe's share of the SMs' active cycles, the generic tensor counter where an ncu lacks the gmma one,
+    and the tensor core's working time: share x mean active cycles / clock (1.627e6 cycles at 1626.7 MHz is 1000 us;
+    80% of it, 800 us)."""
+    head = ('"ID","Kernel Name","sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",'
+            '"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active","sm__inst_executed_pipe_tensor_op_gmma.sum",'
+            '"sm__cycles_active.avg","sm__cycles_elapsed.avg.per_second"\n"","","%","%","inst","cycle","Mhz"\n')
+    text = head + '"0","_attn_fwd_ws","80.00","79.00","1,048,576","1,626,700","1,626.7"\n'
+    q, notes = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text), "_attn_fwd"))
+    assert q["tensor_active_pct"] == 80.0 and q["tensor_instructions"] == 1048576 and notes == []
+    assert q["tensor_busy_us"] == pytest.approx(800.0)
+    generic_only = head + '"0","_attn_fwd_ws","","79.00","","1,626,700","1,626.7"\n'
+    q, _ = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(generic_only), "_attn_fwd"))
+    assert q["tensor_active_pct"] == 79.0 and q["tensor_instructions"] is None
+    no_clock = head.replace(',"sm__cycles_elapsed.avg.per_second"', "").replace(',"Mhz"', "") + \
+        '"0","_attn_fwd_ws","80.00","79.00","1","1,626,700"\n'
+    q, _ = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(no_clock), "_attn_fwd"))
+    assert q["tensor_active_pct"] == 80.0 and q["tensor_busy_us"] is None
+    assert {"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed_pipe_tensor_op_gmma.sum"} <= set(ncu.ALL_METRICS)
+
+
 def test_ncu_table_leaves_out_the_counters_no_launch_has():
     """An audit recorded before softbench read L2 and DRAM gets no empty columns for them; one that read them for
     any launch shows them, with a dash where a launch lacks it."""

@@ -240,10 +240,12 @@ def test_engine_records_which_reader_read_the_counters(tmp_path, fake_tools, mon
     assert reader["name"] == expect and summary["errors"] == {}
     checks = summary["counter_check"]["A0"]
     if expect == "ncu-report":
-        # the recorded report (2026-12-01) predates the warp-stall metrics and the L2, DRAM and SM-balance ones
-        # (2026-12-03): every other metric asked is compared
+        # the recorded report (2026-12-01) predates the warp-stall metrics, the L2, DRAM and SM-balance ones
+        # (2026-12-03) and the tensor pipe's (2026-12-04): every other metric asked is compared
         later = {"lts__t_sector_hit_rate.pct", "dram__bytes_read.sum", "sm__cycles_active.avg",
-                 "sm__cycles_active.max"}
+                 "sm__cycles_active.max", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+                 "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                 "sm__inst_executed_pipe_tensor_op_gmma.sum"}
         recorded = [m for m in ncu.ALL_METRICS if "_issue_stalled_" not in m and m not in later]
         assert checks["csv"]["equal"] and checks["csv"]["compared"] == len(recorded)
         assert reader["table"] == "ncu/A0.ncu-report.csv" and (s.path / reader["table"]).is_file()

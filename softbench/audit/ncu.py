@@ -57,6 +57,12 @@ QUANTITIES: dict[str, tuple[str, ...]] = {
     # grid) ends when its slowest SM does, where the hardware's dispatch of one program per block evens it out
     "sm_active_cycles_mean": ("sm__cycles_active.avg",),
     "sm_active_cycles_max": ("sm__cycles_active.max",),
+    # how busy the tensor core was: the share of the SMs' active cycles in which the warpgroup MMA (wgmma) pipe
+    # worked, and the wgmma instructions issued. The generic tensor-pipe counter stands in where an ncu has no
+    # gmma one; on sm_90 both count the same work for these kernels, which issue no other tensor instruction.
+    "tensor_active_pct": ("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+                          "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+    "tensor_instructions": ("sm__inst_executed_pipe_tensor_op_gmma.sum",),
     # where the warps wait: Nsight Compute's warp-state breakdown (its WarpStateStats section), as warps stalled
     # for each reason per issued instruction, averaged over the SM sub-partitions
     **{f"stall_{reason}": (f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio",)
@@ -271,6 +277,11 @@ def quantities(k: KernelMetrics) -> tuple[dict, list[str]]:
                 break
     mean, most = out["sm_active_cycles_mean"], out["sm_active_cycles_max"]
     out["sm_active_max_over_mean"] = most / mean if mean and most is not None else None
+    # the time the mean SM's tensor pipe worked: kernels that issue the same matrix products need the same, so
+    # duration_us / tensor_busy_us is how far each one stands from running its tensor core without a gap
+    busy, clock = out["tensor_active_pct"], out["sm_clock_mhz"]
+    out["tensor_busy_us"] = (busy / 100.0 * mean / clock if busy is not None and mean is not None and clock
+                             else None)
     out["kernel_name"] = k.kernel_name
     for key in ("Block Size", "Grid Size", "ID"):
         if key in k.identity:

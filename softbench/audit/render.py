@@ -15,6 +15,7 @@ NCU_COLUMNS = (("duration_us", "duration us", ".1f"), ("mufu_pipe_pct", "XU %", 
                ("local_load_bytes", "local ld B", ".0f"), ("local_store_bytes", "local st B", ".0f"),
                ("l2_hit_rate_pct", "L2 hit %", ".1f"), ("dram_read_bytes", "DRAM read (MB)", "M"),
                ("sm_active_max_over_mean", "busiest SM / mean", ".3f"),
+               ("tensor_active_pct", "tensor %", ".1f"), ("tensor_busy_us", "tensor busy us", ".1f"),
                ("sm_clock_mhz", "SM MHz", ".0f"))
 
 
