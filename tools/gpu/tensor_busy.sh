@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-04 12:20 (sealed first: sealed/tensor-busy.yaml). Two goals are open: A0 a quarter
+# Issue 15, prepared 2026-12-04 11:55 (sealed first: sealed/tensor-busy.yaml). Two goals are open: A0 a quarter
 # point short of FA3 at BF16 causal 16K, and no correct Rowmax-H15 form at 1.03 of FA3 at BF16 causal 8K. Both turn
 # on how much of the time the tensor core works, which no audit has read so far: the audit now asks Nsight Compute
 # for the wgmma pipe's share of the SMs' active cycles (tensor_active_pct) and the working time it implies
