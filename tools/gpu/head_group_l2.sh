@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-04 12:10 after tensor_busy.sh (lease 11:58-12:01); sealed first: sealed/head-group-l2.yaml.
+# Issue 15, prepared 2026-12-04 12:02 after tensor_busy.sh (lease 11:58-12:01); sealed first: sealed/head-group-l2.yaml.
 # tensor_busy.sh found why hg4 beats hg8 at BF16 causal 8K: under hg8 A0 reads 161 MB from DRAM (L2 hits 83%)
 # against hg4's 102 MB (93%), Q, K and V being 96 MB, and takes 1.0% more SM cycles (20261204T115933Z against
 # 115826Z). The keys and values of a group's heads are 16 MB under hg4 at BF16 8K and under hg8 at FP8 8K (both
