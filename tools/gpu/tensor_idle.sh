@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-04 12:30 after head_group_l2.sh (lease 12:04-12:12); sealed first:
+# Issue 15, prepared 2026-12-04 12:19 after head_group_l2.sh (lease 12:04-12:12); sealed first:
 # sealed/tensor-idle.yaml. At BF16 the tensor core idles 16.2% of the time in A0 at causal 8K and 12.3-12.6% at 16K,
 # FA3 14.9% and 12.0% (tensor_busy.sh, head_group_l2.sh). Two lengths fit idle % = loop + per_block / T (T the key
 # tiles of a mean causal block): A0 8.7% in the loop and 2.4 tiles per block, FA3 9.0% and 1.9
