@@ -173,7 +173,7 @@ def test_head_dim_256_runs_in_the_triton_kernel_on_every_machine(monkeypatch, ma
 
 def test_every_combination_of_label_options_reads_back():
     """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
-    the three schedules, the rescale's five forms and its place, the row sums' five forms, the barriers), parses
+    the four schedules, the rescale's five forms and its place, the row sums' five forms, the barriers), parses
     back to the same configuration."""
     import itertools
 
@@ -186,13 +186,14 @@ def test_every_combination_of_label_options_reads_back():
                                 rescale=rescale, rescale_at=rescale_at, row_sum=row_sum, sync=sync)
         assert ga.GluonConfig.from_label(config.label()) == config, config.label()
         seen.add(config.label())
-    # (2 ping-pong hand-overs + the three schedules, each with 1 or 2 consumers) x 5 x 2 x 5 x 2, every label
-    # distinct: 320 before -pt, which added 160 (no ping-pong: the configuration refuses it), -pd 160 more, and the
-    # fifth rescale form (-rlan) a quarter more
-    assert len(seen) == 800
+    # (2 ping-pong hand-overs + the four schedules, each with 1 or 2 consumers) x 5 x 2 x 5 x 2, every label
+    # distinct: 320 before -pt, which added 160 (no ping-pong: the configuration refuses it), -pd 160 more, the
+    # fifth rescale form (-rlan) a quarter more, and -pde another 200 (-sq, which it refuses, is not varied here)
+    assert len(seen) == 1000
 
 
-@pytest.mark.parametrize("schedule, suffix, mode", [("rounds", "-pt", 1), ("dynamic", "-pd", 2)])
+@pytest.mark.parametrize("schedule, suffix, mode", [("rounds", "-pt", 1), ("dynamic", "-pd", 2),
+                                                    ("dynamic-deferred", "-pde", 3)])
 def test_persistent_labels_read_back_and_change_no_output_bit(schedule, suffix, mode):
     """-pt and -pd: their place in the label (after -g1, before the rescale's suffix), read back with and without
     -g1; the ping-pong refused with them (the persistent partitions are written without the turn hand-over);
@@ -707,6 +708,29 @@ def test_dynamic_schedule_keeps_the_key_loop_and_takes_its_blocks_from_one_count
                                                                     "gpu.acq_rel.exch.b32 predicated"], pd
     assert pd["shared_bytes"] - one["shared_bytes"] >= 2 * 64 * 128 * 2, (one, pd)
     assert one["spill_stores"] == 0 and pd["spill_stores"] <= 4 and pd["ptxas_advisories"] == [], pd
+
+
+def test_deferred_epilogue_writes_o_under_the_next_blocks_first_qk():
+    """-pde at BF16 causal 8K under the 16-bit default's options, against -pd: each block's O leaves through its TMA
+    store while the next block's first Q.K^T is in the tensor core (two such stores in the SASS, one per copy of the
+    first tile's code; none under -pd, whose O leaves after its last P.V's wait), with the key loop as it was, the
+    same shared memory, and no wgmma wait injected by ptxas: O crosses into the next block normalized and in BF16,
+    registers the FMA pipe wrote, where O's accumulator itself, read after the next wgmma's issue, made ptxas wait for
+    that wgmma first (advisory C7517, found while this was written). -sq is refused with it."""
+    pd, pde = (_compile("bf16", "A0", label) for label in ("gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf",
+                                                            "gluon-n128s2-c240l24-hg4-pde-rl-ro-ltt-pm-tb-mlf"))
+    assert pd["o_stores_under_gmma"] == 0 and pde["o_stores_under_gmma"] == 2, (pd, pde)
+    assert pde["warp_specialized"] and pde["loop_bar_sync"] == pd["loop_bar_sync"] == 0, (pd, pde)
+    assert abs(pde["loop_instructions"] - pd["loop_instructions"]) <= 4, (pd, pde)
+    same = ("loop_gmma", "loop_gmma_waits", "loop_mufu_ex2", "loop_f2fp", "loop_prmt", "loop_fmul_jumped",
+            "shared_bytes", "global_atomics")
+    assert {k: pde[k] for k in same} == {k: pd[k] for k in same}, (pd, pde)
+    assert pde["ptxas_advisories"] == [] and pde["spill_stores"] <= 4, pde
+    for fp8 in (True, False):
+        config = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pde-rla-lmt-tb-mlf")
+        assert ga.kernel_constants(config, 8192, 128, True, fp8, "A0")["PERSISTENT"] == 3
+    with pytest.raises(UsageError, match="deferred epilogue"):
+        ga.GluonConfig(schedule="dynamic-deferred", split_qk=True)
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():

@@ -145,8 +145,11 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # early take more, as under the hardware's dispatch, while a program's next block starts behind its current one: the
 # producer fetches the next block's number, loads its Q once the consumers are done with the current Q, and its first
 # key tiles while they finish. The same output bit for bit as "blocks".
-SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd"}
-SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2}  # the kernel's PERSISTENT
+# "dynamic-deferred" (-pde): "dynamic" with each block's O normalized and stored only once the next block's first
+# Q.K^T has been issued, so that the tensor core works through the epilogue (one block's idle tensor time is about 2.3
+# tiles' at BF16, tools/analysis/tensor_idle_fit.py); the same output bit for bit.
+SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde"}
+SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3}  # the kernel's PERSISTENT
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
@@ -224,10 +227,11 @@ class GluonConfig:
     the same programs, each block after a program's first taken from a global counter in the order of "blocks"
     (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype. Both
     defaults take it since 2026-12-04 06:10. (From 06:10 to 07:35 it was refused at FP8 with two consumers, for
-    outputs that turned out to be -ro's: _key_tile says why.)
+    outputs that turned out to be -ro's: _key_tile says why.) "dynamic-deferred" (-pde): "dynamic" with each block's
+    O normalized and stored after the next block's first Q.K^T is issued (SCHEDULES); not with -sq.
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb]
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb]
     [-ml|-mlf][-sq][-e16] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
@@ -284,6 +288,8 @@ class GluonConfig:
             raise UsageError(f"the query blocks are scheduled as {' or '.join(SCHEDULES)}, not {self.schedule!r}")
         if self.schedule != "blocks" and self.pingpong:
             raise UsageError("the persistent schedules (-pt, -pd) are written without the ping-pong (-pp, -ppn)")
+        if self.split_qk and self.schedule == "dynamic-deferred":
+            raise UsageError("the deferred epilogue (-pde) is written for whole Q.K^T tiles, not with -sq")
         if self.split_qk and (self.block_n != 128 or self.pingpong or self.row_sum in ("mma", "mma-tile")
                               or self.rescale_at == "pv"):
             raise UsageError("the split Q.K^T (-sq) is written for 128-key tiles without the ping-pong (-pp, -ppn), "
@@ -323,13 +329,14 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
-                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter); "
+                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter; -pde: and each block's O "
+                             "stored under the next block's first Q.K^T); "
                              "-rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's; -rlan: h15-folded's past 2 octaves at 16 bits); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
@@ -852,30 +859,50 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, my_turn, their_turn,
                          qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
                          ROW_OFFSET: gl.constexpr, BLOCK_M: gl.constexpr, OPT: gl.constexpr,
-                         DYNAMIC: gl.constexpr = False):
+                         DYNAMIC: gl.constexpr = False, DEFER: gl.constexpr = False):
     """One warpgroup under a persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every query
     block the program takes, in the same order as the producer, one ring position counted across them.
     Rounds (_round_item): where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
     as this block's last Q.K^T has completed, and O's store is waited for only before the next O is written; at
     16 bits O leaves through Q's buffer, so the next Q is loaded once O has left. DYNAMIC: the blocks' numbers come
     from the producer (_take_item), which also loads each Q once this warpgroup has released the one before
-    (q_free); O always has a buffer of its own."""
+    (q_free); O always has a buffer of its own. DEFER (-pde): each block's O is written under the next block's first
+    Q.K^T (_consumer_item's PERSISTENT 3), the last block's after the loop."""
     CAUSAL: gl.constexpr = OPT.CAUSAL
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     base = 0
     if DYNAMIC:
         k = 0
         t = _take_item(items, item_ready, item_empty, 0)
+        if DEFER:  # the block before's O, normalized, and where it goes (_consumer_item's deferred epilogue)
+            o_layout: gl.constexpr = _o_layout(OPT.HEAD_DIM, desc_q.dtype.primitive_bitwidth)
+            prev_o = gl.zeros([64, OPT.HEAD_DIM], desc_o.dtype, o_layout)
+            prev_b32 = 0
+            prev_h32 = 0
+            prev_row0 = 0
         while t < n_items:
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
-            _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
-                           v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32,
-                           start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1,
-                           b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 2)
+            if DEFER:
+                prev_o = _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs,
+                                        k_ready, v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale,
+                                        b32, h32, start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row,
+                                        kn_blocks, base, k & 1, b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 3,
+                                        prev_o, prev_b32, prev_h32, prev_row0, k > 0)
+                prev_b32 = b32
+                prev_h32 = h32
+                prev_row0 = start_m * BLOCK_M + ROW_OFFSET
+            else:
+                _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
+                               v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32,
+                               start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base,
+                               k & 1, b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 2)
             base += n_tiles
             k += 1
             t = _take_item(items, item_ready, item_empty, k)
+        if DEFER:
+            if k > 0:  # the last block's O
+                _write_o(desc_o, o_smem, prev_o, prev_b32, prev_h32, prev_row0, OPT.HEAD_DIM, 3)
     else:
         SEPARATE_O: gl.constexpr = desc_o.dtype != desc_q.dtype
         pid = gl.program_id(0)
@@ -1048,15 +1075,25 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
     return m_i, l_i, o, p_op, o_alpha, l_acc, l_run
 
 
+@gluon.constexpr_function
+def _o_layout(head_dim, bitwidth):
+    """O's accumulator layout in a consumer warpgroup: the wgmma's, 64 rows by head_dim, k of 16 at 16 bits and 32 at
+    FP8."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, head_dim, 256 // bitwidth])
+
+
 @gluon.jit
 def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q, q_free,
                    OPT: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr = 0,
-                   BAR_THEIRS: gl.constexpr = 0, FIRST: gl.constexpr = True, PERSISTENT: gl.constexpr = 0):
+                   BAR_THEIRS: gl.constexpr = 0, FIRST: gl.constexpr = True, PERSISTENT: gl.constexpr = 0,
+                   prev_o=0.0, prev_b32=0, prev_h32=0, prev_row0=0, has_prev=False):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
-    and its store issued, not waited for. PERSISTENT (SCHEDULE_MODE): the previous block's O store may still be
+    and its store issued, not waited for; under the deferred epilogue (PERSISTENT 3, -pde) it is returned instead,
+    normalized and in the output's dtype, and the previous block's (prev_o, at prev_b32, prev_h32, prev_row0;
+    has_prev: there is one) is written once this block's first Q.K^T has been issued. PERSISTENT (SCHEDULE_MODE): the previous block's O store may still be
     reading o_smem, so it is waited for first; under rounds (1), load_next_q: the next block's Q (next_b32,
     next_h32, next_row0) is loaded once this block's last Q.K^T has completed; under the dynamic schedule (2) Q's
     buffer is released to the producer then (q_free). Without PERSISTENT (base 0, load_next_q False) the code is the
@@ -1085,14 +1122,12 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     P_AT_MMA: gl.constexpr = OPT.P_AT_MMA
     ROWS: gl.constexpr = 64
     dtype: gl.constexpr = desc_q.dtype
-    out_dtype: gl.constexpr = desc_o.dtype
     K_STEP: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's k: 16 at 16 bits, 32 at FP8
     # SPLIT: each key tile's scores in two halves, one Q.K^T wgmma group each (_issue_qk), weighed half by half
     S_COLS: gl.constexpr = BLOCK_N // 2 if SPLIT else BLOCK_N
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, S_COLS, K_STEP])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, K_STEP])
+    o_layout: gl.constexpr = _o_layout(HEAD_DIM, dtype.primitive_bitwidth)
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=32 // dtype.primitive_bitwidth)
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
@@ -1145,6 +1180,9 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         s = warpgroup_mma(q, k_bufs.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
                           use_acc=False, is_async=True)
         _pass_turn(their_turn, PINGPONG, BAR_THEIRS)
+        if PERSISTENT == 3:  # the previous block's O leaves while the tensor core computes this one's first scores
+            if has_prev:
+                _write_o(desc_o, o_smem, prev_o, prev_b32, prev_h32, prev_row0, HEAD_DIM, PERSISTENT)
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
         mbarrier.arrive(k_empty.index(slot0), count=1)
         keys = offs_n
@@ -1213,7 +1251,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
                     p_layout, OPT, UNMASKED, MASKED, PINGPONG, BAR_MINE, BAR_THEIRS, 2, PV_FENCE)
 
     # every Q.K^T of this block has completed: Q's buffer is free for the next block's
-    if PERSISTENT == 2:
+    if PERSISTENT >= 2:
         mbarrier.arrive(q_free, count=1)
     elif PERSISTENT:
         if load_next_q:
@@ -1245,13 +1283,32 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         l_i = gl.sum(l_i, 1)
     if WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
         l_i = gl.where(l_i == 0.0, 1.0, l_i)
+    if PERSISTENT == 3:  # written under the next block's first Q.K^T, or after the last block. Normalized and
+        # converted here, so that what crosses into the next block are registers the FMA pipe wrote: O's own, which a
+        # wgmma wrote, read after the next wgmma's issue made ptxas inject a wait for it (C7517) before the epilogue
+        return (o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]).to(desc_o.dtype)
+    else:
+        _store_o(desc_o, o_smem, o, l_i, v_scale, b32, h32, row0, rows_o, HEAD_DIM, PERSISTENT)
+
+
+@gluon.jit
+def _store_o(desc_o, o_smem, o, l_i, v_scale, b32, h32, row0, rows_o: gl.constexpr, HEAD_DIM: gl.constexpr,
+             PERSISTENT: gl.constexpr):
+    """A warpgroup's epilogue: O normalized by its row sums (and V's descale), then _write_o."""
     o = o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]  # V's descale and the normalisation at once
+    _write_o(desc_o, o_smem, o, b32, h32, row0, HEAD_DIM, PERSISTENT)
+
+
+@gluon.jit
+def _write_o(desc_o, o_smem, o, b32, h32, row0, HEAD_DIM: gl.constexpr, PERSISTENT: gl.constexpr):
+    """O, normalized, written to o_smem in the output's dtype and its store to global memory issued, not waited
+    for."""
     if PERSISTENT:  # the previous block's O may still be leaving o_smem (its issuing thread waits, then all)
         tma.store_wait(pendings=0)
         gl.thread_barrier()
     # at 16 bits o_smem is Q's buffer (same dtype and box), free once the last Q.K^T has completed, except under the
     # dynamic schedule, whose producer may already be loading the next Q there (O has its own buffer then)
-    o_smem.reshape([ROWS, HEAD_DIM]).store(o.to(out_dtype))
+    o_smem.reshape([o.shape[0], HEAD_DIM]).store(o.to(desc_o.dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(desc_o, [b32, row0, h32 * HEAD_DIM], o_smem)
 
@@ -1293,7 +1350,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
     else:
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
-    if (desc_o.dtype == dtype) and (PERSISTENT != 2):  # the output tile leaves through Q's buffer
+    if (desc_o.dtype == dtype) and (PERSISTENT < 2):  # the output tile leaves through Q's buffer
         o0 = q0
         o1 = q1
     else:  # FP8 in, BF16 out; or the dynamic schedule, whose producer loads the next Q while O may be leaving
@@ -1324,7 +1381,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         mbarrier.init(turns.index(0), count=1)
         mbarrier.init(turns.index(1), count=1)
         mbarrier.arrive(turns.index(0), count=1)  # the first consumer's first turn
-    if PERSISTENT == 2:  # the dynamic schedule's hand-overs: block numbers (_post_item) and Q's buffers (q_free)
+    if PERSISTENT >= 2:  # the dynamic schedule's hand-overs: block numbers (_post_item) and Q's buffers (q_free)
         items = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         item_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
         item_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
@@ -1352,7 +1409,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
                                k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN,
-                               kn_blocks, opt, CONSUMER_REGS, LOADER_REGS, CONSUMERS, PERSISTENT == 2)
+                               kn_blocks, opt, CONSUMER_REGS, LOADER_REGS, CONSUMERS, PERSISTENT >= 2,
+                               PERSISTENT == 3)
         return
     if CONSUMERS == 1:
         gl.warp_specialize([
@@ -1380,9 +1438,9 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                            turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
                            OPT: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-                           CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr):
+                           CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, DEFER: gl.constexpr = False):
     """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
-    it)."""
+    it); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde)."""
     HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     STAGES: gl.constexpr = OPT.STAGES
@@ -1401,7 +1459,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC)),
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
@@ -1412,11 +1470,11 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC)),
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), q_free.index(1), items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(1), turns.index(0), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC)),
+                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC, DEFER)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,

@@ -352,7 +352,24 @@ def _sass_summary(cubin: bytes) -> dict:
             "loop_max_chain": _longest_chain(body, "FMNMX"),
             # the row sums' adds, one after another: what ptxas leaves at the tile's end (-lt, -ltt shorten it)
             "loop_sum_chain": _longest_chain(body, "FADD"),
-            "named_barriers": _named_barriers(kernel)}
+            "named_barriers": _named_barriers(kernel),
+            # O's TMA stores issued while a wgmma group is in flight: the deferred epilogue (-pde) writes a block's O
+            # under the next block's first Q.K^T; every other schedule after its last P.V's wait
+            "o_stores_under_gmma": _stores_under_gmma(kernel)}
+
+
+def _stores_under_gmma(kernel: list) -> int:
+    """UTMASTG (a TMA store from shared to global memory) between a wgmma (HGMMA) and the next WARPGROUP.DEPBAR, in
+    the kernel's static order."""
+    in_flight, stores = False, 0
+    for i in kernel:
+        if "GMMA" in i.opcode:
+            in_flight = True
+        elif i.opcode.startswith("WARPGROUP.DEPBAR"):
+            in_flight = False
+        elif i.base == "UTMASTG" and in_flight:
+            stores += 1
+    return stores
 
 
 def _fmuls_among_gmma(body: list) -> int:
