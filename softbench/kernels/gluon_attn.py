@@ -147,7 +147,11 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # key tiles while they finish. The same output bit for bit as "blocks".
 # "dynamic-deferred" (-pde): "dynamic" with each block's O normalized and stored only once the next block's first
 # Q.K^T has been issued, so that the tensor core works through the epilogue (one block's idle tensor time is about 2.3
-# tiles' at BF16, tools/analysis/tensor_idle_fit.py); the same output bit for bit.
+# tiles' at BF16, tools/analysis/tensor_idle_fit.py); the same output bit for bit. On the H200 it was slower (2026-12-04
+# 12:44-12:47): A0 / FA3 0.979 at BF16 causal 8K, 0.988 at 16K, 1.042 at FP8 causal 8K (20261204T124448Z, 124605Z,
+# 124526Z), against -pd's 1.004, 0.997 and 1.063 across sessions. A reading, not measured: under -pd the epilogue runs
+# while the producer loads the next block's Q (released at the last Q.K^T), so the deferred one waits for that Q with
+# nothing to do; no default takes it.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3}  # the kernel's PERSISTENT
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
@@ -228,7 +232,8 @@ class GluonConfig:
     (_loader_persistent), its Q loaded by the producer; O leaves through a buffer of its own at every dtype. Both
     defaults take it since 2026-12-04 06:10. (From 06:10 to 07:35 it was refused at FP8 with two consumers, for
     outputs that turned out to be -ro's: _key_tile says why.) "dynamic-deferred" (-pde): "dynamic" with each block's
-    O normalized and stored after the next block's first Q.K^T is issued (SCHEDULES); not with -sq.
+    O normalized and stored after the next block's first Q.K^T is issued (SCHEDULES; slower on the H200, no default
+    takes it); not with -sq.
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb]
