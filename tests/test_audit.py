@@ -190,7 +190,8 @@ def test_ncu_tensor_pipe_share_and_the_time_it_implies():
     and the tensor core's working time: share x mean active cycles / clock (1.627e6 cycles at 1626.7 MHz is 1000 us;
     80% of it, 800 us)."""
     head = ('"ID","Kernel Name","sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",'
-            '"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active","sm__inst_executed_pipe_tensor_op_gmma.sum",'
+            '"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",'
+            '"sm__inst_executed_pipe_tensor_op_gmma.sum",'
             '"sm__cycles_active.avg","sm__cycles_elapsed.avg.per_second"\n"","","%","%","inst","cycle","Mhz"\n')
     text = head + '"0","_attn_fwd_ws","80.00","79.00","1,048,576","1,626,700","1,626.7"\n'
     q, notes = ncu.quantities(ncu.pick_kernel(ncu.parse_csv(text), "_attn_fwd"))

@@ -340,8 +340,8 @@ class GluonConfig:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
-                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter; -pde: and each block's O "
-                             "stored under the next block's first Q.K^T); "
+                             "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter; "
+                             "-pde: and each block's O stored under the next block's first Q.K^T); "
                              "-rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's; -rlan: h15-folded's past 2 octaves at 16 bits); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
@@ -1098,11 +1098,11 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for; under the deferred epilogue (PERSISTENT 3, -pde) it is returned instead,
     normalized and in the output's dtype, and the previous block's (prev_o, at prev_b32, prev_h32, prev_row0;
-    has_prev: there is one) is written once this block's first Q.K^T has been issued. PERSISTENT (SCHEDULE_MODE): the previous block's O store may still be
-    reading o_smem, so it is waited for first; under rounds (1), load_next_q: the next block's Q (next_b32,
-    next_h32, next_row0) is loaded once this block's last Q.K^T has completed; under the dynamic schedule (2) Q's
-    buffer is released to the producer then (q_free). Without PERSISTENT (base 0, load_next_q False) the code is the
-    one-block kernel's. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
+    has_prev: there is one) is written once this block's first Q.K^T has been issued. PERSISTENT (SCHEDULE_MODE):
+    the previous block's O store may still be reading o_smem, so it is waited for first; under rounds (1),
+    load_next_q: the next block's Q (next_b32, next_h32, next_row0) is loaded once this block's last Q.K^T has
+    completed; under the dynamic schedule (2) Q's buffer is released to the producer then (q_free). Without
+    PERSISTENT (base 0, load_next_q False) the code is the one-block kernel's. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
     for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
     BAR_THEIRS); both consumers take n_tiles turns, the first consumer's first is given (named: the second
     consumer arrives on the first's barrier once before its own first wait, so one arrival is left over at the
