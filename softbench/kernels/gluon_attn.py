@@ -149,7 +149,7 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # Q.K^T has been issued, so that the tensor core works through the epilogue (one block's idle tensor time is about 2.3
 # tiles' at BF16, tools/analysis/tensor_idle_fit.py); the same output bit for bit. On the H200 it was slower (2026-12-04
 # 12:44-12:47): A0 / FA3 0.979 at BF16 causal 8K, 0.988 at 16K, 1.042 at FP8 causal 8K (20261204T124448Z, 124605Z,
-# 124526Z), against -pd's 1.004, 0.997 and 1.063 across sessions. Under Nsight Compute (130844Z, 130909Z) it takes 1.9%
+# 124526Z), against -pd's 1.004, 0.997 and 1.064 across sessions. Under Nsight Compute (130844Z, 130909Z) it takes 1.9%
 # more SM cycles and its tensor core is idler (82.8% busy against 84.3%); its warps wait no longer at the mbarriers
 # (the Q wait included) but longer at the wgmma's issue (HGMMA samples +30%, more of them memory-throttled), and the
 # 33 spill loads it adds run once per block: the epilogue's shared-memory traffic slows the Q.K^T it sits under. No
