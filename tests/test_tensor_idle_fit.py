@@ -30,7 +30,7 @@ def test_the_fit_recovers_the_loop_and_block_shares(tmp_path, capsys):
     loop, per_block = 9.0, 240.0  # idle % = 9 + 240 / T
     for k, seq in enumerate((4096, 8192, 16384, 32768)):
         idle = loop + per_block / idle_fit.mean_tiles(seq)
-        _audit(tmp_path, f"2026120{k}T000000Z", seq, {"A0": 100 - idle, "ref-fa3": 100 - idle + 1.0})
+        _audit(tmp_path, f"2026120{k + 1}T000000Z", seq, {"A0": 100 - idle, "ref-fa3": 100 - idle + 1.0})
     # left out: another configuration, another dtype, non-causal, another shape, an unfinished session
     _audit(tmp_path, "20261210T000000Z", 8192, {"A0": 50.0}, config="gluon-other")
     _audit(tmp_path, "20261211T000000Z", 8192, {"A0": 50.0}, dtype="fp8")

@@ -20,12 +20,14 @@ points come from the same sessions). Only complete sessions of b1 h16 d128 are r
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+
+from softbench.predictions.sessions import load_session  # noqa: E402
 
 BLOCK = 128  # the query block and key tile of both kernels at head dim 128 causal (FA3's tile_size_fwd_sm90)
 DEFAULT_CONFIG = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"  # the 16-bit default since 2026-12-04 07:44
@@ -41,13 +43,10 @@ def points(root: Path, dtype: str, config: str) -> dict[str, list[tuple[int, flo
     """kernel -> [(seq, idle %, session name)] from every complete causal audit of `dtype` under `config`."""
     out: dict[str, list[tuple[int, float, str]]] = {}
     for d in sorted(root.glob("*-audit-*")):
-        try:
-            s = json.loads((d / "summary.json").read_text())
-            status = json.loads((d / "status.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
+        rec = load_session(d)  # a damaged file reads as {}: such a session is not complete and drops out below
+        s = rec.summary
         shape = s.get("shape") or {}
-        if (not status.get("complete") or shape.get("dtype") != dtype or not shape.get("causal")
+        if (not rec.complete or shape.get("dtype") != dtype or not shape.get("causal")
                 or (shape.get("batch"), shape.get("heads"), shape.get("head_dim")) != (1, 16, 128)
                 or (s.get("kernel_config") or {}).get("A0") != config):
             continue
@@ -64,9 +63,8 @@ def fit(rows: list[tuple[int, float, str]]) -> tuple[float, float] | None:
     ys = [idle for _, idle, _ in rows]
     if len({round(x, 12) for x in xs}) < 2:
         return None
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return my - slope * mx, slope
+    slope, intercept = statistics.linear_regression(xs, ys)
+    return intercept, slope
 
 
 def main(argv=None) -> int:
