@@ -294,7 +294,7 @@ class GluonConfig:
         if self.schedule not in SCHEDULES:
             raise UsageError(f"the query blocks are scheduled as {' or '.join(SCHEDULES)}, not {self.schedule!r}")
         if self.schedule != "blocks" and self.pingpong:
-            raise UsageError("the persistent schedules (-pt, -pd) are written without the ping-pong (-pp, -ppn)")
+            raise UsageError("the persistent schedules (-pt, -pd, -pde) are written without the ping-pong (-pp, -ppn)")
         if self.split_qk and self.schedule == "dynamic-deferred":
             raise UsageError("the deferred epilogue (-pde) is written for whole Q.K^T tiles, not with -sq")
         if self.split_qk and (self.block_n != 128 or self.pingpong or self.row_sum in ("mma", "mma-tile")
@@ -890,20 +890,21 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
         while t < n_items:
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
+            row0 = start_m * BLOCK_M + ROW_OFFSET
             if DEFER:
                 prev_o = _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs,
                                         k_ready, v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale,
-                                        b32, h32, start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row,
-                                        kn_blocks, base, k & 1, b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 3,
-                                        prev_o, prev_b32, prev_h32, prev_row0, k > 0)
+                                        b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1,
+                                        b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 3, prev_o, prev_b32,
+                                        prev_h32, prev_row0, k > 0)
                 prev_b32 = b32
                 prev_h32 = h32
-                prev_row0 = start_m * BLOCK_M + ROW_OFFSET
+                prev_row0 = row0
             else:
                 _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
-                               v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32,
-                               start_m * BLOCK_M + ROW_OFFSET, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base,
-                               k & 1, b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 2)
+                               v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0,
+                               seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1, b32, h32, 0, False, q_free,
+                               OPT, 0, 0, 0, True, 2)
             base += n_tiles
             k += 1
             t = _take_item(items, item_ready, item_empty, k)
@@ -1104,11 +1105,11 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     the previous block's O store may still be reading o_smem, so it is waited for first; under rounds (1),
     load_next_q: the next block's Q (next_b32, next_h32, next_row0) is loaded once this block's last Q.K^T has
     completed; under the dynamic schedule (2) Q's buffer is released to the producer then (q_free). Without
-    PERSISTENT (base 0, load_next_q False) the code is the one-block kernel's. PINGPONG (0: off, 1: mbarriers, 2: named barriers): before issuing tile i's wgmmas wait
-    for turn i (my_turn's phase, or named barrier BAR_MINE), after issuing them pass the turn on (their_turn, or
-    BAR_THEIRS); both consumers take n_tiles turns, the first consumer's first is given (named: the second
-    consumer arrives on the first's barrier once before its own first wait, so one arrival is left over at the
-    end, which the program's exit discards).
+    PERSISTENT (base 0, load_next_q False) the code is the one-block kernel's. PINGPONG (0: off, 1: mbarriers, 2:
+    named barriers): before issuing tile i's wgmmas wait for turn i (my_turn's phase, or named barrier BAR_MINE),
+    after issuing them pass the turn on (their_turn, or BAR_THEIRS); both consumers take n_tiles turns, the first
+    consumer's first is given (named: the second consumer arrives on the first's barrier once before its own first
+    wait, so one arrival is left over at the end, which the program's exit discards).
     h15-proved: the unmasked tiles take A1 without its clamp where _proved_n_full says so, the masked ones A1;
     h15-folded likewise its clamp-free and clamped forms (triton_attn._folded_weights)."""
     HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
@@ -1293,17 +1294,15 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     if PERSISTENT == 3:  # written under the next block's first Q.K^T, or after the last block. Normalized and
         # converted here, so that what crosses into the next block are registers the FMA pipe wrote: O's own, which a
         # wgmma wrote, read after the next wgmma's issue made ptxas inject a wait for it (C7517) before the epilogue
-        return (o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]).to(desc_o.dtype)
+        return _normalized(o, l_i, v_scale, rows_o).to(desc_o.dtype)
     else:
-        _store_o(desc_o, o_smem, o, l_i, v_scale, b32, h32, row0, rows_o, HEAD_DIM, PERSISTENT)
+        _write_o(desc_o, o_smem, _normalized(o, l_i, v_scale, rows_o), b32, h32, row0, HEAD_DIM, PERSISTENT)
 
 
 @gluon.jit
-def _store_o(desc_o, o_smem, o, l_i, v_scale, b32, h32, row0, rows_o: gl.constexpr, HEAD_DIM: gl.constexpr,
-             PERSISTENT: gl.constexpr):
-    """A warpgroup's epilogue: O normalized by its row sums (and V's descale), then _write_o."""
-    o = o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]  # V's descale and the normalisation at once
-    _write_o(desc_o, o_smem, o, b32, h32, row0, HEAD_DIM, PERSISTENT)
+def _normalized(o, l_i, v_scale, rows_o: gl.constexpr):
+    """O divided by its row sums, with V's descale: both in one multiply per element."""
+    return o * gl.convert_layout(v_scale / l_i, rows_o)[:, None]
 
 
 @gluon.jit
