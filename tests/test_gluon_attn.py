@@ -182,14 +182,17 @@ def test_every_combination_of_label_options_reads_back():
             (False, True), ga.HANDOVERS, (1, 2), ga.SCHEDULES, ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
         if (handover != "mbarrier" and not pingpong) or (pingpong and (consumers == 1 or schedule != "blocks")):
             continue  # refused by the configuration itself
+        if schedule == "dynamic-overlap" and (row_sum in ("mma", "mma-tile") or rescale_at != "pv"):
+            continue  # likewise
         config = ga.GluonConfig(pingpong=pingpong, handover=handover, consumers=consumers, schedule=schedule,
                                 rescale=rescale, rescale_at=rescale_at, row_sum=row_sum, sync=sync)
         assert ga.GluonConfig.from_label(config.label()) == config, config.label()
         seen.add(config.label())
     # (2 ping-pong hand-overs + the four schedules, each with 1 or 2 consumers) x 5 x 2 x 5 x 2, every label
     # distinct: 320 before -pt, which added 160 (no ping-pong: the configuration refuses it), -pd 160 more, the
-    # fifth rescale form (-rlan) a quarter more, and -pde another 200 (-sq, which it refuses, is not varied here)
-    assert len(seen) == 1000
+    # fifth rescale form (-rlan) a quarter more, -pde another 200 (-sq, which it refuses, is not varied here), and
+    # -pdo 60 (2 x 5 rescales x -ro only x 3 row sums in registers x 2)
+    assert len(seen) == 1060
 
 
 @pytest.mark.parametrize("schedule, suffix, mode", [("rounds", "-pt", 1), ("dynamic", "-pd", 2),
@@ -731,6 +734,40 @@ def test_deferred_epilogue_writes_o_under_the_next_blocks_first_qk():
         assert ga.kernel_constants(config, 8192, 128, True, fp8, "A0")["PERSISTENT"] == 3
     with pytest.raises(UsageError, match="deferred epilogue"):
         ga.GluonConfig(schedule="dynamic-deferred", split_qk=True)
+
+
+def test_overlapped_boundary_labels_read_back_and_are_refused_where_unwritten():
+    """-pdo: its place in the label (beside the other persistent schedules), read back; PERSISTENT 4 for the kernel;
+    plain() drops it (the same output bit for bit, checked on the H200 against the one-block kernel); refused with
+    -sq, the tensor core's row sums (-lm, -lmt) and without -ro, which it is not written for."""
+    pdo = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg4-pdo-rl-ro-ltt-pm-tb-mlf")
+    assert pdo.schedule == "dynamic-overlap" and pdo.label() == "gluon-n128s2-c240l24-hg4-pdo-rl-ro-ltt-pm-tb-mlf"
+    assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-pdo-rla-ro-ltt-tb-mlf").consumers == 1
+    assert pdo.plain() == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg4-rl-ltt")
+    assert ga.kernel_constants(pdo, 8192, 128, True, False, "A0")["PERSISTENT"] == 4
+    assert ga.kernel_constants(replace(pdo, p_round="tail"), 8192, 128, True, True, "A0")["PERSISTENT"] == 4
+    for label in ("gluon-n128s2-c240l24-hg4-pdo-rl-ro-lmt", "gluon-n128s2-c240l24-hg4-pdo-ro-lm",
+                  "gluon-n128s2-c240l24-hg4-pdo-rl-ltt", "gluon-n128s2-c240l24-hg4-pdo-ro-sq"):
+        with pytest.raises(UsageError, match="overlapped block boundary"):
+            ga.GluonConfig.from_label(label)
+    with pytest.raises(UsageError, match="persistent schedules"):
+        ga.GluonConfig(pingpong=True, schedule="dynamic-overlap", rescale_at="pv")
+
+
+def test_overlapped_boundary_waits_for_the_first_qk_beside_the_last_pv():
+    """-pdo at BF16 causal 8K without -pm, against -pd with the same options: each consumer's first tile of a block
+    waits for its Q.K^T with one wgmma group left in flight (the block before's last P.V), one such wait more per
+    consumer than the key loop's; the key loop keeps its wgmmas and waits; two Q buffers more in shared memory (one
+    per consumer); and no wgmma serialized by ptxas: a wgmma inside a branch on whether there is a block before
+    (advisory C7518) and O's accumulator carried into the next block (C7517) each made it so while this was
+    written."""
+    pd, pdo = (_compile("bf16", "A0", label) for label in ("gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-tb-mlf",
+                                                            "gluon-n128s2-c240l24-hg4-pdo-rl-ro-ltt-tb-mlf"))
+    assert pdo["gmma_waits_leaving_one"] == pd["gmma_waits_leaving_one"] + 2, (pd, pdo)
+    assert {k: pdo[k] for k in ("loop_gmma", "loop_gmma_waits", "global_atomics")} \
+        == {k: pd[k] for k in ("loop_gmma", "loop_gmma_waits", "global_atomics")}, (pd, pdo)
+    assert 2 * 64 * 128 * 2 <= pdo["shared_bytes"] - pd["shared_bytes"] < 2 * 64 * 128 * 2 + 1024, (pd, pdo)
+    assert pdo["ptxas_advisories"] == [] and pdo["warp_specialized"], pdo
 
 
 def test_rescale_at_pv_puts_os_multiply_beside_the_next_qk_at_fp8():

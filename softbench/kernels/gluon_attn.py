@@ -154,8 +154,16 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # (the Q wait included) but longer at the wgmma's issue (HGMMA samples +30%, more of them memory-throttled), and the
 # 33 spill loads it adds run once per block: the epilogue's shared-memory traffic slows the Q.K^T it sits under. No
 # default takes it.
-SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde"}
-SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3}  # the kernel's PERSISTENT
+# "dynamic-overlap" (-pdo): "dynamic" with one block's last P.V issued after the next block's first Q.K^T and waited for
+# after that tile's weights, as the key loop overlaps tile i's Q.K^T with tile i - 1's P.V, so that the tensor core
+# works through the first tile's softmax; each consumer has two Q buffers, so that the producer loads a block's Q while
+# the block before is still running (one block ahead, not only once the last Q.K^T has completed). O, its running
+# factor and its row sums cross into the next block as the loop carries them from tile to tile, so ptxas sees the
+# loop's own pattern. The same output bit for bit. Written for whole Q.K^T tiles, row sums kept in registers and O
+# rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro).
+SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
+SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
+                 "dynamic-overlap": 4}  # the kernel's PERSISTENT
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
 
 
@@ -235,11 +243,13 @@ class GluonConfig:
     defaults take it since 2026-12-04 06:10. (From 06:10 to 07:35 it was refused at FP8 with two consumers, for
     outputs that turned out to be -ro's: _key_tile says why.) "dynamic-deferred" (-pde): "dynamic" with each block's
     O normalized and stored after the next block's first Q.K^T is issued (SCHEDULES; slower on the H200, no default
-    takes it); not with -sq.
+    takes it); not with -sq. "dynamic-overlap" (-pdo): "dynamic" with each block's last P.V in the tensor core while
+    the next block's first Q.K^T and weights are computed, and two Q buffers per consumer (SCHEDULES); not with -sq,
+    -lm, -lmt; with -ro.
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
-    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm][-tb]
-    [-ml|-mlf][-sq][-e16] (what sessions record and --triton-config takes)."""
+    Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde|-pdo][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm]
+    [-tb][-ml|-mlf][-sq][-e16] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -294,9 +304,14 @@ class GluonConfig:
         if self.schedule not in SCHEDULES:
             raise UsageError(f"the query blocks are scheduled as {' or '.join(SCHEDULES)}, not {self.schedule!r}")
         if self.schedule != "blocks" and self.pingpong:
-            raise UsageError("the persistent schedules (-pt, -pd, -pde) are written without the ping-pong (-pp, -ppn)")
+            raise UsageError("the persistent schedules (-pt, -pd, -pde, -pdo) are written without the ping-pong "
+                             "(-pp, -ppn)")
         if self.split_qk and self.schedule == "dynamic-deferred":
             raise UsageError("the deferred epilogue (-pde) is written for whole Q.K^T tiles, not with -sq")
+        if self.schedule == "dynamic-overlap" and (self.split_qk or self.row_sum in ("mma", "mma-tile")
+                                                   or self.rescale_at != "pv"):
+            raise UsageError("the overlapped block boundary (-pdo) is written for whole Q.K^T tiles, row sums in "
+                             "registers and O rescaled at the next P.V (-ro), not with -sq, -lm or -lmt")
         if self.split_qk and (self.block_n != 128 or self.pingpong or self.row_sum in ("mma", "mma-tile")
                               or self.rescale_at == "pv"):
             raise UsageError("the split Q.K^T (-sq) is written for 128-key tiles without the ping-pong (-pp, -ppn), "
@@ -336,14 +351,15 @@ class GluonConfig:
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
                              "key tile, K/V stages, consumer and loader registers, heads per group; -pp: ping-pong "
                              "(-ppn: through named barriers); -g1: one consumer warpgroup; -pt: persistent programs, "
                              "one per SM slot, taking query blocks in rounds (-pd: each its next from a counter; "
-                             "-pde: and each block's O stored under the next block's first Q.K^T); "
+                             "-pde: and each block's O stored under the next block's first Q.K^T; -pdo: each "
+                             "block's last P.V under the next block's first Q.K^T, two Q buffers per consumer); "
                              "-rs: O's rescale skipped "
                              "where no row of a warp moved its maximum (-rl: A0's maximum moved lazily; -rla: A0's and h15-folded's; -rlan: h15-folded's past 2 octaves at 16 bits); -ro: O rescaled just before the next P.V; "
                              "-lt: per-thread partial row sums (-ltt: added pairwise; -lm: on the tensor core; -lmt: per tile there, "
@@ -541,21 +557,23 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                        item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads, group,
                        head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                        V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-                       CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr):
+                       CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr,
+                       DOUBLE_Q: gl.constexpr = False):
     """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
     them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
     _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
     programs (the first numbers were taken by id), fetched once this block's tiles are all issued; each block's
     number is posted to the consumers (_post_item), then a number past the last block that stops them. The
     producer also loads the consumers' Q (with the ones tile of WITH_ONES the first time), each as soon as its
-    consumer has released the previous block's (q_free)."""
+    consumer has released the previous block's (q_free); DOUBLE_Q (-pdo), into buffer k % 2 for block k, released by
+    block k - 2 (_issue_block_q)."""
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
     base = 0
     if DYNAMIC:
         t = pid
         _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, 0, t, seq, heads, group, head_group,
-                       HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, WITH_ONES, True)
+                       HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, WITH_ONES, True, DOUBLE_Q)
         k = 0
         while t < n_items:
             _post_item(items, item_ready, item_empty, k, t)
@@ -573,7 +591,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
             t = taken + nprog
             if t < n_items:
                 _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t, seq, heads, group,
-                               head_group, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, False, False)
+                               head_group, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, False, False, DOUBLE_Q)
             k += 1
         _post_item(items, item_ready, item_empty, k, t)
     else:
@@ -590,11 +608,31 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
 @gluon.jit
 def _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t, seq, heads, group, head_group,
                    HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                   CONSUMERS: gl.constexpr, WITH_ONES: gl.constexpr, FIRST: gl.constexpr):
+                   CONSUMERS: gl.constexpr, WITH_ONES: gl.constexpr, FIRST: gl.constexpr,
+                   DOUBLE_Q: gl.constexpr = False):
     """The dynamic schedule's producer: block t's Q tiles, each consumer's 64 rows into its buffer once the
-    consumer has released it (q_free, its k-th release; not waited for on the program's FIRST block)."""
+    consumer has released it (q_free, its k-th release; not waited for on the program's FIRST block). DOUBLE_Q
+    (-pdo): t is the program's block k + 1 (FIRST: block 0), whose Q goes into buffer (k + 1) % 2 of each consumer
+    (q0, q1 hold two; consumer c's barriers are q_bars and q_free at 2 c + buffer) once block k - 1 has released
+    it, so that it loads while block k runs."""
     b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group, CAUSAL,
                                                                     BLOCK_M, BLOCK_N)
+    if DOUBLE_Q:
+        if FIRST:
+            n = 0
+        else:
+            n = k + 1
+        buf = n & 1
+        for c in gl.static_range(CONSUMERS):
+            if n >= 2:  # the buffer's (n - 2) / 2-th release, by block n - 2
+                mbarrier.wait(q_free.index(2 * c + buf), ((n >> 1) & 1) ^ 1)
+            if c == 0:
+                _issue_q(desc_q, desc_ones, q_bars.index(buf), q0.index(buf), ones0, b32, h32, start_m * BLOCK_M,
+                         HEAD_DIM, False)
+            else:
+                _issue_q(desc_q, desc_ones, q_bars.index(2 + buf), q1.index(buf), ones1, b32, h32,
+                         start_m * BLOCK_M + 64, HEAD_DIM, False)
+        return
     if not FIRST:
         mbarrier.wait(q_free.index(0), k & 1)
     _issue_q(desc_q, desc_ones, q_bars.index(0), q0, ones0, b32, h32, start_m * BLOCK_M, HEAD_DIM, WITH_ONES)
@@ -866,7 +904,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, my_turn, their_turn,
                          qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
                          ROW_OFFSET: gl.constexpr, BLOCK_M: gl.constexpr, OPT: gl.constexpr,
-                         DYNAMIC: gl.constexpr = False, DEFER: gl.constexpr = False):
+                         DYNAMIC: gl.constexpr = False, DEFER: gl.constexpr = False, OVERLAP: gl.constexpr = False):
     """One warpgroup under a persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every query
     block the program takes, in the same order as the producer, one ring position counted across them.
     Rounds (_round_item): where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -874,7 +912,10 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
     16 bits O leaves through Q's buffer, so the next Q is loaded once O has left. DYNAMIC: the blocks' numbers come
     from the producer (_take_item), which also loads each Q once this warpgroup has released the one before
     (q_free); O always has a buffer of its own. DEFER (-pde): each block's O is written under the next block's first
-    Q.K^T (_consumer_item's PERSISTENT 3), the last block's after the loop."""
+    Q.K^T (_consumer_item's PERSISTENT 3), the last block's after the loop. OVERLAP (-pdo): each block's last P.V
+    runs under the next block's first Q.K^T and weights (_consumer_item's PERSISTENT 4), the last block's after the
+    loop; q_smem holds two buffers, block k taking buffer k % 2, and q_bar, q_free both consumers' barriers of both
+    (_issue_block_q's DOUBLE_Q)."""
     CAUSAL: gl.constexpr = OPT.CAUSAL
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     base = 0
@@ -884,6 +925,11 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
         if DEFER:  # the block before's O, normalized, and where it goes (_consumer_item's deferred epilogue)
             o_layout: gl.constexpr = _o_layout(OPT.HEAD_DIM, desc_q.dtype.primitive_bitwidth)
             prev_o = gl.zeros([64, OPT.HEAD_DIM], desc_o.dtype, o_layout)
+            prev_b32 = 0
+            prev_h32 = 0
+            prev_row0 = 0
+        if OVERLAP:  # the block before's state at its last tile (_consumer_item's PERSISTENT 4)
+            prev_o, prev_p, prev_l = _carry_start(desc_q.dtype, OPT)
             prev_b32 = 0
             prev_h32 = 0
             prev_row0 = 0
@@ -900,6 +946,17 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                 prev_b32 = b32
                 prev_h32 = h32
                 prev_row0 = row0
+            elif OVERLAP:
+                buf = k & 1
+                bar = 2 * (ROW_OFFSET // 64) + buf  # this consumer's barriers of buffer buf (_issue_block_q's)
+                prev_o, prev_p, prev_l = _consumer_item(
+                    desc_q, desc_o, desc_ones, q_smem.index(buf), o_smem, ones_smem, q_bar.index(bar), k_bufs, v_bufs,
+                    k_ready, v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
+                    n_full, n_tiles, KN, kn_row, kn_blocks, base, (k >> 1) & 1, b32, h32, 0, False, q_free.index(bar),
+                    OPT, 0, 0, 0, True, 4, prev_o, prev_b32, prev_h32, prev_row0, k > 0, prev_p, prev_l)
+                prev_b32 = b32
+                prev_h32 = h32
+                prev_row0 = row0
             else:
                 _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
                                v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0,
@@ -911,6 +968,11 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
         if DEFER:
             if k > 0:  # the last block's O
                 _write_o(desc_o, o_smem, prev_o, prev_b32, prev_h32, prev_row0, OPT.HEAD_DIM, 3)
+        if OVERLAP:  # the last block's last P.V and O (none where the program took no block: k == 0)
+            last, last_phase = _ring(base - 1, OPT.STAGES)
+            o_tok = _carried_pv(prev_o, prev_p, v_bufs, v_ready, last, last_phase, k > 0, OPT)
+            _write_carried(o_tok, prev_p, prev_l, v_empty, last, desc_o, o_smem, v_scale, prev_b32, prev_h32,
+                           prev_row0, k > 0, OPT, 4)
     else:
         SEPARATE_O: gl.constexpr = desc_o.dtype != desc_q.dtype
         pid = gl.program_id(0)
@@ -1090,18 +1152,34 @@ def _o_layout(head_dim, bitwidth):
     return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, head_dim, 256 // bitwidth])
 
 
+@gluon.constexpr_function
+def _s_layout(cols, bitwidth):
+    """The scores' accumulator layout: Q.K^T's wgmma, 64 rows by cols keys."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, cols, 256 // bitwidth])
+
+
+@gluon.constexpr_function
+def _p_layout(head_dim, bitwidth):
+    """P as P.V's A operand, from registers: O's accumulator layout is its parent."""
+    return gl.DotOperandLayout(operand_index=0, parent=_o_layout(head_dim, bitwidth), k_width=32 // bitwidth)
+
+
 @gluon.jit
 def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready, v_ready,
                    k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq, n_full, n_tiles,
                    KN, kn_row, kn_blocks, base, q_phase, next_b32, next_h32, next_row0, load_next_q, q_free,
                    OPT: gl.constexpr, PINGPONG: gl.constexpr, BAR_MINE: gl.constexpr = 0,
                    BAR_THEIRS: gl.constexpr = 0, FIRST: gl.constexpr = True, PERSISTENT: gl.constexpr = 0,
-                   prev_o=0.0, prev_b32=0, prev_h32=0, prev_row0=0, has_prev=False):
+                   prev_o=0.0, prev_b32=0, prev_h32=0, prev_row0=0, has_prev=False, prev_p=0.0, prev_l=0.0):
     """One warpgroup's 64 query rows from row0, its Q already on its way (q_bar, phase q_phase): online softmax
     over n_tiles key tiles, the first n_full of which need no mask, from ring position base. The O tile is written
     and its store issued, not waited for; under the deferred epilogue (PERSISTENT 3, -pde) it is returned instead,
     normalized and in the output's dtype, and the previous block's (prev_o, at prev_b32, prev_h32, prev_row0;
-    has_prev: there is one) is written once this block's first Q.K^T has been issued. PERSISTENT (SCHEDULE_MODE):
+    has_prev: there is one) is written once this block's first Q.K^T has been issued. Under the overlapped boundary
+    (PERSISTENT 4, -pdo) the block ends before its last P.V: O (with the factor it owed), P and the row sums are
+    returned as the key loop carries them, and the previous block's (prev_o, prev_p, prev_l) take their last P.V
+    behind this block's first Q.K^T and are written once this block's first weights are computed (_carried_pv,
+    _write_carried). PERSISTENT (SCHEDULE_MODE):
     the previous block's O store may still be reading o_smem, so it is waited for first; under rounds (1),
     load_next_q: the next block's Q (next_b32, next_h32, next_row0) is loaded once this block's last Q.K^T has
     completed; under the dynamic schedule (2) Q's buffer is released to the producer then (q_free). Without
@@ -1133,11 +1211,9 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     K_STEP: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's k: 16 at 16 bits, 32 at FP8
     # SPLIT: each key tile's scores in two halves, one Q.K^T wgmma group each (_issue_qk), weighed half by half
     S_COLS: gl.constexpr = BLOCK_N // 2 if SPLIT else BLOCK_N
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, S_COLS, K_STEP])
+    s_layout: gl.constexpr = _s_layout(S_COLS, dtype.primitive_bitwidth)
     o_layout: gl.constexpr = _o_layout(HEAD_DIM, dtype.primitive_bitwidth)
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
-                                                 k_width=32 // dtype.primitive_bitwidth)
+    p_layout: gl.constexpr = _p_layout(HEAD_DIM, dtype.primitive_bitwidth)
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
@@ -1191,14 +1267,21 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         if PERSISTENT == 3:  # the previous block's O leaves while the tensor core computes this one's first scores
             if has_prev:
                 _write_o(desc_o, o_smem, prev_o, prev_b32, prev_h32, prev_row0, HEAD_DIM, PERSISTENT)
-        s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
-        mbarrier.arrive(k_empty.index(slot0), count=1)
-        keys = offs_n
-        keep = _kept(keys, offs_m, seq, CAUSAL)
-        if n_full > 0:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, MAX_OFFSET, LAZY, EMULATE)
+        if PERSISTENT == 4:  # the previous block's last P.V behind this Q.K^T, in flight through this tile's weights
+            # (the first block's previous is _carry_start's zeros, its P.V one whose result is dropped: a wgmma inside
+            # a branch on has_prev, which ptxas cannot tell is the same in every thread, serializes every wgmma of
+            # the kernel, advisory C7518)
+            prev_last, prev_last_phase = _ring(base - 1, STAGES)
+            prev_tok = _carried_pv(prev_o, prev_p, v_bufs, v_ready, prev_last, prev_last_phase, has_prev, OPT)
+            p, m_i, alpha = _first_tile_weights(s, 1, k_empty, slot0, m_i, offs_n, offs_m, seq, qk_scale,
+                                                n_full, OPT, UNMASKED, MASKED)
+            if PV_FENCE:  # as in the loop: the weights above P.V's wait
+                alpha = _schedule_fence(alpha)
+            _write_carried(prev_tok, prev_p, prev_l, v_empty, prev_last, desc_o, o_smem, v_scale, prev_b32, prev_h32,
+                           prev_row0, has_prev, OPT, PERSISTENT)
         else:
-            p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, MAX_OFFSET, LAZY, EMULATE)
+            p, m_i, alpha = _first_tile_weights(s, 0, k_empty, slot0, m_i, offs_n, offs_m, seq, qk_scale,
+                                                n_full, OPT, UNMASKED, MASKED)
         if SUMS_MMA:  # this tile's sums are added with its P.V, in the next iteration
             l_acc = gl.zeros([ROWS, ONES_N], gl.float32, l_layout)
             l_run = _one_column_per_thread(l_acc)  # PER_TILE's FP32 sums, one column per thread (otherwise unused)
@@ -1264,6 +1347,11 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     elif PERSISTENT:
         if load_next_q:
             _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, next_b32, next_h32, next_row0, HEAD_DIM, False)
+    if PERSISTENT == 4:  # the last P.V, and O's write, come with the next block's first tile or after the last block
+        # O takes the factor it owes now, by a plain multiply (the same product; the skip of -rl would leave them):
+        # registers the FMA pipe wrote cross into the next block, where O's own, which a wgmma wrote, read after the
+        # next wgmma's issue, make ptxas wait for that wgmma first (advisory C7517)
+        return _rescale_o(o, o_alpha, rows_o, HEAD_DIM, False), p_op, l_i
     last, last_phase = _ring(base + n_tiles - 1, STAGES)
     if RESCALE_AT_PV:
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
@@ -1283,20 +1371,95 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         l_acc, l_run = _sums_done(l_tok, l_run, PER_TILE)
     mbarrier.arrive(v_empty.index(last), count=1)
 
-    if SUMS_MMA:  # each of the ONES_N columns holds the rows' sums, the same value: max takes one exactly
-        if PER_TILE:
-            l_acc = l_run
-        l_i = gl.max(l_acc, 1)
-    elif ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
-        l_i = gl.sum(l_i, 1)
-    if WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
-        l_i = gl.where(l_i == 0.0, 1.0, l_i)
+    l_i = _final_row_sums(l_i, l_acc, l_run, OPT)
     if PERSISTENT == 3:  # written under the next block's first Q.K^T, or after the last block. Normalized and
         # converted here, so that what crosses into the next block are registers the FMA pipe wrote: O's own, which a
         # wgmma wrote, read after the next wgmma's issue made ptxas inject a wait for it (C7517) before the epilogue
         return _normalized(o, l_i, v_scale, rows_o).to(desc_o.dtype)
     else:
         _write_o(desc_o, o_smem, _normalized(o, l_i, v_scale, rows_o), b32, h32, row0, HEAD_DIM, PERSISTENT)
+
+
+@gluon.jit
+def _first_tile_weights(s_tok, outstanding: gl.constexpr, k_empty, slot, m_i, offs_n, offs_m, seq, qk_scale, n_full,
+                        OPT: gl.constexpr, UNMASKED: gl.constexpr, MASKED: gl.constexpr):
+    """A block's first key tile (whole Q.K^T): its scores waited for (leaving `outstanding` younger wgmma groups in
+    flight), its K slot released (k_empty's `slot`), its weights (UNMASKED's where the block has tiles without a mask,
+    MASKED's otherwise). With a group in flight MASKED's always, with the mask (where no key is masked, the same
+    weights): a branch on n_full, which ptxas cannot tell is the same in every thread, would have it serialize every
+    wgmma of the kernel (advisory C7518)."""
+    s = warpgroup_mma_wait(num_outstanding=outstanding, deps=(s_tok, ))
+    mbarrier.arrive(k_empty.index(slot), count=1)
+    keys = offs_n
+    keep = _kept(keys, offs_m, seq, OPT.CAUSAL)
+    if outstanding:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, OPT.MAX_OFFSET, OPT.LAZY,
+                                      OPT.EMULATE)
+    elif n_full > 0:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, OPT.MAX_OFFSET, OPT.LAZY,
+                                      OPT.EMULATE)
+    else:
+        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, OPT.MAX_OFFSET, OPT.LAZY,
+                                      OPT.EMULATE)
+    return p, m_i, alpha
+
+
+@gluon.jit
+def _final_row_sums(l_i, l_acc, l_run, OPT: gl.constexpr):
+    """A block's row sums at its end, from the form the key loop kept them in (GluonConfig.row_sum): the tensor
+    core's accumulator (l_acc; per tile: l_run), each thread's partial sums (l_i, a column per thread of the quad),
+    or l_i itself."""
+    if OPT.ROW_SUM_PARTS >= 3:  # each of the ONES_N columns holds the rows' sums, the same value: max takes one exactly
+        if OPT.ROW_SUM_PARTS == 4:
+            l_acc = l_run
+        l_i = gl.max(l_acc, 1)
+    elif OPT.ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
+        l_i = gl.sum(l_i, 1)
+    if OPT.WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
+        l_i = gl.where(l_i == 0.0, 1.0, l_i)
+    return l_i
+
+
+@gluon.jit
+def _carried_pv(o, p_op, v_bufs, v_ready, slot, phase, has_prev, OPT: gl.constexpr):
+    """-pdo: a block's last P.V, issued behind the next block's first Q.K^T (or after the program's last block), from
+    the state _consumer_item carried out of it: O, P as _p_carry left it, V in ring slot `slot` (phase `phase`).
+    Without has_prev (no block before: O and P are zeros) V is not waited for, and the group's result is dropped
+    (_write_carried): whatever the slot holds then, or is being loaded with, only reaches that result. Returns the
+    group's token."""
+    if has_prev:
+        mbarrier.wait(v_ready.index(slot), phase)
+    o_tok = warpgroup_mma(_p_operand(p_op, v_bufs.dtype), _v_operand(v_bufs, slot, OPT.HEAD_DIM, OPT.BLOCK_N,
+                                                                    OPT.V_KMAJOR), o, is_async=True)
+    return o_tok
+
+
+@gluon.jit
+def _write_carried(o_tok, p_op, l_i, v_empty, slot, desc_o, o_smem, v_scale, b32, h32, row0, has_prev,
+                   OPT: gl.constexpr, PERSISTENT: gl.constexpr):
+    """-pdo: a block's last P.V (_carried_pv's o_tok) waited for; where there was a block (has_prev), its V slot
+    released and its O normalized by the row sums (l_i as the key loop kept them) and written at (b32, h32, row0)."""
+    o, p_op = _wait_pv(o_tok, p_op)
+    if has_prev:
+        mbarrier.arrive(v_empty.index(slot), count=1)
+        o = _normalized(o, _final_row_sums(l_i, 0.0, 0.0, OPT), v_scale, gl.SliceLayout(1, o.type.layout))
+        _write_o(desc_o, o_smem, o, b32, h32, row0, OPT.HEAD_DIM, PERSISTENT)
+
+
+@gluon.jit
+def _carry_start(dtype: gl.constexpr, OPT: gl.constexpr):
+    """-pdo: the state _consumer_item carries out of a block (O, P, the row sums), of its types and layouts, before
+    the first block (zeros, whose P.V's result is dropped: the first block has no previous one)."""
+    ROWS: gl.constexpr = 64
+    s_layout: gl.constexpr = _s_layout(OPT.BLOCK_N, dtype.primitive_bitwidth)
+    zero_s = gl.zeros([ROWS, OPT.BLOCK_N], gl.float32, s_layout)
+    o = gl.zeros([ROWS, OPT.HEAD_DIM], gl.float32, _o_layout(OPT.HEAD_DIM, dtype.primitive_bitwidth))
+    p_op = _p_carry(zero_s, dtype, _p_layout(OPT.HEAD_DIM, dtype.primitive_bitwidth), OPT.BLOCK_N, OPT.P_AT_MMA)
+    if OPT.ROW_SUM_PARTS:
+        l_i = _thread_row_sums(zero_s, OPT.BLOCK_N, OPT.ROW_SUM_PARTS == 2)
+    else:
+        l_i = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, s_layout))
+    return o, p_op, l_i
 
 
 @gluon.jit
@@ -1346,11 +1509,19 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     q_layout: gl.constexpr = desc_q.layout
     kv_layout: gl.constexpr = desc_k.layout
     dtype: gl.constexpr = desc_q.dtype
-    q0 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
-    if CONSUMERS == 2:
-        q1 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+    Q_BUFS: gl.constexpr = 2 if PERSISTENT == 4 else 1  # -pdo: each consumer's next Q loads beside its current one
+    if Q_BUFS == 2:
+        q0 = gl.allocate_shared_memory(dtype, [2, 1, ROWS, HEAD_DIM], q_layout)
+        if CONSUMERS == 2:
+            q1 = gl.allocate_shared_memory(dtype, [2, 1, ROWS, HEAD_DIM], q_layout)
+        else:
+            q1 = q0
     else:
-        q1 = q0
+        q0 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+        if CONSUMERS == 2:
+            q1 = gl.allocate_shared_memory(dtype, [1, ROWS, HEAD_DIM], q_layout)
+        else:
+            q1 = q0
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
     if V_KMAJOR:
         v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
@@ -1375,14 +1546,14 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         ones0 = q0
         ones1 = q1
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
-    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    q_bars = gl.allocate_shared_memory(gl.int64, [2 * Q_BUFS, 1], bar_layout)  # consumer c's buffer j: Q_BUFS c + j
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)  # PINGPONG 1: whose turn to issue wgmmas
-    mbarrier.init(q_bars.index(0), count=1)
-    mbarrier.init(q_bars.index(1), count=1)
+    for i in gl.static_range(2 * Q_BUFS):
+        mbarrier.init(q_bars.index(i), count=1)
     if PINGPONG == 1:
         mbarrier.init(turns.index(0), count=1)
         mbarrier.init(turns.index(1), count=1)
@@ -1391,10 +1562,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         items = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
         item_ready = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
         item_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
-        q_free = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        q_free = gl.allocate_shared_memory(gl.int64, [2 * Q_BUFS, 1], bar_layout)  # as q_bars
         for i in gl.static_range(2):
             mbarrier.init(item_ready.index(i), count=1)
             mbarrier.init(item_empty.index(i), count=CONSUMERS)
+            mbarrier.init(q_free.index(i), count=1)
+        for i in gl.static_range(2, 2 * Q_BUFS):
             mbarrier.init(q_free.index(i), count=1)
     else:  # not read
         items = q_bars
@@ -1416,9 +1589,8 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
                                k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN,
                                kn_blocks, opt, CONSUMER_REGS, LOADER_REGS, CONSUMERS, PERSISTENT >= 2,
-                               PERSISTENT == 3)
-        return
-    if CONSUMERS == 1:
+                               PERSISTENT == 3, PERSISTENT == 4)
+    elif CONSUMERS == 1:  # (an else, not a return: the code after a return is still built, with -pdo's Q buffers)
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
@@ -1426,17 +1598,17 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
                        HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
         ], [1], [LOADER_REGS])
-        return
-    gl.warp_specialize([
-        (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
-                     k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq, n_full,
-                     n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_0, BAR_1, True)),
-        (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
-                     k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS, seq,
-                     n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
-        (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                   HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
-    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
+                         k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
+                         n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_0, BAR_1, True)),
+            (_consumer, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), k_bufs, v_bufs, k_ready, v_ready,
+                         k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS,
+                         seq, n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
+            (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
+        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 @gluon.jit
@@ -1444,9 +1616,11 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                            turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
                            OPT: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-                           CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, DEFER: gl.constexpr = False):
+                           CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, DEFER: gl.constexpr = False,
+                           OVERLAP: gl.constexpr = False):
     """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
-    it); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde)."""
+    it); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde); OVERLAP: its last P.V
+    there (-pdo), each consumer with two Q buffers and their two pairs of barriers."""
     HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     STAGES: gl.constexpr = OPT.STAGES
@@ -1454,6 +1628,17 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
     CAUSAL: gl.constexpr = OPT.CAUSAL
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     WITH_ONES: gl.constexpr = OPT.ROW_SUM_PARTS >= 3
+    if OVERLAP:  # all four: consumer c's buffer j at 2 c + j (_attn_fwd_ws's Q_BUFS; a slice of a barrier array
+        # crashed Triton 3.6's IR builder)
+        q_bar0 = q_bars
+        q_bar1 = q_bars
+        q_free0 = q_free
+        q_free1 = q_free
+    else:
+        q_bar0 = q_bars.index(0)
+        q_bar1 = q_bars.index(1)
+        q_free0 = q_free.index(0)
+        q_free1 = q_free.index(1)
     # the partitions are spelled out in each call: a jit function cannot be held in a variable inside a kernel, and
     # a tuple of arguments built beforehand passes its bare constexprs (ROW_OFFSET, BLOCK_M, DYNAMIC) on as tensors
     # (OPT, an aggregate, would keep its own). Wrapping those in aggregates is not enough either (tried 2026-12-04
@@ -1462,29 +1647,29 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
     # by group (two of the 36 hashed kernels changed)
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bar0, q_free0, items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER)),
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES)),
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), q_free.index(0), items,
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bar0, q_free0, items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER)),
-            (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bars.index(1), q_free.index(1), items,
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP)),
+            (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bar1, q_free1, items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(1), turns.index(0), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC, DEFER)),
+                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES)),
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 

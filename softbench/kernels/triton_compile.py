@@ -355,7 +355,12 @@ def _sass_summary(cubin: bytes) -> dict:
             "named_barriers": _named_barriers(kernel),
             # O's TMA stores issued while a wgmma group is in flight: the deferred epilogue (-pde) writes a block's O
             # under the next block's first Q.K^T; every other schedule after its last P.V's wait
-            "o_stores_under_gmma": _stores_under_gmma(kernel)}
+            "o_stores_under_gmma": _stores_under_gmma(kernel),
+            # wgmma waits that leave one group in flight, in the whole kernel: the key loop's (Q.K^T waited for
+            # while P.V runs), and under -pdo also each block's first tile's, whose Q.K^T is waited for while the
+            # block before's last P.V runs
+            "gmma_waits_leaving_one": count(kernel, lambda i: i.opcode.startswith("WARPGROUP.DEPBAR")
+                                            and i.operands[-1:] == ("0x1", ))}
 
 
 def _stores_under_gmma(kernel: list) -> int:
