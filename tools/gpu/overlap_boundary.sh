@@ -11,12 +11,16 @@
 #         -pm, -pdo with -pm and the -pd default.
 # Step 2 (only after step 1 passed): the better -pdo at BF16 causal 16K, 30 s, two processes per kernel, and at
 #         BF16 causal 8K, 30 s.
+# As run (14:37-14:40): every check passed, bit for bit; the screens read A0 / FA3 0.957 under -pdo without -pm
+# against 0.964 under -pd without it, 0.883 under -pdo with -pm (its spills) against the default's 0.999. Step 2 was
+# not run (no -pdo was faster). Step 3 instead, with the device time left: where the warps wait and how busy the
+# tensor core is, `softbench audit --source-stalls` of A0 at BF16 causal 8K under -pd and -pdo without -pm.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/overlap_boundary.sh 1`
 #          (carry .gpu/b), and while the host is still held
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/overlap_boundary.sh 2 LABEL`
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
 LEASE=overlap-boundary  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -40,5 +44,10 @@ case "$STEP" in
 2) cfg=${2:?the -pdo label step 1 found faster}
    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --triton-config $cfg ;;
+3) for cfg in $pd $pdo; do
+     timeout 120 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 8192 --variants A0 \
+       --source-stalls --triton-config $cfg --out "$DIR" 2>&1 \
+       | grep -v "━" | grep -E "tensor|duration|SM MHz|wait|barrier|session:|opcode|samples" | head -24
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
