@@ -160,7 +160,14 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # the block before is still running (one block ahead, not only once the last Q.K^T has completed). O, its running
 # factor and its row sums cross into the next block as the loop carries them from tile to tile, so ptxas sees the
 # loop's own pattern. The same output bit for bit. Written for whole Q.K^T tiles, row sums kept in registers and O
-# rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro).
+# rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro). On the H200 it was slower (2026-12-04 14:37-14:41):
+# at BF16 causal 8K, 12 s against FA3, A0 / FA3 0.957 against -pd's 0.964 without -pm (20261204T143756Z, 143840Z),
+# and 0.883 with -pm (143931Z), whose FP32 P leaves the first consumer spilling in its key loops, against the -pd
+# default's 0.999 (144013Z). Under Nsight Compute without -pm (144118Z for -pd, 144139Z for -pdo) it takes 2.1% more
+# time with the tensor core busy 79.6% against 80.8%: its warps wait less at the wgmma waits (-215 samples) and the
+# mbarriers, and more at the wgmma's issue (+371), at the first tile's mask selects (+142; with a group in flight the
+# first tile always takes the masked form) and at spill loads (+160, two per key-loop iteration of the first
+# consumer). No default takes it.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT
@@ -245,7 +252,7 @@ class GluonConfig:
     O normalized and stored after the next block's first Q.K^T is issued (SCHEDULES; slower on the H200, no default
     takes it); not with -sq. "dynamic-overlap" (-pdo): "dynamic" with each block's last P.V in the tensor core while
     the next block's first Q.K^T and weights are computed, and two Q buffers per consumer (SCHEDULES); not with -sq,
-    -lm, -lmt; with -ro.
+    -lm, -lmt; with -ro (slower on the H200, no default takes it).
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde|-pdo][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm]
@@ -1385,17 +1392,12 @@ def _first_tile_weights(s_tok, outstanding: gl.constexpr, k_empty, slot, m_i, of
                         OPT: gl.constexpr, UNMASKED: gl.constexpr, MASKED: gl.constexpr):
     """A block's first key tile (whole Q.K^T): its scores waited for (leaving `outstanding` younger wgmma groups in
     flight), its K slot released (k_empty's `slot`), its weights (UNMASKED's where the block has tiles without a mask,
-    MASKED's otherwise). With a group in flight MASKED's always, with the mask (where no key is masked, the same
-    weights): a branch on n_full, which ptxas cannot tell is the same in every thread, would have it serialize every
-    wgmma of the kernel (advisory C7518)."""
+    MASKED's otherwise)."""
     s = warpgroup_mma_wait(num_outstanding=outstanding, deps=(s_tok, ))
     mbarrier.arrive(k_empty.index(slot), count=1)
     keys = offs_n
     keep = _kept(keys, offs_m, seq, OPT.CAUSAL)
-    if outstanding:
-        p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, OPT.MAX_OFFSET, OPT.LAZY,
-                                      OPT.EMULATE)
-    elif n_full > 0:
+    if n_full > 0:
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, False, UNMASKED, OPT.MAX_OFFSET, OPT.LAZY,
                                       OPT.EMULATE)
     else:

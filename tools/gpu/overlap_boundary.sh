@@ -15,12 +15,16 @@
 # against 0.964 under -pd without it, 0.883 under -pdo with -pm (its spills) against the default's 0.999. Step 2 was
 # not run (no -pdo was faster). Step 3 instead, with the device time left: where the warps wait and how busy the
 # tensor core is, `softbench audit --source-stalls` of A0 at BF16 causal 8K under -pd and -pdo without -pm.
+# Step 4 (14:5x, no seal: a follow-up): the first tile's mask select turned out needless (a branch on n_full with a
+# wgmma in flight leaves ptxas's schedule as it is; only a wgmma inside a branch serialized them), so -pdo's first
+# tile takes the unmasked form again where the block has one. Its outputs checked again (BF16 without -pm), then
+# 12 s screens of -pdo and -pd without -pm, alternating twice, and the audit of -pdo again.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/overlap_boundary.sh 1`
 #          (carry .gpu/b), and while the host is still held
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/overlap_boundary.sh 2 LABEL`
 set -uo pipefail
-STEP=${1:?step 1, 2 or 3}
+STEP=${1:?step 1, 2, 3 or 4}
 PAYLOAD=
 LEASE=overlap-boundary  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -44,6 +48,15 @@ case "$STEP" in
 2) cfg=${2:?the -pdo label step 1 found faster}
    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --triton-config $cfg ;;
+4) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
+     --check-shapes=0,2,5,6 --check-configs=$pdo --check-variants=A0,h15-folded --repeat-equal=1 \
+     && touch "$DIR/checks-passed" \
+     && for cfg in $pdo $pd $pdo $pd; do
+          sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
+        done \
+     && timeout 120 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 8192 --variants A0 \
+       --source-stalls --triton-config $pdo --out "$DIR" 2>&1 \
+       | grep -v "━" | grep -E "tensor|duration|session:" | head -8 ;;
 3) for cfg in $pd $pdo; do
      timeout 120 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 8192 --variants A0 \
        --source-stalls --triton-config $cfg --out "$DIR" 2>&1 \
