@@ -157,17 +157,16 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # "dynamic-overlap" (-pdo): "dynamic" with one block's last P.V issued after the next block's first Q.K^T and waited for
 # after that tile's weights, as the key loop overlaps tile i's Q.K^T with tile i - 1's P.V, so that the tensor core
 # works through the first tile's softmax; each consumer has two Q buffers, so that the producer loads a block's Q while
-# the block before is still running (one block ahead, not only once the last Q.K^T has completed). O, its running
-# factor and its row sums cross into the next block as the loop carries them from tile to tile, so ptxas sees the
-# loop's own pattern. The same output bit for bit. Written for whole Q.K^T tiles, row sums kept in registers and O
-# rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro). On the H200 it was slower (2026-12-04 14:37-14:41):
-# at BF16 causal 8K, 12 s against FA3, A0 / FA3 0.957 against -pd's 0.964 without -pm (20261204T143756Z, 143840Z),
-# and 0.883 with -pm (143931Z), whose FP32 P leaves the first consumer spilling in its key loops, against the -pd
-# default's 0.999 (144013Z). Under Nsight Compute without -pm (144118Z for -pd, 144139Z for -pdo) it takes 2.1% more
-# time with the tensor core busy 79.6% against 80.8%: its warps wait less at the wgmma waits (-215 samples) and the
-# mbarriers, and more at the wgmma's issue (+371), at the first tile's mask selects (+142; with a group in flight the
-# first tile always takes the masked form) and at spill loads (+160, two per key-loop iteration of the first
-# consumer). No default takes it.
+# the block before is still running (once the producer has issued that block's key tiles, not only once its last
+# Q.K^T has completed). O, P and the row sums cross into the next block as the loop carries them from tile to tile, so
+# ptxas sees the loop's own pattern. The same output bit for bit. Written for whole Q.K^T tiles, row sums kept in registers and O
+# rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro). On the H200 it was not faster (2026-12-04 14:37-14:51):
+# at BF16 causal 8K, 12 s against FA3, A0 / FA3 0.957, 0.949, 0.955 without -pm against -pd's 0.964, 0.969, 0.948
+# alternating (20261204T143756Z-145025Z), and 0.883 with -pm (143931Z), whose FP32 P leaves the first consumer
+# spilling in its key loops, against the -pd default's 0.999 (144013Z). Under Nsight Compute without -pm (144118Z for
+# -pd; 144139Z, 145058Z for -pdo) it takes 1.8-2.2% more SM cycles, the tensor core busy 79.3-79.6% against 80.8%: its
+# warps wait less at the wgmma waits and the mbarriers, and more at the wgmma's issue (+371 to +521 samples) and at
+# spill loads (two per key-loop iteration of the first consumer). No default takes it.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT
