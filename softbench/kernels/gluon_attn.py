@@ -159,8 +159,9 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # works through the first tile's softmax; each consumer has two Q buffers, so that the producer loads a block's Q while
 # the block before is still running (once the producer has issued that block's key tiles, not only once its last
 # Q.K^T has completed). O, P and the row sums cross into the next block as the loop carries them from tile to tile, so
-# ptxas sees the loop's own pattern. The same output bit for bit. Written for whole Q.K^T tiles, row sums kept in registers and O
-# rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro). On the H200 it was not faster (2026-12-04 14:37-14:51):
+# ptxas sees the loop's own pattern. The same output bit for bit. Written for whole Q.K^T tiles, row sums kept in
+# registers and O rescaled at the next P.V (not with -sq, -lm, -lmt; with -ro). On the H200 it was not faster
+# (2026-12-04 14:37-14:51):
 # at BF16 causal 8K, 12 s against FA3, A0 / FA3 0.957, 0.949, 0.955 without -pm against -pd's 0.964, 0.969, 0.948
 # alternating (20261204T143756Z-145025Z), and 0.883 with -pm (143931Z), whose FP32 P leaves the first consumer
 # spilling in its key loops, against the -pd default's 0.999 (144013Z). Under Nsight Compute without -pm (144118Z for
@@ -251,7 +252,7 @@ class GluonConfig:
     O normalized and stored after the next block's first Q.K^T is issued (SCHEDULES; slower on the H200, no default
     takes it); not with -sq. "dynamic-overlap" (-pdo): "dynamic" with each block's last P.V in the tensor core while
     the next block's first Q.K^T and weights are computed, and two Q buffers per consumer (SCHEDULES); not with -sq,
-    -lm, -lmt; with -ro (slower on the H200, no default takes it).
+    -lm, -lmt; with -ro (not faster on the H200, no default takes it).
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde|-pdo][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm]
