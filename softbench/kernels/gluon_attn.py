@@ -152,8 +152,8 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # 124526Z), against -pd's 1.004, 0.997 and 1.064 across sessions. Under Nsight Compute (130844Z, 130909Z) it takes 1.9%
 # more SM cycles and its tensor core is idler (82.8% busy against 84.3%); its warps wait no longer at the mbarriers
 # (the Q wait included) but longer at the wgmma's issue (HGMMA samples +30%, more of them memory-throttled), and the
-# 33 spill loads it adds run once per block: the epilogue's shared-memory traffic slows the Q.K^T it sits under. No
-# default takes it.
+# 33 spill loads it adds run once per block. The extra wgmma samples are the key loop's (3,117 to 4,097), not those of
+# the Q.K^T the epilogue sits under (175 to 180): the boundary slows the loop after it. No default takes it.
 # "dynamic-overlap" (-pdo): "dynamic" with one block's last P.V issued after the next block's first Q.K^T and waited for
 # after that tile's weights, as the key loop overlaps tile i's Q.K^T with tile i - 1's P.V, so that the tensor core
 # works through the first tile's softmax; each consumer has two Q buffers, so that the producer loads a block's Q while
@@ -166,8 +166,9 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # alternating (20261204T143756Z-145025Z), and 0.883 with -pm (143931Z), whose FP32 P leaves the first consumer
 # spilling in its key loops, against the -pd default's 0.999 (144013Z). Under Nsight Compute without -pm (144118Z for
 # -pd; 144139Z, 145058Z for -pdo) it takes 1.8-2.2% more SM cycles, the tensor core busy 79.3-79.6% against 80.8%: its
-# warps wait less at the wgmma waits and the mbarriers, and more at the wgmma's issue (+371 to +521 samples) and at
-# spill loads (two per key-loop iteration of the first consumer). No default takes it.
+# warps wait less at the wgmma waits and the mbarriers, and more at the key loop's wgmma issue (+209 to +381 samples,
+# the second consumer's most) and at spill loads (two per key-loop iteration of the first consumer). No default takes
+# it.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT
