@@ -180,7 +180,8 @@ def test_every_combination_of_label_options_reads_back():
     seen = set()
     for pingpong, handover, consumers, schedule, rescale, rescale_at, row_sum, sync in itertools.product(
             (False, True), ga.HANDOVERS, (1, 2), ga.SCHEDULES, ga.RESCALES, ga.RESCALE_AT, ga.ROW_SUMS, ga.SYNCS):
-        if (handover != "mbarrier" and not pingpong) or (pingpong and (consumers == 1 or schedule != "blocks")):
+        if (handover != "mbarrier" and not pingpong) or (pingpong and (
+                consumers == 1 or (schedule != "blocks" and (schedule != "dynamic" or handover != "named")))):
             continue  # refused by the configuration itself
         if schedule == "dynamic-overlap" and (row_sum in ("mma", "mma-tile") or rescale_at != "pv"):
             continue  # likewise
@@ -191,8 +192,8 @@ def test_every_combination_of_label_options_reads_back():
     # (2 ping-pong hand-overs + the four schedules, each with 1 or 2 consumers) x 5 x 2 x 5 x 2, every label
     # distinct: 320 before -pt, which added 160 (no ping-pong: the configuration refuses it), -pd 160 more, the
     # fifth rescale form (-rlan) a quarter more, -pde another 200 (-sq, which it refuses, is not varied here), and
-    # -pdo 60 (2 x 5 rescales x -ro only x 3 row sums in registers x 2)
-    assert len(seen) == 1060
+    # -pdo 60 (2 x 5 rescales x -ro only x 3 row sums in registers x 2), and -ppn with -pd 100 (5 x 2 x 5 x 2)
+    assert len(seen) == 1160
 
 
 @pytest.mark.parametrize("schedule, suffix, mode", [("rounds", "-pt", 1), ("dynamic", "-pd", 2),
@@ -223,12 +224,39 @@ def test_persistent_labels_read_back_and_change_no_output_bit(schedule, suffix, 
     with pytest.raises(UsageError, match="persistent schedules"):
         ga.GluonConfig(pingpong=True, schedule=schedule)
     with pytest.raises(UsageError, match="persistent schedules"):
-        ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8-ppn{suffix}")
+        ga.GluonConfig.from_label(f"gluon-n128s2-c240l24-hg8-pp{suffix}")  # -ppn-pd is written: its own test
     with pytest.raises(UsageError, match="scheduled as"):
         ga.GluonConfig(schedule="greedy")
     for fp8 in (True, False):
         assert ga.kernel_constants(pt, 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == mode
         assert ga.kernel_constants(pt.plain(), 8192, 128, True, fp8, "h15-folded")["PERSISTENT"] == 0
+
+
+def test_named_ping_pong_runs_under_the_dynamic_schedule():
+    """-ppn with -pd: the label reads back (ping-pong before the schedule); the kernel gets PINGPONG 2 with the
+    persistent schedule; refused with the mbarrier hand-over (whose turn phases restart with each block) and with the
+    other persistent schedules. Cross-compiled at BF16 causal 8K under the 16-bit default's options: the key loop
+    takes its turn (one bar.sync, on a turn barrier) with its wgmmas and waits as under -pd, nothing more spilled, no
+    ptxas advisory; the second consumer arrives once more on the first's barrier than it syncs on its own (the first
+    turn, given once per program), the first consumer's arrivals match the second's syncs."""
+    label = "gluon-n128s2-c240l24-hg4-ppn-pd-rl-ro-ltt-pm-tb-mlf"
+    cfg = ga.GluonConfig.from_label(label)
+    assert cfg.pingpong and cfg.handover == "named" and cfg.schedule == "dynamic" and cfg.label() == label
+    constants = ga.kernel_constants(cfg, 8192, 128, True, False, "A0")
+    assert constants["PINGPONG"] == 2 and constants["PERSISTENT"] == 2
+    for bad in ("gluon-n128s2-c240l24-hg4-pp-pd-rl-ro-ltt", "gluon-n128s2-c240l24-hg4-ppn-pt-rl",
+                "gluon-n128s2-c240l24-hg4-ppn-pde-rl", "gluon-n128s2-c240l24-hg4-ppn-pdo-rl-ro-ltt"):
+        with pytest.raises(UsageError, match="only -pd is written with a ping-pong"):
+            ga.GluonConfig.from_label(bad)
+    pd, ppn = (_compile("bf16", "A0", lab) for lab in ("gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf", label))
+    assert ppn["loop_bar_sync"] == 1 and pd["loop_bar_sync"] == 0, (pd, ppn)
+    same = ("loop_gmma", "loop_gmma_waits", "shared_bytes", "spill_loads", "global_atomics")
+    assert {k: ppn[k] for k in same} == {k: pd[k] for k in same}, (pd, ppn)
+    assert ppn["ptxas_advisories"] == [], ppn
+    first, second = ga.TURN_BARRIERS
+    bars = ppn["named_barriers"]
+    assert bars[f"arrive {first}/256"] == bars[f"sync {second}/256"] + 1, bars
+    assert bars[f"arrive {second}/256"] == bars[f"sync {first}/256"], bars
 
 
 def test_dynamic_schedule_runs_with_one_or_two_consumers():

@@ -209,7 +209,8 @@ class GluonConfig:
     pingpong: the two consumers take turns issuing their wgmmas (FA3's inter-warpgroup schedule: one's softmax
     runs while the other's matrix products do), handing the turn over through a pair of mbarriers (handover
     "mbarrier", label -pp) or, as FA3 does, through two named barriers (bar.sync / bar.arrive, handover "named",
-    label -ppn): no shared-memory word to poll, the hardware barrier releases the waiting warpgroup;
+    label -ppn): no shared-memory word to poll, the hardware barrier releases the waiting warpgroup (of the persistent
+    schedules only "dynamic" takes a ping-pong, -ppn-pd: the turns run on from block to block);
     consumers: 2 (a program holds 128 query rows, both warpgroups sharing each K/V tile) or 1 (64 rows, a third
     of the shared memory, so that two programs share an SM as the Triton kernel's FP8 configuration does).
     rescale: "always" multiplies O by each tile's alpha; "moved" (label -rs) lets a warp jump over that multiply
@@ -311,9 +312,9 @@ class GluonConfig:
             raise UsageError(f"O is rescaled at the {' or '.join(RESCALE_AT)}, not {self.rescale_at!r}")
         if self.schedule not in SCHEDULES:
             raise UsageError(f"the query blocks are scheduled as {' or '.join(SCHEDULES)}, not {self.schedule!r}")
-        if self.schedule != "blocks" and self.pingpong:
-            raise UsageError("the persistent schedules (-pt, -pd, -pde, -pdo) are written without the ping-pong "
-                             "(-pp, -ppn)")
+        if self.schedule != "blocks" and self.pingpong and (self.schedule != "dynamic" or self.handover != "named"):
+            raise UsageError("of the persistent schedules (-pt, -pd, -pde, -pdo) only -pd is written with a "
+                             "ping-pong, and only with the named barriers' hand-over (-ppn)")
         if self.split_qk and self.schedule == "dynamic-deferred":
             raise UsageError("the deferred epilogue (-pde) is written for whole Q.K^T tiles, not with -sq")
         if self.schedule == "dynamic-overlap" and (self.split_qk or self.row_sum in ("mma", "mma-tile")
@@ -912,7 +913,9 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                          item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, my_turn, their_turn,
                          qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
                          ROW_OFFSET: gl.constexpr, BLOCK_M: gl.constexpr, OPT: gl.constexpr,
-                         DYNAMIC: gl.constexpr = False, DEFER: gl.constexpr = False, OVERLAP: gl.constexpr = False):
+                         DYNAMIC: gl.constexpr = False, DEFER: gl.constexpr = False, OVERLAP: gl.constexpr = False,
+                         PINGPONG: gl.constexpr = 0, BAR_MINE: gl.constexpr = 0, BAR_THEIRS: gl.constexpr = 0,
+                         FIRST: gl.constexpr = True):
     """One warpgroup under a persistent schedule: its 64 rows (ROW_OFFSET into each 128-row block) of every query
     block the program takes, in the same order as the producer, one ring position counted across them.
     Rounds (_round_item): where O has a buffer of its own (FP8 in, BF16 out) the next block's Q is loaded as soon
@@ -923,11 +926,16 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
     Q.K^T (_consumer_item's PERSISTENT 3), the last block's after the loop. OVERLAP (-pdo): each block's last P.V
     runs under the next block's first Q.K^T and weights (_consumer_item's PERSISTENT 4), the last block's after the
     loop; q_smem holds two buffers, block k taking buffer k % 2, and q_bar, q_free both consumers' barriers of both
-    (_issue_block_q's DOUBLE_Q)."""
+    (_issue_block_q's DOUBLE_Q). PINGPONG 2 (-ppn-pd): the two consumers take turns issuing their wgmmas through
+    named barriers BAR_MINE and BAR_THEIRS (_consumer_item), tile after tile across the blocks: both take n_tiles
+    turns per block, so the turns run on from one block into the next; the second consumer (not FIRST) gives the
+    first its first turn once per program, here."""
     CAUSAL: gl.constexpr = OPT.CAUSAL
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     base = 0
     if DYNAMIC:
+        if (PINGPONG == 2) and (not FIRST):
+            _named_barrier(BAR_THEIRS, True)  # the first consumer's first turn
         k = 0
         t = _take_item(items, item_ready, item_empty, 0)
         if DEFER:  # the block before's O, normalized, and where it goes (_consumer_item's deferred epilogue)
@@ -969,7 +977,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                 _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
                                v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0,
                                seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1, b32, h32, 0, False, q_free,
-                               OPT, 0, 0, 0, True, 2)
+                               OPT, PINGPONG, BAR_MINE, BAR_THEIRS, FIRST, 2)
             base += n_tiles
             k += 1
             t = _take_item(items, item_ready, item_empty, k)
@@ -1248,7 +1256,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     o = gl.zeros([ROWS, HEAD_DIM], gl.float32, o_layout)
 
     # tile 0: its scores before the loop
-    if (PINGPONG == 2) and (not FIRST):
+    if (PINGPONG == 2) and (not FIRST) and (PERSISTENT == 0):  # (persistent: once per program, by the caller)
         _named_barrier(BAR_THEIRS, True)  # the first consumer's first turn
     _wait_turn(my_turn, 0, PINGPONG, BAR_MINE)
     slot0, phase0 = _ring(base, STAGES)
@@ -1592,7 +1600,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
                                k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN,
                                kn_blocks, opt, CONSUMER_REGS, LOADER_REGS, CONSUMERS, PERSISTENT >= 2,
-                               PERSISTENT == 3, PERSISTENT == 4)
+                               PERSISTENT == 3, PERSISTENT == 4, PINGPONG, BAR_0, BAR_1)
     elif CONSUMERS == 1:  # (an else, not a return: the code after a return is still built, with -pdo's Q buffers)
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
@@ -1620,10 +1628,12 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN, kn_blocks,
                            OPT: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
                            CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, DEFER: gl.constexpr = False,
-                           OVERLAP: gl.constexpr = False):
+                           OVERLAP: gl.constexpr = False, PINGPONG: gl.constexpr = 0, BAR_0: gl.constexpr = 0,
+                           BAR_1: gl.constexpr = 0):
     """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
     it); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde); OVERLAP: its last P.V
-    there (-pdo), each consumer with two Q buffers and their two pairs of barriers."""
+    there (-pdo), each consumer with two Q buffers and their two pairs of barriers; PINGPONG 2: the dynamic schedule's
+    two consumers take turns through named barriers BAR_0 and BAR_1 (-ppn-pd)."""
     HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     STAGES: gl.constexpr = OPT.STAGES
@@ -1664,11 +1674,13 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bar0, q_free0, items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(0), turns.index(1), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP)),
+                                    n_items, KN, kn_blocks, 0, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP, PINGPONG, BAR_0,
+                                    BAR_1, True)),
             (_consumer_persistent, (desc_q, desc_o, desc_ones, q1, o1, ones1, q_bar1, q_free1, items,
                                     item_ready, item_empty, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty,
                                     turns.index(1), turns.index(0), qk_scale, v_scale, seq, heads, group, head_group,
-                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP)),
+                                    n_items, KN, kn_blocks, 64, BLOCK_M, OPT, DYNAMIC, DEFER, OVERLAP, PINGPONG, BAR_1,
+                                    BAR_0, False)),
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
