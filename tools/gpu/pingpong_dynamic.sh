@@ -10,12 +10,16 @@
 #         alternating, twice.
 # Step 2 (only after step 1): BF16 causal 16K, 30 s, two processes per kernel, -ppn-pd then the default; BF16
 #         non-causal 8K, 12 s, -ppn-pd.
+# As run (15:27-15:35): every check passed; A0 / FA3 at BF16 causal 8K 0.998 and 0.997 under -ppn-pd against 0.999
+# and 0.992 under -pd, alternating; causal 16K 0.995 against 0.996; non-causal 8K A0 the fastest exact kernel.
+# Step 3, with the device time left (no seal, a diagnosis): `softbench audit --source-stalls` of A0 at BF16 causal 8K
+# under -pd and -ppn-pd: does the ping-pong change where the key loop's wgmmas wait?
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/pingpong_dynamic.sh 1`
 #          (carry .gpu/b), and while the host is still held
 #          `. /tmp/gpu-site/env.sh && bash tools/gpu/pingpong_dynamic.sh 2`
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
 LEASE=pingpong-dynamic  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -35,5 +39,9 @@ case "$STEP" in
      sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
    done
    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --no-causal --budget-s 12 --triton-config $ppn ;;
+3) for cfg in $pd $ppn; do
+     timeout 120 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 8192 --variants A0 \
+       --source-stalls --triton-config $cfg --out "$DIR" 2>&1 | grep -v "━" | grep -E "tensor|duration|session:" | head -8
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
