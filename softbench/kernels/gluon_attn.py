@@ -210,7 +210,8 @@ class GluonConfig:
     runs while the other's matrix products do), handing the turn over through a pair of mbarriers (handover
     "mbarrier", label -pp) or, as FA3 does, through two named barriers (bar.sync / bar.arrive, handover "named",
     label -ppn): no shared-memory word to poll, the hardware barrier releases the waiting warpgroup (of the persistent
-    schedules only "dynamic" takes a ping-pong, -ppn-pd: the turns run on from block to block);
+    schedules only "dynamic" takes a ping-pong, -ppn-pd: the turns run on from block to block; on the H200 at parity
+    with -pd at the three BF16 shapes, 2026-12-04 15:29-15:35, no default takes it);
     consumers: 2 (a program holds 128 query rows, both warpgroups sharing each K/V tile) or 1 (64 rows, a third
     of the shared memory, so that two programs share an SM as the Triton kernel's FP8 configuration does).
     rescale: "always" multiplies O by each tile's alpha; "moved" (label -rs) lets a warp jump over that multiply
