@@ -25,8 +25,6 @@ bf16_pde=gluon-n128s2-c240l24-hg4-pde-rl-ro-ltt-pm-tb-mlf
 bf16_pd=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf
 fp8_pde=gluon-n128s2-c240l24-hg8-g1-pde-rla-lmt-tb-mlf
 bf16_folded=(--dtype bf16 --variant h15-folded)
-# a schedule that deadlocks would hold the call to its limit: every run here has its own
-sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
 case "$STEP" in
 1) timeout 150 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
      --check-shapes=0,1,2,4,5,6,7 --check-configs=$bf16_pde --check-variants=A0,h15-folded --repeat-equal=3 \

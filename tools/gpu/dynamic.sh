@@ -23,8 +23,6 @@ LEASE=dynamic  # apart from other scripts' steps in the same lease (lease_step.s
 bf16_pd=gluon-n128s2-c240l24-hg8-pd-rl-ro-ltt-pm-tb-mlf
 fp8_pd=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf
 fp8_hg2_pd=gluon-n128s2-c240l24-hg2-pd-rla-ro-lmt-tb
-# a schedule that deadlocks would hold the call to its limit: every run here has its own
-sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
 case "$STEP" in
 1) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
      --check-shapes=0,1,2,4,5,6,7 --check-configs=$bf16_pd --check-variants=A0,h15-sat --repeat-equal=3 \

@@ -1,7 +1,8 @@
 # Sourced by a lease's step script (issue14_18.sh, start_order_gemma.sh, trim_sync.sh) with STEP and, where it
 # carries one, PAYLOAD (the packed payload's folder, e.g. .gpu/pay2) set: unpacks this call's chunk
-# (tools/gpu/payload.py), loads what has arrived, and gives the step its own sessions folder DIR and `sb`, softbench
-# with the wall time of each command. The step packs DIR into $OUT at its end (pack.sh).
+# (tools/gpu/payload.py), loads what has arrived, and gives the step its own sessions folder DIR, `sb`, softbench
+# with the wall time of each command, and `sbt`, the same under a time limit. The step packs DIR into $OUT at its
+# end (pack.sh).
 # A lease with nothing to carry beyond FA4 and FA3 (staged .gpu/a and .gpu/b) leaves PAYLOAD empty: the staged
 # runtime's env.sh, already loaded by the call's command line, is all there is.
 # A step script that may share a lease with another's steps sets LEASE (its name, e.g. p-round) before sourcing
@@ -14,6 +15,9 @@ DIR=/tmp/sb/${LEASE:+$LEASE-}step$STEP
 mkdir -p "$DIR"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+# the same under a 150 s limit, for steps whose kernel might deadlock (a new schedule or hand-over), which would
+# otherwise hold the call to its limit
+sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
 # what every latency run of issue 15's leases names: equal clock with the A/A null and FA3 in the same run, and
 # each dtype's Rowmax-H15 form (h15-folded at FP8, h15-sat at BF16)
 against_fa3=(--backend triton --null --reference fa3 --start-order shuffled)

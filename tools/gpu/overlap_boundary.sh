@@ -34,8 +34,6 @@ pdo_pm=gluon-n128s2-c240l24-hg4-pdo-rl-ro-ltt-pm-tb-mlf
 pd_pm=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf
 fp8_pdo=gluon-n128s2-c240l24-hg8-g1-pdo-rla-ro-ltt-tb-mlf
 bf16_folded=(--dtype bf16 --variant h15-folded)
-# a schedule that deadlocks would hold the call to its limit: every run here has its own
-sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
 case "$STEP" in
 1) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
      --check-shapes=0,2,3,5,6 --check-configs=$pdo,$pdo_pm --check-variants=A0,h15-folded --repeat-equal=2 \

@@ -26,8 +26,6 @@ LEASE=pingpong-dynamic  # apart from other scripts' steps in the same lease (lea
 ppn=gluon-n128s2-c240l24-hg4-ppn-pd-rl-ro-ltt-pm-tb-mlf
 pd=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf
 bf16_folded=(--dtype bf16 --variant h15-folded)
-# a ping-pong that deadlocks would hold the call to its limit: every run here has its own
-sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
 case "$STEP" in
 1) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
      --check-shapes=0,2,3,5,6 --check-configs=$ppn --check-variants=A0,h15-folded --repeat-equal=2 \
