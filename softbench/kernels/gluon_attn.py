@@ -939,14 +939,13 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
             _named_barrier(BAR_THEIRS, True)  # the first consumer's first turn
         k = 0
         t = _take_item(items, item_ready, item_empty, 0)
-        if DEFER:  # the block before's O, normalized, and where it goes (_consumer_item's deferred epilogue)
+        CARRY: gl.constexpr = DEFER or OVERLAP  # something of each block crosses into the next
+        if DEFER:  # the block before's O, normalized (_consumer_item's deferred epilogue)
             o_layout: gl.constexpr = _o_layout(OPT.HEAD_DIM, desc_q.dtype.primitive_bitwidth)
             prev_o = gl.zeros([64, OPT.HEAD_DIM], desc_o.dtype, o_layout)
-            prev_b32 = 0
-            prev_h32 = 0
-            prev_row0 = 0
         if OVERLAP:  # the block before's state at its last tile (_consumer_item's PERSISTENT 4)
             prev_o, prev_p, prev_l = _carry_start(desc_q.dtype, OPT)
+        if CARRY:  # and where its O goes
             prev_b32 = 0
             prev_h32 = 0
             prev_row0 = 0
@@ -960,9 +959,6 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                                         b32, h32, row0, seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1,
                                         b32, h32, 0, False, q_free, OPT, 0, 0, 0, True, 3, prev_o, prev_b32,
                                         prev_h32, prev_row0, k > 0)
-                prev_b32 = b32
-                prev_h32 = h32
-                prev_row0 = row0
             elif OVERLAP:
                 buf = k & 1
                 bar = 2 * (ROW_OFFSET // 64) + buf  # this consumer's barriers of buffer buf (_issue_block_q's)
@@ -971,14 +967,15 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
                     k_ready, v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0, seq,
                     n_full, n_tiles, KN, kn_row, kn_blocks, base, (k >> 1) & 1, b32, h32, 0, False, q_free.index(bar),
                     OPT, 0, 0, 0, True, 4, prev_o, prev_b32, prev_h32, prev_row0, k > 0, prev_p, prev_l)
-                prev_b32 = b32
-                prev_h32 = h32
-                prev_row0 = row0
             else:
                 _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, k_bufs, v_bufs, k_ready,
                                v_ready, k_empty, v_empty, my_turn, their_turn, qk_scale, v_scale, b32, h32, row0,
                                seq, n_full, n_tiles, KN, kn_row, kn_blocks, base, k & 1, b32, h32, 0, False, q_free,
                                OPT, PINGPONG, BAR_MINE, BAR_THEIRS, FIRST, 2)
+            if CARRY:
+                prev_b32 = b32
+                prev_h32 = h32
+                prev_row0 = row0
             base += n_tiles
             k += 1
             t = _take_item(items, item_ready, item_empty, k)
