@@ -257,6 +257,30 @@ def test_named_ping_pong_runs_under_the_dynamic_schedule():
     assert bars[f"arrive {second}/256"] == bars[f"sync {first}/256"], bars
 
 
+def test_k_ahead_loads_read_back_and_change_only_the_producer():
+    """-ka (GluonConfig.loads "k-ahead"): the label's last suffix, read back alone and after -sq and -e<N>; plain()
+    drops it (the same tiles into the same slots); the kernel gets K_AHEAD. Cross-compiled one-block and under the
+    16-bit default's -pd: the producer's loop issues one K and one V copy per tile as before, and the first K and
+    the last V of each block are issued outside it (two more TMA copies in the TTGIR); the consumers' key loop,
+    registers, spills and shared memory stay as they were, with no ptxas advisory."""
+    for label in ("gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka", "gluon-n128s2-c240l24-hg8-sq-ka",
+                  "gluon-n128s2-c240l24-hg8-g1-e16-ka"):
+        cfg = ga.GluonConfig.from_label(label)
+        assert cfg.loads == "k-ahead" and cfg.label() == label
+        assert cfg.plain().loads == "paired"
+        assert ga.kernel_constants(cfg, 8192, 128, True, False, "A0")["K_AHEAD"] is True
+    assert ga.kernel_constants(ga.DEFAULT, 8192, 128, True, False, "A0")["K_AHEAD"] is False
+    with pytest.raises(UsageError, match="orders its loads"):
+        ga.GluonConfig(loads="v-ahead")
+    same = ("loop_instructions", "loop_gmma", "loop_gmma_waits", "registers", "spill_loads", "spill_stores",
+            "shared_bytes")
+    for paired_label in ("gluon-n128s2-c240l24-hg8", "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"):
+        paired, ahead = _compile("bf16", "A0", paired_label), _compile("bf16", "A0", paired_label + "-ka")
+        assert {k: ahead[k] for k in same} == {k: paired[k] for k in same}, (paired, ahead)
+        assert ahead["tma_loads"] == paired["tma_loads"] + 2, (paired["tma_loads"], ahead["tma_loads"])
+        assert ahead["ptxas_advisories"] == [], ahead
+
+
 def test_dynamic_schedule_runs_with_one_or_two_consumers():
     """-pd at FP8 with two consumer warpgroups was refused from 06:10 to 07:35 on 2026-12-04: its outputs had
     differed from plain()'s on the H200. It is taken again since the cause was found elsewhere (-ro's row sums,

@@ -169,6 +169,16 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # warps wait less at the wgmma waits and the mbarriers, and more at the key loop's wgmma issue (+209 to +381 samples,
 # the second consumer's most) and at spill loads (two per key-loop iteration of the first consumer). No default takes
 # it.
+# The producer's order of loads, and the label suffix: "paired" issues tile i's K, then its V, then tile i + 1's K;
+# "k-ahead" (-ka) tile i + 1's K before tile i's V, as FA3's producer does under its intra-warpgroup overlap. A
+# consumer frees tile i's K slot once its Q.K^T has completed, early in its iteration i, and its V slot only once
+# P.V(i) has, at the end of iteration i + 1. In pairs the producer waits for that V slot before it may issue the next
+# K into the slot Q.K^T freed half an iteration before, so each K is issued about one iteration before its Q.K^T.
+# Under Nsight Compute the 16-bit default's consumers took about twice FA3's samples at their waits for K and V
+# (both consumers 3,363 and 2,521 against FA3's 1,516 and 1,459 at BF16 causal 16K, 20261204T100505Z). K ahead
+# gives each K about half an iteration more; V keeps its lead. The same tiles into the same slots: the same output
+# bit for bit.
+LOADS = {"paired": "", "k-ahead": "-ka"}
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT
@@ -258,8 +268,10 @@ class GluonConfig:
     -lm, -lmt; with -ro (not faster on the H200, no default takes it).
     p_round (label -pm): a 16-bit P carried in FP32 and rounded at P.V's wgmma (P_ROUND); the same output bit for
     bit.
+    loads (LOADS): "k-ahead" (label -ka): the producer issues tile i + 1's K before tile i's V; the same output bit
+    for bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde|-pdo][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm]
-    [-tb][-ml|-mlf][-sq][-e16] (what sessions record and --triton-config takes)."""
+    [-tb][-ml|-mlf][-sq][-e16][-ka] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -283,6 +295,7 @@ class GluonConfig:
     p_round: str = "tail"  # P_ROUND: "wgmma" (label -pm) carries a 16-bit P in FP32, rounded at P.V's issue
     tile_loops: str = "one"  # TILE_LOOPS: "two" (label -ml) runs the tiles that need a mask in a key loop of their
     # own; "two-fenced" (-mlf) also holds P.V's wait below the weights (_schedule_fence)
+    loads: str = "paired"  # LOADS: "k-ahead" (label -ka) has the producer issue the next K before this tile's V
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -334,6 +347,8 @@ class GluonConfig:
             raise UsageError(f"the key tiles run in {' or '.join(TILE_LOOPS)} loops, not {self.tile_loops!r}")
         if self.tile_loops != "one" and self.split_qk:
             raise UsageError("the masked tiles' own loop (-ml) is written for whole Q.K^T tiles, not with -sq")
+        if self.loads not in LOADS:
+            raise UsageError(f"the producer orders its loads {' or '.join(LOADS)}, not {self.loads!r}")
         if self.emulate not in EMULATE_EVERY or (self.emulate and HYBRID_BITS[self.emulate] >= self.block_n):
             raise UsageError(f"A0 emulates one exp2 in {', '.join(str(n) for n in EMULATE_EVERY if n)} "
                              f"(-e<N>; N up to {self.block_n // 4} with {self.block_n}-key tiles), "
@@ -346,22 +361,22 @@ class GluonConfig:
                 + RESCALE_AT[self.rescale_at]
                 + ROW_SUMS[self.row_sum] + P_ROUND[self.p_round] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
                 + ("-sq" if self.split_qk else "")
-                + (f"-e{self.emulate}" if self.emulate else ""))
+                + (f"-e{self.emulate}" if self.emulate else "") + LOADS[self.loads])
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     def plain(self) -> "GluonConfig":
-        """This configuration without the options that change no output bit (-rs, -ro, -pm, -tb, -pt, -ml, -mlf):
+        """This configuration without the options that change no output bit (-rs, -ro, -pm, -tb, -pt, -ml, -mlf, -ka):
         what their outputs are checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in
         another order, -lm adds the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose
         emulated exponentials differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
-                       p_round="tail", sync="membar", schedule="blocks", tile_loops="one")
+                       p_round="tail", sync="membar", schedule="blocks", tile_loops="one", loads="paired")
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?(-ka)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -377,14 +392,15 @@ class GluonConfig:
                              "no warpgroup barrier before the mbarrier waits and releases; -ml: the masked tiles in a loop of "
                              "their own (-mlf: P.V's wait held below the weights); -sq: Q.K^T in two halves of "
                              "keys (16 bits); -e16: A0 emulates one "
-                             "exp2 in 16 on the FMA pipe)")
+                             "exp2 in 16 on the FMA pipe; -ka: the producer loads the next K before this tile's V)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover, schedule=_option_named(SCHEDULES, m.group(8)),
                    rescale=_option_named(RESCALES, m.group(9)), rescale_at=_option_named(RESCALE_AT, m.group(10)),
                    row_sum=_option_named(ROW_SUMS, m.group(11)), p_round=_option_named(P_ROUND, m.group(12)),
                    sync=_option_named(SYNCS, m.group(13)), tile_loops=_option_named(TILE_LOOPS, m.group(14)),
-                   split_qk=m.group(15) is not None, emulate=int(m.group(16) or 0))
+                   split_qk=m.group(15) is not None, emulate=int(m.group(16) or 0),
+                   loads=_option_named(LOADS, m.group(17)))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -492,34 +508,62 @@ def check_head_dim(head_dim: int) -> None:
 
 @gluon.jit
 def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr):
+            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
+            K_AHEAD: gl.constexpr = False):
     """The producer warp of one program's query block: its key tiles from ring position 0."""
     _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, 0,
-                HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
+                HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)
 
 
 @gluon.jit
 def _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, base,
-                HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr):
+                HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
+                K_AHEAD: gl.constexpr = False):
     """K and V tiles into the ring, each slot reused once both consumers released it; base: how many tiles went
     through the ring before these (the persistent schedule's earlier query blocks), which sets each tile's slot
     and phase. A fresh mbarrier counts as having completed the phase before its first, so the first pass's waits
-    (parity 1) return at once."""
-    for i in range(n_tiles):
-        slot, phase = _ring(base + i, STAGES)
-        parity = phase ^ 1
-        mbarrier.wait(k_empty.index(slot), parity)
-        mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
-        tma.async_copy_global_to_shared(desc_k, [b32, i * BLOCK_N, hk32 * HEAD_DIM], k_ready.index(slot),
-                                        k_bufs.index(slot))
-        mbarrier.wait(v_empty.index(slot), parity)
-        mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
-        if V_KMAJOR:  # the (b, kv_heads * d, s) copy: one (d, keys) box
-            tma.async_copy_global_to_shared(desc_v, [b32, hk32 * HEAD_DIM, i * BLOCK_N], v_ready.index(slot),
-                                            v_bufs.index(slot))
-        else:
-            tma.async_copy_global_to_shared(desc_v, [b32, i * BLOCK_N, hk32 * HEAD_DIM], v_ready.index(slot),
-                                            v_bufs.index(slot))
+    (parity 1) return at once. In pairs, tile i's K then its V; K_AHEAD (GluonConfig.loads "k-ahead"): tile i + 1's
+    K before tile i's V (LOADS says why)."""
+    if K_AHEAD:
+        _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, 0, _ring(base, STAGES), HEAD_DIM, BLOCK_N)
+        for i in range(1, n_tiles):
+            _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, _ring(base + i, STAGES), HEAD_DIM, BLOCK_N)
+            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, STAGES), HEAD_DIM,
+                    BLOCK_N, V_KMAJOR)
+        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, STAGES),
+                HEAD_DIM, BLOCK_N, V_KMAJOR)
+    else:
+        for i in range(n_tiles):
+            at = _ring(base + i, STAGES)
+            _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N)
+            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N, V_KMAJOR)
+
+
+@gluon.jit
+def _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Key tile i of a block at ring position at = (slot, phase) (_ring), once the slot is free."""
+    slot, phase = at
+    parity = phase ^ 1
+    mbarrier.wait(k_empty.index(slot), parity)
+    mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
+    tma.async_copy_global_to_shared(desc_k, [b32, i * BLOCK_N, hk32 * HEAD_DIM], k_ready.index(slot),
+                                    k_bufs.index(slot))
+
+
+@gluon.jit
+def _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, at, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+            V_KMAJOR: gl.constexpr):
+    """Value tile i, as _load_k; V_KMAJOR: from the (b, kv_heads * d, s) copy, one (d, keys) box."""
+    slot, phase = at
+    parity = phase ^ 1
+    mbarrier.wait(v_empty.index(slot), parity)
+    mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
+    if V_KMAJOR:
+        tma.async_copy_global_to_shared(desc_v, [b32, hk32 * HEAD_DIM, i * BLOCK_N], v_ready.index(slot),
+                                        v_bufs.index(slot))
+    else:
+        tma.async_copy_global_to_shared(desc_v, [b32, i * BLOCK_N, hk32 * HEAD_DIM], v_ready.index(slot),
+                                        v_bufs.index(slot))
 
 
 @gluon.jit
@@ -568,7 +612,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                        head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                        V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                        CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr,
-                       DOUBLE_Q: gl.constexpr = False):
+                       DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False):
     """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
     them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
     _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
@@ -576,7 +620,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
     number is posted to the consumers (_post_item), then a number past the last block that stops them. The
     producer also loads the consumers' Q (with the ones tile of WITH_ONES the first time), each as soon as its
     consumer has released the previous block's (q_free); DOUBLE_Q (-pdo), into buffer k % 2 for block k, released by
-    block k - 2 (_issue_block_q)."""
+    block k - 2 (_issue_block_q). K_AHEAD: each block's key tiles as _load_tiles orders them under it."""
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
     base = 0
@@ -590,7 +634,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
             _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                        base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
+                        base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)
             base += n_tiles
             taken = gl.atomic_add(counter, 1)
             # every program takes numbers until one is past the blocks: n_items takes in all, numbered 0 to
@@ -611,7 +655,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                 b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                                 CAUSAL, BLOCK_M, BLOCK_N)
                 _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                            base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)
+                            base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)
                 base += n_tiles
 
 
@@ -1501,7 +1545,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
                  PERSISTENT: gl.constexpr = 0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                 MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False):
+                 MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False, K_AHEAD: gl.constexpr = False):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it (SCHEDULE_MODE), fewer programs than blocks, each taking blocks in rounds (_round_item, 1)
     or, 2, its next from `counter` (a global int32 at 0 before the launch, and left at 0 after it)."""
@@ -1598,14 +1642,14 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
                                k_empty, v_empty, turns, qk_scale, v_scale, seq, heads, group, head_group, n_items, KN,
                                kn_blocks, opt, CONSUMER_REGS, LOADER_REGS, CONSUMERS, PERSISTENT >= 2,
-                               PERSISTENT == 3, PERSISTENT == 4, PINGPONG, BAR_0, BAR_1)
+                               PERSISTENT == 3, PERSISTENT == 4, PINGPONG, BAR_0, BAR_1, K_AHEAD)
     elif CONSUMERS == 1:  # (an else, not a return: the code after a return is still built, with -pdo's Q buffers)
         gl.warp_specialize([
             (_consumer, (desc_q, desc_o, desc_ones, q0, o0, ones0, q_bars.index(0), k_bufs, v_bufs, k_ready, v_ready,
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, opt, 0)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1616,7 +1660,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS,
                          seq, n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1627,11 +1671,12 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            OPT: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
                            CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, DEFER: gl.constexpr = False,
                            OVERLAP: gl.constexpr = False, PINGPONG: gl.constexpr = 0, BAR_0: gl.constexpr = 0,
-                           BAR_1: gl.constexpr = 0):
+                           BAR_1: gl.constexpr = 0, K_AHEAD: gl.constexpr = False):
     """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
     it); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde); OVERLAP: its last P.V
     there (-pdo), each consumer with two Q buffers and their two pairs of barriers; PINGPONG 2: the dynamic schedule's
-    two consumers take turns through named barriers BAR_0 and BAR_1 (-ppn-pd)."""
+    two consumers take turns through named barriers BAR_0 and BAR_1 (-ppn-pd); K_AHEAD: the producer's order of
+    loads (_load_tiles)."""
     HEAD_DIM: gl.constexpr = OPT.HEAD_DIM
     BLOCK_N: gl.constexpr = OPT.BLOCK_N
     STAGES: gl.constexpr = OPT.STAGES
@@ -1665,7 +1710,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP)),
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1682,7 +1727,7 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP)),
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1835,6 +1880,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 PERSISTENT=SCHEDULE_MODE[config.schedule],
                 EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
                 MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops], P_AT_MMA=config.p_round == "wgmma",
+                K_AHEAD=config.loads == "k-ahead",
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 
