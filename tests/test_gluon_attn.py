@@ -98,10 +98,10 @@ def test_labels_round_trip_and_bad_ones_are_refused():
 def test_resolve_config_follows_the_kernel_named():
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon"}) == \
         ga.GluonConfig(head_group=4, rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma",
-                       tile_loops="two-fenced", schedule="dynamic", sync=ga.DEFAULT_SYNC)
+                       tile_loops="two-fenced", schedule="dynamic", loads="k-ahead", sync=ga.DEFAULT_SYNC)
     assert resolve_config(torch.bfloat16, 128, {"kernel": "gluon", "block_n": 64, "num_warps": None}) == \
         ga.GluonConfig(block_n=64, head_group=4, rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma",
-                       tile_loops="two-fenced", schedule="dynamic", sync=ga.DEFAULT_SYNC)
+                       tile_loops="two-fenced", schedule="dynamic", loads="k-ahead", sync=ga.DEFAULT_SYNC)
     # a label names every field: the default's lazy rescale does not leak into a configuration named without it
     named = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb").to_dict()
     assert resolve_config(torch.bfloat16, 128, named) == ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-tb")
@@ -119,12 +119,13 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
     assert kernel_of(resolve_config(torch.bfloat16, 128, {})) == "triton"
     # an sm_90 GPU with the compiled Triton: Gluon at every dtype, A0's maximum moved lazily at both; at FP8 one
     # consumer warpgroup per program and the row sums on the tensor core per tile, at 16 bits per-thread row sums
-    # added pairwise, P rounded at P.V's wgmma and O rescaled beside the next Q.K^T; both on the dynamic schedule
+    # added pairwise, P rounded at P.V's wgmma and O rescaled beside the next Q.K^T, each K loaded ahead of the
+    # previous tile's V; both on the dynamic schedule
     monkeypatch.setattr(ga, "usable_here", lambda: None)
     assert default_kernel(torch.bfloat16, 128) == default_kernel(torch.float16, 64) == "gluon"
     assert default_kernel(torch.float8_e4m3fn, 128) == "gluon"
     # with Triton 3.6 (this machine's) the warpgroup barriers are left out by default (-tb)
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka"
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"
     # a field given on top of the FP8 default keeps the rest of it
     assert resolve_config(torch.float8_e4m3fn, 128, {"stages": 3}).label() == \
@@ -133,7 +134,7 @@ def test_default_kernel_is_gluon_only_where_it_runs(monkeypatch):
         "gluon-n128s2-c240l24-hg8-g1-pd-rla-tb-mlf"
     # another Triton: the PTX rewrite is not for it, so the default keeps Triton's barriers
     monkeypatch.setattr(ga.triton, "__version__", "3.7.0")
-    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-mlf"
+    assert resolve_config(torch.bfloat16, 128, {}).label() == "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-mlf-ka"
     assert resolve_config(torch.float8_e4m3fn, 128, {}).label() == "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-mlf"
     # the gates' single-tile length is the key tile of the kernel that runs
     assert key_tile("triton", "bf16", 128, {}) == 128
@@ -269,7 +270,8 @@ def test_k_ahead_loads_read_back_and_change_only_the_producer():
         assert cfg.loads == "k-ahead" and cfg.label() == label
         assert cfg.plain().loads == "paired"
         assert ga.kernel_constants(cfg, 8192, 128, True, False, "A0")["K_AHEAD"] is True
-    assert ga.kernel_constants(ga.DEFAULT, 8192, 128, True, False, "A0")["K_AHEAD"] is False
+    assert ga.kernel_constants(ga.DEFAULT, 8192, 128, True, False, "A0")["K_AHEAD"] is True  # since 17:40
+    assert ga.kernel_constants(ga.DEFAULT_FP8, 8192, 128, True, True, "A0")["K_AHEAD"] is False
     with pytest.raises(UsageError, match="orders its loads"):
         ga.GluonConfig(loads="v-ahead")
     same = ("loop_instructions", "loop_gmma", "loop_gmma_waits", "registers", "spill_loads", "spill_stores",

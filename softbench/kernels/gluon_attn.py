@@ -454,8 +454,18 @@ def _option_named(suffixes: dict, suffix: str | None) -> str:
 # 16K (072618Z, 072932Z; hg8 0.989 in 071339Z), 1.025 and 1.032 non-causal 8K (072715Z, 073033Z); the 12 s screens of
 # hg2, hg4, hg8, hg16 read 0.981, 0.995, 0.986, 0.972 (071519Z, 071559Z, 071443Z, 071636Z). FP8 keeps hg8: h15-folded /
 # FA3 1.129 under hg4 against 1.135 under hg8 (071841Z, 071723Z), A0 / FA3 1.041 against 1.073.
+# Since 2026-12-04 17:40 the 16-bit default's producer issues the next K before this tile's V (-ka, LOADS). At equal
+# clock against FA3 in one lease, per pair (tools/gpu/k_ahead.sh, sealed/k-ahead.yaml 3 of 3 met): BF16 A0 at causal
+# 16K, 30 s with two processes per kernel, +0.14% and +0.17% against the paired order's -0.94% and -0.51%,
+# alternating (20261204T171424Z, 172333Z; 171535Z, 172452Z); at causal 8K ahead of the paired order by 0.2-0.5
+# points in three pairs (171149Z-171347Z, 173201Z, 173316Z), level non-causal (172759Z, 172842Z). Under Nsight
+# Compute at causal 16K (172236Z, 172302Z) the first consumer's waits for K fall from 1,867 samples to 1,075, the
+# tensor core is busy 88.3% of the cycles against 87.4%, and the launch takes 0.6% less time. Outputs equal bit for
+# bit to the one-block kernel's (sessions/gluon-probe-h200-20261204-1706-k-ahead-bf16). At FP8 it was level (A0 0.3-0.6
+# points ahead at causal 8K and non-causal 8K, 0.5-0.7 behind at causal 16K; h15-folded either way), so the FP8
+# default, whose sessions carry issue 15's FP8 figures, keeps the paired order.
 DEFAULT = GluonConfig(head_group=4, rescale="lazy", rescale_at="pv", row_sum="tree", p_round="wgmma",
-                      tile_loops="two-fenced", schedule="dynamic")
+                      tile_loops="two-fenced", schedule="dynamic", loads="k-ahead")
 # FP8: one consumer warpgroup per program, two programs per SM (the fastest FP8 A0 in both H200 probes,
 # sessions/gluon-probe-h200-20261130-{1906,1913}; 754 against the Triton kernel's 719 TFLOP/s in sessions
 # 20261130T191642Z and 20261130T191733Z, the same hour), with per-thread row sums added pairwise (-ltt). Per-thread
