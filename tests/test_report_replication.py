@@ -18,7 +18,7 @@ from softbench.report.replication import replication_rows, replication_summary, 
 
 SESSIONS = Path(__file__).resolve().parents[1] / "sessions"
 DEFAULT_16 = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"
-# BF16 causal 16K under the 16-bit default (A0 against h15-sat, noexp or h15-folded), and one under hg2
+# BF16 causal 16K under the 16-bit default of 07:44-17:40 (A0 against h15-sat, noexp or h15-folded), and one under hg2
 HG4 = ("20261204T072932Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved",
        "20261204T084718Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved",
        "20261204T090424Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",

@@ -12,7 +12,9 @@ defaults under each variant family, one and two consumers, ping-pong, both persi
 emulated exponentials, the row-sum forms, -ro, non-causal, head dim 64, FP16 and a 64-key tile. Run on 2026-12-04
 around gluon_options.KernelOptions: 36 of 36 identical; again around the deferred epilogue (-pde, whose two cases
 were added after it), 36 of 36 identical once the inlined scopes' debug labels were left out of the hash; again
-around the overlapped boundary (-pdo, whose two cases were added after it), 38 of 38 identical."""
+around the overlapped boundary (-pdo, whose two cases were added after it), 38 of 38 identical; again around the
+producer's load order (-ka, 2026-12-04 17:00), 40 of 40 identical, after which the 16-bit default took -ka and two
+cases were added: the paired 16-bit default of before and the FP8 default with -ka."""
 
 from __future__ import annotations
 
@@ -37,13 +39,13 @@ CASES = (
     + [("bf16", 128, True, "A0", PREFIX + s) for s in (
         "hg8", "hg8-pp", "hg8-ppn", "hg8-pt-rl-ro-ltt-pm-tb-mlf", "hg8-g1", "hg8-rs", "hg8-lm", "hg8-ro-lmt", "hg8-lt",
         "hg8-ml", "hg8-sq", "hg8-e16", "hg8-rl-ro-ltt-pm-tb-mlf", "hg16-pd-ltt", "hg4-pde-rl-ro-ltt-pm-tb-mlf",
-        "hg4-pdo-rl-ro-ltt-tb-mlf")]
+        "hg4-pdo-rl-ro-ltt-tb-mlf", "hg4-pd-rl-ro-ltt-pm-tb-mlf")]
     + [("bf16", 128, False, "A0", BF16_DEFAULT), ("bf16", 64, True, "A0", BF16_DEFAULT),
        ("fp16", 128, True, "h15-sat", PREFIX + "hg8-rl-ro-ltt-pm-tb-mlf")]
     + [("fp8", 128, True, v, FP8_DEFAULT) for v in ("A0", "h15-folded", "A1", "h15-proved", "h15-sat")]
     + [("fp8", 128, True, "h15-folded", PREFIX + s) for s in (
         "hg2-rla-ro-lmt-tb", "hg2-pd-rla-ro-lmt-tb", "hg2-pd-rla-lmt-tb-mlf", "hg16-pt-rla-lmt-tb", "hg8",
-        "hg8-g1-pde-rla-lmt-tb-mlf", "hg8-g1-pdo-rla-ro-ltt-tb-mlf")]
+        "hg8-g1-pde-rla-lmt-tb-mlf", "hg8-g1-pdo-rla-ro-ltt-tb-mlf", "hg8-g1-pd-rla-lmt-tb-mlf-ka")]
     + [("fp8", 128, True, "h15-folded", "gluon-n64s4-c240l24-hg8-g1"),
        ("fp8", 128, False, "A0", FP8_DEFAULT), ("fp8", 64, True, "A0", FP8_DEFAULT)])
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 from softbench.predictions.sessions import load_session  # noqa: E402
 
 BLOCK = 128  # the query block and key tile of both kernels at head dim 128 causal (FA3's tile_size_fwd_sm90)
-DEFAULT_CONFIG = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"  # the 16-bit default since 2026-12-04 07:44
+DEFAULT_CONFIG = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"  # the 16-bit default of 2026-12-04 07:44-17:40
 
 
 def mean_tiles(seq: int, block: int = BLOCK) -> float:
