@@ -691,10 +691,10 @@ def _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t
             if n >= 2:  # the buffer's (n - 2) / 2-th release, by block n - 2
                 mbarrier.wait(q_free.index(2 * c + buf), ((n >> 1) & 1) ^ 1)
             if c == 0:
-                _issue_q(desc_q, desc_ones, q_bars.index(buf), q0.index(buf), ones0, b32, h32, start_m * BLOCK_M,
-                         HEAD_DIM, False)
+                _issue_q(desc_q, desc_ones, q_bars.index(2 * c + buf), q0.index(buf), ones0, b32, h32,
+                         start_m * BLOCK_M, HEAD_DIM, False)
             else:
-                _issue_q(desc_q, desc_ones, q_bars.index(2 + buf), q1.index(buf), ones1, b32, h32,
+                _issue_q(desc_q, desc_ones, q_bars.index(2 * c + buf), q1.index(buf), ones1, b32, h32,
                          start_m * BLOCK_M + 64, HEAD_DIM, False)
         return
     if not FIRST:
