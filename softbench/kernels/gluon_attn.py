@@ -1682,8 +1682,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
                            CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, DEFER: gl.constexpr = False,
                            OVERLAP: gl.constexpr = False, PINGPONG: gl.constexpr = 0, BAR_0: gl.constexpr = 0,
                            BAR_1: gl.constexpr = 0, K_AHEAD: gl.constexpr = False):
-    """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (no ping-pong: GluonConfig refuses
-    it); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde); OVERLAP: its last P.V
+    """_attn_fwd_ws's partitions under a persistent schedule, rounds or DYNAMIC (a ping-pong only under DYNAMIC, and
+    only the named one: GluonConfig refuses the others); DEFER: the dynamic schedule's O stored under the next block's first Q.K^T (-pde); OVERLAP: its last P.V
     there (-pdo), each consumer with two Q buffers and their two pairs of barriers; PINGPONG 2: the dynamic schedule's
     two consumers take turns through named barriers BAR_0 and BAR_1 (-ppn-pd); K_AHEAD: the producer's order of
     loads (_load_tiles)."""
