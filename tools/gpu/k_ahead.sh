@@ -29,28 +29,29 @@ pd=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf
 fp8_ka=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf-ka
 fp8_pd=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf
 bf16_folded=(--dtype bf16 --variant h15-folded)
+# step 1's screens at BF16 causal 8K, -ka and the paired order alternating, twice (step 4 runs them alone)
+screens_8k() {
+  for cfg in $ka $pd $ka $pd; do
+    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
+  done
+}
 case "$STEP" in
 1) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
      --check-shapes=0,2,3,5,6 --check-configs=$ka --check-variants=A0,h15-folded --repeat-equal=2 \
      && timeout 150 python3 tools/gpu/gluon_probe.py "$DIR/probe-fp8" --only=fp8 --checks-only \
      --check-shapes=0,2,6 --check-configs=$fp8_ka --check-variants=A0,h15-folded --repeat-equal=2 \
      && touch "$DIR/checks-passed" \
-     && for cfg in $ka $pd $ka $pd; do
-          sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
-        done ;;
-4) for cfg in $ka $pd $ka $pd; do  # step 1's screens alone (as run: step 1's checks passed, and its screens were
-     # refused, the backend's option list lacking "loads")
-     sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
-   done ;;
+     && screens_8k ;;
+4) screens_8k ;;  # as run: step 1's checks passed, and its screens were refused, the backend's option list lacking
+   # "loads"
 2) for cfg in $ka $pd; do
      sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
    done
    for cfg in $fp8_ka $fp8_pd; do
      sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
    done ;;
-5) # the other shapes, each -ka then its default (added after steps 1-4 read -ka
-   # ahead at BF16 causal 16K): BF16 non-causal 8K and causal 8K (30 s, two processes per kernel), FP8 causal 16K
-   # and non-causal 8K
+5) # the other shapes, each -ka then its default (added after steps 1-4 read -ka ahead at BF16 causal 16K): BF16
+   # non-causal 8K and causal 8K (30 s, two processes per kernel), FP8 causal 16K and non-causal 8K
    for cfg in $ka $pd; do
      sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --no-causal --budget-s 12 --triton-config $cfg
    done
