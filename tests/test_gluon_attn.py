@@ -283,6 +283,35 @@ def test_k_ahead_loads_read_back_and_change_only_the_producer():
         assert ahead["ptxas_advisories"] == [], ahead
 
 
+def test_v_ring_of_its_own_reads_back_and_adds_one_value_tile():
+    """-v<N> (GluonConfig.v_stages): the label's last suffix, read back after -ka and alone; plain() drops it (the same
+    tiles in the same order); the kernel gets V_STAGES, K's ring keeps STAGES; a V ring of one buffer, or of K's
+    length spelled out, is refused. Cross-compiled under the 16-bit default (BF16) and the FP8 default: one more value
+    tile of shared memory (and its two mbarriers) and nothing else of note: the same registers and spills, the same
+    TMA copies, the key loop at most 4 instructions longer (V's slot and phase by a ring of 3, not a power of two),
+    no ptxas advisory; the 16-bit default's blocks still fit an H200's 227 KiB."""
+    for label in ("gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka-v3", "gluon-n128s2-c240l24-hg8-g1-v3"):
+        cfg = ga.GluonConfig.from_label(label)
+        assert cfg.v_stages == 3 and cfg.value_stages == 3 and cfg.label() == label
+        assert cfg.plain().v_stages == 0
+        constants = ga.kernel_constants(cfg, 8192, 128, True, False, "A0")
+        assert (constants["STAGES"], constants["V_STAGES"]) == (2, 3)
+    assert ga.kernel_constants(ga.DEFAULT, 8192, 128, True, False, "A0")["V_STAGES"] == 2
+    for v_stages in (1, 2):
+        with pytest.raises(UsageError, match="V's own ring"):
+            ga.GluonConfig(v_stages=v_stages)
+    tile = {"bf16": 128 * 128 * 2, "fp8": 128 * 128}
+    for dtype, variant, base_label in (("bf16", "A0", "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka"),
+                                       ("fp8", "h15-folded", "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf")):
+        two, three = _compile(dtype, variant, base_label), _compile(dtype, variant, base_label + "-v3")
+        same = ("registers", "spill_loads", "spill_stores", "tma_loads", "loop_gmma", "loop_gmma_waits")
+        assert {k: three[k] for k in same} == {k: two[k] for k in same}, (two, three)
+        assert tile[dtype] <= three["shared_bytes"] - two["shared_bytes"] <= tile[dtype] + 64, (two, three)
+        assert 0 <= three["loop_instructions"] - two["loop_instructions"] <= 4, (two, three)
+        assert three["ptxas_advisories"] == [], three
+    assert _compile("bf16", "A0", "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka-v3")["shared_bytes"] <= 227 * 1024
+
+
 def test_dynamic_schedule_runs_with_one_or_two_consumers():
     """-pd at FP8 with two consumer warpgroups was refused from 06:10 to 07:35 on 2026-12-04: its outputs had
     differed from plain()'s on the H200. It is taken again since the cause was found elsewhere (-ro's row sums,

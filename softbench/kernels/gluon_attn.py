@@ -179,6 +179,14 @@ P_ROUND = {"tail": "", "wgmma": "-pm"}
 # gives each K about half an iteration more; V keeps its lead. The same tiles into the same slots: the same output
 # bit for bit. The 16-bit default takes it since 2026-12-04 17:40 (DEFAULT says why, and why the FP8 default does not).
 LOADS = {"paired": "", "k-ahead": "-ka"}
+# V's ring on its own length (GluonConfig.v_stages, label -v<N>): K keeps `stages` buffers and V takes N. Under -ka
+# the producer issues K(i + 1), then V(i), whose slot frees when P.V(i - STAGES) has completed, at the end of the
+# consumers' iteration i - STAGES + 1; K(i + 2) waits behind that V. With two stages each V is issued about one
+# iteration before its P.V, each K about one and a half before its Q.K^T, and the audit of -ka at BF16 causal 16K
+# put more of the consumers' samples at the V waits (2,823) than at the K waits (2,521; 20261204T172302Z). A third V
+# buffer frees V's slot one iteration earlier. At BF16 under the dynamic schedule the shared memory holds two Q
+# tiles, two O tiles, two K and three V tiles (224 KiB of the 227 a block may take); a third K as well does not fit.
+# The same tiles in the same order, another slot each: the same output bit for bit.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT
@@ -270,8 +278,9 @@ class GluonConfig:
     bit.
     loads (LOADS): "k-ahead" (label -ka): the producer issues tile i + 1's K before tile i's V; the same output bit
     for bit.
+    v_stages (label -v<N>): V's ring takes N buffers, K's keeps `stages` (LOADS says why); the same output bit for bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde|-pdo][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm]
-    [-tb][-ml|-mlf][-sq][-e16][-ka] (what sessions record and --triton-config takes)."""
+    [-tb][-ml|-mlf][-sq][-e16][-ka][-v3] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -296,6 +305,7 @@ class GluonConfig:
     tile_loops: str = "one"  # TILE_LOOPS: "two" (label -ml) runs the tiles that need a mask in a key loop of their
     # own; "two-fenced" (-mlf) also holds P.V's wait below the weights (_schedule_fence)
     loads: str = "paired"  # LOADS: "k-ahead" (label -ka) has the producer issue the next K before this tile's V
+    v_stages: int = 0  # label -v<N>: V's ring takes N buffers, K's keeps `stages` (0: V's as K's; LOADS says why)
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -349,6 +359,9 @@ class GluonConfig:
             raise UsageError("the masked tiles' own loop (-ml) is written for whole Q.K^T tiles, not with -sq")
         if self.loads not in LOADS:
             raise UsageError(f"the producer orders its loads {' or '.join(LOADS)}, not {self.loads!r}")
+        if self.v_stages and (self.v_stages < 2 or self.v_stages == self.stages):
+            raise UsageError(f"V's own ring (-v<N>) takes at least 2 buffers and not K's {self.stages} (leave -v out "
+                             f"for that), not {self.v_stages}")
         if self.emulate not in EMULATE_EVERY or (self.emulate and HYBRID_BITS[self.emulate] >= self.block_n):
             raise UsageError(f"A0 emulates one exp2 in {', '.join(str(n) for n in EMULATE_EVERY if n)} "
                              f"(-e<N>; N up to {self.block_n // 4} with {self.block_n}-key tiles), "
@@ -361,22 +374,30 @@ class GluonConfig:
                 + RESCALE_AT[self.rescale_at]
                 + ROW_SUMS[self.row_sum] + P_ROUND[self.p_round] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
                 + ("-sq" if self.split_qk else "")
-                + (f"-e{self.emulate}" if self.emulate else "") + LOADS[self.loads])
+                + (f"-e{self.emulate}" if self.emulate else "") + LOADS[self.loads]
+                + (f"-v{self.v_stages}" if self.v_stages else ""))
+
+    @property
+    def value_stages(self) -> int:
+        """V's buffers: v_stages where the label names them, else as many as K's."""
+        return self.v_stages or self.stages
 
     def to_dict(self) -> dict:
         return {**asdict(self), "kernel": "gluon", "label": self.label()}
 
     def plain(self) -> "GluonConfig":
-        """This configuration without the options that change no output bit (-rs, -ro, -pm, -tb, -pt, -ml, -mlf, -ka):
+        """This configuration without the options that change no output bit (-rs, -ro, -pm, -tb, -pt, -ml, -mlf, -ka,
+        -v<N>):
         what their outputs are checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in
         another order, -lm adds the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose
         emulated exponentials differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
-                       p_round="tail", sync="membar", schedule="blocks", tile_loops="one", loads="paired")
+                       p_round="tail", sync="membar", schedule="blocks", tile_loops="one", loads="paired",
+                       v_stages=0)
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?(-ka)?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?(-ka)?(?:-v(\d+))?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -392,7 +413,8 @@ class GluonConfig:
                              "no warpgroup barrier before the mbarrier waits and releases; -ml: the masked tiles in a loop of "
                              "their own (-mlf: P.V's wait held below the weights); -sq: Q.K^T in two halves of "
                              "keys (16 bits); -e16: A0 emulates one "
-                             "exp2 in 16 on the FMA pipe; -ka: the producer loads the next K before this tile's V)")
+                             "exp2 in 16 on the FMA pipe; -ka: the producer loads the next K before this tile's V; -v3: three V "
+                             "buffers, K keeping s<N>)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover, schedule=_option_named(SCHEDULES, m.group(8)),
@@ -400,7 +422,7 @@ class GluonConfig:
                    row_sum=_option_named(ROW_SUMS, m.group(11)), p_round=_option_named(P_ROUND, m.group(12)),
                    sync=_option_named(SYNCS, m.group(13)), tile_loops=_option_named(TILE_LOOPS, m.group(14)),
                    split_qk=m.group(15) is not None, emulate=int(m.group(16) or 0),
-                   loads=_option_named(LOADS, m.group(17)))
+                   loads=_option_named(LOADS, m.group(17)), v_stages=int(m.group(18) or 0))
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:
@@ -519,34 +541,38 @@ def check_head_dim(head_dim: int) -> None:
 @gluon.jit
 def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
             HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
-            K_AHEAD: gl.constexpr = False):
+            K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
     """The producer warp of one program's query block: its key tiles from ring position 0."""
     _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, 0,
-                HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)
+                HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
 
 
 @gluon.jit
 def _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, base,
                 HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
-                K_AHEAD: gl.constexpr = False):
+                K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
     """K and V tiles into the ring, each slot reused once both consumers released it; base: how many tiles went
     through the ring before these (the persistent schedule's earlier query blocks), which sets each tile's slot
     and phase. A fresh mbarrier counts as having completed the phase before its first, so the first pass's waits
     (parity 1) return at once. In pairs, tile i's K then its V; K_AHEAD (GluonConfig.loads "k-ahead"): tile i + 1's
-    K before tile i's V (LOADS says why)."""
+    K before tile i's V (LOADS says why). K's ring has STAGES slots, V's V_STAGES (GluonConfig.v_stages)."""
     if K_AHEAD:
         _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, 0, _ring(base, STAGES), HEAD_DIM, BLOCK_N)
         for i in range(1, n_tiles):
             _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, _ring(base + i, STAGES), HEAD_DIM, BLOCK_N)
-            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, STAGES), HEAD_DIM,
+            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, V_STAGES), HEAD_DIM,
                     BLOCK_N, V_KMAJOR)
-        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, STAGES),
+        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, V_STAGES),
                 HEAD_DIM, BLOCK_N, V_KMAJOR)
     else:
         for i in range(n_tiles):
             at = _ring(base + i, STAGES)
             _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N)
-            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N, V_KMAJOR)
+            if V_STAGES == STAGES:  # one position for both (the paired order's PTX as before V had a ring of its own)
+                v_at = at
+            else:
+                v_at = _ring(base + i, V_STAGES)
+            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, v_at, HEAD_DIM, BLOCK_N, V_KMAJOR)
 
 
 @gluon.jit
@@ -622,7 +648,8 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                        head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                        V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                        CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr,
-                       DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False):
+                       DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False,
+                       V_STAGES: gl.constexpr = 2):
     """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
     them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
     _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
@@ -630,7 +657,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
     number is posted to the consumers (_post_item), then a number past the last block that stops them. The
     producer also loads the consumers' Q (with the ones tile of WITH_ONES the first time), each as soon as its
     consumer has released the previous block's (q_free); DOUBLE_Q (-pdo), into buffer k % 2 for block k, released by
-    block k - 2 (_issue_block_q). K_AHEAD: each block's key tiles as _load_tiles orders them under it."""
+    block k - 2 (_issue_block_q). K_AHEAD, V_STAGES: each block's key tiles as _load_tiles orders and places them."""
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
     base = 0
@@ -644,7 +671,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
             _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                        base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)
+                        base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
             base += n_tiles
             taken = gl.atomic_add(counter, 1)
             # every program takes numbers until one is past the blocks: n_items takes in all, numbered 0 to
@@ -665,7 +692,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                 b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                                 CAUSAL, BLOCK_M, BLOCK_N)
                 _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                            base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)
+                            base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
                 base += n_tiles
 
 
@@ -1037,7 +1064,7 @@ def _consumer_persistent(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q
             if k > 0:  # the last block's O
                 _write_o(desc_o, o_smem, prev_o, prev_b32, prev_h32, prev_row0, OPT.HEAD_DIM, 3)
         if OVERLAP:  # the last block's last P.V and O (none where the program took no block: k == 0)
-            last, last_phase = _ring(base - 1, OPT.STAGES)
+            last, last_phase = _ring(base - 1, OPT.V_STAGES)
             o_tok = _carried_pv(prev_o, prev_p, v_bufs, v_ready, last, last_phase, k > 0, OPT)
             _write_carried(o_tok, prev_p, prev_l, v_empty, last, desc_o, o_smem, v_scale, prev_b32, prev_h32,
                            prev_row0, k > 0, OPT, 4)
@@ -1159,7 +1186,7 @@ def _key_tile(i, q, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, ones_sme
     PER_TILE: gl.constexpr = ROW_SUM_PARTS == 4
     dtype: gl.constexpr = q.dtype
     slot, phase = _ring(base + i, STAGES)
-    prev, prev_phase = _ring(base + i - 1, STAGES)
+    prev, prev_phase = _ring(base + i - 1, OPT.V_STAGES)
     _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
     mbarrier.wait(k_ready.index(slot), phase)
     s_tok = warpgroup_mma(q, k_bufs.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), zero_s,
@@ -1339,7 +1366,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
             # (the first block's previous is _carry_start's zeros, its P.V one whose result is dropped: a wgmma inside
             # a branch on has_prev, which ptxas cannot tell is the same in every thread, serializes every wgmma of
             # the kernel, advisory C7518)
-            prev_last, prev_last_phase = _ring(base - 1, STAGES)
+            prev_last, prev_last_phase = _ring(base - 1, OPT.V_STAGES)
             prev_tok = _carried_pv(prev_o, prev_p, v_bufs, v_ready, prev_last, prev_last_phase, has_prev, OPT)
             p, m_i, alpha = _first_tile_weights(s, 1, k_empty, slot0, m_i, offs_n, offs_m, seq, qk_scale,
                                                 n_full, OPT, UNMASKED, MASKED)
@@ -1368,7 +1395,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     if SPLIT:  # four groups: Q.K^T's halves, then P.V's (_issue_pv); each half waited for as it is needed
         for i in range(1, n_tiles):
             slot, phase = _ring(base + i, STAGES)
-            prev, prev_phase = _ring(base + i - 1, STAGES)
+            prev, prev_phase = _ring(base + i - 1, OPT.V_STAGES)
             _wait_turn(my_turn, i & 1, PINGPONG, BAR_MINE)
             mbarrier.wait(k_ready.index(slot), phase)
             a_tok, b_tok = _issue_qk(q, k_bufs.index(slot), zero_s, BLOCK_N, HEAD_DIM)
@@ -1420,7 +1447,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
         # registers the FMA pipe wrote cross into the next block, where O's own, which a wgmma wrote, read after the
         # next wgmma's issue, make ptxas wait for that wgmma first (advisory C7517)
         return _rescale_o(o, o_alpha, rows_o, HEAD_DIM, False), p_op, l_i
-    last, last_phase = _ring(base + n_tiles - 1, STAGES)
+    last, last_phase = _ring(base + n_tiles - 1, OPT.V_STAGES)
     if RESCALE_AT_PV:
         o = _rescale_o(o, o_alpha, rows_o, HEAD_DIM, RESCALE_SKIP)
         if SUMS_MMA and not PER_TILE:  # PER_TILE's running sums took it at the end of the last tile (_key_tile)
@@ -1555,10 +1582,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  BAR_1: gl.constexpr = 0, RESCALE_SKIP: gl.constexpr = False, PTX_TRIM: gl.constexpr = False,
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
                  PERSISTENT: gl.constexpr = 0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
-                 MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False, K_AHEAD: gl.constexpr = False):
+                 MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False, K_AHEAD: gl.constexpr = False,
+                 V_STAGES: gl.constexpr = 2):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it (SCHEDULE_MODE), fewer programs than blocks, each taking blocks in rounds (_round_item, 1)
-    or, 2, its next from `counter` (a global int32 at 0 before the launch, and left at 0 after it)."""
+    or, 2, its next from `counter` (a global int32 at 0 before the launch, and left at 0 after it). K's ring has
+    STAGES buffers, V's V_STAGES (kernel_constants passes GluonConfig.value_stages)."""
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -1587,9 +1616,9 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             q1 = q0
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
     if V_KMAJOR:
-        v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
+        v_bufs = gl.allocate_shared_memory(dtype, [V_STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
     else:
-        v_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
+        v_bufs = gl.allocate_shared_memory(dtype, [V_STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
     if (desc_o.dtype == dtype) and (PERSISTENT < 2):  # the output tile leaves through Q's buffer
         o0 = q0
         o1 = q1
@@ -1611,9 +1640,9 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
     q_bars = gl.allocate_shared_memory(gl.int64, [2 * Q_BUFS, 1], bar_layout)  # consumer c's buffer j: Q_BUFS c + j
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    v_ready = gl.allocate_shared_memory(gl.int64, [V_STAGES, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    v_empty = gl.allocate_shared_memory(gl.int64, [V_STAGES, 1], bar_layout)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)  # PINGPONG 1: whose turn to issue wgmmas
     for i in gl.static_range(2 * Q_BUFS):
         mbarrier.init(q_bars.index(i), count=1)
@@ -1637,16 +1666,21 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         item_ready = q_bars
         item_empty = q_bars
         q_free = q_bars
-    for i in gl.static_range(STAGES):
-        mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=CONSUMERS)
-        mbarrier.init(v_empty.index(i), count=CONSUMERS)
+    RING: gl.constexpr = STAGES if STAGES > V_STAGES else V_STAGES
+    for i in gl.static_range(RING):  # in this order, the PTX of equal rings as before V's could differ from K's
+        if i < STAGES:
+            mbarrier.init(k_ready.index(i), count=1)
+        if i < V_STAGES:
+            mbarrier.init(v_ready.index(i), count=1)
+        if i < STAGES:
+            mbarrier.init(k_empty.index(i), count=CONSUMERS)
+        if i < V_STAGES:
+            mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
     row0 = start_m * BLOCK_M
     opt: gl.constexpr = KernelOptions(HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH,
                                       RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP,
-                                      P_AT_MMA)
+                                      P_AT_MMA, V_STAGES)
     if PERSISTENT:
         _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
@@ -1659,7 +1693,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, opt, 0)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1670,7 +1704,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS,
                          seq, n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1720,7 +1754,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD)),
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD,
+                                  OPT.V_STAGES)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1737,7 +1772,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD)),
+                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD,
+                                  OPT.V_STAGES)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1890,7 +1926,7 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 PERSISTENT=SCHEDULE_MODE[config.schedule],
                 EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
                 MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops], P_AT_MMA=config.p_round == "wgmma",
-                K_AHEAD=config.loads == "k-ahead",
+                K_AHEAD=config.loads == "k-ahead", V_STAGES=config.value_stages,
                 KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
 
 

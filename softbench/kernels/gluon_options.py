@@ -32,10 +32,11 @@ class KernelOptions:
     SPLIT: gl.constexpr
     MASKED_LOOP: gl.constexpr
     P_AT_MMA: gl.constexpr
+    V_STAGES: gl.constexpr  # V's ring (GluonConfig.value_stages); STAGES is K's
 
     @gluon.constexpr_function
     def __init__(self, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, RESCALE_SKIP,
-                 ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA):
+                 ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, V_STAGES):
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_N = gl.constexpr(BLOCK_N)
         self.STAGES = gl.constexpr(STAGES)
@@ -52,3 +53,4 @@ class KernelOptions:
         self.SPLIT = gl.constexpr(SPLIT)
         self.MASKED_LOOP = gl.constexpr(MASKED_LOOP)
         self.P_AT_MMA = gl.constexpr(P_AT_MMA)
+        self.V_STAGES = gl.constexpr(V_STAGES)

@@ -14,7 +14,8 @@ around gluon_options.KernelOptions: 36 of 36 identical; again around the deferre
 were added after it), 36 of 36 identical once the inlined scopes' debug labels were left out of the hash; again
 around the overlapped boundary (-pdo, whose two cases were added after it), 38 of 38 identical; again around the
 producer's load order (-ka, 2026-12-04 17:00), 40 of 40 identical, after which the 16-bit default took -ka and two
-cases were added: the paired 16-bit default of before and the FP8 default with -ka."""
+cases were added: the paired 16-bit default of before and the FP8 default with -ka; again around V's ring of its own
+(-v<N>, 2026-12-04 19:30), 42 of 42 identical, after which two cases with -v3 were added."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ CASES = (
     + [("bf16", 128, True, "A0", PREFIX + s) for s in (
         "hg8", "hg8-pp", "hg8-ppn", "hg8-pt-rl-ro-ltt-pm-tb-mlf", "hg8-g1", "hg8-rs", "hg8-lm", "hg8-ro-lmt", "hg8-lt",
         "hg8-ml", "hg8-sq", "hg8-e16", "hg8-rl-ro-ltt-pm-tb-mlf", "hg16-pd-ltt", "hg4-pde-rl-ro-ltt-pm-tb-mlf",
-        "hg4-pdo-rl-ro-ltt-tb-mlf", "hg4-pd-rl-ro-ltt-pm-tb-mlf")]
+        "hg4-pdo-rl-ro-ltt-tb-mlf", "hg4-pd-rl-ro-ltt-pm-tb-mlf", "hg4-pd-rl-ro-ltt-pm-tb-mlf-ka-v3",
+        "hg8-v3")]
     + [("bf16", 128, False, "A0", BF16_DEFAULT), ("bf16", 64, True, "A0", BF16_DEFAULT),
        ("fp16", 128, True, "h15-sat", PREFIX + "hg8-rl-ro-ltt-pm-tb-mlf")]
     + [("fp8", 128, True, v, FP8_DEFAULT) for v in ("A0", "h15-folded", "A1", "h15-proved", "h15-sat")]

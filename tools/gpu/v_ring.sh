@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Issue 15, prepared 2026-12-04 19:35; sealed first: sealed/v-ring.yaml. Under -ka (the 16-bit default since 17:40)
+# the audit at BF16 causal 16K put more of the consumers' samples at the V waits than at the K waits
+# (20261204T172302Z): V(i) is issued once P.V(i - 2) has completed, and K(i + 2) waits behind it. -v3 gives V a
+# ring of three buffers, K keeping two (gluon_attn.GluonConfig.v_stages); the consumers' code reads the same tiles.
+# Step 1: -v3's outputs against the one-block kernel and the simulation (BF16 under the 16-bit default's options, A0
+#         and h15-folded; FP8 under the FP8 default's, A0 and h15-folded; ragged shapes, head dims 64 and 128, more
+#         blocks than programs, 2 launches in a row); only if every check passes: BF16 causal 16K against FA3, 30 s,
+#         two processes per kernel, -v3 and the default alternating, twice (v3, ka, ka, v3).
+# Step 2: BF16 causal 8K the same way (30 s, two processes per kernel, v3, ka, ka, v3); BF16 non-causal 8K (12 s,
+#         v3 then ka); FP8 causal 8K (12 s, h15-folded, the FP8 default with -v3 then without).
+# Step 3 (no seal): the BF16 exponential-free ceiling under the 16-bit default (noexp against A0, FA3 in the run,
+#         causal 8K, 12 s; last measured before -ka), and `softbench audit --source-stalls` of A0 at BF16 causal
+#         16K under -v3 (beside -ka's 20261204T172302Z).
+#   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
+#          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 1`
+#          (carry .gpu/b), and while the host is still held `. /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 2`
+set -uo pipefail
+STEP=${1:?step 1 to 3}
+PAYLOAD=
+LEASE=v-ring  # apart from other scripts' steps in the same lease (lease_step.sh)
+. tools/gpu/lease_step.sh
+ka=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka
+v3=$ka-v3
+fp8=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf
+fp8_v3=$fp8-v3
+bf16_folded=(--dtype bf16 --variant h15-folded)
+# one BF16 causal shape, 30 s with two processes per kernel, -v3 and the default alternating twice
+pairs_30s() {
+  for cfg in $v3 $ka $ka $v3; do
+    sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq "$1" --processes 2 --triton-config $cfg
+  done
+}
+case "$STEP" in
+1) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
+     --check-shapes=0,2,3,5,6 --check-configs=$v3 --check-variants=A0,h15-folded --repeat-equal=2 \
+     && timeout 150 python3 tools/gpu/gluon_probe.py "$DIR/probe-fp8" --only=fp8 --checks-only \
+     --check-shapes=0,2,6 --check-configs=$fp8_v3 --check-variants=A0,h15-folded --repeat-equal=2 \
+     && touch "$DIR/checks-passed" \
+     && pairs_30s 16384 ;;
+2) pairs_30s 8192
+   for cfg in $v3 $ka; do
+     sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --no-causal --budget-s 12 --triton-config $cfg
+   done
+   for cfg in $fp8_v3 $fp8; do
+     sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
+   done ;;
+3) sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp --seq 8192 --budget-s 12 --triton-config $ka
+   timeout 150 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 16384 --variants A0 \
+     --source-stalls --triton-config $v3 --out "$DIR" 2>&1 | grep -v "━" | grep -E "tensor|duration|session:" | head -8 ;;
+esac
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
