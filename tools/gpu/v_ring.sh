@@ -12,11 +12,14 @@
 # Step 3 (no seal): the BF16 exponential-free ceiling under the 16-bit default (noexp against A0, FA3 in the run,
 #         causal 8K, 12 s; last measured before -ka), and `softbench audit --source-stalls` of A0 at BF16 causal
 #         16K under -v3 (beside -ka's 20261204T172302Z).
+# Step 4 (added after 1-3, no seal): step 3 read noexp level with A0 at BF16 causal 8K under -ka (+0.29% and +0.36%
+#         against FA3 per pair), where before -ka it was 1.7% ahead: noexp against A0 at causal 8K and 16K, 30 s,
+#         two processes per kernel, to settle whether the exponential still costs A0 anything at BF16.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 1`
 #          (carry .gpu/b), and while the host is still held `. /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 2`
 set -uo pipefail
-STEP=${1:?step 1 to 3}
+STEP=${1:?step 1 to 4}
 PAYLOAD=
 LEASE=v-ring  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -48,5 +51,8 @@ case "$STEP" in
 3) sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp --seq 8192 --budget-s 12 --triton-config $ka
    timeout 150 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 16384 --variants A0 \
      --source-stalls --triton-config $v3 --out "$DIR" 2>&1 | grep -v "━" | grep -E "tensor|duration|session:" | head -8 ;;
+4) for seq in 8192 16384; do
+     sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp --seq $seq --processes 2 --triton-config $ka
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
