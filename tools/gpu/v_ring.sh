@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-04 19:35; sealed first: sealed/v-ring.yaml. Under -ka (the 16-bit default since 17:40)
+# Issue 15, prepared 2026-12-04 19:15; sealed first: sealed/v-ring.yaml. Under -ka (the 16-bit default since 17:40)
 # the audit at BF16 causal 16K put more of the consumers' samples at the V waits than at the K waits
 # (20261204T172302Z): V(i) is issued once P.V(i - 2) has completed, and K(i + 2) waits behind it. -v3 gives V a
 # ring of three buffers, K keeping two (gluon_attn.GluonConfig.v_stages); the consumers' code reads the same tiles.
@@ -15,16 +15,23 @@
 # Step 4 (added after 1-3, no seal): step 3 read noexp level with A0 at BF16 causal 8K under -ka (+0.29% and +0.36%
 #         against FA3 per pair), where before -ka it was 1.7% ahead: noexp against A0 at causal 8K and 16K, 30 s,
 #         two processes per kernel, to settle whether the exponential still costs A0 anything at BF16.
+# Step 5 (added after 1-4; sealed/v-ring-paired.yaml): tools/analysis/mbarrier_waits.py on step 3's audit puts
+#         the producer under -ka-v3 at one wait, K's free slot (10,215 samples at its branch), and the consumers' V
+#         waits barely lower (2,477 against -ka's 2,823): V(i) is issued behind K(i + 1), whose slot frees only once
+#         both consumers' Q.K^T(i - 1) has completed. In pairs with three V buffers (-v3 without -ka) V(i) goes out
+#         with K(i), an iteration earlier, and K waits for nothing but its own slot, as under -ka. BF16 causal 16K,
+#         30 s, two processes per kernel, the pairs with -v3 then the default; causal 8K, 12 s, the same two.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 1`
 #          (carry .gpu/b), and while the host is still held `. /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 2`
 set -uo pipefail
-STEP=${1:?step 1 to 4}
+STEP=${1:?step 1 to 5}
 PAYLOAD=
 LEASE=v-ring  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
 ka=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka
 v3=$ka-v3
+paired_v3=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-v3
 fp8=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf
 fp8_v3=$fp8-v3
 bf16_folded=(--dtype bf16 --variant h15-folded)
@@ -53,6 +60,12 @@ case "$STEP" in
      --source-stalls --triton-config $v3 --out "$DIR" 2>&1 | grep -v "━" | grep -E "tensor|duration|session:" | head -8 ;;
 4) for seq in 8192 16384; do
      sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp --seq $seq --processes 2 --triton-config $ka
+   done ;;
+5) for cfg in $paired_v3 $ka; do
+     sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
+   done
+   for cfg in $paired_v3 $ka; do
+     sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
    done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
