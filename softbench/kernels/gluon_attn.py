@@ -186,7 +186,12 @@ LOADS = {"paired": "", "k-ahead": "-ka"}
 # put more of the consumers' samples at the V waits (2,823) than at the K waits (2,521; 20261204T172302Z). A third V
 # buffer frees V's slot one iteration earlier. At BF16 under the dynamic schedule the shared memory holds two Q
 # tiles, two O tiles, two K and three V tiles (224 KiB of the 227 a block may take); a third K as well does not fit.
-# The same tiles in the same order, another slot each: the same output bit for bit.
+# The same tiles in the same order, another slot each: the same output bit for bit. On the H200 (2026-12-04
+# 19:26-20:05, tools/gpu/v_ring.sh) it was level with the default at every shape, after -ka and in pairs: A0 against
+# FA3 per pair +0.21% and +0.35% at BF16 causal 16K against -ka's +0.12% and +0.49% beside them (20261204T192650Z-
+# 193026Z), h15-folded at FP8 causal 8K +13.10% against +13.59% (193812Z, 193851Z). The consumers' V waits fell by an
+# eighth and the tensor core stayed as busy (88.3%, 194925Z; tools/analysis/mbarrier_waits.py): the producer now
+# waits at K's free slot alone, so V(i) still goes out behind K(i + 1). No default takes it.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT

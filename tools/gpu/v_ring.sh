@@ -21,17 +21,22 @@
 #         both consumers' Q.K^T(i - 1) has completed. In pairs with three V buffers (-v3 without -ka) V(i) goes out
 #         with K(i), an iteration earlier, and K waits for nothing but its own slot, as under -ka. BF16 causal 16K,
 #         30 s, two processes per kernel, the pairs with -v3 then the default; causal 8K, 12 s, the same two.
+# Step 6 (prepared after 1-5, NOT RUN: the session's device time was spent; seal it before running): the other way
+#         round, K's ring three long and V's two (-ka, s3-v2: the same 229,904 bytes of shared memory). Step 3's audit
+#         puts the producer under -v3 at K's free slot alone, and the consumers still wait for K (1,357 and 1,036
+#         samples at their branches): K(i + 2) cannot leave before both consumers' Q.K^T(i) has completed.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 1`
 #          (carry .gpu/b), and while the host is still held `. /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 2`
 set -uo pipefail
-STEP=${1:?step 1 to 5}
+STEP=${1:?step 1 to 6}
 PAYLOAD=
 LEASE=v-ring  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
 ka=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka
 v3=$ka-v3
 paired_v3=gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-v3
+k3=gluon-n128s3-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka-v2
 fp8=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf
 fp8_v3=$fp8-v3
 bf16_folded=(--dtype bf16 --variant h15-folded)
@@ -67,5 +72,11 @@ case "$STEP" in
    for cfg in $paired_v3 $ka; do
      sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
    done ;;
+6) timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
+     --check-shapes=0,2,3,5,6 --check-configs=$k3 --check-variants=A0,h15-folded --repeat-equal=2 \
+     && touch "$DIR/checks-passed" \
+     && for cfg in $k3 $ka $ka $k3; do
+       sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
+     done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
