@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from softbench.audit import barrier_waits
 from softbench.core.tables import fmt, md_heading, md_table
 
 # static SASS columns: family key in summary["sass"][v], column title
@@ -76,8 +77,9 @@ def stall_tables(summary: dict, most: int = 10) -> list[tuple[str, list[str], li
 
 def source_stall_tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     """--source-stalls: per launch, where its working warps' samples fall (the parked warps apart), its longest
-    run of back-to-back MUFU.EX2 with the executions of its first instruction, and its three opcodes with the
-    most samples."""
+    run of back-to-back MUFU.EX2 with the executions of its first instruction, its three opcodes with the
+    most samples, and its samples at the mbarrier waits by what they waited for (softbench.audit.barrier_waits;
+    "not recorded" in audits written before it)."""
     src = summary.get("source_stalls") or {}
     rows = []
     for v in [v for v in summary.get("variants", []) if v in src]:
@@ -89,13 +91,14 @@ def source_stall_tables(summary: dict) -> list[tuple[str, list[str], list[list[s
         ops = ", ".join(f"{o['opcode']} {o['samples']}" for o in (s.get("opcodes") or [])[:3])
         parked = s["parked_samples"] / s["samples"] if s.get("samples") else None
         rows.append([v, fmt(s.get("samples"), "d"), fmt(None if parked is None else 100 * parked, ".0f"), reasons,
-                     longest, ops])
+                     longest, ops, barrier_waits.brief(s.get("barrier_waits"))])
     if not rows:
         return []
     return [(f"{summary.get('shape_tag', '')}: where the warps wait, instruction by instruction (Nsight Compute's "
              "source counters; page in ncu/<variant>-sass.csv.gz)",
              ["variant", "samples", "parked %", "main reasons (working warps)",
-              "longest MUFU.EX2 run (executions)", "opcodes with most samples"], rows)]
+              "longest MUFU.EX2 run (executions)", "opcodes with most samples",
+              "mbarrier waits, samples: K or Q / V / producer"], rows)]
 
 
 # the key loop's columns (--backend triton): key in summary["loop"][v], column title

@@ -98,6 +98,8 @@ def mufu_runs(df: "pd.DataFrame", least: int = LONGEST_RUNS) -> list[tuple[int, 
 
 def summarize(df: "pd.DataFrame") -> dict:
     """summary.json's source_stalls.<variant>: what the tables print, as numbers."""
+    from softbench.audit import barrier_waits
+
     total, idle = int(df[SAMPLES].sum()), int(df.loc[parked(df), SAMPLES].sum())
     ops = by_opcode(df)
     return {
@@ -106,6 +108,7 @@ def summarize(df: "pd.DataFrame") -> dict:
         "opcodes": [{"opcode": op, "samples": int(r.samples), "executed": int(r.executed),
                      "main_reasons": r["main reasons"]} for op, r in ops.iterrows()],
         "mufu_runs": [{"row": r, "length": n, "executions": e, "samples": s} for r, n, e, s in mufu_runs(df)],
+        "barrier_waits": barrier_waits.summarize(df),
     }
 
 

@@ -1,0 +1,89 @@
+"""softbench.audit.barrier_waits on the committed audits of BF16 causal 16K (2026-12-04): the wait counts the README
+quotes for the paired order and -ka come back from the per-instruction pages, what each wait was for is read right,
+the audit's table carries them, and tools/analysis/mbarrier_waits.py prints them site by site."""
+
+from pathlib import Path
+
+import pytest
+
+from softbench.audit import barrier_waits, source_stalls
+from softbench.audit.render import source_stall_tables
+from tests.repo_tools import load_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRED = ROOT / "sessions/20261204T172236Z-audit-bf16-16K-causal-b1h16d128-triton"
+K_AHEAD = ROOT / "sessions/20261204T172302Z-audit-bf16-16K-causal-b1h16d128-triton"
+K, V, PRODUCER = barrier_waits.KINDS[:3]
+
+
+def _page(folder: Path):
+    return source_stalls.read(str(folder / "ncu" / "A0-sass.csv.gz"))
+
+
+def _big(sites, kind):
+    return sorted(sites[(sites.serves == kind) & (sites.at_branch > 1000)].at_branch.tolist())
+
+
+def test_the_k_ahead_figures_come_back_from_the_audits():
+    """README (the leases of 17:07-17:38): the first consumer's K wait 1,867 samples in the paired order against
+    1,075 under -ka, the second's 1,489 against 1,446, the V waits 2,477 against 2,823 (the two key loops' sites),
+    the producer's two polls 10,497 and 316 against 3,810 and 6,515 (samples at each wait's branch)."""
+    paired, ahead = barrier_waits.wait_sites(_page(PAIRED)), barrier_waits.wait_sites(_page(K_AHEAD))
+    assert _big(paired, K) == [1489, 1867] and _big(ahead, K) == [1075, 1446]
+    assert sum(_big(paired, V)) == 2477 and sum(_big(ahead, V)) == 2823
+    assert sorted(paired[paired.serves == PRODUCER].at_branch)[-2:] == [316, 10497]
+    assert sorted(ahead[ahead.serves == PRODUCER].at_branch)[-2:] == [3810, 6515]
+
+
+def test_fa3s_waits_read_as_cutlass_writes_them():
+    """FA3's consumers (CUTLASS's pipeline: a try-wait, a branch past the wait where it succeeded, a second try-wait
+    and the branch to the retry loop) waited 1,516 samples for K and 1,459 for V at BF16 causal 16K, the figures
+    docs/hopper-notes.md quotes from `20261204T100505Z`; each such pair of try-waits is one wait."""
+    page = source_stalls.read(str(ROOT / "sessions/20261204T100505Z-audit-bf16-16K-causal-b1h16d128-triton/ncu"
+                                  / "ref-fa3-sass.csv.gz"))
+    sites = barrier_waits.wait_sites(page)
+    assert _big(sites, K) == [1516] and _big(sites, V) == [1459]
+
+
+def test_a_wait_counts_its_branch_and_try_wait_and_retry_loops_are_not_waits():
+    """A wait's samples in all are its branch's plus its try-wait's (the first consumer's K wait under -ka: 1,075 and
+    115); the retry loops at the kernel's end, whose branch goes back to their try-wait, are not counted again."""
+    df = _page(K_AHEAD)
+    sites = barrier_waits.wait_sites(df)
+    assert (sites.samples >= sites.at_branch).all() and sites.address.is_unique
+    assert sites[sites.at_branch == 1075].iloc[0].samples == 1075 + 115
+    try_waits = int(df["Source"].astype(str).str.contains(barrier_waits.TRY_WAIT, regex=False).sum())
+    assert 0 < len(sites) < try_waits
+
+
+def test_the_summary_and_the_audit_table_carry_the_waits_by_kind():
+    """summary.json's barrier_waits (per kind, and the waits with at least 0.5% of the samples) and the audit table's
+    column; an audit written before the column reads "not recorded"."""
+    waits = source_stalls.summarize(_page(K_AHEAD))["barrier_waits"]
+    assert waits["at_branch"][PRODUCER] == 10614 and waits["at_branch"][V] == 2858
+    assert {w["samples"] for w in waits["largest"]} >= {1075, 1446, 3810, 6515}
+    summary = {"shape_tag": "bf16-16K", "variants": ["A0", "old"],
+               "source_stalls": {"A0": {"samples": 1, "parked_samples": 0, "barrier_waits": waits},
+                                 "old": {"samples": 1, "parked_samples": 0}}}
+    (_, head, rows), = source_stall_tables(summary)
+    cells = {r[0]: r[head.index("mbarrier waits, samples: K or Q / V / producer")] for r in rows}
+    assert cells == {"A0": "3,016 / 2,858 / 10,614", "old": "not recorded"}
+
+
+@pytest.mark.parametrize("sources, kind", [
+    (["USGXT.U32 UR34, UR34, 0xe", "WARPGROUP.ARRIVE", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR32], RZ, !UPT"], K),
+    (["F2FP.BF16.F32.PACK_AB R152, R219, R228", "HGMMA.64x128x16.F32.BF16 R88, R152, gdesc[UR12].tnspB, R88"], V),
+    (["SYNCS.ARRIVE.TRANS64 RZ, [UR17+0x30170], R2", "UTMALDG.3D [UR8], [UR26]"], PRODUCER),
+    (["IADD3 R1, R1, 0x1, RZ", "EXIT"], "other"),
+])
+def test_what_a_wait_was_for_is_the_next_mma_or_copy(sources, kind):
+    assert barrier_waits.serves(sources) == kind
+
+
+def test_the_tool_prints_the_sites_and_refuses_a_folder_without_a_page(capsys, tmp_path):
+    tool = load_tool("analysis/mbarrier_waits.py")
+    assert tool.main([str(K_AHEAD)]) == 0
+    out = capsys.readouterr().out
+    assert "| 999 | 0x30170 | 1,075 | 1,190 | Q.K^T: K (or Q) |" in out
+    assert tool.main([str(tmp_path)]) == 2 and "--source-stalls" in capsys.readouterr().err
+    assert tool.main(["--variant"]) == 2
