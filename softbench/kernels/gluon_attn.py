@@ -546,7 +546,7 @@ def check_head_dim(head_dim: int) -> None:
 @gluon.jit
 def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
             HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
-            K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
+            K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 0):
     """The producer warp of one program's query block: its key tiles from ring position 0."""
     _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, 0,
                 HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
@@ -555,28 +555,30 @@ def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, 
 @gluon.jit
 def _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, base,
                 HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
-                K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
+                K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 0):
     """K and V tiles into the ring, each slot reused once both consumers released it; base: how many tiles went
     through the ring before these (the persistent schedule's earlier query blocks), which sets each tile's slot
     and phase. A fresh mbarrier counts as having completed the phase before its first, so the first pass's waits
     (parity 1) return at once. In pairs, tile i's K then its V; K_AHEAD (GluonConfig.loads "k-ahead"): tile i + 1's
-    K before tile i's V (LOADS says why). K's ring has STAGES slots, V's V_STAGES (GluonConfig.v_stages)."""
+    K before tile i's V (LOADS says why). K's ring has STAGES slots, V's V_STAGES (GluonConfig.v_stages; 0: as
+    many as K's)."""
+    V_RING: gl.constexpr = V_STAGES if V_STAGES else STAGES
     if K_AHEAD:
         _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, 0, _ring(base, STAGES), HEAD_DIM, BLOCK_N)
         for i in range(1, n_tiles):
             _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, _ring(base + i, STAGES), HEAD_DIM, BLOCK_N)
-            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, V_STAGES), HEAD_DIM,
+            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, V_RING), HEAD_DIM,
                     BLOCK_N, V_KMAJOR)
-        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, V_STAGES),
+        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, V_RING),
                 HEAD_DIM, BLOCK_N, V_KMAJOR)
     else:
         for i in range(n_tiles):
             at = _ring(base + i, STAGES)
             _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N)
-            if V_STAGES == STAGES:  # one position for both (the paired order's PTX as before V had a ring of its own)
+            if V_RING == STAGES:  # one position for both (the paired order's PTX as before V had a ring of its own)
                 v_at = at
             else:
-                v_at = _ring(base + i, V_STAGES)
+                v_at = _ring(base + i, V_RING)
             _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, v_at, HEAD_DIM, BLOCK_N, V_KMAJOR)
 
 
@@ -654,7 +656,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                        V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                        CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr,
                        DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False,
-                       V_STAGES: gl.constexpr = 2):
+                       V_STAGES: gl.constexpr = 0):
     """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
     them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
     _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
@@ -1588,11 +1590,12 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
                  PERSISTENT: gl.constexpr = 0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
                  MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False, K_AHEAD: gl.constexpr = False,
-                 V_STAGES: gl.constexpr = 2):
+                 V_STAGES: gl.constexpr = 0):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it (SCHEDULE_MODE), fewer programs than blocks, each taking blocks in rounds (_round_item, 1)
     or, 2, its next from `counter` (a global int32 at 0 before the launch, and left at 0 after it). K's ring has
-    STAGES buffers, V's V_STAGES (kernel_constants passes GluonConfig.value_stages)."""
+    STAGES buffers, V's V_STAGES (kernel_constants passes GluonConfig.value_stages; 0: as many as K's)."""
+    V_RING: gl.constexpr = V_STAGES if V_STAGES else STAGES
     ROWS: gl.constexpr = 64
     if PTX_TRIM:  # GluonConfig.sync "mbarrier": the mark ptx_trim looks for in the PTX
         one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the launch's 4 warps
@@ -1621,9 +1624,9 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
             q1 = q0
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
     if V_KMAJOR:
-        v_bufs = gl.allocate_shared_memory(dtype, [V_STAGES, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
+        v_bufs = gl.allocate_shared_memory(dtype, [V_RING, 1, HEAD_DIM, BLOCK_N], desc_v.layout)
     else:
-        v_bufs = gl.allocate_shared_memory(dtype, [V_STAGES, 1, BLOCK_N, HEAD_DIM], kv_layout)
+        v_bufs = gl.allocate_shared_memory(dtype, [V_RING, 1, BLOCK_N, HEAD_DIM], kv_layout)
     if (desc_o.dtype == dtype) and (PERSISTENT < 2):  # the output tile leaves through Q's buffer
         o0 = q0
         o1 = q1
@@ -1645,9 +1648,9 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
     q_bars = gl.allocate_shared_memory(gl.int64, [2 * Q_BUFS, 1], bar_layout)  # consumer c's buffer j: Q_BUFS c + j
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    v_ready = gl.allocate_shared_memory(gl.int64, [V_STAGES, 1], bar_layout)
+    v_ready = gl.allocate_shared_memory(gl.int64, [V_RING, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    v_empty = gl.allocate_shared_memory(gl.int64, [V_STAGES, 1], bar_layout)
+    v_empty = gl.allocate_shared_memory(gl.int64, [V_RING, 1], bar_layout)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)  # PINGPONG 1: whose turn to issue wgmmas
     for i in gl.static_range(2 * Q_BUFS):
         mbarrier.init(q_bars.index(i), count=1)
@@ -1671,21 +1674,21 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
         item_ready = q_bars
         item_empty = q_bars
         q_free = q_bars
-    RING: gl.constexpr = STAGES if STAGES > V_STAGES else V_STAGES
+    RING: gl.constexpr = STAGES if STAGES > V_RING else V_RING
     for i in gl.static_range(RING):  # in this order, the PTX of equal rings as before V's could differ from K's
         if i < STAGES:
             mbarrier.init(k_ready.index(i), count=1)
-        if i < V_STAGES:
+        if i < V_RING:
             mbarrier.init(v_ready.index(i), count=1)
         if i < STAGES:
             mbarrier.init(k_empty.index(i), count=CONSUMERS)
-        if i < V_STAGES:
+        if i < V_RING:
             mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
     row0 = start_m * BLOCK_M
     opt: gl.constexpr = KernelOptions(HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH,
                                       RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP,
-                                      P_AT_MMA, V_STAGES)
+                                      P_AT_MMA, V_RING)
     if PERSISTENT:
         _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
@@ -1698,7 +1701,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, opt, 0)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_RING)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1709,7 +1712,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS,
                          seq, n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_RING)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
