@@ -545,40 +545,38 @@ def check_head_dim(head_dim: int) -> None:
 
 @gluon.jit
 def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
-            K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 0):
+            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_STAGES: gl.constexpr,
+            V_KMAJOR: gl.constexpr, K_AHEAD: gl.constexpr = False):
     """The producer warp of one program's query block: its key tiles from ring position 0."""
     _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, 0,
-                HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
+                HEAD_DIM, BLOCK_N, STAGES, V_STAGES, V_KMAJOR, K_AHEAD)
 
 
 @gluon.jit
 def _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, base,
-                HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_KMAJOR: gl.constexpr,
-                K_AHEAD: gl.constexpr = False, V_STAGES: gl.constexpr = 0):
+                HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_STAGES: gl.constexpr,
+                V_KMAJOR: gl.constexpr, K_AHEAD: gl.constexpr = False):
     """K and V tiles into the ring, each slot reused once both consumers released it; base: how many tiles went
     through the ring before these (the persistent schedule's earlier query blocks), which sets each tile's slot
     and phase. A fresh mbarrier counts as having completed the phase before its first, so the first pass's waits
     (parity 1) return at once. In pairs, tile i's K then its V; K_AHEAD (GluonConfig.loads "k-ahead"): tile i + 1's
-    K before tile i's V (LOADS says why). K's ring has STAGES slots, V's V_STAGES (GluonConfig.v_stages; 0: as
-    many as K's)."""
-    V_RING: gl.constexpr = V_STAGES if V_STAGES else STAGES
+    K before tile i's V (LOADS says why). K's ring has STAGES slots, V's V_STAGES (_attn_fwd_ws's V_RING)."""
     if K_AHEAD:
         _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, 0, _ring(base, STAGES), HEAD_DIM, BLOCK_N)
         for i in range(1, n_tiles):
             _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, _ring(base + i, STAGES), HEAD_DIM, BLOCK_N)
-            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, V_RING), HEAD_DIM,
+            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, V_STAGES), HEAD_DIM,
                     BLOCK_N, V_KMAJOR)
-        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, V_RING),
+        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, V_STAGES),
                 HEAD_DIM, BLOCK_N, V_KMAJOR)
     else:
         for i in range(n_tiles):
             at = _ring(base + i, STAGES)
             _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N)
-            if V_RING == STAGES:  # one position for both (the paired order's PTX as before V had a ring of its own)
+            if V_STAGES == STAGES:  # one position for both (the paired order's PTX as before V had a ring of its own)
                 v_at = at
             else:
-                v_at = _ring(base + i, V_RING)
+                v_at = _ring(base + i, V_STAGES)
             _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, v_at, HEAD_DIM, BLOCK_N, V_KMAJOR)
 
 
@@ -653,10 +651,9 @@ def _item_coords(t, seq, heads, group, head_group, CAUSAL: gl.constexpr, BLOCK_M
 def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items, item_ready,
                        item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads, group,
                        head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                       V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                       V_STAGES: gl.constexpr, V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                        CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr,
-                       DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False,
-                       V_STAGES: gl.constexpr = 0):
+                       DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False):
     """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
     them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
     _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
@@ -678,7 +675,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
             b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                             CAUSAL, BLOCK_M, BLOCK_N)
             _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                        base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
+                        base, HEAD_DIM, BLOCK_N, STAGES, V_STAGES, V_KMAJOR, K_AHEAD)
             base += n_tiles
             taken = gl.atomic_add(counter, 1)
             # every program takes numbers until one is past the blocks: n_items takes in all, numbered 0 to
@@ -699,7 +696,7 @@ def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, 
                 b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
                                                                                 CAUSAL, BLOCK_M, BLOCK_N)
                 _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                            base, HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_STAGES)
+                            base, HEAD_DIM, BLOCK_N, STAGES, V_STAGES, V_KMAJOR, K_AHEAD)
                 base += n_tiles
 
 
@@ -1701,7 +1698,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(0), turns.index(1), qk_scale, v_scale, b32, h32, row0, seq,
                          n_full, n_tiles, KN, kn_row, kn_blocks, opt, 0)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_RING)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_RING, V_KMAJOR, K_AHEAD)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1712,7 +1709,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                          k_empty, v_empty, turns.index(1), turns.index(0), qk_scale, v_scale, b32, h32, row0 + ROWS,
                          seq, n_full, n_tiles, KN, kn_row, kn_blocks, opt, PINGPONG, BAR_1, BAR_0, False)),
             (_loader, (desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                       HEAD_DIM, BLOCK_N, STAGES, V_KMAJOR, K_AHEAD, V_RING)),
+                       HEAD_DIM, BLOCK_N, STAGES, V_RING, V_KMAJOR, K_AHEAD)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1762,8 +1759,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD,
-                                  OPT.V_STAGES)),
+                                  OPT.V_STAGES, V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP,
+                                  K_AHEAD)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -1780,8 +1777,8 @@ def _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0
             (_loader_persistent, (desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items,
                                   item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty,
                                   v_empty, seq, heads, group, head_group, n_items, HEAD_DIM, BLOCK_N, STAGES,
-                                  V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP, K_AHEAD,
-                                  OPT.V_STAGES)),
+                                  OPT.V_STAGES, V_KMAJOR, CAUSAL, BLOCK_M, CONSUMERS, DYNAMIC, WITH_ONES, OVERLAP,
+                                  K_AHEAD)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 

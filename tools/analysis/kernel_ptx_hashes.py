@@ -16,7 +16,8 @@ around the overlapped boundary (-pdo, whose two cases were added after it), 38 o
 producer's load order (-ka, 2026-12-04 17:00), 40 of 40 identical, after which the 16-bit default took -ka and two
 cases were added: the paired 16-bit default of before and the FP8 default with -ka; again around V's ring of its own
 (-v<N>, 2026-12-04 19:20), 42 of 42 identical, after which two cases with -v3 were added; again around the kernel's
-V_STAGES default (0: as many as K's, 20:40), 44 of 44 identical."""
+V_STAGES default (0: as many as K's, 20:40), 44 of 44 identical; again with the producer's functions taking V's
+ring as the kernel resolved it (no second default), 44 of 44 identical."""
 
 from __future__ import annotations
 
