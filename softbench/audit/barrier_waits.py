@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from softbench.audit.source_stalls import SAMPLES
+
 if TYPE_CHECKING:
     import pandas as pd
 
-SAMPLES = "Warp Stall Sampling (All Samples)"
 TRY_WAIT = "SYNCS.PHASECHK.TRANS64.TRYWAIT"
 BRANCH_WITHIN = 6  # instructions after a try-wait searched for its branch (ptxas schedules a few in between)
 LOOK_AHEAD = 160  # instructions after a wait searched for the MMA or copy it guards
@@ -30,8 +31,8 @@ _BARRIER = re.compile(r"\[([^\]]+)\]")  # the try-wait's address operand: regist
 def serves(sources: list[str]) -> str:
     """What the first warpgroup MMA or TMA copy among the instructions `sources` says a wait was for (KINDS)."""
     for text in sources:
-        op = text.split()
-        head = op[1] if op and op[0].startswith("@") and len(op) > 1 else (op[0] if op else "")
+        words = [w for w in text.split() if not w.startswith("@")]  # the predicate, if any, left out
+        head = words[0] if words else ""
         if head.startswith("UTMALDG"):
             return KINDS[2]
         if head.startswith("HGMMA"):
@@ -47,7 +48,7 @@ def wait_sites(df: "pd.DataFrame") -> "pd.DataFrame":
 
     df = df.reset_index(drop=True)
     src = df["Source"].astype(str)
-    samples = pd.to_numeric(df[SAMPLES], errors="coerce").fillna(0).astype(int)
+    samples = df[SAMPLES].astype(int)
     rows = []
     for i in df.index[src.str.contains(TRY_WAIT, regex=False)]:
         predicate = src[i].split(TRY_WAIT, 1)[1].split(",")[0].strip()
@@ -75,10 +76,8 @@ def wait_sites(df: "pd.DataFrame") -> "pd.DataFrame":
 def summarize(df: "pd.DataFrame") -> dict:
     """summary.json's source_stalls.<variant>.barrier_waits: samples at the waits' branches per kind (KINDS), and
     the waits with the most (at least LARGEST_SHARE of the page's samples), in the page's order."""
-    import pandas as pd
-
     sites = wait_sites(df)
-    floor = LARGEST_SHARE * float(pd.to_numeric(df[SAMPLES], errors="coerce").fillna(0).sum())
+    floor = LARGEST_SHARE * float(df[SAMPLES].sum())
     big = sites[sites["at_branch"] >= floor]
     return {"at_branch": {k: int(sites.loc[sites["serves"] == k, "at_branch"].sum()) for k in KINDS},
             "largest": [{"row": int(r.row), "barrier": r.barrier, "samples": int(r.at_branch), "serves": r.serves}
