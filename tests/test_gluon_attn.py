@@ -301,10 +301,10 @@ def test_v_ring_of_its_own_reads_back_and_adds_one_value_tile():
         with pytest.raises(UsageError, match="V's own ring"):
             ga.GluonConfig(v_stages=v_stages)
     tile = {"bf16": 128 * 128 * 2, "fp8": 128 * 128}
+    same = ("registers", "spill_loads", "spill_stores", "tma_loads", "loop_gmma", "loop_gmma_waits")
     for dtype, variant, base_label in (("bf16", "A0", "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka"),
                                        ("fp8", "h15-folded", "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf")):
         two, three = _compile(dtype, variant, base_label), _compile(dtype, variant, base_label + "-v3")
-        same = ("registers", "spill_loads", "spill_stores", "tma_loads", "loop_gmma", "loop_gmma_waits")
         assert {k: three[k] for k in same} == {k: two[k] for k in same}, (two, three)
         assert tile[dtype] <= three["shared_bytes"] - two["shared_bytes"] <= tile[dtype] + 64, (two, three)
         assert 0 <= three["loop_instructions"] - two["loop_instructions"] <= 4, (two, three)
