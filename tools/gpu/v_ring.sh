@@ -25,11 +25,12 @@
 #         round, K's ring three long and V's two (-ka, s3-v2: the same 229,904 bytes of shared memory). Step 3's audit
 #         puts the producer under -v3 at K's free slot alone, and the consumers still wait for K (1,357 and 1,036
 #         samples at their branches): K(i + 2) cannot leave before both consumers' Q.K^T(i) has completed.
+# Step 7 (added with step 6's seal, sealed/k-ring.yaml): BF16 causal 8K the same two, 12 s each (s3-v2, then -ka).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 1`
 #          (carry .gpu/b), and while the host is still held `. /tmp/gpu-site/env.sh && bash tools/gpu/v_ring.sh 2`
 set -uo pipefail
-STEP=${1:?step 1 to 6}
+STEP=${1:?step 1 to 7}
 PAYLOAD=
 LEASE=v-ring  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -78,5 +79,8 @@ case "$STEP" in
      && for cfg in $k3 $ka $ka $k3; do
        sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 16384 --processes 2 --triton-config $cfg
      done ;;
+7) for cfg in $k3 $ka; do
+     sbt latency "${against_fa3[@]}" "${bf16_folded[@]}" --seq 8192 --budget-s 12 --triton-config $cfg
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
