@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""The README's per-lease table rows, read from the latency sessions themselves (no GPU).
+
+    python tools/analysis/lease_rows.py sessions/<latency session> [more sessions] [--reference ref-fa3]
+
+One markdown row per session that timed the reference kernel in the same run: the shape, the baseline's kernel
+configuration as its worker reported it, the time budget and processes per kernel, A0 against the reference by the
+two kernels' median ms per call, then per pair (softbench.report.reestimate: the session's own units and estimator)
+A0 and the variant against the reference, and the session's A/A null. A session that cannot give these says why
+on stderr and gets no row, so nothing in a row is typed by hand."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+
+from softbench.predictions.sessions import load_session  # noqa: E402
+from softbench.report.records import kernel_config  # noqa: E402
+from softbench.report.reestimate import against_reference  # noqa: E402
+
+HEADER = ("| shape | configuration | budget | A0 / FA3 (medians) | A0 against FA3, per pair | "
+          "variant against FA3, per pair | A/A null | session |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+
+def pct(est: dict | None) -> str:
+    """+0.21% [-0.30, +0.53]: a paired estimate and its 95% interval, as the session's tables print them."""
+    if not est or est.get("estimate_pct") is None:
+        return "n/a"
+    lo, hi = est.get("ci95_pct") or (None, None)
+    interval = f" [{lo:+.2f}, {hi:+.2f}]" if lo is not None and hi is not None else ""
+    return f"{est['estimate_pct']:+.2f}%{interval}"
+
+
+def row(path: Path, reference: str) -> str:
+    """The session's row; raises ValueError with one sentence where it has none."""
+    rec = load_session(path)
+    s, f = rec.summary, rec.facts
+    if reference not in (s.get("kernels") or {}):
+        raise ValueError(f"{rec.name} did not time {reference}")
+    estimates, why = against_reference(rec, reference)
+    if why:
+        raise ValueError(f"{rec.name}: {why}")
+    base, variant = s["baseline"], s.get("variant")
+    medians = s["kernels"]
+    ratio = medians[reference]["median_ms"] / medians[base]["median_ms"]  # > 1: A0 the faster
+    shape = f"{str(f['dtype']).upper()} {'causal' if f['causal'] else 'non-causal'} {int(f['seq']) // 1024}K"
+    budget = f"{s['protocol']['budget_s']:g} s"
+    if (f.get("processes_per_kernel") or 1) > 1:
+        budget += f", {f['processes_per_kernel']} processes per kernel"
+    null = (s.get("comparisons") or {}).get(f"{base}'", {}).get("paired")
+    return (f"| {shape} | `{kernel_config(rec) or '?'}` | {budget} | {ratio:.3f} | {pct(estimates.get(base))} | "
+            f"{variant}: {pct(estimates.get(variant))} | {pct(null)} | `{rec.name.split('-')[0]}` |")
+
+
+def main(argv: list[str]) -> int:
+    reference = "ref-fa3"
+    if "--reference" in argv:
+        k = argv.index("--reference")
+        if k + 1 >= len(argv):
+            print("--reference takes a kernel label, e.g. ref-fa3", file=sys.stderr)
+            return 2
+        reference = argv[k + 1]
+        argv = argv[:k] + argv[k + 2:]
+    if not argv:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    rows, failed = [], 0
+    for name in argv:
+        try:
+            rows.append(row(Path(name), reference))
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            print(f"{name}: no row ({e})", file=sys.stderr)
+            failed += 1
+    print("\n".join([HEADER, *rows]))
+    return 2 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
