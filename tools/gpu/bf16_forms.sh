@@ -7,11 +7,15 @@
 # is, the clamped form reads at about A0's speed: the best correct BF16 Rowmax-H15 form under the default.
 # Step 1: h15-folded-clamped's gates at BF16 causal under the default, then against FA3 at equal clock, 30 s with two
 #         processes per kernel: causal 8K (h15-folded-clamped, then h15-sat), causal 16K (h15-folded-clamped).
+# Step 2 (added after step 1, no seal): step 1 read h15-folded-clamped -2.5% and h15-sat -7.0% against A0 at
+#         causal 8K, where noexp is level with A0: the loop's added instructions are on the critical path although
+#         the exponential is not. Nsight Compute (pipes, issue, warp stalls, per-instruction samples) of A0, noexp
+#         and h15-folded-clamped at BF16 causal 8K under the default.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/bf16_forms.sh 1`
 #          (carry .gpu/b)
 set -uo pipefail
-STEP=${1:?step 1}
+STEP=${1:?step 1 or 2}
 PAYLOAD=
 LEASE=bf16-forms  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -21,5 +25,7 @@ case "$STEP" in
    sbt latency "${against_fa3[@]}" "${clamped[@]}" --seq 8192 --processes 2
    sbt latency "${against_fa3[@]}" "${bf16_sat[@]}" --seq 8192 --processes 2
    sbt latency "${against_fa3[@]}" "${clamped[@]}" --seq 16384 --processes 2 ;;
+2) timeout 300 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 8192 \
+     --variants A0,noexp,h15-folded-clamped --source-stalls --out "$DIR" 2>&1 | grep -v "━" | tail -60 ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
