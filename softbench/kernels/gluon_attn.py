@@ -191,7 +191,9 @@ LOADS = {"paired": "", "k-ahead": "-ka"}
 # FA3 per pair +0.21% and +0.35% at BF16 causal 16K against -ka's +0.12% and +0.49% beside them (20261204T192650Z-
 # 193026Z), h15-folded at FP8 causal 8K +13.10% against +13.59% (193812Z, 193851Z). The consumers' V waits fell by an
 # eighth and the tensor core stayed as busy (88.3%, 194925Z; tools/analysis/mbarrier_waits.py): the producer now
-# waits at K's free slot alone, so V(i) still goes out behind K(i + 1). No default takes it.
+# waits at K's free slot alone, so V(i) still goes out behind K(i + 1). The mirror, three K buffers and two V (s3-v2,
+# the same bytes), was level as well (21:17-21:24: +0.12% and -0.05% at causal 16K, 20261204T211715Z, 212130Z): the
+# length of neither ring is what holds A0 at BF16. No default takes either.
 SCHEDULES = {"blocks": "", "rounds": "-pt", "dynamic": "-pd", "dynamic-deferred": "-pde", "dynamic-overlap": "-pdo"}
 SCHEDULE_MODE = {"blocks": 0, "rounds": 1, "dynamic": 2, "dynamic-deferred": 3,
                  "dynamic-overlap": 4}  # the kernel's PERSISTENT
