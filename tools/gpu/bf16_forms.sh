@@ -11,11 +11,15 @@
 #         causal 8K, where noexp is level with A0: the loop's added instructions are on the critical path although
 #         the exponential is not. Nsight Compute (pipes, issue, warp stalls, per-instruction samples) of A0, noexp
 #         and h15-folded-clamped at BF16 causal 8K under the default.
+# Step 3 (added after 1-2; sealed/bf16-16k-parity.yaml): issue 15's first goal at its weakest shape. A0 against FA3
+#         at BF16 causal 16K under the default read +0.21% [-0.19, +0.60] across six sessions (20:10), its interval
+#         holding 0: five more sessions, 30 s with two processes per kernel, noexp as the variant, which also repeats
+#         the exponential-free ceiling at 16K (+1.72% over A0 in one session, 20261204T195309Z).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/bf16_forms.sh 1`
 #          (carry .gpu/b)
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1 to 3}
 PAYLOAD=
 LEASE=bf16-forms  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -27,5 +31,8 @@ case "$STEP" in
    sbt latency "${against_fa3[@]}" "${clamped[@]}" --seq 16384 --processes 2 ;;
 2) timeout 300 python3 -m softbench audit --backend triton --dtype bf16 --causal --seq 8192 \
      --variants A0,noexp,h15-folded-clamped --source-stalls --out "$DIR" 2>&1 | grep -v "━" | tail -60 ;;
+3) for _ in 1 2 3 4 5; do
+     sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp --seq 16384 --processes 2
+   done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
