@@ -65,8 +65,9 @@ def _half_width(p: Speedup) -> float | None:
     return (p.ci_high - p.ci_low) / 2
 
 
-def replications(recs: list[SessionRecord]) -> tuple[list[Replication], list[str]]:
-    """The groups timed in MIN_SESSIONS sessions or more, and one sentence each on what was left out."""
+def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) -> tuple[list[Replication], list[str]]:
+    """The groups timed in `min_sessions` sessions or more (a goal's status may rest on one session, named as such),
+    and one sentence each on what was left out."""
     groups: dict[tuple, list[tuple[str, Speedup, float | None]]] = {}
     partial = 0
     for rec in recs:
@@ -84,7 +85,7 @@ def replications(recs: list[SessionRecord]) -> tuple[list[Replication], list[str
                 groups.setdefault(key, []).append((rec.name, p, null))
     out, single = [], 0
     for key, members in sorted(groups.items()):
-        if len(members) < MIN_SESSIONS:
+        if len(members) < min_sessions:
             single += 1
             continue
         out.append(Replication(*key, sessions=tuple(m[0] for m in members),

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Issue 15's speed goals, where the committed sessions put them (no GPU).
+
+    python tools/analysis/goal_status.py [sessions]
+
+Every figure is the report's own grouping across sessions (softbench.report.replication: each complete latency
+session that timed FA3 in the same run, its per-pair estimate re-estimated from its units, grouped by shape,
+quantity, kernel and configuration; mean with a Student-t interval across sessions; a kernel timed in one session only shows that session's own
+interval and says so). Each goal is read in the
+configuration the backend runs by default for its dtype (gluon_attn.default_config), where the Rowmax-H15 forms'
+gates were run; for a goal on "the best correct form" every Rowmax-H15 form timed there is listed, the best first. A goal is "met" where the interval's lower end clears it, "mean only" where the mean does and
+the interval still holds the goal, else "not met"."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+
+import torch  # noqa: E402
+
+from softbench.kernels import gluon_attn  # noqa: E402
+from softbench.predictions.sessions import load_session, load_sessions  # noqa: E402
+from softbench.report.reestimate import against_reference  # noqa: E402
+from softbench.report.replication import Replication, replications  # noqa: E402
+
+REFERENCE = "ref-fa3"
+SESSIONS = Path("sessions")  # where a group's session is read again (main sets it to the folder it was given)
+# the Rowmax-H15 forms whose gates pass in the default configurations (README: the gates' rows)
+ROWMAX_FORMS = ("h15-folded", "h15-folded-clamped", "h15-sat", "h15-proved", "A1", "h15-1of4", "h15-1of2")
+SHAPES = ("causal-b1h16d128", "noncausal-b1h16d128")
+
+
+@dataclass(frozen=True)
+class Goal:
+    what: str
+    dtype: str  # bf16 or fp8
+    shape_tag: str
+    quantity: str  # as sessions record it: 'at equal clock' or 'sustained'
+    kernels: tuple[str, ...]
+    at_least_pct: float  # the goal as a speed-up over FA3, %
+
+
+def goals() -> list[Goal]:
+    parity = [Goal("A0 at least as fast as FA3", dtype, f"{dtype}-{seq}-{mask}", "at equal clock", ("A0",), 0.0)
+              for dtype in ("fp8", "bf16") for seq, mask in (("8K", SHAPES[0]), ("16K", SHAPES[0]),
+                                                            ("8K", SHAPES[1]))]
+    return parity + [
+        Goal("best correct Rowmax-H15 form >= 1.10 of FA3", "fp8", f"fp8-8K-{SHAPES[0]}", "at equal clock",
+             ROWMAX_FORMS, 10.0),
+        Goal("best correct Rowmax-H15 form >= 1.05 of FA3 sustained", "fp8", f"fp8-8K-{SHAPES[0]}", "sustained",
+             ROWMAX_FORMS, 5.0),
+        Goal("best correct Rowmax-H15 form >= 1.03 of FA3", "bf16", f"bf16-8K-{SHAPES[0]}", "at equal clock",
+             ROWMAX_FORMS, 3.0),
+    ]
+
+
+def default_label(dtype: str) -> str:
+    torch_dtype = torch.float8_e4m3fn if dtype == "fp8" else torch.bfloat16
+    return gluon_attn.default_config(torch_dtype, 128).label()
+
+
+def interval(group: Replication) -> tuple[float, float] | None:
+    """The t interval across sessions; for a group of one session, that session's own 95% interval (None where it
+    has none)."""
+    if len(group.sessions) > 1:
+        return group.t_interval()
+    folder = Path(group.sessions[0]) if Path(group.sessions[0]).is_dir() else SESSIONS / group.sessions[0]
+    estimates, _ = against_reference(load_session(folder), group.against)
+    low, high = (estimates.get(group.kernel) or {}).get("ci95_pct") or (None, None)
+    return None if low is None or high is None else (low, high)
+
+
+def verdict(group: Replication, at_least_pct: float) -> str:
+    bounds = interval(group)
+    if bounds is not None and bounds[0] >= at_least_pct:
+        status = "met"
+    else:
+        status = "mean only" if group.mean_pct >= at_least_pct else "not met"
+    return status + (" (one session)" if len(group.sessions) == 1 else "")
+
+
+HEADER = ("| goal | shape | quantity | kernel | sessions | against FA3, % (mean [95% t]) | goal, % | status |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- |")
+
+
+def rows(groups: list[Replication]) -> list[str]:
+    out = []
+    for goal in goals():
+        config = default_label(goal.dtype)
+        found = sorted((g for g in groups if g.shape_tag == goal.shape_tag and g.quantity == goal.quantity
+                        and g.config == config and g.against == REFERENCE and g.kernel in goal.kernels),
+                       key=lambda g: -g.mean_pct)
+        if not found:
+            out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {', '.join(goal.kernels)} | 0 | "
+                       f"not timed under `{config}` | {goal.at_least_pct:+.0f} | not known |")
+        for g in found:
+            bounds = interval(g)
+            spread = f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else ""
+            out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {g.kernel} | {len(g.sessions)} | "
+                       f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | {verdict(g, goal.at_least_pct)} |")
+    return out
+
+
+def table(folder: str = "sessions") -> str:
+    latency = [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
+    groups, _ = replications(latency, min_sessions=1)
+    configs = ", ".join(f"{d.upper()} `{default_label(d)}`" for d in ("bf16", "fp8"))
+    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups)])
+
+
+def main(argv: list[str]) -> int:
+    global SESSIONS
+    folder = argv[0] if argv else "sessions"
+    if not Path(folder).is_dir():
+        print(f"{folder} is not a folder of sessions", file=sys.stderr)
+        return 2
+    SESSIONS = Path(folder)
+    print(table(folder))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
