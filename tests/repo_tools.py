@@ -1,15 +1,18 @@
 """The repository's scripts under tools/, loaded as modules by their path (they are not a package)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_tool(relative: str):
-    """tools/<relative> as a module named after its file."""
+    """tools/<relative> as a module named after its file (tools_<stem>, registered in sys.modules as
+    an import would, so that its dataclasses can resolve their own module)."""
     path = ROOT / "tools" / relative
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    spec = importlib.util.spec_from_file_location(f"tools_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module

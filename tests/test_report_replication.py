@@ -115,3 +115,14 @@ def test_a_session_without_an_interval_gives_no_half_width():
     undefined = dataclasses.replace(p, ci_low=float("nan"), ci_high=float("nan"))
     assert replication._half_width(undefined) is None
     assert replication._half_width(dataclasses.replace(p, ci_low=None)) is None
+
+
+def test_a_least_of_one_session_keeps_the_kernel_timed_once():
+    """hg2's session is a group of its own under min_sessions=1 (issue 15's goal table names such groups as one
+    session), and the groups of several sessions are the same as under the default least of two."""
+    recs = load_sessions([SESSIONS / n for n in HG4 + (HG2,)])
+    every, notes = replications(recs, min_sessions=1)
+    hg2 = _group(every, "A0", "gluon-n128s2-c240l24-hg2-pd-rl-ro-ltt-pm-tb-mlf")
+    assert hg2.sessions == (HG2,) and not any("one session only" in n for n in notes)
+    several, _ = replications(recs)
+    assert [g for g in every if len(g.sessions) > 1] == several

@@ -19,6 +19,8 @@
 # Step 4 (added with step 3's cut; sealed/bf16-nc8k-parity.yaml): the same goal at BF16 non-causal 8K, where two
 #         sessions give +3.19% [-3.75, +10.12] across sessions (tools/analysis/goal_status.py): three sessions of
 #         12 s, noexp as the variant.
+# Steps 3 and 4 have NOT RUN: no device was lent after 21:49 on 2026-12-04. Their seals stand for the lease that runs
+#         them (a seal's predictions are read from sessions started after it).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/bf16_forms.sh 1`
 #          (carry .gpu/b)
