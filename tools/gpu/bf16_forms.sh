@@ -19,13 +19,20 @@
 # Step 4 (added with step 3's cut; sealed/bf16-nc8k-parity.yaml): the same goal at BF16 non-causal 8K, where two
 #         sessions give +3.19% [-3.75, +10.12] across sessions (tools/analysis/goal_status.py): three sessions of
 #         12 s, noexp as the variant.
-# Steps 3 and 4 have NOT RUN: no device was lent after 21:49 on 2026-12-04. Their seals stand for the lease that runs
+# Step 5 (prepared 2026-12-04 22:00 without a device; sealed/bf16-two-programs-now.yaml): two one-consumer programs
+#         per SM at BF16 under today's 16-bit options (gluon-n64s2-c240l24-hg4-g1-pd-rl-ro-ltt-pm-tb-mlf-ka: 64-key
+#         tiles, 98,716 bytes of shared memory per program, 128 registers, no spills; its key loop 300 instructions per
+#         32 keys where on 2026-12-03 it was 511, and n128's is 452 per 64). Two programs reach their block
+#         boundaries independently, which one program of two consumers cannot (the boundary idles the tensor core
+#         about 2.3 tiles per block). Checks against the one-block kernel first; then 12 s against FA3 at causal 8K,
+#         causal 16K and non-causal 8K, noexp as the variant (its ceiling in the same run).
+# Steps 3, 4 and 5 have NOT RUN: no device was lent after 21:49 on 2026-12-04. Their seals stand for the lease that runs
 #         them (a seal's predictions are read from sessions started after it).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/bf16_forms.sh 1`
 #          (carry .gpu/b)
 set -uo pipefail
-STEP=${1:?step 1 to 4}
+STEP=${1:?step 1 to 5}
 PAYLOAD=
 LEASE=bf16-forms  # apart from other scripts' steps in the same lease (lease_step.sh)
 . tools/gpu/lease_step.sh
@@ -43,5 +50,12 @@ case "$STEP" in
 4) for _ in 1 2 3; do
      sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp --seq 8192 --no-causal --budget-s 12
    done ;;
+5) n64=gluon-n64s2-c240l24-hg4-g1-pd-rl-ro-ltt-pm-tb-mlf-ka
+   timeout 200 python3 tools/gpu/gluon_probe.py "$DIR/probe-bf16" --only=bf16 --checks-only \
+     --check-shapes=0,2,3,5,6 --check-configs=$n64 --check-variants=A0,h15-folded --repeat-equal=2 \
+     && touch "$DIR/checks-passed" \
+     && for shape in "--seq 8192" "--seq 16384" "--seq 8192 --no-causal"; do
+       sbt latency "${against_fa3[@]}" --dtype bf16 --variant noexp $shape --budget-s 12 --triton-config $n64
+     done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
