@@ -21,8 +21,8 @@
 #         12 s, noexp as the variant.
 # Step 5 (prepared 2026-12-04 22:00 without a device; sealed/bf16-two-programs-now.yaml): two one-consumer programs
 #         per SM at BF16 under today's 16-bit options (gluon-n64s2-c240l24-hg4-g1-pd-rl-ro-ltt-pm-tb-mlf-ka: 64-key
-#         tiles, 98,716 bytes of shared memory per program, 128 registers, no spills; its key loop 300 instructions per
-#         32 keys where on 2026-12-03 it was 511, and n128's is 452 per 64). Two programs reach their block
+#         tiles, 98,716 bytes of shared memory per program, 128 registers, no spills; its unmasked key loop 300
+#         instructions per 32 keys, 315 under the options of 2026-12-03, n128's 452 per 64). Two programs reach their block
 #         boundaries independently, which one program of two consumers cannot (the boundary idles the tensor core
 #         about 2.3 tiles per block). Checks against the one-block kernel first; then 12 s against FA3 at causal 8K,
 #         causal 16K and non-causal 8K, noexp as the variant (its ceiling in the same run).
