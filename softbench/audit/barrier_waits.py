@@ -73,6 +73,20 @@ def wait_sites(df: "pd.DataFrame") -> "pd.DataFrame":
         columns="end")
 
 
+def key_loop_mma_waits(df: "pd.DataFrame") -> int:
+    """Samples at the warpgroup-MMA waits (WARPGROUP.DEPBAR) of the key loop: the waits executed most often, once
+    per key tile and warp. A consumer that finishes its softmax before its own next Q.K^T (or the P.V before it)
+    has left the tensor core waits there, so these samples are its slack: many where the softmax is short against
+    the other consumer's wgmmas, few where it is on the critical path (BF16 causal 8K, 20261204T213415Z: noexp 498,
+    A0 201, h15-folded-clamped 60)."""
+    src = df["Source"].astype(str)
+    waits = df[src.str.contains("WARPGROUP.DEPBAR", regex=False)]
+    if waits.empty:
+        return 0
+    executed = waits["Instructions Executed"].astype(int)
+    return int(waits.loc[executed == executed.max(), SAMPLES].astype(int).sum())
+
+
 def summarize(df: "pd.DataFrame") -> dict:
     """summary.json's source_stalls.<variant>.barrier_waits: samples at the waits' branches per kind (KINDS), and
     the waits with the most (at least LARGEST_SHARE of the page's samples), in the page's order."""

@@ -51,7 +51,10 @@ def main(argv: list[str]) -> int:
             print(f"{folder} has no per-instruction page for {variant} ({page.name}): was it audited with "
                   "--source-stalls?", file=sys.stderr)
             return 2
-        print(render(Path(folder).name, barrier_waits.wait_sites(source_stalls.read(str(page)))))
+        df = source_stalls.read(str(page))
+        print(render(Path(folder).name, barrier_waits.wait_sites(df)))
+        print(f"\nsamples at the key loop's warpgroup-MMA waits (the consumers' slack): "
+              f"{barrier_waits.key_loop_mma_waits(df):,}")
         print()
     return 0
 
