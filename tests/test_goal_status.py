@@ -7,6 +7,7 @@ from softbench.report.replication import Replication
 from tests.repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
+SESSIONS = ROOT / "sessions"
 goal_status = load_tool("analysis/goal_status.py")
 
 
@@ -16,11 +17,15 @@ def _group(estimates, sessions=None, kernel="A0"):
                        tuple(estimates), tuple(0.3 for _ in estimates), ())
 
 
+def _verdict(group, at_least_pct):
+    return goal_status.verdict(group, at_least_pct, goal_status.interval(group, SESSIONS))
+
+
 def test_status_follows_the_interval_across_sessions():
-    assert goal_status.verdict(_group([0.5, 0.6, 0.7]), 0.0) == "met"
-    assert goal_status.verdict(_group([-0.3, 0.2, 0.7]), 0.0) == "mean only"
-    assert goal_status.verdict(_group([-0.3, -0.2, 0.1]), 0.0) == "not met"
-    assert goal_status.verdict(_group([2.0, 2.2]), 3.0) == "not met"
+    assert _verdict(_group([0.5, 0.6, 0.7]), 0.0) == "met"
+    assert _verdict(_group([-0.3, 0.2, 0.7]), 0.0) == "mean only"
+    assert _verdict(_group([-0.3, -0.2, 0.1]), 0.0) == "not met"
+    assert _verdict(_group([2.0, 2.2]), 3.0) == "not met"
 
 
 def test_one_session_carries_its_own_interval():
@@ -28,14 +33,14 @@ def test_one_session_carries_its_own_interval():
     (20261204T212949Z): its status rests on that session's own per-pair interval, and says so."""
     name = "20261204T212949Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-clamped-interleaved"
     one = _group([-2.45], sessions=(name,), kernel="h15-folded-clamped")
-    low, high = goal_status.interval(one)
+    low, high = goal_status.interval(one, SESSIONS)
     assert -2.9 < low < -2.45 < high < -2.0
-    assert goal_status.verdict(one, 3.0) == "not met (one session)"
+    assert _verdict(one, 3.0) == "not met (one session)"
 
 
 def test_the_readme_table_is_what_the_sessions_give():
     readme = (ROOT / "README.md").read_text()
-    printed = goal_status.table(str(ROOT / "sessions"))
+    printed = goal_status.table(SESSIONS)
     table = [line for line in printed.splitlines() if line.startswith("|")]
     assert len(table) >= 2 + 9  # the header, then at least one row per goal
     start = readme.index(table[0])

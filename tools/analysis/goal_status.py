@@ -5,11 +5,11 @@
 
 Every figure is the report's own grouping across sessions (softbench.report.replication: each complete latency
 session that timed FA3 in the same run, its per-pair estimate re-estimated from its units, grouped by shape,
-quantity, kernel and configuration; mean with a Student-t interval across sessions; a kernel timed in one session only shows that session's own
-interval and says so). Each goal is read in the
-configuration the backend runs by default for its dtype (gluon_attn.default_config), where the Rowmax-H15 forms'
-gates were run; for a goal on "the best correct form" every Rowmax-H15 form timed there is listed, the best first. A goal is "met" where the interval's lower end clears it, "mean only" where the mean does and
-the interval still holds the goal, else "not met"."""
+quantity, kernel and configuration; the mean with a Student-t interval across sessions, or, for a kernel timed in
+one session only, that session's own interval, said so). Each goal is read in the configuration the backend runs by
+default for its dtype (gluon_attn.default_config); for a goal on "the best correct form" every Rowmax-H15 form
+timed there is listed, the best first. A goal is "met" where the interval's lower end clears it, "mean only" where
+the mean does and the interval still holds the goal, else "not met"."""
 
 from __future__ import annotations
 
@@ -27,8 +27,7 @@ from softbench.report.reestimate import against_reference  # noqa: E402
 from softbench.report.replication import Replication, replications  # noqa: E402
 
 REFERENCE = "ref-fa3"
-SESSIONS = Path("sessions")  # where a group's session is read again (main sets it to the folder it was given)
-# the Rowmax-H15 forms whose gates pass in the default configurations (README: the gates' rows)
+# the Rowmax-H15 forms whose gates have passed in the Gluon kernel (the README's gate rows name the configurations)
 ROWMAX_FORMS = ("h15-folded", "h15-folded-clamped", "h15-sat", "h15-proved", "A1", "h15-1of4", "h15-1of2")
 SHAPES = ("causal-b1h16d128", "noncausal-b1h16d128")
 
@@ -62,19 +61,18 @@ def default_label(dtype: str) -> str:
     return gluon_attn.default_config(torch_dtype, 128).label()
 
 
-def interval(group: Replication) -> tuple[float, float] | None:
-    """The t interval across sessions; for a group of one session, that session's own 95% interval (None where it
-    has none)."""
+def interval(group: Replication, folder: Path) -> tuple[float, float] | None:
+    """The t interval across sessions; for a group of one session, that session's own 95% interval, read again from
+    it in `folder` (None where it has none)."""
     if len(group.sessions) > 1:
         return group.t_interval()
-    folder = Path(group.sessions[0]) if Path(group.sessions[0]).is_dir() else SESSIONS / group.sessions[0]
-    estimates, _ = against_reference(load_session(folder), group.against)
+    estimates, _ = against_reference(load_session(folder / group.sessions[0]), group.against)
     low, high = (estimates.get(group.kernel) or {}).get("ci95_pct") or (None, None)
     return None if low is None or high is None else (low, high)
 
 
-def verdict(group: Replication, at_least_pct: float) -> str:
-    bounds = interval(group)
+def verdict(group: Replication, at_least_pct: float, bounds: tuple[float, float] | None) -> str:
+    """met, mean only or not met (see the module's doc), for the group and its interval `bounds`."""
     if bounds is not None and bounds[0] >= at_least_pct:
         status = "met"
     else:
@@ -86,7 +84,7 @@ HEADER = ("| goal | shape | quantity | kernel | sessions | against FA3, % (mean 
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
-def rows(groups: list[Replication]) -> list[str]:
+def rows(groups: list[Replication], folder: Path) -> list[str]:
     out = []
     for goal in goals():
         config = default_label(goal.dtype)
@@ -97,27 +95,26 @@ def rows(groups: list[Replication]) -> list[str]:
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {', '.join(goal.kernels)} | 0 | "
                        f"not timed under `{config}` | {goal.at_least_pct:+.0f} | not known |")
         for g in found:
-            bounds = interval(g)
+            bounds = interval(g, folder)
             spread = f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else ""
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {g.kernel} | {len(g.sessions)} | "
-                       f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | {verdict(g, goal.at_least_pct)} |")
+                       f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | "
+                       f"{verdict(g, goal.at_least_pct, bounds)} |")
     return out
 
 
-def table(folder: str = "sessions") -> str:
+def table(folder: Path) -> str:
     latency = [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
     groups, _ = replications(latency, min_sessions=1)
     configs = ", ".join(f"{d.upper()} `{default_label(d)}`" for d in ("bf16", "fp8"))
-    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups)])
+    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups, folder)])
 
 
 def main(argv: list[str]) -> int:
-    global SESSIONS
-    folder = argv[0] if argv else "sessions"
-    if not Path(folder).is_dir():
+    folder = Path(argv[0] if argv else "sessions")
+    if not folder.is_dir():
         print(f"{folder} is not a folder of sessions", file=sys.stderr)
         return 2
-    SESSIONS = Path(folder)
     print(table(folder))
     return 0
 
