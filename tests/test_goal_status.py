@@ -3,7 +3,8 @@ goal's status follows its interval: met where the lower end clears it, "mean onl
 
 from pathlib import Path
 
-from softbench.report.replication import Replication
+from softbench.predictions.sessions import load_sessions
+from softbench.report.replication import Replication, replications
 from tests.repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -11,14 +12,14 @@ SESSIONS = ROOT / "sessions"
 goal_status = load_tool("analysis/goal_status.py")
 
 
-def _group(estimates, sessions=None, kernel="A0"):
-    names = sessions or tuple(f"s{i}" for i in range(len(estimates)))
-    return Replication("bf16-8K-causal-b1h16d128", "at equal clock", kernel, "cfg", "ref-fa3", names,
-                       tuple(estimates), tuple(0.3 for _ in estimates), ())
+def _group(estimates):
+    return Replication("bf16-8K-causal-b1h16d128", "at equal clock", "A0", "cfg", "ref-fa3",
+                       tuple(f"s{i}" for i in range(len(estimates))), tuple(estimates),
+                       tuple((e - 0.3, e + 0.3) for e in estimates), ())
 
 
 def _verdict(group, at_least_pct):
-    return goal_status.verdict(group, at_least_pct, goal_status.interval(group, SESSIONS))
+    return goal_status.verdict(group, at_least_pct, goal_status.interval(group))
 
 
 def test_status_follows_the_interval_across_sessions():
@@ -32,8 +33,9 @@ def test_one_session_carries_its_own_interval():
     """h15-folded-clamped at BF16 causal 8K was timed against FA3 in one session under the default
     (20261204T212949Z): its status rests on that session's own per-pair interval, and says so."""
     name = "20261204T212949Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-clamped-interleaved"
-    one = _group([-2.45], sessions=(name,), kernel="h15-folded-clamped")
-    low, high = goal_status.interval(one, SESSIONS)
+    groups, _ = replications(load_sessions([SESSIONS / name]), min_sessions=1)
+    (one,) = [g for g in groups if g.kernel == "h15-folded-clamped"]
+    low, high = goal_status.interval(one)
     assert -2.9 < low < -2.45 < high < -2.0
     assert _verdict(one, 3.0) == "not met (one session)"
 

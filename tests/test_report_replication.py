@@ -111,10 +111,13 @@ def test_a_session_without_an_interval_gives_no_half_width():
 
     recs = load_sessions([SESSIONS / n for n in HG4[:2]])
     p = next(p for p in session_speedups(recs[0])[0] if p.against == "ref-fa3" and p.variant == "A0")
-    assert replication._half_width(p) == (p.ci_high - p.ci_low) / 2
+    assert replication._interval(p) == (p.ci_low, p.ci_high)
     undefined = dataclasses.replace(p, ci_low=float("nan"), ci_high=float("nan"))
-    assert replication._half_width(undefined) is None
-    assert replication._half_width(dataclasses.replace(p, ci_low=None)) is None
+    assert replication._interval(undefined) is None
+    assert replication._interval(dataclasses.replace(p, ci_low=None)) is None
+    # a group's half-widths are those of the sessions that have an interval
+    group = dataclasses.replace(replications(recs)[0][0], intervals_pct=((p.ci_low, p.ci_high), None))
+    assert group.half_widths_pp == ((p.ci_high - p.ci_low) / 2,)
 
 
 def test_a_least_of_one_session_keeps_the_kernel_timed_once():

@@ -35,8 +35,13 @@ class Replication:
     against: str  # the reference's label (ref-fa3)
     sessions: tuple[str, ...]
     estimates_pct: tuple[float, ...]  # speed-up of the kernel over the reference, per session
-    half_widths_pp: tuple[float, ...]  # each session's own 95% half-width, where it has one
+    intervals_pct: tuple[tuple[float, float] | None, ...]  # each session's own 95% interval; None where it has none
     nulls_pct: tuple[float, ...]  # each session's A/A null (against its baseline), where it timed one
+
+    @property
+    def half_widths_pp(self) -> tuple[float, ...]:
+        """The sessions' own 95% half-widths, where they have an interval."""
+        return tuple((hi - lo) / 2 for lo, hi in (i for i in self.intervals_pct if i is not None))
 
     @property
     def mean_pct(self) -> float:
@@ -58,11 +63,11 @@ def _null_of(points: list[Speedup], references: list[str]) -> float | None:
     return next((p.estimate_pct for p in points if p.role == "null" and p.against not in references), None)
 
 
-def _half_width(p: Speedup) -> float | None:
-    """The session's own 95% half-width; None where it has no interval (too few pairs: NaN bounds)."""
+def _interval(p: Speedup) -> tuple[float, float] | None:
+    """The session's own 95% interval; None where it has none (too few pairs: NaN bounds)."""
     if p.ci_low is None or p.ci_high is None or not math.isfinite(p.ci_high - p.ci_low):
         return None
-    return (p.ci_high - p.ci_low) / 2
+    return p.ci_low, p.ci_high
 
 
 def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) -> tuple[list[Replication], list[str]]:
@@ -90,8 +95,7 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) ->
             continue
         out.append(Replication(*key, sessions=tuple(m[0] for m in members),
                                estimates_pct=tuple(m[1].estimate_pct for m in members),
-                               half_widths_pp=tuple(w for w in (_half_width(m[1]) for m in members)
-                                                    if w is not None),
+                               intervals_pct=tuple(_interval(m[1]) for m in members),
                                nulls_pct=tuple(m[2] for m in members if m[2] is not None)))
     notes = []
     if single:

@@ -22,8 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 import torch  # noqa: E402
 
 from softbench.kernels import gluon_attn  # noqa: E402
-from softbench.predictions.sessions import load_session, load_sessions  # noqa: E402
-from softbench.report.reestimate import against_reference  # noqa: E402
+from softbench.predictions.sessions import load_sessions  # noqa: E402
 from softbench.report.replication import Replication, replications  # noqa: E402
 
 REFERENCE = "ref-fa3"
@@ -61,14 +60,10 @@ def default_label(dtype: str) -> str:
     return gluon_attn.default_config(torch_dtype, 128).label()
 
 
-def interval(group: Replication, folder: Path) -> tuple[float, float] | None:
-    """The t interval across sessions; for a group of one session, that session's own 95% interval, read again from
-    it in `folder` (None where it has none)."""
-    if len(group.sessions) > 1:
-        return group.t_interval()
-    estimates, _ = against_reference(load_session(folder / group.sessions[0]), group.against)
-    low, high = (estimates.get(group.kernel) or {}).get("ci95_pct") or (None, None)
-    return None if low is None or high is None else (low, high)
+def interval(group: Replication) -> tuple[float, float] | None:
+    """The t interval across sessions; for a group of one session, that session's own 95% interval (None where it
+    has none)."""
+    return group.t_interval() if len(group.sessions) > 1 else group.intervals_pct[0]
 
 
 def verdict(group: Replication, at_least_pct: float, bounds: tuple[float, float] | None) -> str:
@@ -84,7 +79,7 @@ HEADER = ("| goal | shape | quantity | kernel | sessions | against FA3, % (mean 
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
-def rows(groups: list[Replication], folder: Path) -> list[str]:
+def rows(groups: list[Replication]) -> list[str]:
     out = []
     for goal in goals():
         config = default_label(goal.dtype)
@@ -95,7 +90,7 @@ def rows(groups: list[Replication], folder: Path) -> list[str]:
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {', '.join(goal.kernels)} | 0 | "
                        f"not timed under `{config}` | {goal.at_least_pct:+.0f} | not known |")
         for g in found:
-            bounds = interval(g, folder)
+            bounds = interval(g)
             spread = f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else ""
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {g.kernel} | {len(g.sessions)} | "
                        f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | "
@@ -107,7 +102,7 @@ def table(folder: Path) -> str:
     latency = [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
     groups, _ = replications(latency, min_sessions=1)
     configs = ", ".join(f"{d.upper()} `{default_label(d)}`" for d in ("bf16", "fp8"))
-    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups, folder)])
+    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups)])
 
 
 def main(argv: list[str]) -> int:
