@@ -11,6 +11,7 @@ on stderr and gets no row, so nothing in a row is typed by hand."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -55,21 +56,17 @@ def row(path: Path, reference: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    reference = "ref-fa3"
-    if "--reference" in argv:
-        k = argv.index("--reference")
-        if k + 1 >= len(argv):
-            print("--reference takes a kernel label, e.g. ref-fa3", file=sys.stderr)
-            return 2
-        reference = argv[k + 1]
-        argv = argv[:k] + argv[k + 2:]
-    if not argv:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sessions", nargs="+", type=Path, help="latency session folders")
+    ap.add_argument("--reference", default="ref-fa3", help="the reference kernel's label (default: ref-fa3)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # a usage error: argparse has said why; the code is returned, as for a failed row
+        return int(e.code or 0)
     rows, failed = [], 0
-    for name in argv:
+    for name in args.sessions:
         try:
-            rows.append(row(Path(name), reference))
+            rows.append(row(name, args.reference))
         except (ValueError, KeyError, TypeError, OSError) as e:
             print(f"{name}: no row ({e})", file=sys.stderr)
             failed += 1

@@ -10,6 +10,7 @@ paired order, `-ka` and `-v3` (BF16 causal 16K, 2026-12-04) are this script's "a
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -34,25 +35,22 @@ def render(name: str, sites) -> str:
 
 
 def main(argv: list[str]) -> int:
-    variant = "A0"
-    if "--variant" in argv:
-        k = argv.index("--variant")
-        if k + 1 >= len(argv):
-            print("--variant needs a name (e.g. A0)", file=sys.stderr)
-            return 2
-        variant = argv[k + 1]
-        argv = argv[:k] + argv[k + 2:]
-    if not argv:
-        print("usage: mbarrier_waits.py AUDIT_SESSION [AUDIT_SESSION ...] [--variant A0]", file=sys.stderr)
-        return 2
-    for folder in argv:
-        page = Path(folder) / "ncu" / f"{variant}-sass.csv.gz"
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("audits", nargs="+", type=Path, help="audit session folders (softbench audit --source-stalls)")
+    ap.add_argument("--variant", default="A0", help="the audited variant whose page is read (default: A0)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # a usage error: argparse has said why; the code is returned, as for a missing page
+        return int(e.code or 0)
+    variant = args.variant
+    for folder in args.audits:
+        page = folder / "ncu" / f"{variant}-sass.csv.gz"
         if not page.is_file():
             print(f"{folder} has no per-instruction page for {variant} ({page.name}): was it audited with "
                   "--source-stalls?", file=sys.stderr)
             return 2
         df = source_stalls.read(str(page))
-        print(render(Path(folder).name, barrier_waits.wait_sites(df)))
+        print(render(folder.name, barrier_waits.wait_sites(df)))
         print(f"\nsamples at the key loop's warpgroup-MMA waits (the consumers' slack): "
               f"{barrier_waits.key_loop_mma_waits(df):,}")
         print()
