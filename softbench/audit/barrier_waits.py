@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from softbench.audit.source_stalls import SAMPLES
+from softbench.audit.source_stalls import EXECUTED, SAMPLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,7 +83,7 @@ def key_loop_mma_waits(df: "pd.DataFrame") -> int:
     waits = df[src.str.contains("WARPGROUP.DEPBAR", regex=False)]
     if waits.empty:
         return 0
-    executed = waits["Instructions Executed"].astype(int)
+    executed = waits[EXECUTED].astype(int)
     return int(waits.loc[executed == executed.max(), SAMPLES].astype(int).sum())
 
 
