@@ -40,11 +40,42 @@ def test_one_session_carries_its_own_interval():
     assert _verdict(one, 3.0) == "not met (one session)"
 
 
-def test_the_readme_table_is_what_the_sessions_give():
+def test_the_ceiling_reading_places_the_goal_against_the_interval():
+    assert goal_status.ceiling_reading((-2.8, 3.9), 0.55, 3.0) == "goal inside the ceiling's interval"
+    assert goal_status.ceiling_reading((0.2, 0.9), 0.55, 3.0) == "goal above the ceiling"
+    assert goal_status.ceiling_reading((4.0, 5.0), 4.5, 3.0) == "goal below the ceiling"
+    assert goal_status.ceiling_reading(None, 0.55, 3.0) == "goal above the ceiling"  # no interval: the mean
+
+
+def test_the_ceiling_row_reads_the_noexp_sessions():
+    """The BF16 form goal's ceiling: noexp against FA3 at causal 8K under the 16-bit default, two sessions
+    (20261204T194842Z, 195200Z; +0.29% and +0.82% per pair)."""
+    names = ["20261204T194842Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",
+             "20261204T195200Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved"]
+    groups, _ = replications(load_sessions([SESSIONS / n for n in names]), min_sessions=1)
+    (row,) = [r for r in goal_status.ceiling_rows(groups) if "bf16-8K-causal" in r]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "2" and cells[4].startswith("+0.55 [")
+    assert cells[6] == "goal inside the ceiling's interval"  # a t interval on one degree of freedom is wide
+
+
+def _tables(text):
+    """The markdown tables in text, each as its lines joined."""
+    blocks, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            blocks.append("\n".join(current))
+            current = []
+    return blocks
+
+
+def test_the_readme_tables_are_what_the_sessions_give():
     readme = (ROOT / "README.md").read_text()
     printed = goal_status.table(SESSIONS)
-    table = [line for line in printed.splitlines() if line.startswith("|")]
-    assert len(table) >= 2 + 9  # the header, then at least one row per goal
-    start = readme.index(table[0])
-    assert readme[start:start + len("\n".join(table))] == "\n".join(table)
+    goals, ceilings = _tables(printed)
+    assert len(goals.splitlines()) >= 2 + 9  # the header, then at least one row per goal
+    assert len(ceilings.splitlines()) == 2 + 3  # one row per form goal
+    assert goals in readme and ceilings in readme
     assert printed.splitlines()[0] in readme  # the default configurations it read the goals in

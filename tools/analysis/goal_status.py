@@ -9,7 +9,12 @@ quantity, kernel and configuration; the mean with a Student-t interval across se
 one session only, that session's own interval, said so). Each goal is read in the configuration the backend runs by
 default for its dtype (gluon_attn.default_config); for a goal on "the best correct form" every Rowmax-H15 form
 timed there is listed, the best first. A goal is "met" where the interval's lower end clears it, "mean only" where
-the mean does and the interval still holds the goal, else "not met"."""
+the mean does and the interval still holds the goal, else "not met".
+
+A second table sets each form goal beside the exponential-free control (noexp: every weight 1, no exponential
+and no Rowmax-H15, not a correct form) timed against FA3 at the same shape, quantity and configuration: no form
+of the weights can run faster than the kernel without any, so a goal above that ceiling's interval is one the
+weights alone cannot reach there; the kernel around them has to move first."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ REFERENCE = "ref-fa3"
 # the Rowmax-H15 forms whose gates have passed in the Gluon kernel (the README's gate rows name the configurations)
 ROWMAX_FORMS = ("h15-folded", "h15-folded-clamped", "h15-sat", "h15-proved", "A1", "h15-1of4", "h15-1of2")
 SHAPES = ("causal-b1h16d128", "noncausal-b1h16d128")
+CEILING = "noexp"  # the exponential-free control: the weights' cost taken out of the kernel
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,20 @@ HEADER = ("| goal | shape | quantity | kernel | sessions | against FA3, % (mean 
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
+def matching(groups: list[Replication], goal: Goal, kernels: tuple[str, ...]) -> list[Replication]:
+    """The groups of these kernels against FA3 at the goal's shape and quantity, in its dtype's default
+    configuration, the fastest first."""
+    config = default_label(goal.dtype)
+    return sorted((g for g in groups if g.shape_tag == goal.shape_tag and g.quantity == goal.quantity
+                   and g.config == config and g.against == REFERENCE and g.kernel in kernels),
+                  key=lambda g: -g.mean_pct)
+
+
 def rows(groups: list[Replication]) -> list[str]:
     out = []
     for goal in goals():
         config = default_label(goal.dtype)
-        found = sorted((g for g in groups if g.shape_tag == goal.shape_tag and g.quantity == goal.quantity
-                        and g.config == config and g.against == REFERENCE and g.kernel in goal.kernels),
-                       key=lambda g: -g.mean_pct)
+        found = matching(groups, goal, goal.kernels)
         if not found:
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {', '.join(goal.kernels)} | 0 | "
                        f"not timed under `{config}` | {goal.at_least_pct:+.0f} | not known |")
@@ -98,11 +111,44 @@ def rows(groups: list[Replication]) -> list[str]:
     return out
 
 
+def ceiling_reading(bounds: tuple[float, float] | None, mean_pct: float, at_least_pct: float) -> str:
+    """Where the goal lies against the ceiling's interval (its mean where it has none)."""
+    low, high = bounds if bounds is not None else (mean_pct, mean_pct)
+    if at_least_pct > high:
+        return "goal above the ceiling"
+    return "goal below the ceiling" if at_least_pct < low else "goal inside the ceiling's interval"
+
+
+CEILING_HEADER = ("| form goal | shape | quantity | sessions | noexp against FA3, % (mean [95% t]) | goal, % | reading |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def ceiling_rows(groups: list[Replication]) -> list[str]:
+    out = []
+    for goal in goals():
+        if goal.kernels != ROWMAX_FORMS:  # the parity goals are A0's own, not a form's
+            continue
+        found = matching(groups, goal, (CEILING, ))
+        for g in found:
+            bounds = interval(g)
+            spread = f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else ""
+            one = " (one session)" if len(g.sessions) == 1 else ""
+            out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {len(g.sessions)} | "
+                       f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | "
+                       f"{ceiling_reading(bounds, g.mean_pct, goal.at_least_pct)}{one} |")
+        if not found:
+            out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | 0 | not timed under "
+                       f"`{default_label(goal.dtype)}` | {goal.at_least_pct:+.0f} | not known |")
+    return out
+
+
 def table(folder: Path) -> str:
     latency = [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
     groups, _ = replications(latency, min_sessions=1)
     configs = ", ".join(f"{d.upper()} `{default_label(d)}`" for d in ("bf16", "fp8"))
-    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups)])
+    return "\n".join([f"Default configurations: {configs}.", "", HEADER, *rows(groups), "",
+                      "The exponential-free ceiling beside each form goal (the same grouping):", "", CEILING_HEADER,
+                      *ceiling_rows(groups)])
 
 
 def main(argv: list[str]) -> int:
