@@ -26,7 +26,7 @@
 #         boundaries independently, which one program of two consumers cannot (the boundary idles the tensor core
 #         about 2.3 tiles per block). Checks against the one-block kernel first; then 12 s against FA3 at causal 8K,
 #         causal 16K and non-causal 8K, noexp as the variant (its ceiling in the same run).
-# Step 6 (prepared 2026-12-04 23:00 without a device; sealed/bf16-8k-ceiling.yaml): the exponential-free ceiling
+# Step 6 (prepared 2026-12-04 22:50 without a device; sealed/bf16-8k-ceiling.yaml): the exponential-free ceiling
 #         beside the BF16 form goal (1.03 of FA3 at causal 8K). tools/analysis/goal_status.py sets the goal
 #         beside noexp against FA3 under the default: +0.55% across two sessions (+0.29%, +0.82%), whose t
 #         interval on one degree of freedom, [-2.84, +3.94], still holds the goal. Three more sessions of 30 s
