@@ -119,8 +119,8 @@ def ceiling_reading(bounds: tuple[float, float] | None, mean_pct: float, at_leas
     return "goal below the ceiling" if at_least_pct < low else "goal inside the ceiling's interval"
 
 
-CEILING_HEADER = ("| form goal | shape | quantity | sessions | noexp against FA3, % (mean [95% t]) | goal, % | reading |\n"
-                  "| --- | --- | --- | --- | --- | --- | --- |")
+CEILING_HEADER = ("| form goal | shape | quantity | sessions | noexp against FA3, % (mean [95% t]) | goal, % | "
+                  "reading |\n| --- | --- | --- | --- | --- | --- | --- |")
 
 
 def ceiling_rows(groups: list[Replication]) -> list[str]:

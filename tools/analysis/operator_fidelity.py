@@ -139,7 +139,8 @@ def paired_across(ra: SessionRecord, a: FidelityPoint, rb: SessionRecord, b: Fid
 def _bootstrap(r: SessionRecord) -> dict:
     """The session's own bootstrap settings, so that the pair is drawn as its intervals were."""
     b = r.summary.get("bootstrap") or {}
-    return {"n_boot": int(b.get("replicates", 5000)), "seed": int(b.get("seed", 0)), "level": float(b.get("level", 0.95))}
+    return {"n_boot": int(b.get("replicates", 5000)), "seed": int(b.get("seed", 0)),
+            "level": float(b.get("level", 0.95))}
 
 
 def table(folder: Path) -> str:
