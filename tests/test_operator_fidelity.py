@@ -5,6 +5,7 @@ contrast carries the sign of h15-folded minus A1."""
 from pathlib import Path
 
 from softbench.predictions.sessions import load_sessions
+from softbench.report.records import raw_records
 from tests.repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def test_two_kernel_sessions_on_the_same_blocks_pair_up():
     assert text.endswith("(two sessions, 20 blocks)")
     nll = {}
     for rec in (a1, folded):
-        for row in operator_fidelity.block_rows(rec):
+        for row in raw_records(rec, "blocks.jsonl"):
             nll[(row["condition"], row["block"])] = row["nll"]
     diffs = [nll[("kernel:rowmax-h15-folded", b)] - nll[("kernel:rowmax-h15", b)] for b in range(20)]
     assert float(text.split()[0]) == round(sum(diffs) / 20, 5)

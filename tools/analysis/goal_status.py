@@ -72,6 +72,11 @@ def interval(group: Replication) -> tuple[float, float] | None:
     return group.t_interval() if len(group.sessions) > 1 else group.intervals_pct[0]
 
 
+def estimate(group: Replication, bounds: tuple[float, float] | None) -> str:
+    """+0.57 [+0.26, +0.87]: the mean across sessions and the interval `bounds`, where it has one."""
+    return f"{group.mean_pct:+.2f}" + (f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else "")
+
+
 def verdict(group: Replication, at_least_pct: float, bounds: tuple[float, float] | None) -> str:
     """met, mean only or not met (see the module's doc), for the group and its interval `bounds`."""
     if bounds is not None and bounds[0] >= at_least_pct:
@@ -97,16 +102,14 @@ def matching(groups: list[Replication], goal: Goal, kernels: tuple[str, ...]) ->
 def rows(groups: list[Replication]) -> list[str]:
     out = []
     for goal in goals():
-        config = default_label(goal.dtype)
         found = matching(groups, goal, goal.kernels)
         if not found:
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {', '.join(goal.kernels)} | 0 | "
-                       f"not timed under `{config}` | {goal.at_least_pct:+.0f} | not known |")
+                       f"not timed under `{default_label(goal.dtype)}` | {goal.at_least_pct:+.0f} | not known |")
         for g in found:
             bounds = interval(g)
-            spread = f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else ""
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {g.kernel} | {len(g.sessions)} | "
-                       f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | "
+                       f"{estimate(g, bounds)} | {goal.at_least_pct:+.0f} | "
                        f"{verdict(g, goal.at_least_pct, bounds)} |")
     return out
 
@@ -131,10 +134,9 @@ def ceiling_rows(groups: list[Replication]) -> list[str]:
         found = matching(groups, goal, (CEILING, ))
         for g in found:
             bounds = interval(g)
-            spread = f" [{bounds[0]:+.2f}, {bounds[1]:+.2f}]" if bounds else ""
             one = " (one session)" if len(g.sessions) == 1 else ""
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {len(g.sessions)} | "
-                       f"{g.mean_pct:+.2f}{spread} | {goal.at_least_pct:+.0f} | "
+                       f"{estimate(g, bounds)} | {goal.at_least_pct:+.0f} | "
                        f"{ceiling_reading(bounds, g.mean_pct, goal.at_least_pct)}{one} |")
         if not found:
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | 0 | not timed under "

@@ -21,7 +21,6 @@ interval from 20 blocks on. Elsewhere it is left out (n/a)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 from softbench.predictions.sessions import SessionRecord, load_sessions  # noqa: E402
+from softbench.fidelity.engine import ROWS_FILE  # noqa: E402
 from softbench.fidelity.summary import summarize  # noqa: E402
 from softbench.report.fidelity_match import FidelityPoint, fidelity_points  # noqa: E402
+from softbench.report.records import raw_records  # noqa: E402
 
 # the operators issue 15 asks about, in the table's order: A1, the two-instruction form, the saturating form, the
 # hybrids, and the exact-exp2 control of the simulation
@@ -103,11 +104,6 @@ def contrast(r: SessionRecord, a: str, b: str) -> str | None:
     return None
 
 
-def block_rows(r: SessionRecord) -> list[dict]:
-    path = Path(r.path) / "blocks.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
-
-
 def baseline_name(r: SessionRecord) -> str | None:
     base = r.summary.get("baseline")
     return base.get("name") if isinstance(base, dict) else None
@@ -119,7 +115,7 @@ def paired_across(ra: SessionRecord, a: FidelityPoint, rb: SessionRecord, b: Fid
     if (base is None or base != baseline_name(rb) or not ra.summary.get("token_signature")
             or ra.summary.get("token_signature") != rb.summary.get("token_signature")):
         return None
-    rows_a, rows_b = block_rows(ra), block_rows(rb)
+    rows_a, rows_b = raw_records(ra, ROWS_FILE), raw_records(rb, ROWS_FILE)
     base_a = {row["block"]: row["nll"] for row in rows_a if row["condition"] == base}
     base_b = {row["block"]: row["nll"] for row in rows_b if row["condition"] == base}
     common = base_a.keys() & base_b.keys()  # a partial session holds fewer blocks: compare on those both hold
