@@ -67,6 +67,14 @@ def test_the_row_of_one_session():
         "`20261204T211715Z`"]
 
 
+def test_a_sustained_session_says_so_in_its_budget():
+    """The sustained protocol has no time budget: its row names the blocks each kernel was timed in instead, so a
+    sustained figure is never read as one at equal clock."""
+    cells = _cells(lease_rows.row(_session("20261205T021416Z"), "ref-fa3"))
+    assert cells[2] == "sustained, 4 cycles of 4 s blocks"
+    assert cells[5] == "h15-folded: +7.47% [+7.45, +7.50]"
+
+
 def test_a_session_without_the_reference_gets_no_row(capsys):
     with pytest.raises(ValueError, match="did not time ref-fa4"):
         lease_rows.row(_session("20261204T211715Z"), "ref-fa4")

@@ -4,9 +4,10 @@
     python tools/analysis/lease_rows.py sessions/<latency session> [more sessions] [--reference ref-fa3]
 
 One markdown row per session that timed the reference kernel in the same run: the shape, the baseline's kernel
-configuration as its worker reported it, the time budget and processes per kernel, A0 against the reference by the
-two kernels' median ms per call, then per pair (softbench.report.reestimate: the session's own units and estimator)
-A0 and the variant against the reference, and the session's A/A null. A session that cannot give these says why
+configuration as its worker reported it, the time budget (or the sustained protocol's blocks) and processes per
+kernel, A0 against the reference by the two kernels' median ms per call, then per pair
+(softbench.report.reestimate: the session's own units and estimator) A0 and the variant against the reference, and
+the session's A/A null. A session that cannot give these says why
 on stderr and gets no row, so nothing in a row is typed by hand."""
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def pct(est: dict | None) -> str:
     return f"{est['estimate_pct']:+.2f}%{interval}"
 
 
+def protocol_budget(protocol: dict) -> str:
+    """How long the session timed: '30 s' for the interleaved protocol's budget (equal clock); the sustained
+    protocol, which times each kernel in blocks of its own at the power cap, says so with its blocks."""
+    if protocol.get("kind") == "sustained":
+        return f"sustained, {protocol['cycles']} cycles of {protocol['measure_s']:g} s blocks"
+    return f"{protocol['budget_s']:g} s"
+
+
 def row(path: Path, reference: str) -> str:
     """The session's row; raises ValueError with one sentence where it has none."""
     rec = load_session(path)
@@ -47,7 +56,7 @@ def row(path: Path, reference: str) -> str:
     medians = s["kernels"]
     ratio = medians[reference]["median_ms"] / medians[base]["median_ms"]  # > 1: A0 the faster
     shape = f"{str(f['dtype']).upper()} {'causal' if f['causal'] else 'non-causal'} {int(f['seq']) // 1024}K"
-    budget = f"{s['protocol']['budget_s']:g} s"
+    budget = protocol_budget(s["protocol"])
     if (f.get("processes_per_kernel") or 1) > 1:
         budget += f", {f['processes_per_kernel']} processes per kernel"
     null = (s.get("comparisons") or {}).get(f"{base}'", {}).get("paired")
