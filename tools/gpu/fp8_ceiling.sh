@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Issue 15, prepared 2026-12-05 02:30; sealed first: sealed/fp8-8k-ceiling.yaml. tools/analysis/goal_status.py sets
+# each Rowmax-H15 form goal beside the exponential-free control (noexp) timed against FA3 in the same grouping; at
+# FP8 causal 8K that ceiling was timed only under the configuration of 2026-12-02 (+14.11%, 20261202T174104Z), never
+# under today's FP8 default (gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf), so the table reads "not known" there.
+# Step 1: two sessions of 12 s, noexp against A0 with the A/A null and FA3, at equal clock.
+#   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
+#          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_ceiling.sh 1`
+#          (carry .gpu/b)
+set -uo pipefail
+STEP=${1:?step 1}
+PAYLOAD=
+LEASE=fp8-ceiling  # apart from other scripts' steps in the same lease (lease_step.sh)
+. tools/gpu/lease_step.sh
+case "$STEP" in
+1) for _ in 1 2; do
+     sbt latency "${against_fa3[@]}" --dtype fp8 --variant noexp --seq 8192 --budget-s 12
+   done ;;
+esac
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
