@@ -3,7 +3,8 @@
 # each Rowmax-H15 form goal beside the exponential-free control (noexp) timed against FA3 in the same grouping; at
 # FP8 causal 8K that ceiling was timed only under the configuration of 2026-12-02 (+14.11%, 20261202T174104Z), never
 # under today's FP8 default (gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf), so the table reads "not known" there.
-# Step 1: two sessions of 12 s, noexp against A0 with the A/A null and FA3, at equal clock.
+# Step 1: two sessions of 12 s, noexp against A0 with the A/A null and FA3, at equal clock. Ran 2026-12-05
+# 02:59-03:01 (20261205T025946Z, 030032Z): noexp +20.7% and +19.7% against FA3, above the seal's range (0 of 2 met).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_ceiling.sh 1`
 #          (carry .gpu/b)
