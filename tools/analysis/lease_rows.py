@@ -7,8 +7,8 @@ One markdown row per session that timed the reference kernel in the same run: th
 configuration as its worker reported it, the time budget (or the sustained protocol's blocks) and processes per
 kernel, A0 against the reference by the two kernels' median ms per call, then per pair
 (softbench.report.reestimate: the session's own units and estimator) A0 and the variant against the reference, and
-the session's A/A null. A session that cannot give these says why
-on stderr and gets no row, so nothing in a row is typed by hand."""
+the session's A/A null. A session that cannot give these says why on stderr and gets no row, so nothing in a row
+is typed by hand."""
 
 from __future__ import annotations
 
