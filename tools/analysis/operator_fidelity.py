@@ -89,10 +89,21 @@ def blocks(r: SessionRecord) -> tuple[int, int]:
     return int(s.get("blocks_complete") or 0), int(s.get("blocks_planned") or 0)
 
 
+def nats(dnll: float, low: float, high: float) -> str:
+    """+0.00260 [+0.00091, +0.00428]: a dNLL in nats per token and its 95% interval, as every cell prints one."""
+    return f"{dnll:+.5f} [{low:+.5f}, {high:+.5f}]"
+
+
+def reversed_pair(c: dict) -> str:
+    """b - a from a contrast recorded as a - b (softbench.fidelity.summary): the estimate negated, its interval
+    flipped."""
+    return nats(-c["dnll"], -c["ci_high"], -c["ci_low"])
+
+
 def cell(point: FidelityPoint, r: SessionRecord) -> str:
     done, planned = blocks(r)
     partial = "" if r.complete else f" (partial, {done} of {planned} blocks)"
-    return f"{point.dnll:+.5f} [{point.ci_low:+.5f}, {point.ci_high:+.5f}]{partial}"
+    return nats(point.dnll, point.ci_low, point.ci_high) + partial
 
 
 def contrast(r: SessionRecord, a: str, b: str) -> str | None:
@@ -100,7 +111,7 @@ def contrast(r: SessionRecord, a: str, b: str) -> str | None:
     for c in r.summary.get("contrasts") or []:
         names = (c.get("a", "").split(":")[-1], c.get("b", "").split(":")[-1])
         if names == (a, b) and all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high")):
-            return f"{-c['dnll']:+.5f} [{-c['ci_high']:+.5f}, {-c['ci_low']:+.5f}]"
+            return reversed_pair(c)
     return None
 
 
@@ -128,8 +139,7 @@ def paired_across(ra: SessionRecord, a: FidelityPoint, rb: SessionRecord, b: Fid
     (pair,) = summary["contrasts"]  # a - b
     if pair.get("ci_low") is None:
         return None
-    return (f"{-pair['dnll']:+.5f} [{-pair['ci_high']:+.5f}, {-pair['ci_low']:+.5f}] "
-            f"(two sessions, {pair['n_blocks']} blocks)")
+    return f"{reversed_pair(pair)} (two sessions, {pair['n_blocks']} blocks)"
 
 
 def _bootstrap(r: SessionRecord) -> dict:
