@@ -92,8 +92,23 @@ def test_what_a_wait_was_for_is_the_next_mma_or_copy(sources, kind):
 
 def test_the_tool_prints_the_sites_and_refuses_a_folder_without_a_page(capsys, tmp_path):
     tool = load_tool("analysis/mbarrier_waits.py")
-    assert tool.main([str(K_AHEAD)]) == 0
+    assert tool.main([str(K_AHEAD), "--least", "200"]) == 0
     out = capsys.readouterr().out
-    assert "| 999 | 0x30170 | 1,075 | 1,190 | Q.K^T: K (or Q) |" in out
+    assert "| 999 | 0x30170 | 1,075 | 1,190 | Q.K^T: K (or Q) | 512,064 |" in out
+    assert "| 0x30160 |" not in out  # the second consumer's Q wait, 137 samples at its branch, under --least 200
     assert tool.main([str(tmp_path)]) == 2 and "--source-stalls" in capsys.readouterr().err
     assert tool.main(["--variant"]) == 2
+
+
+def test_a_waits_executions_tell_a_query_blocks_waits_from_the_key_loops():
+    """BF16 causal 8K under the 16-bit default (20261204T213415Z; docs/hopper-notes.md, the second Q buffer): the
+    waits at a query block's start run once per block and warp (1,024 blocks of 4 warps: 4,096), the key loop's once
+    per key tile and warp; the consumers' Q waits collect 66 and 91 samples, their first K's 43 and 100, while
+    each key loop's K wait collects about 300."""
+    sites = barrier_waits.wait_sites(source_stalls.read(str(
+        ROOT / "sessions/20261204T213415Z-audit-bf16-8K-causal-b1h16d128-triton/ncu/A0-sass.csv.gz")))
+    consumer = sites[sites.serves == K]
+    per_block = consumer[consumer.executed == 4096]
+    assert sorted(zip(per_block.barrier, per_block.at_branch)) == [
+        ("0x30160", 91), ("0x30168", 66), ("0x30170", 43), ("0x30170", 100)]
+    assert sorted(consumer[consumer.executed == consumer.executed.max()].at_branch) == [275, 314]

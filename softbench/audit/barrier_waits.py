@@ -43,12 +43,15 @@ def serves(sources: list[str]) -> str:
 def wait_sites(df: "pd.DataFrame") -> "pd.DataFrame":
     """One row per mbarrier wait on the kernel's main path (the retry loops, whose branch goes back to their
     try-wait, left out): its row in the page, address, barrier offset, samples at its branch, samples in all (its
-    try-wait's too) and what it waited for."""
+    try-wait's too), what it waited for, and how often its try-wait ran (warp-level executions: a key loop's waits
+    run once per key tile and warp, a query block's Q wait once per block and warp, so the count tells them
+    apart)."""
     import pandas as pd
 
     df = df.reset_index(drop=True)
     src = df["Source"].astype(str)
     samples = df[SAMPLES].astype(int)
+    executed = df[EXECUTED].astype(int)
     rows = []
     for i in df.index[src.str.contains(TRY_WAIT, regex=False)]:
         predicate = src[i].split(TRY_WAIT, 1)[1].split(",")[0].strip()
@@ -68,9 +71,9 @@ def wait_sites(df: "pd.DataFrame") -> "pd.DataFrame":
             continue
         rows.append({"row": int(i), "address": df["Address"][i], "barrier": barrier, "at_branch": at_branch,
                      "samples": at_branch + int(samples[i]), "serves": serves(list(src[i + 1:i + 1 + LOOK_AHEAD])),
-                     "end": branch or i})
-    return pd.DataFrame(rows, columns=["row", "address", "barrier", "at_branch", "samples", "serves", "end"]).drop(
-        columns="end")
+                     "executed": int(executed[i]), "end": branch or i})
+    return pd.DataFrame(rows, columns=["row", "address", "barrier", "at_branch", "samples", "serves", "executed",
+                                       "end"]).drop(columns="end")
 
 
 def key_loop_mma_waits(df: "pd.DataFrame") -> int:
