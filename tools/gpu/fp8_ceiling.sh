@@ -20,7 +20,7 @@ case "$STEP" in
      sbt latency "${against_fa3[@]}" --dtype fp8 --variant noexp --seq 8192 --budget-s 12
    done ;;
 2) for _ in 1 2; do
-     sbt latency --backend triton --null --reference fa3 --dtype fp8 --variant noexp --seq 8192 --protocol sustained
+     sbt latency "${sustained_fa3[@]}" --dtype fp8 --variant noexp --seq 8192
    done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"

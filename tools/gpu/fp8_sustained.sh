@@ -15,7 +15,7 @@ LEASE=fp8-sustained  # apart from other scripts' steps in the same lease (lease_
 . tools/gpu/lease_step.sh
 case "$STEP" in
 1) for _ in 1 2; do
-     sbt latency --backend triton --null --reference fa3 "${fp8_folded[@]}" --seq 8192 --protocol sustained
+     sbt latency "${sustained_fa3[@]}" "${fp8_folded[@]}" --seq 8192
    done ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"

@@ -21,5 +21,7 @@ sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>
 # what every latency run of issue 15's leases names: equal clock with the A/A null and FA3 in the same run, and
 # each dtype's Rowmax-H15 form (h15-folded at FP8, h15-sat at BF16)
 against_fa3=(--backend triton --null --reference fa3 --start-order shuffled)
+# the same, sustained at the power cap: each kernel in its own blocks (the order of the blocks is the protocol's own)
+sustained_fa3=(--backend triton --null --reference fa3 --protocol sustained)
 fp8_folded=(--dtype fp8 --variant h15-folded)
 bf16_sat=(--dtype bf16 --variant h15-sat)
