@@ -13,7 +13,7 @@ goal_status = load_tool("analysis/goal_status.py")
 
 
 def _group(estimates):
-    return Replication("bf16-8K-causal-b1h16d128", "at equal clock", "A0", "cfg", "ref-fa3",
+    return Replication("NVIDIA H200", "bf16-8K-causal-b1h16d128", "at equal clock", "A0", "cfg", "ref-fa3",
                        tuple(f"s{i}" for i in range(len(estimates))), tuple(estimates),
                        tuple((e - 0.3, e + 0.3) for e in estimates), ())
 
@@ -38,6 +38,26 @@ def test_one_session_carries_its_own_interval():
     low, high = goal_status.interval(one)
     assert -2.9 < low < -2.45 < high < -2.0
     assert _verdict(one, 3.0) == "not met (one session)"
+
+
+def test_a_goal_reads_the_h200_alone(tmp_path):
+    """Issue 15's goals are the H200's: the same noexp sessions recorded as run on an H100 give the ceiling row
+    nothing to read, and on the H200 they give it both."""
+    import json
+    import shutil
+
+    names = ["20261204T194842Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",
+             "20261204T195200Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved"]
+    for n in names:
+        shutil.copytree(SESSIONS / n, tmp_path / n)
+    env_path = tmp_path / names[0] / "env.json"
+    env = json.loads(env_path.read_text())
+    env["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
+    env_path.write_text(json.dumps(env))
+    groups, _ = replications(load_sessions([tmp_path]), min_sessions=1)
+    (row,) = [r for r in goal_status.ceiling_rows(groups) if "bf16-8K-causal" in r]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "1" and cells[6].endswith("(one session)")  # the H200's one session, not the H100's
 
 
 def test_the_ceiling_reading_places_the_goal_against_the_interval():

@@ -66,17 +66,41 @@ def test_a_group_holds_each_sessions_own_estimate_against_fa3():
 
 def test_rows_print_the_group_and_the_scatter_beyond_the_sessions_own_intervals():
     groups, notes = replications(load_sessions([SESSIONS / n for n in HG4]))
-    rows = {r[2]: r for r in replication_rows(groups)}
+    rows = {r[3]: r for r in replication_rows(groups)}
     a0 = _group(groups, "A0")
     lo, hi = a0.t_interval()
-    assert rows["A0"][:6] == ["bf16-16K-causal-b1h16d128", "at equal clock", "A0", DEFAULT_16, "ref-fa3", "4"]
-    assert rows["A0"][6] == f"{a0.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-    assert rows["A0"][9] == f"{min(a0.estimates_pct):+.2f} to {max(a0.estimates_pct):+.2f}"
+    assert rows["A0"][:7] == ["NVIDIA H200", "bf16-16K-causal-b1h16d128", "at equal clock", "A0", DEFAULT_16,
+                              "ref-fa3", "4"]
+    assert rows["A0"][7] == f"{a0.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    assert rows["A0"][10] == f"{min(a0.estimates_pct):+.2f} to {max(a0.estimates_pct):+.2f}"
     text = replication_summary(groups, notes)
     for g in groups:  # a sentence exactly where the sessions scatter more than 1.5 times their intervals imply
         implied = statistics.median(g.half_widths_pp) / 1.96
         flagged = any(s.startswith(f"- {g.kernel} (") for s in text)
         assert flagged == (statistics.stdev(g.estimates_pct) > 1.5 * implied)
+
+
+def _move_to_board(root: Path, name: str, board: str) -> None:
+    """Record the copied session `name` as run on `board` (env.json's gpu name), as an H100's session records it."""
+    env_path = root / name / "env.json"
+    env = json.loads(env_path.read_text())
+    env["gpu"]["name"] = board
+    env_path.write_text(json.dumps(env))
+
+
+def test_sessions_on_another_board_are_no_replicates(tmp_path):
+    """An H100 and an H200 share the capability 9.0 but not their memory or clocks: the same kernel, shape and
+    configuration on the two boards are two groups, each of its own sessions."""
+    root = _copy(tmp_path, HG4)
+    _move_to_board(root, HG4[1], "NVIDIA H100 80GB HBM3")
+    groups, notes = replications(load_sessions([root]), min_sessions=1)
+    a0 = {g.gpu: g for g in groups if g.kernel == "A0"}
+    assert set(a0) == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}
+    assert a0["NVIDIA H100 80GB HBM3"].sessions == (HG4[1],)
+    assert a0["NVIDIA H200"].sessions == (HG4[0],) + HG4[2:]
+    several, notes = replications(load_sessions([root]))  # h15-sat: one session per board now, so left out
+    assert {(g.gpu, g.kernel) for g in several} == {("NVIDIA H200", "A0")}
+    assert any("one session only (per board" in n for n in notes)
 
 
 def test_a_partial_session_is_no_replicate(tmp_path):
@@ -95,10 +119,10 @@ def test_the_report_writes_the_table_and_how_it_is_made(tmp_path):
     root = _copy(tmp_path, HG4[:3])
     rep = build_report([root], tmp_path / "out")
     (table,) = [t for t in rep.tables if t.title == "against the reference across sessions"]
-    assert [r[2] for r in table.rows] == ["A0", "h15-sat"]
+    assert [r[3] for r in table.rows] == ["A0", "h15-sat"]
     md = rep.markdown_path.read_text()
     assert "## against the reference across sessions: how it is made" in md
-    assert f"| bf16-16K-causal-b1h16d128 | at equal clock | A0 | {DEFAULT_16} | ref-fa3 | 3 |" in md
+    assert f"| NVIDIA H200 | bf16-16K-causal-b1h16d128 | at equal clock | A0 | {DEFAULT_16} | ref-fa3 | 3 |" in md
 
 
 def test_a_session_without_an_interval_gives_no_half_width():

@@ -3,8 +3,9 @@
 A session's interval holds the scatter of its own pairs of windows. An offset between the processes of one run
 lasts the run and shows only across runs (the nulls' spread, softbench.report.nulls); on the H200 the nulls of
 shuffled-start interleavings scattered more widely than their intervals allowed. So a claim such as "A0 at FA3's
-speed at BF16 causal 16K" rests on every complete session that timed both: grouped by shape, quantity, kernel and
-the kernel's configuration, their mean with a Student-t interval across sessions, the standard deviation between
+speed at BF16 causal 16K" rests on every complete session that timed both: grouped by the board, shape, quantity,
+kernel and the kernel's configuration (an H100 and an H200 share a capability but not their memory or clocks, so
+their sessions are no replicates of each other), their mean with a Student-t interval across sessions, the standard deviation between
 sessions beside the median half-width of the sessions' own intervals, and the range of their A/A nulls.
 
 The estimates are the report's own (softbench.report.speedups: re-estimated from each session's units, and only
@@ -27,7 +28,9 @@ MIN_SESSIONS = 2  # a kernel timed against the reference once has nothing to rep
 
 @dataclass(frozen=True)
 class Replication:
-    """One kernel, in one configuration, against one reference at one shape and quantity, in several sessions."""
+    """One kernel, in one configuration, against one reference at one shape and quantity on one board, in several
+    sessions."""
+    gpu: str  # the board's name as the sessions' env.json records it ('NVIDIA H200'); '' where none is recorded
     shape_tag: str
     quantity: str
     kernel: str  # the catalog's variant name (A0, h15-folded)
@@ -84,9 +87,10 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) ->
             continue
         points, _ = session_speedups(rec)  # what could not be re-estimated is reported by the figures' notes
         null = _null_of(points, references)
+        gpu = str(rec.facts.get("gpu_name") or "")
         for p in points:
             if p.against in references and p.role in ("baseline", "variant"):
-                key = (p.shape_tag, p.quantity, p.variant, p.config, p.against)
+                key = (gpu, p.shape_tag, p.quantity, p.variant, p.config, p.against)
                 groups.setdefault(key, []).append((rec.name, p, null))
     out, single = [], 0
     for key, members in sorted(groups.items()):
@@ -99,14 +103,14 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) ->
                                nulls_pct=tuple(m[2] for m in members if m[2] is not None)))
     notes = []
     if single:
-        notes.append(f"{single} kernel(s) timed against a reference in one session only (per shape, quantity and "
-                     "configuration) are left out")
+        notes.append(f"{single} kernel(s) timed against a reference in one session only (per board, shape, quantity "
+                     "and configuration) are left out")
     if partial:
         notes.append(f"{partial} partial session(s) that timed a reference are left out")
     return out, notes
 
 
-REPLICATION_COLUMNS = ["shape", "quantity", "kernel", "configuration", "against", "sessions",
+REPLICATION_COLUMNS = ["GPU", "shape", "quantity", "kernel", "configuration", "against", "sessions",
                        "mean % [95% t, across sessions]", "sd between sessions pp", "own half-width pp (median)",
                        "range %", "A/A nulls %"]
 
@@ -119,7 +123,7 @@ def replication_rows(groups: list[Replication]) -> list[list[str]]:
     rows = []
     for g in groups:
         lo, hi = g.t_interval()
-        rows.append([g.shape_tag, g.quantity, g.kernel, g.config or "-", g.against, str(len(g.sessions)),
+        rows.append([g.gpu or "-", g.shape_tag, g.quantity, g.kernel, g.config or "-", g.against, str(len(g.sessions)),
                      f"{g.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{g.sd_between_pp:.2f}",
                      fmt(statistics.median(g.half_widths_pp) if g.half_widths_pp else None, ".2f"),
                      _span(g.estimates_pct), _span(g.nulls_pct)])
@@ -129,7 +133,7 @@ def replication_rows(groups: list[Replication]) -> list[list[str]]:
 def replication_summary(groups: list[Replication], notes: list[str]) -> list[str]:
     """How the table is made, what it left out, and where sessions scatter more than their own intervals say."""
     out = [f"- Every complete latency session that timed a reference kernel: each kernel's speed-up over the "
-           f"reference, one value per session, grouped by shape, quantity and configuration; groups of "
+           f"reference, one value per session, grouped by board, shape, quantity and configuration; groups of "
            f"{MIN_SESSIONS} sessions or more. The interval is Student-t over sessions, so it holds the offsets "
            "between runs that a session's own interval cannot."]
     out += [f"- {n}" for n in notes]
@@ -138,7 +142,8 @@ def replication_summary(groups: list[Replication], notes: list[str]) -> list[str
             continue
         implied = implied_sd(g.half_widths_pp)
         if scatters_wider(g.sd_between_pp, g.half_widths_pp):
-            out.append(f"- {g.kernel} ({g.config or 'no configuration'}) at {g.shape_tag}, {g.quantity}: "
+            out.append(f"- {g.kernel} ({g.config or 'no configuration'}) at {g.shape_tag}, {g.quantity}"
+                       f"{' on ' + g.gpu if g.gpu else ''}: "
                        f"{len(g.sessions)} sessions scatter with {g.sd_between_pp:.2f} pp, "
                        f"{g.sd_between_pp / implied:.1f} times what their own intervals imply ({implied:.2f} pp)")
     if not groups:
