@@ -314,6 +314,26 @@ def test_a_prediction_for_one_gpu_is_not_scored_on_another_gpus_sessions(tmp_pat
                                         load_sessions([tmp_path])).predictions[0].evidence] == ["b200"]
 
 
+def test_evidence_names_its_board_and_a_pool_of_boards_is_a_deviation(tmp_path):
+    """A scope of gpu_capability 9.0 takes an H100's session beside an H200's: the verdict stands as sealed, each
+    piece of evidence names its board, and the pooling is a deviation; on one board there is none."""
+    pred = {**PREDICTIONS["predictions"][0],
+            "scope": {**PREDICTIONS["predictions"][0]["scope"], "gpu_capability": "9.0"}}
+    h200 = {"name": "NVIDIA H200", "capability": "9.0", "sm_count": 132}
+    latency(tmp_path, "h200-a", "fp8", 12.0, env={"gpu": h200})
+    latency(tmp_path, "h200-b", "fp8", 13.0, env={"gpu": h200})
+    ev = evaluate(normalize({"predictions": [pred]}), load_sessions([tmp_path]))
+    assert [e.gpu for e in ev.predictions[0].evidence] == ["NVIDIA H200"] * 2
+    assert not [d for d in ev.deviations if d.kind == "boards-pooled"]
+    latency(tmp_path, "h100", "fp8", 14.0, env={"gpu": {**h200, "name": "NVIDIA H100 80GB HBM3"}})
+    ev = evaluate(normalize({"predictions": [pred]}), load_sessions([tmp_path]))
+    assert ev.predictions[0].verdict == "met" and len(ev.predictions[0].evidence) == 3
+    (dev,) = [d for d in ev.deviations if d.kind == "boards-pooled"]
+    assert dev.prediction == "fp8"
+    assert dev.detail == ("evidence from 2 boards: NVIDIA H100 80GB HBM3 (1), NVIDIA H200 (2); the scope names no "
+                          "gpu_name, so it pools them")
+
+
 def test_cli_lists_excluded_sessions_and_an_early_session_cannot_meet(tmp_path):
     sess = tmp_path / "sessions"
     latency(sess, "early", "fp8", 12.0)  # would meet the prediction, but it was recorded before the seal

@@ -203,6 +203,7 @@ class Evidence:
     bounds: list[float]
     outcome: str
     partial: bool
+    gpu: str = ""  # the board the session ran on (env.json's gpu name); '' where it records none
 
 
 @dataclass
@@ -351,11 +352,14 @@ def _score(pred: dict, records: list[SessionRecord], include_partial: bool, devi
             deviations.append(Deviation(pid, r.name, "baseline-not-exact", inexact))
         verdict.evidence.append(Evidence(session=r.name, value=value, bounds=bounds,
                                          outcome=MET if holds(value, pred["comparator"], bounds) else FAILED,
-                                         partial=not r.complete))
+                                         partial=not r.complete, gpu=str(r.facts.get("gpu_name") or "")))
     ev = verdict.evidence
     if not ev:
         verdict.reason = f"{len(with_evidence)} session(s) in scope, none holds the quantity"
         return verdict
+    pooled = boards_pooled(ev)
+    if pooled:  # the verdict stands as sealed; the reader sees that it rests on more than one board
+        deviations.append(Deviation(pid, "*", "boards-pooled", pooled))
     n_met = sum(e.outcome == MET for e in ev)
     partial_note = f"; {sum(e.partial for e in ev)} of them partial" if any(e.partial for e in ev) else ""
     if n_met == len(ev):
@@ -367,6 +371,16 @@ def _score(pred: dict, records: list[SessionRecord], include_partial: bool, devi
         verdict.reason = (f"fails in {len(ev) - n_met} of {len(ev)} session(s) in scope "
                           f"(met only if all hold){partial_note}")
     return verdict
+
+
+def boards_pooled(evidence: list[Evidence]) -> str | None:
+    """A sentence where one prediction's evidence comes from more than one board, else None. A scope that names
+    only gpu_capability takes an H100's sessions beside an H200's (both 9.0), whose memory and clocks differ."""
+    counts = Counter(e.gpu or "no GPU recorded" for e in evidence)
+    if len(counts) < 2:
+        return None
+    listed = ", ".join(f"{board} ({n})" for board, n in sorted(counts.items()))
+    return f"evidence from {len(counts)} boards: {listed}; the scope names no gpu_name, so it pools them"
 
 
 def evaluate(content: dict, records: list[SessionRecord], include_partial: bool = False,

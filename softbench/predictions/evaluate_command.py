@@ -69,7 +69,8 @@ def evaluation_rows(ev) -> tuple[list[list[str]], list[list[str]], list[list[str
 
     rows = []
     for v in ev.predictions:
-        evidence = "\n".join(f"{escape(e.session)}{' (partial)' if e.partial else ''}: {e.value:.4g} -> {e.outcome}"
+        evidence = "\n".join(f"{escape(e.session)}{' (partial)' if e.partial else ''}"
+                             f"{' [' + escape(e.gpu) + ']' if e.gpu else ''}: {e.value:.4g} -> {e.outcome}"
                              for e in v.evidence) or "-"
         rows.append([escape(v.id), f"[{_STYLE[v.verdict]}]{v.verdict}[/]", escape(v.condition), evidence,
                      escape(v.reason)])
