@@ -83,6 +83,8 @@ def test_the_summary_and_the_audit_table_carry_the_waits_by_kind():
 @pytest.mark.parametrize("sources, kind", [
     (["USGXT.U32 UR34, UR34, 0xe", "WARPGROUP.ARRIVE", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR32], RZ, !UPT"], K),
     (["F2FP.BF16.F32.PACK_AB R152, R219, R228", "HGMMA.64x128x16.F32.BF16 R88, R152, gdesc[UR12].tnspB, R88"], V),
+    (["WARPGROUP.ARRIVE", "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR32], RZ, !UPT"], K),  # FP8
+    (["QGMMA.64x128x32.F32.E4M3.E4M3 R88, R156, gdesc[UR28], R88, gsb0"], V),
     (["SYNCS.ARRIVE.TRANS64 RZ, [UR17+0x30170], R2", "UTMALDG.3D [UR8], [UR26]"], PRODUCER),
     (["IADD3 R1, R1, 0x1, RZ", "EXIT"], "other"),
 ])
@@ -112,3 +114,17 @@ def test_a_waits_executions_tell_a_query_blocks_waits_from_the_key_loops():
     assert sorted(zip(per_block.barrier, per_block.at_branch)) == [
         ("0x30160", 91), ("0x30168", 66), ("0x30170", 43), ("0x30170", 100)]
     assert sorted(consumer[consumer.executed == consumer.executed.max()].at_branch) == [275, 314]
+
+
+def test_fp8_waits_are_read_at_the_qgmma():
+    """FP8 causal 8K under the FP8 default on an H100 (20261205T122700Z): FP8's warpgroup MMA is QGMMA, and the key
+    loop's two consumer waits (once per key tile and warp, 249,984 times) are K's and V's. Read at HGMMA alone they
+    were 'other' and the audit's K / V column said 0 / 0. noexp, whose loop is shortest, waits longest for K."""
+    audit = ROOT / "sessions/20261205T122700Z-audit-fp8-8K-causal-b1h16d128-triton/ncu"
+    at_k = {}
+    for variant in ("A0", "noexp", "h15-folded"):
+        sites = barrier_waits.wait_sites(source_stalls.read(str(audit / f"{variant}-sass.csv.gz")))
+        loop = sites[sites.executed == 249_984]
+        assert sorted(loop.serves) == sorted([K, V]), variant
+        at_k[variant] = int(loop[loop.serves == K].at_branch.iloc[0])
+    assert at_k == {"A0": 316, "noexp": 1341, "h15-folded": 745}

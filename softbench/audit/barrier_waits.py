@@ -6,7 +6,7 @@ branch on its predicate to a retry loop placed at the end of the kernel; CUTLASS
 branch past the wait where it succeeded, then a second try-wait and the branch to the retry loop. A warp suspended in the try-wait is sampled at that branch
 (the retry loops collected no samples in the H200 audits), so a wait's samples are its branch's, and its try-wait's
 own few. What a wait was for is read from what follows it: the next warpgroup MMA or TMA copy. A wgmma whose A operand
-is a shared-memory descriptor is a Q.K^T (the wait was for K, or once per query block for Q); one whose A operand is a
+is a shared-memory descriptor (HGMMA at 16 bits, QGMMA at FP8) is a Q.K^T (the wait was for K, or once per query block for Q); one whose A operand is a
 register is P.V (the wait was for V); a TMA copy first is the producer waiting for a free slot. So the audit of a
 softbench Gluon kernel, or of FA3, says how long its consumers waited for K and for V and its producer for room."""
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from softbench.audit.sass import WGMMA_OPCODES
 from softbench.audit.source_stalls import EXECUTED, SAMPLES
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def serves(sources: list[str]) -> str:
         head = words[0] if words else ""
         if head.startswith("UTMALDG"):
             return KINDS[2]
-        if head.startswith("HGMMA"):
+        if head.split(".")[0] in WGMMA_OPCODES:
             return KINDS[0] if text.split(",")[1].strip().startswith("gdesc") else KINDS[1]
     return KINDS[3]
 

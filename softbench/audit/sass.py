@@ -149,8 +149,13 @@ def _uniform(i: Instruction) -> bool:
     return i.base.startswith("U") and not i.base.startswith("UTC")
 
 
+# Hopper's warpgroup MMA as SASS names it by operand type: HGMMA 16-bit floats, QGMMA FP8, IGMMA 8-bit integers,
+# BGMMA bits
+WGMMA_OPCODES = ("HGMMA", "QGMMA", "IGMMA", "BGMMA")
+
+
 def _mma(i: Instruction) -> bool:
-    return i.base in {"HGMMA", "QGMMA", "IGMMA", "BGMMA", "HMMA", "IMMA", "QMMA", "OMMA"} or (
+    return i.base in {*WGMMA_OPCODES, "HMMA", "IMMA", "QMMA", "OMMA"} or (
         i.base.startswith("UTC") and "MMA" in i.base)
 
 
