@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 15, prepared 2026-12-05 12:37; sealed first: sealed/fp8-k-ring.yaml. The FP8 audit on an H100
+# (20261205T122700Z), its waits read at the QGMMA, puts the consumers' waits for K at the key loop at 1,341 samples
+# in noexp, 745 in h15-folded and 316 in A0: the shorter the loop, the longer it waits for K. -ka and K's ring three
+# long were timed at FP8 for A0 alone (level). Whether they give h15-folded some of its 2.6% back.
+# Step 1: FP8 causal 8K, h15-folded against FA3 with the A/A null, 12 s at equal clock: K's ring three long and
+#         V's two under -ka, then -ka with two-deep rings, then the FP8 default, then the first again. The latency
+#         run's own smoke check compares each kernel's output with the reference before it is timed.
+#   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
+#          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_k_ring.sh 1`
+#          (carry .gpu/b)
+set -uo pipefail
+STEP=${1:?step 1}
+PAYLOAD=
+LEASE=fp8-k-ring  # apart from other scripts' steps in the same lease (lease_step.sh)
+. tools/gpu/lease_step.sh
+default=gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf
+k_ring=gluon-n128s3-c240l24-hg8-g1-pd-rla-lmt-tb-mlf-ka-v2
+k_ahead=$default-ka
+case "$STEP" in
+1) for cfg in $k_ring $k_ahead $default $k_ring; do
+     sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --budget-s 12 --triton-config "$cfg"
+   done ;;
+esac
+[ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
