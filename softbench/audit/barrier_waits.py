@@ -3,12 +3,13 @@
 
 ptxas lowers each mbarrier wait of a Gluon kernel to a SYNCS.PHASECHK.TRANS64.TRYWAIT and, a few instructions on, a
 branch on its predicate to a retry loop placed at the end of the kernel; CUTLASS's wait (FA3) to a try-wait with a
-branch past the wait where it succeeded, then a second try-wait and the branch to the retry loop. A warp suspended in the try-wait is sampled at that branch
-(the retry loops collected no samples in the H200 audits), so a wait's samples are its branch's, and its try-wait's
-own few. What a wait was for is read from what follows it: the next warpgroup MMA or TMA copy. A wgmma whose A operand
-is a shared-memory descriptor (HGMMA at 16 bits, QGMMA at FP8) is a Q.K^T (the wait was for K, or once per query block for Q); one whose A operand is a
-register is P.V (the wait was for V); a TMA copy first is the producer waiting for a free slot. So the audit of a
-softbench Gluon kernel, or of FA3, says how long its consumers waited for K and for V and its producer for room."""
+branch past the wait where it succeeded, then a second try-wait and the branch to the retry loop. A warp suspended
+in the try-wait is sampled at that branch (the retry loops collected no samples in the H200 audits), so a wait's
+samples are its branch's, and its try-wait's own few. What a wait was for is read from what follows it: the next
+warpgroup MMA (HGMMA at 16 bits, QGMMA at FP8) or TMA copy. A wgmma whose A operand is a shared-memory descriptor is
+a Q.K^T (the wait was for K, or once per query block for Q); one whose A operand is a register is P.V (the wait was
+for V); a TMA copy first is the producer waiting for a free slot. So the audit of a softbench Gluon kernel, or of
+FA3, says how long its consumers waited for K and for V and its producer for room."""
 
 from __future__ import annotations
 

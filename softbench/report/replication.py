@@ -5,8 +5,9 @@ lasts the run and shows only across runs (the nulls' spread, softbench.report.nu
 shuffled-start interleavings scattered more widely than their intervals allowed. So a claim such as "A0 at FA3's
 speed at BF16 causal 16K" rests on every complete session that timed both: grouped by the board, shape, quantity,
 kernel and the kernel's configuration (an H100 and an H200 share a capability but not their memory or clocks, so
-their sessions are no replicates of each other), their mean with a Student-t interval across sessions, the standard deviation between
-sessions beside the median half-width of the sessions' own intervals, and the range of their A/A nulls.
+their sessions are no replicates of each other), their mean with a Student-t interval across sessions, the
+standard deviation between sessions beside the median half-width of the sessions' own intervals, and the range of
+their A/A nulls.
 
 The estimates are the report's own (softbench.report.speedups: re-estimated from each session's units, and only
 where those units give back what the session wrote); this module only groups them."""
@@ -123,7 +124,8 @@ def replication_rows(groups: list[Replication]) -> list[list[str]]:
     rows = []
     for g in groups:
         lo, hi = g.t_interval()
-        rows.append([g.gpu or "-", g.shape_tag, g.quantity, g.kernel, g.config or "-", g.against, str(len(g.sessions)),
+        rows.append([g.gpu or "-", g.shape_tag, g.quantity, g.kernel, g.config or "-", g.against,
+                     str(len(g.sessions)),
                      f"{g.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{g.sd_between_pp:.2f}",
                      fmt(statistics.median(g.half_widths_pp) if g.half_widths_pp else None, ".2f"),
                      _span(g.estimates_pct), _span(g.nulls_pct)])

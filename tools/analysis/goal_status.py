@@ -97,8 +97,8 @@ def matching(groups: list[Replication], goal: Goal, kernels: tuple[str, ...]) ->
     """The groups of these kernels against FA3 on the goals' board at the goal's shape and quantity, in its dtype's
     default configuration, the fastest first."""
     config = default_label(goal.dtype)
-    return sorted((g for g in groups if g.gpu == GOAL_GPU and g.shape_tag == goal.shape_tag and g.quantity == goal.quantity
-                   and g.config == config and g.against == REFERENCE and g.kernel in kernels),
+    return sorted((g for g in groups if g.gpu == GOAL_GPU and g.shape_tag == goal.shape_tag
+                   and g.quantity == goal.quantity and g.config == config and g.against == REFERENCE and g.kernel in kernels),
                   key=lambda g: -g.mean_pct)
 
 
