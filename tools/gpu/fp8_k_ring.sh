@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 15, prepared 2026-12-05 12:37; sealed first: sealed/fp8-k-ring.yaml. The FP8 audit on an H100
 # (20261205T122700Z), its waits read at the QGMMA, puts the consumers' waits for K at the key loop at 1,341 samples
-# in noexp, 745 in h15-folded and 316 in A0: the shorter the loop, the longer it waits for K. -ka and K's ring three
-# long were timed at FP8 for A0 alone (level). Whether they give h15-folded some of its 2.6% back.
+# in noexp, 745 in h15-folded and 316 in A0: the shorter the loop, the longer it waits for K. -ka alone was level at
+# FP8 for A0 and h15-folded (2026-12-04 17:16-17:27); with K's ring three long it was never timed at FP8. Whether
+# the two together give h15-folded some of its 2.6% back.
 # Step 1: FP8 causal 8K, h15-folded against FA3 with the A/A null, 12 s at equal clock: K's ring three long and
 #         V's two under -ka, then -ka with two-deep rings, then the FP8 default, then the first again. The latency
 #         run's own smoke check compares each kernel's output with the reference before it is timed.
