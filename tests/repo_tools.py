@@ -1,6 +1,7 @@
 """The repository's scripts under tools/, loaded as modules by their path (they are not a package)."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -16,3 +17,11 @@ def load_tool(relative: str):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def relabel_board(session: Path, board: str) -> None:
+    """Record a copied session as run on `board` (env.json's gpu name), as an H100's session records it."""
+    env_path = session / "env.json"
+    env = json.loads(env_path.read_text())
+    env["gpu"]["name"] = board
+    env_path.write_text(json.dumps(env))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from softbench.predictions.sessions import load_sessions
 from softbench.report.replication import Replication, replications
-from tests.repo_tools import load_tool
+from tests.repo_tools import load_tool, relabel_board
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = ROOT / "sessions"
@@ -43,17 +43,13 @@ def test_one_session_carries_its_own_interval():
 def test_a_goal_reads_the_h200_alone(tmp_path):
     """Issue 15's goals are the H200's: the same noexp sessions recorded as run on an H100 give the ceiling row
     nothing to read, and on the H200 they give it both."""
-    import json
     import shutil
 
     names = ["20261204T194842Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",
              "20261204T195200Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved"]
     for n in names:
         shutil.copytree(SESSIONS / n, tmp_path / n)
-    env_path = tmp_path / names[0] / "env.json"
-    env = json.loads(env_path.read_text())
-    env["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
-    env_path.write_text(json.dumps(env))
+    relabel_board(tmp_path / names[0], "NVIDIA H100 80GB HBM3")
     groups, _ = replications(load_sessions([tmp_path]), min_sessions=1)
     (row,) = [r for r in goal_status.ceiling_rows(groups) if "bf16-8K-causal" in r]
     cells = [c.strip() for c in row.strip("|").split("|")]

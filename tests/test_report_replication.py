@@ -15,6 +15,7 @@ from softbench.predictions.sessions import load_sessions
 from softbench.report.build import build_report
 from softbench.report.reestimate import against_reference
 from softbench.report.replication import replication_rows, replication_summary, replications
+from tests.repo_tools import relabel_board
 
 SESSIONS = Path(__file__).resolve().parents[1] / "sessions"
 DEFAULT_16 = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"
@@ -80,19 +81,11 @@ def test_rows_print_the_group_and_the_scatter_beyond_the_sessions_own_intervals(
         assert flagged == (statistics.stdev(g.estimates_pct) > 1.5 * implied)
 
 
-def _move_to_board(root: Path, name: str, board: str) -> None:
-    """Record the copied session `name` as run on `board` (env.json's gpu name), as an H100's session records it."""
-    env_path = root / name / "env.json"
-    env = json.loads(env_path.read_text())
-    env["gpu"]["name"] = board
-    env_path.write_text(json.dumps(env))
-
-
 def test_sessions_on_another_board_are_no_replicates(tmp_path):
     """An H100 and an H200 share the capability 9.0 but not their memory or clocks: the same kernel, shape and
     configuration on the two boards are two groups, each of its own sessions."""
     root = _copy(tmp_path, HG4)
-    _move_to_board(root, HG4[1], "NVIDIA H100 80GB HBM3")
+    relabel_board(root / HG4[1], "NVIDIA H100 80GB HBM3")
     groups, notes = replications(load_sessions([root]), min_sessions=1)
     a0 = {g.gpu: g for g in groups if g.kernel == "A0"}
     assert set(a0) == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}

@@ -352,7 +352,7 @@ def _score(pred: dict, records: list[SessionRecord], include_partial: bool, devi
             deviations.append(Deviation(pid, r.name, "baseline-not-exact", inexact))
         verdict.evidence.append(Evidence(session=r.name, value=value, bounds=bounds,
                                          outcome=MET if holds(value, pred["comparator"], bounds) else FAILED,
-                                         partial=not r.complete, gpu=str(r.facts.get("gpu_name") or "")))
+                                         partial=not r.complete, gpu=r.board))
     ev = verdict.evidence
     if not ev:
         verdict.reason = f"{len(with_evidence)} session(s) in scope, none holds the quantity"

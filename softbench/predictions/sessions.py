@@ -32,6 +32,11 @@ class SessionRecord:
     started: _dt.datetime | None = None  # the earliest time the session records (see session_start)
     env: dict = field(default_factory=dict)  # env.json as recorded ({} when absent), for what facts leave out
 
+    @property
+    def board(self) -> str:
+        """The GPU the session ran on, by the name env.json records ('NVIDIA H200'); '' where it records none."""
+        return str(self.facts.get("gpu_name") or "")
+
     def supplies(self, kind: str) -> bool:
         if kind == self.command:
             return True

@@ -88,10 +88,9 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) ->
             continue
         points, _ = session_speedups(rec)  # what could not be re-estimated is reported by the figures' notes
         null = _null_of(points, references)
-        gpu = str(rec.facts.get("gpu_name") or "")
         for p in points:
             if p.against in references and p.role in ("baseline", "variant"):
-                key = (gpu, p.shape_tag, p.quantity, p.variant, p.config, p.against)
+                key = (rec.board, p.shape_tag, p.quantity, p.variant, p.config, p.against)
                 groups.setdefault(key, []).append((rec.name, p, null))
     out, single = [], 0
     for key, members in sorted(groups.items()):
