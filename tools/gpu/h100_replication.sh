@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, prepared 2026-12-05 14:10; sealed first: sealed/h100-replication.yaml. Every figure behind issue 15's
+# Issue 15, prepared 2026-12-05 13:55; sealed first: sealed/h100-replication.yaml. Every figure behind issue 15's
 # goals comes from one H200. Whether they hold on the other GH100 board, the H100 SXM (the same 132 SMs and clocks,
 # a 700 W cap, slower HBM3), which is the board the device tool has mostly lent since 2026-12-05 11:40. A board
 # replication, not goal evidence: tools/analysis/goal_status.py reads the H200's sessions alone.
