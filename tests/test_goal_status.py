@@ -41,8 +41,8 @@ def test_one_session_carries_its_own_interval():
 
 
 def test_a_goal_reads_the_h200_alone(tmp_path):
-    """Issue 15's goals are the H200's: the same noexp sessions recorded as run on an H100 give the ceiling row
-    nothing to read, and on the H200 they give it both."""
+    """Issue 15's goals are the H200's: a noexp session recorded as run on an H100 stays out of the ceiling row,
+    which reads the H200's other session; asked for the H100 (--gpu), the row reads that one alone."""
     import shutil
 
     names = ["20261204T194842Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",
@@ -54,6 +54,8 @@ def test_a_goal_reads_the_h200_alone(tmp_path):
     (row,) = [r for r in goal_status.ceiling_rows(groups) if "bf16-8K-causal" in r]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3] == "1" and cells[6].endswith("(one session)")  # the H200's one session, not the H100's
+    (h100,) = [r for r in goal_status.ceiling_rows(groups, "NVIDIA H100 80GB HBM3") if "bf16-8K-causal" in r]
+    assert h100 != row and h100.split("|")[4].strip() == "1"  # asked for by name, the H100's session alone
 
 
 def test_the_ceiling_reading_places_the_goal_against_the_interval():

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Issue 15's speed goals, where the committed sessions put them (no GPU).
 
-    python tools/analysis/goal_status.py [sessions]
+    python tools/analysis/goal_status.py [sessions] [--gpu BOARD]
+
+BOARD (default: the H200 the goals name) reads the same goals from another board's sessions, e.g. "NVIDIA H100
+80GB HBM3" for the replication on an H100 (tools/gpu/h100_replication.sh): that table is a replication, not
+evidence for the goals.
 
 Every figure is the report's own grouping across sessions (softbench.report.replication: each complete latency
 session that timed FA3 in the same run, its per-pair estimate re-estimated from its units, grouped by shape,
@@ -18,6 +22,7 @@ weights alone cannot reach there; the kernel around them has to move first."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,19 +98,19 @@ HEADER = ("| goal | shape | quantity | kernel | sessions | against FA3, % (mean 
           "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
-def matching(groups: list[Replication], goal: Goal, kernels: tuple[str, ...]) -> list[Replication]:
-    """The groups of these kernels against FA3 on the goals' board at the goal's shape and quantity, in its dtype's
+def matching(groups: list[Replication], goal: Goal, kernels: tuple[str, ...], gpu: str = GOAL_GPU) -> list[Replication]:
+    """The groups of these kernels against FA3 on board `gpu` at the goal's shape and quantity, in its dtype's
     default configuration, the fastest first."""
     config = default_label(goal.dtype)
-    return sorted((g for g in groups if g.gpu == GOAL_GPU and g.shape_tag == goal.shape_tag
+    return sorted((g for g in groups if g.gpu == gpu and g.shape_tag == goal.shape_tag
                    and g.quantity == goal.quantity and g.config == config and g.against == REFERENCE and g.kernel in kernels),
                   key=lambda g: -g.mean_pct)
 
 
-def rows(groups: list[Replication]) -> list[str]:
+def rows(groups: list[Replication], gpu: str = GOAL_GPU) -> list[str]:
     out = []
     for goal in goals():
-        found = matching(groups, goal, goal.kernels)
+        found = matching(groups, goal, goal.kernels, gpu)
         if not found:
             out.append(f"| {goal.what} | {goal.shape_tag} | {goal.quantity} | {', '.join(goal.kernels)} | 0 | "
                        f"not timed under `{default_label(goal.dtype)}` | {goal.at_least_pct:+.0f} | not known |")
@@ -129,12 +134,12 @@ CEILING_HEADER = ("| form goal | shape | quantity | sessions | noexp against FA3
                   "reading |\n| --- | --- | --- | --- | --- | --- | --- |")
 
 
-def ceiling_rows(groups: list[Replication]) -> list[str]:
+def ceiling_rows(groups: list[Replication], gpu: str = GOAL_GPU) -> list[str]:
     out = []
     for goal in goals():
         if goal.kernels != ROWMAX_FORMS:  # the parity goals are A0's own, not a form's
             continue
-        found = matching(groups, goal, (CEILING, ))
+        found = matching(groups, goal, (CEILING, ), gpu)
         for g in found:
             bounds = interval(g)
             one = " (one session)" if len(g.sessions) == 1 else ""
@@ -147,21 +152,24 @@ def ceiling_rows(groups: list[Replication]) -> list[str]:
     return out
 
 
-def table(folder: Path) -> str:
+def table(folder: Path, gpu: str = GOAL_GPU) -> str:
     latency = [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
     groups, _ = replications(latency, min_sessions=1)
     configs = ", ".join(f"{d.upper()} `{default_label(d)}`" for d in ("bf16", "fp8"))
-    return "\n".join([f"On the {GOAL_GPU}. Default configurations: {configs}.", "", HEADER, *rows(groups), "",
+    return "\n".join([f"On the {gpu}. Default configurations: {configs}.", "", HEADER, *rows(groups, gpu), "",
                       "The exponential-free ceiling beside each form goal (the same grouping):", "", CEILING_HEADER,
-                      *ceiling_rows(groups)])
+                      *ceiling_rows(groups, gpu)])
 
 
 def main(argv: list[str]) -> int:
-    folder = Path(argv[0] if argv else "sessions")
-    if not folder.is_dir():
-        print(f"{folder} is not a folder of sessions", file=sys.stderr)
+    parser = argparse.ArgumentParser(description="Issue 15's speed goals, where the committed sessions put them.")
+    parser.add_argument("sessions", nargs="?", default="sessions", type=Path)
+    parser.add_argument("--gpu", default=GOAL_GPU, help=f"the board whose sessions to read (default: {GOAL_GPU})")
+    args = parser.parse_args(argv)
+    if not args.sessions.is_dir():
+        print(f"{args.sessions} is not a folder of sessions", file=sys.stderr)
         return 2
-    print(table(folder))
+    print(table(args.sessions, args.gpu))
     return 0
 
 
