@@ -1,4 +1,4 @@
-"""softbench.audit.barrier_waits on the committed audits of BF16 causal 16K (2026-12-04): the wait counts the README
+"""softbench.audit.barrier_waits on the committed audits of BF16 causal 16K (2026-12-04): the wait counts docs/leases.md
 quotes for the paired order and -ka come back from the per-instruction pages, what each wait was for is read right,
 the audit's table carries them, and tools/analysis/mbarrier_waits.py prints them site by site."""
 
@@ -25,7 +25,7 @@ def _big(sites, kind):
 
 
 def test_the_k_ahead_figures_come_back_from_the_audits():
-    """README (the leases of 17:07-17:38): the first consumer's K wait 1,867 samples in the paired order against
+    """docs/leases.md (the leases of 17:07-17:38): the first consumer's K wait 1,867 samples in the paired order against
     1,075 under -ka, the second's 1,489 against 1,446, the V waits 2,477 against 2,823 (the two key loops' sites),
     the producer's two polls 10,497 and 316 against 3,810 and 6,515 (samples at each wait's branch)."""
     paired, ahead = barrier_waits.wait_sites(_page(PAIRED)), barrier_waits.wait_sites(_page(K_AHEAD))
@@ -57,7 +57,7 @@ def test_a_wait_counts_its_branch_and_try_wait_and_retry_loops_are_not_waits():
 
 
 def test_the_key_loops_mma_waits_order_the_forms_by_their_slack():
-    """BF16 causal 8K under the 16-bit default (20261204T213415Z; README, the leases of 21:17-21:35): the consumers
+    """BF16 causal 8K under the 16-bit default (20261204T213415Z; docs/leases.md, the leases of 21:17-21:35): the consumers
     of noexp wait at their key loop's wgmma waits 498 samples, A0's 201 and h15-folded-clamped's 60, the order of
     their softmax's length (386, 452 and 523 loop instructions), while noexp and A0 take the same time."""
     audit = ROOT / "sessions/20261204T213415Z-audit-bf16-8K-causal-b1h16d128-triton/ncu"

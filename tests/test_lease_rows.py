@@ -1,4 +1,4 @@
-"""tools/analysis/lease_rows.py: the README's per-lease tables of A0 and a variant against FA3 are what the committed
+"""tools/analysis/lease_rows.py: docs/leases.md's per-lease tables of A0 and a variant against FA3 are what the committed
 sessions give, row by row, and a session without the reference gets no row."""
 
 import re
@@ -18,12 +18,12 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def readme_rows() -> list[tuple[str, list[str]]]:
-    """(session folder stamp, cells) for each row of the README's tables with the tool's header. A row names its
+def lease_table_rows() -> list[tuple[str, list[str]]]:
+    """(session folder stamp, cells) for each row of docs/leases.md's tables with the tool's header. A row names its
     session by the full stamp (20261204T192650Z) or by its time alone (192808Z) after a full stamp of the same day."""
     header = lease_rows.HEADER.splitlines()[0]
     rows, inside, day = [], False, None
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs" / "leases.md").read_text().splitlines():
         if line.strip() == header:
             inside, day = True, None
             continue
@@ -48,8 +48,8 @@ def _session(stamp: str) -> Path:
     return found[0]
 
 
-def test_the_readme_tables_hold_what_the_sessions_give():
-    rows = readme_rows()
+def test_the_lease_tables_hold_what_the_sessions_give():
+    rows = lease_table_rows()
     assert len(rows) >= 25  # the leases of 19:23-20:05 and 21:17-21:24
     for stamp, cells in rows:
         computed = _cells(lease_rows.row(_session(stamp), "ref-fa3"))
@@ -59,7 +59,7 @@ def test_the_readme_tables_hold_what_the_sessions_give():
 
 def test_the_row_of_one_session():
     """BF16 causal 16K with K's ring three long (sealed/k-ring.yaml): the configuration as the worker reported it,
-    two processes per kernel, and the per-pair figures of the README's row."""
+    two processes per kernel, and the per-pair figures of its row in docs/leases.md."""
     line = lease_rows.row(_session("20261204T211715Z"), "ref-fa3")
     assert _cells(line) == [
         "BF16 causal 16K", "`gluon-n128s3-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka-v2`", "30 s, 2 processes per kernel",

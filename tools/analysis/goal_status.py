@@ -39,7 +39,7 @@ REFERENCE = "ref-fa3"
 # the board issue 15's goals name: an H100's sessions (the same capability, slower memory, other clocks) are a
 # replication elsewhere, not evidence for these goals
 GOAL_GPU = "NVIDIA H200"
-# the Rowmax-H15 forms whose gates have passed in the Gluon kernel (the README's gate rows name the configurations)
+# the Rowmax-H15 forms whose gates have passed in the Gluon kernel (docs/leases.md's gate rows name the configurations)
 ROWMAX_FORMS = ("h15-folded", "h15-folded-clamped", "h15-sat", "h15-proved", "A1", "h15-1of4", "h15-1of2")
 SHAPES = ("causal-b1h16d128", "noncausal-b1h16d128")
 CEILING = "noexp"  # the exponential-free control: the weights' cost taken out of the kernel

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's per-lease table rows, read from the latency sessions themselves (no GPU).
+"""docs/leases.md's per-lease table rows, read from the latency sessions themselves (no GPU).
 
     python tools/analysis/lease_rows.py sessions/<latency session> [more sessions] [--reference ref-fa3]
 

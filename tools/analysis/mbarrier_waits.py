@@ -5,7 +5,7 @@
 
 Reads the per-instruction page `softbench audit --source-stalls` keeps (ncu/<variant>-sass.csv.gz) through
 softbench.audit.barrier_waits, which says how a wait's samples and its purpose are read. Audits written before that
-column have the page too, so their waits come out here. The README's and docs/hopper-notes.md's wait counts for the
+column have the page too, so their waits come out here. docs/leases.md's and docs/hopper-notes.md's wait counts for the
 paired order, `-ka` and `-v3` (BF16 causal 16K, 2026-12-04) are this script's "at the branch" column."""
 
 from __future__ import annotations

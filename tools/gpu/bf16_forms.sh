@@ -31,7 +31,7 @@
 #         beside noexp against FA3 under the default: +0.55% across two sessions (+0.29%, +0.82%), whose t
 #         interval on one degree of freedom, [-2.84, +3.94], still holds the goal. Three more sessions of 30 s
 #         with two processes per kernel, noexp as the variant, say whether any form of the weights can reach it.
-# Steps 3, 4 and 6 ran 2026-12-05 01:31-01:35 and 02:10-02:13, step 5 at 03:00-03:03 (README, "The leases of
+# Steps 3, 4 and 6 ran 2026-12-05 01:31-01:35 and 02:10-02:13, step 5 at 03:00-03:03 (docs/leases.md, "The leases of
 #         2026-12-05"): A0 at or above FA3 at every BF16 shape; the ceiling under the form goal; two programs per SM
 #         0.91 of FA3.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
