@@ -334,6 +334,24 @@ def test_evidence_names_its_board_and_a_pool_of_boards_is_a_deviation(tmp_path):
                           "gpu_name, so it pools them")
 
 
+def test_a_session_from_another_board_is_excluded_for_its_board_first(tmp_path):
+    """sealed/h100-replication.yaml names the H100: the H200's sessions of the same shape, all from before that
+    seal, are listed as excluded for their board, not only for their time, since the board keeps them out after
+    the seal as well."""
+    pred = {**PREDICTIONS["predictions"][0],
+            "scope": {**PREDICTIONS["predictions"][0]["scope"], "gpu_name": "NVIDIA H100 80GB HBM3"}}
+    h200 = {"name": "NVIDIA H200", "capability": "9.0", "sm_count": 132}
+    latency(tmp_path, "h200-early", "fp8", 12.0, started="2026-01-01T10:00:00.000+00:00", env={"gpu": h200})
+    latency(tmp_path, "h200-late", "fp8", 12.0, started="2026-01-01T12:00:00.000+00:00", env={"gpu": h200})
+    ev = evaluate(normalize({"predictions": [pred]}), load_sessions([tmp_path]),
+                  sealed_utc="2026-01-01T11:00:00.000+00:00")
+    why = {x.session: x.reason for x in ev.excluded}
+    board = "recorded gpu_name='NVIDIA H200', the scope names 'NVIDIA H100 80GB HBM3'"
+    assert why["h200-late"] == board
+    assert why["h200-early"].startswith(board + "; started 2026-01-01T10:00:00.000+00:00, before the seal")
+    assert ev.predictions[0].verdict == "unverified" and not ev.predictions[0].evidence
+
+
 def test_cli_lists_excluded_sessions_and_an_early_session_cannot_meet(tmp_path):
     sess = tmp_path / "sessions"
     latency(sess, "early", "fp8", 12.0)  # would meet the prediction, but it was recorded before the seal

@@ -262,19 +262,21 @@ def _fmt_utc(t: _dt.datetime) -> str:
 
 
 def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | None) -> str | None:
-    """Why a session that the measured part of the scope takes may still not count; None when it counts."""
+    """Why a session that the measured part of the scope takes may still not count; None when it counts. Every
+    reason that applies is given, the provenance first: a session from another board or source stays out whenever
+    it ran, so "before the seal" alone would understate why."""
+    reasons = []
+    miss = _first_mismatch({k: v for k, v in scope.items() if is_provenance(k)}, rec)
+    if miss is not None:
+        key, have = miss
+        reasons.append(f"records no {key}, which the scope names ({scope[key]!r})" if have is _MISSING
+                       else f"recorded {key}={have!r}, the scope names {scope[key]!r}")
     if sealed is not None:
         if rec.started is None:
-            return "records no start time, so it cannot be shown to have started after the seal"
-        if rec.started < sealed:
-            return f"started {_fmt_utc(rec.started)}, before the seal ({_fmt_utc(sealed)})"
-    miss = _first_mismatch({k: v for k, v in scope.items() if is_provenance(k)}, rec)
-    if miss is None:
-        return None
-    key, have = miss
-    if have is _MISSING:
-        return f"records no {key}, which the scope names ({scope[key]!r})"
-    return f"recorded {key}={have!r}, the scope names {scope[key]!r}"
+            reasons.append("records no start time, so it cannot be shown to have started after the seal")
+        elif rec.started < sealed:
+            reasons.append(f"started {_fmt_utc(rec.started)}, before the seal ({_fmt_utc(sealed)})")
+    return "; ".join(reasons) or None
 
 
 def baseline_not_exact(rec: SessionRecord) -> str | None:
