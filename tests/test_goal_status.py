@@ -97,3 +97,14 @@ def test_the_readme_tables_are_what_the_sessions_give():
     assert len(ceilings.splitlines()) == 2 + 3  # one row per form goal
     assert goals in readme and ceilings in readme
     assert printed.splitlines()[0] in readme  # the default configurations it read the goals in
+
+
+def test_the_readme_h100_table_is_what_the_sessions_give():
+    """The board replication's table (tools/gpu/h100_replication.sh): the same goals read from the H100's sessions
+    alone, the line naming the board included."""
+    readme = (ROOT / "README.md").read_text()
+    printed = goal_status.table(SESSIONS, "NVIDIA H100 80GB HBM3")
+    goals = _tables(printed)[0]
+    assert printed.splitlines()[0] in readme and goals in readme
+    assert "| A0 at least as fast as FA3 | fp8-8K-causal-b1h16d128 | at equal clock | A0 | 2 |" in goals
+

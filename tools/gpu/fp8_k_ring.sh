@@ -7,7 +7,7 @@
 # Step 1: FP8 causal 8K, h15-folded against FA3 with the A/A null, 12 s at equal clock: K's ring three long and
 #         V's two under -ka, then -ka with two-deep rings, then the FP8 default, then the first again. The latency
 #         run's own smoke check compares each kernel's output with the reference before it is timed.
-#         Not run as of 2026-12-05 13:15 (no H200 could be had); its seal names the H200.
+#         Not run as of 2026-12-05 14:45 (no H200 could be had from 11:43 on); its seal names the H200.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_k_ring.sh 1`
 #          (carry .gpu/b)

@@ -7,6 +7,7 @@
 #         variant, each dtype's default configuration: FP8 causal 8K, causal 16K, non-causal 8K, then BF16 the same.
 # Step 2: FP8 causal 8K sustained at the power cap, h15-folded against FA3 (each kernel in its own blocks).
 # Both steps refuse to run on any board but an H100, so that nothing lands beside the H200's sessions by mistake.
+# Ran 2026-12-05 14:26-14:37 (step 1 twice, step 2 between; 13 sessions, 20261205T142609Z-143623Z): 8 of 8 met.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/h100_replication.sh 1`
 #          (carry .gpu/b); step 2 in the next call, with the same environment.
