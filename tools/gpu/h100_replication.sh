@@ -6,13 +6,16 @@
 # Step 1: the six shapes at equal clock, 12 s, each with the A/A null and FA3 in the same run, h15-folded as the
 #         variant, each dtype's default configuration: FP8 causal 8K, causal 16K, non-causal 8K, then BF16 the same.
 # Step 2: FP8 causal 8K sustained at the power cap, h15-folded against FA3 (each kernel in its own blocks).
-# Both steps refuse to run on any board but an H100, so that nothing lands beside the H200's sessions by mistake.
+# Step 3 (added 2026-12-05 14:48, after 1-2; no new seal, the sessions fall under H1 and H2): step 1 put h15-folded
+#         at +4.0% and +4.7% over A0 at FP8 causal 8K against the H200's +6.4%, on two sessions. Three more of
+#         them, then noexp once (the exponential-free ceiling on this board, a diagnosis).
+# The steps refuse to run on any board but an H100, so that nothing lands beside the H200's sessions by mistake.
 # Ran 2026-12-05 14:26-14:37 (step 1 twice, step 2 between; 13 sessions, 20261205T142609Z-143623Z): 8 of 8 met.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/h100_replication.sh 1`
 #          (carry .gpu/b); step 2 in the next call, with the same environment.
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
 LEASE=h100-replication  # apart from other scripts' steps in the same lease (lease_step.sh)
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "H100" || { echo "not an H100: nothing run"; exit 3; }
@@ -24,5 +27,9 @@ case "$STEP" in
      sbt latency "${against_fa3[@]}" --dtype "$dtype" --variant h15-folded --seq 8192 --no-causal --budget-s 12
    done ;;
 2) sbt latency "${sustained_fa3[@]}" "${fp8_folded[@]}" --seq 8192 ;;
+3) for _ in 1 2 3; do
+     sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --causal --budget-s 12
+   done
+   sbt latency "${against_fa3[@]}" --dtype fp8 --variant noexp --seq 8192 --causal --budget-s 12 ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
