@@ -11,6 +11,7 @@
 #         them, then noexp once (the exponential-free ceiling on this board, a diagnosis).
 # The steps refuse to run on any board but an H100, so that nothing lands beside the H200's sessions by mistake.
 # Ran 2026-12-05 14:26-14:37 (step 1 twice, step 2 between; 13 sessions, 20261205T142609Z-143623Z): 8 of 8 met.
+# Step 3 ran 14:49-14:53 (20261205T145007Z-145219Z): h15-folded +10.34/+10.87/+10.98% against FA3, noexp +18.97%.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/h100_replication.sh 1`
 #          (carry .gpu/b); step 2 in the next call, with the same environment.
