@@ -103,7 +103,8 @@ def matching(groups: list[Replication], goal: Goal, kernels: tuple[str, ...], gp
     default configuration, the fastest first."""
     config = default_label(goal.dtype)
     return sorted((g for g in groups if g.gpu == gpu and g.shape_tag == goal.shape_tag
-                   and g.quantity == goal.quantity and g.config == config and g.against == REFERENCE and g.kernel in kernels),
+                   and g.quantity == goal.quantity and g.config == config and g.against == REFERENCE
+                   and g.kernel in kernels),
                   key=lambda g: -g.mean_pct)
 
 
