@@ -114,3 +114,11 @@ def test_the_readme_h100_table_is_what_the_sessions_give():
     assert len(h100) >= 2
     assert f"| A0 at least as fast as FA3 | fp8-8K-causal-b1h16d128 | at equal clock | A0 | {len(h100)} |" in goals
 
+
+def test_a_board_no_session_ran_on_is_one_sentence(capsys):
+    """A misspelt board (--gpu H100) would give a table of "not known" rows; it is refused and the boards that
+    are there are named."""
+    assert goal_status.main([str(SESSIONS), "--gpu", "H100"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'H100'" in err and "NVIDIA H100 80GB HBM3" in err and "NVIDIA H200" in err
+

@@ -170,6 +170,11 @@ def main(argv: list[str]) -> int:
     if not args.sessions.is_dir():
         print(f"{args.sessions} is not a folder of sessions", file=sys.stderr)
         return 2
+    boards = sorted({r.board for r in load_sessions([args.sessions]) if r.facts.get("command") == "latency"})
+    if args.gpu not in boards:
+        print(f"no latency session in {args.sessions} ran on {args.gpu!r}; the boards there: {', '.join(boards)}",
+              file=sys.stderr)
+        return 2
     print(table(args.sessions, args.gpu))
     return 0
 
