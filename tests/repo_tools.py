@@ -1,11 +1,14 @@
-"""The repository's scripts under tools/, loaded as modules by their path (they are not a package)."""
+"""The repository's scripts under tools/, loaded as modules by their path (they are not a package), and copies of its
+committed sessions for tests that change or group them."""
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SESSIONS = ROOT / "sessions"
 
 
 def load_tool(relative: str):
@@ -25,3 +28,11 @@ def relabel_board(session: Path, board: str) -> None:
     env = json.loads(env_path.read_text())
     env["gpu"]["name"] = board
     env_path.write_text(json.dumps(env))
+
+
+def copy_sessions(names, into: Path) -> Path:
+    """Copy the committed sessions `names` into the folder `into` (made if absent) and return it."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copytree(SESSIONS / name, into / name)
+    return into

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from softbench.predictions.sessions import load_sessions
 from softbench.report.replication import Replication, replications
-from tests.repo_tools import load_tool, relabel_board
+from tests.repo_tools import copy_sessions, load_tool, relabel_board
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = ROOT / "sessions"
@@ -43,12 +43,9 @@ def test_one_session_carries_its_own_interval():
 def test_a_goal_reads_the_h200_alone(tmp_path):
     """Issue 15's goals are the H200's: a noexp session recorded as run on an H100 stays out of the ceiling row,
     which reads the H200's other session; asked for the H100 (--gpu), the row reads that one alone."""
-    import shutil
-
     names = ["20261204T194842Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved",
              "20261204T195200Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved"]
-    for n in names:
-        shutil.copytree(SESSIONS / n, tmp_path / n)
+    copy_sessions(names, tmp_path)
     relabel_board(tmp_path / names[0], "NVIDIA H100 80GB HBM3")
     groups, _ = replications(load_sessions([tmp_path]), min_sessions=1)
     (row,) = [r for r in goal_status.ceiling_rows(groups) if "bf16-8K-causal" in r]
@@ -91,7 +88,7 @@ def _tables(text):
 
 def test_the_readme_tables_are_what_the_sessions_give():
     readme = (ROOT / "README.md").read_text()
-    printed = goal_status.table(SESSIONS)
+    printed = goal_status.table(goal_status.latency_sessions(SESSIONS))
     goals, ceilings = _tables(printed)
     assert len(goals.splitlines()) >= 2 + 9  # the header, then at least one row per goal
     assert len(ceilings.splitlines()) == 2 + 3  # one row per form goal
@@ -103,7 +100,7 @@ def test_the_readme_h100_table_is_what_the_sessions_give():
     """The board replication's table (tools/gpu/h100_replication.sh): the same goals read from the H100's sessions
     alone, the line naming the board included."""
     readme = (ROOT / "README.md").read_text()
-    printed = goal_status.table(SESSIONS, "NVIDIA H100 80GB HBM3")
+    printed = goal_status.table(goal_status.latency_sessions(SESSIONS), "NVIDIA H100 80GB HBM3")
     goals, ceilings = _tables(printed)
     assert printed.splitlines()[0] in readme and goals in readme and ceilings in readme
     # its FP8 causal 8K row counts the H100's sessions of that shape with FA3, none of the H200's

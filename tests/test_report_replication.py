@@ -4,7 +4,6 @@ copied to a temporary folder where one is to be marked partial."""
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from softbench.predictions.sessions import load_sessions
 from softbench.report.build import build_report
 from softbench.report.reestimate import against_reference
 from softbench.report.replication import replication_rows, replication_summary, replications
-from tests.repo_tools import relabel_board
+from tests.repo_tools import copy_sessions, relabel_board
 
 SESSIONS = Path(__file__).resolve().parents[1] / "sessions"
 DEFAULT_16 = "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf"
@@ -28,11 +27,7 @@ HG2 = "20261204T084626Z-latency-bf16-16K-causal-b1h16d128-triton-A0-vs-h15-sat-i
 
 
 def _copy(tmp_path: Path, names) -> Path:
-    root = tmp_path / "sessions"
-    root.mkdir()
-    for n in names:
-        shutil.copytree(SESSIONS / n, root / n)
-    return root
+    return copy_sessions(names, tmp_path / "sessions")
 
 
 def _group(groups, kernel: str, config: str = DEFAULT_16):

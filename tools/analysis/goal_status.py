@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 import torch  # noqa: E402
 
 from softbench.kernels import gluon_attn  # noqa: E402
-from softbench.predictions.sessions import load_sessions  # noqa: E402
+from softbench.predictions.sessions import SessionRecord, load_sessions  # noqa: E402
 from softbench.report.replication import Replication, replications  # noqa: E402
 
 REFERENCE = "ref-fa3"
@@ -153,8 +153,12 @@ def ceiling_rows(groups: list[Replication], gpu: str = GOAL_GPU) -> list[str]:
     return out
 
 
-def table(folder: Path, gpu: str = GOAL_GPU) -> str:
-    latency = [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
+def latency_sessions(folder: Path) -> list[SessionRecord]:
+    return [r for r in load_sessions([folder]) if r.facts.get("command") == "latency"]
+
+
+def table(latency: list[SessionRecord], gpu: str = GOAL_GPU) -> str:
+    """Both tables for board `gpu`, from these latency sessions."""
     groups, _ = replications(latency, min_sessions=1)
     configs = ", ".join(f"{d.upper()} `{default_label(d)}`" for d in ("bf16", "fp8"))
     return "\n".join([f"On the {gpu}. Default configurations: {configs}.", "", HEADER, *rows(groups, gpu), "",
@@ -170,12 +174,13 @@ def main(argv: list[str]) -> int:
     if not args.sessions.is_dir():
         print(f"{args.sessions} is not a folder of sessions", file=sys.stderr)
         return 2
-    boards = sorted({r.board for r in load_sessions([args.sessions]) if r.facts.get("command") == "latency"})
+    latency = latency_sessions(args.sessions)
+    boards = sorted({r.board for r in latency})
     if args.gpu not in boards:
         print(f"no latency session in {args.sessions} ran on {args.gpu!r}; the boards there: {', '.join(boards)}",
               file=sys.stderr)
         return 2
-    print(table(args.sessions, args.gpu))
+    print(table(latency, args.gpu))
     return 0
 
 
