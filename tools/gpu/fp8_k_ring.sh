@@ -7,10 +7,12 @@
 # Step 1: FP8 causal 8K, h15-folded against FA3 with the A/A null, 12 s at equal clock: K's ring three long and
 #         V's two under -ka, then -ka with two-deep rings, then the FP8 default, then the first again. The latency
 #         run's own smoke check compares each kernel's output with the reference before it is timed.
-#         Not run as of 2026-12-05 14:45 (no H200 could be had from 11:43 on); its seal names the H200.
+#         Not run as of 2026-12-05 16:15 (no H200 could be had from 11:43 on); its seal names the H200.
 # Step 2 (prepared 2026-12-05 16:00; sealed first: sealed/h100-k-ring.yaml): the same question on an H100 SXM, where
 #         h15-folded gains less over A0 than on the H200 (docs/hopper-notes.md, "The H100 replication"): h15-folded
 #         under K's ring of three and -ka, the FP8 default as the control in the same lease, noexp under both.
+#         Ran 2026-12-05 16:07-16:11 on an H100 (20261205T160727Z-161016Z): 3 of 3 met, h15-folded +10.3/+10.8%
+#         against FA3 under s3-ka-v2 beside the default's +11.1% (median ratios): K earlier gave the form nothing.
 # Each step refuses any board but its own, so that nothing lands beside the other board's sessions by mistake.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_k_ring.sh 1`
