@@ -15,6 +15,9 @@ set -uo pipefail
 STEP=${1:?step 1 or 2}
 PAYLOAD=
 LEASE=fp8-ceiling  # apart from other scripts' steps in the same lease (lease_step.sh)
+# its seals scope the sessions by compute capability (9.0), which an H100 shares: refuse it here instead
+board=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+[[ $board == *H200* ]] || { echo "the ceiling's seals are the H200's and this is $board: nothing run"; exit 3; }
 . tools/gpu/lease_step.sh
 case "$STEP" in
 1) for _ in 1 2; do
