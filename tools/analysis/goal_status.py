@@ -166,19 +166,26 @@ def table(latency: list[SessionRecord], gpu: str = GOAL_GPU) -> str:
                       *ceiling_rows(groups, gpu)])
 
 
+def sessions_on(folder: Path, gpu: str) -> tuple[list[SessionRecord], str | None]:
+    """The latency sessions in `folder`, and None; or none and the one sentence that says why there is nothing to
+    read for board `gpu` (a misspelt board would otherwise give tables of "not known" rows)."""
+    if not folder.is_dir():
+        return [], f"{folder} is not a folder of sessions"
+    latency = latency_sessions(folder)
+    boards = sorted({r.board for r in latency})
+    if gpu not in boards:
+        return [], f"no latency session in {folder} ran on {gpu!r}; the boards there: {', '.join(boards)}"
+    return latency, None
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Issue 15's speed goals, where the committed sessions put them.")
     parser.add_argument("sessions", nargs="?", default="sessions", type=Path)
     parser.add_argument("--gpu", default=GOAL_GPU, help=f"the board whose sessions to read (default: {GOAL_GPU})")
     args = parser.parse_args(argv)
-    if not args.sessions.is_dir():
-        print(f"{args.sessions} is not a folder of sessions", file=sys.stderr)
-        return 2
-    latency = latency_sessions(args.sessions)
-    boards = sorted({r.board for r in latency})
-    if args.gpu not in boards:
-        print(f"no latency session in {args.sessions} ran on {args.gpu!r}; the boards there: {', '.join(boards)}",
-              file=sys.stderr)
+    latency, refusal = sessions_on(args.sessions, args.gpu)
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 2
     print(table(latency, args.gpu))
     return 0
