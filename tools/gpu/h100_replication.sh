@@ -13,7 +13,8 @@
 #         +16.98% against FA3 in two sessions (14:52, 16:09), so whether it sits as far below the H200's (+20.19%) as
 #         h15-folded does rests on two numbers two points apart. noexp three more times under the FP8 default.
 #         Ran 16:19-16:22 on another H100 (20261205T161952Z-162130Z, all at 1,920 MHz: +13.2% to +15.3%); step 3
-#         ran again 16:25-16:28 on a fifth machine (20261205T162546Z-162746Z).
+#         ran again 16:25-16:28 on a fifth machine (20261205T162546Z-162746Z). Step 4 again 16:49-16:51 on a sixth
+#         (20261205T164926Z-165102Z, 1,905-1,950 MHz: +14.2% to +16.3%).
 # The steps refuse to run on any board but an H100, so that nothing lands beside the H200's sessions by mistake.
 # Ran 2026-12-05 14:26-14:37 (step 1 twice, step 2 between; 13 sessions, 20261205T142609Z-143623Z): 8 of 8 met.
 # Step 3 ran 14:49-14:53 (20261205T145007Z-145219Z): h15-folded +10.34/+10.87/+10.98% against FA3, noexp +18.97%.
