@@ -1,5 +1,5 @@
 """tools/analysis/lead_by_clock.py: each kernel's speed-up over FA3 against its session's SM clock, read from the
-committed H100 sessions of 2026-12-05 (several machines, 1,830-1,920 MHz)."""
+committed H100 sessions of 2026-12-05 (several machines, 1,830-1,950 MHz)."""
 
 from pathlib import Path
 

@@ -4,7 +4,7 @@
     python tools/analysis/lead_by_clock.py [sessions] --gpu BOARD [--shape TAG] [--kernel NAME ...]
 
 An interleaved session runs all its kernels at one clock (the protocol's equal clock), but the clock itself is the
-board's choice under its power cap, and it differs from session to session (1,830-1,920 MHz at FP8 causal 8K on
+board's choice under its power cap, and it differs from session to session (1,830-1,950 MHz at FP8 causal 8K on
 the H100s of 2026-12-05). A kernel whose time does not shrink with the SM clock as FA3's does (one that waits on
 memory more) reads a smaller speed-up over FA3 at a higher clock. This prints, per kernel, every complete session
 at the shape in the dtype's default configuration with FA3 in the same run: the board that ran it (the tail of its
