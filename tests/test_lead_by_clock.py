@@ -26,8 +26,8 @@ def h100_fp8_8k():
 def test_each_point_is_the_goal_tables_estimate_at_its_recorded_clock(h100_fp8_8k):
     """The speed-ups are the ones the goal table averages (one grouping, softbench.report.replication), and each
     clock is the baseline's median the session recorded."""
-    points = lead_by_clock.points(h100_fp8_8k, H100, SHAPE, "h15-folded")
     groups, _ = replications(h100_fp8_8k, min_sessions=1)
+    points = lead_by_clock.points(groups, {r.name: r for r in h100_fp8_8k}, H100, SHAPE, "h15-folded")
     (group,) = [g for g in groups if g.gpu == H100 and g.kernel == "h15-folded" and g.shape_tag == SHAPE
                 and g.quantity == "at equal clock" and g.config == lead_by_clock.default_label("fp8")
                 and g.against == "ref-fa3"]
@@ -44,7 +44,8 @@ def test_each_point_is_the_goal_tables_estimate_at_its_recorded_clock(h100_fp8_8
 
 def test_the_line_across_sessions_is_ordinary_least_squares(h100_fp8_8k):
     """Checked against scipy's linregress: the slope, and the 95% interval from its standard error."""
-    points = lead_by_clock.points(h100_fp8_8k, H100, SHAPE, "A0")
+    groups, _ = replications(h100_fp8_8k, min_sessions=1)
+    points = lead_by_clock.points(groups, {r.name: r for r in h100_fp8_8k}, H100, SHAPE, "A0")
     line = lead_by_clock.line_across(points)
     fit = stats.linregress([p.clock_mhz for p in points], [p.lead_pct for p in points])
     half = stats.t.ppf(0.975, len(points) - 2) * fit.stderr

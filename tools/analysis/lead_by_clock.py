@@ -29,7 +29,7 @@ from goal_status import REFERENCE, default_label, sessions_on  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from softbench.predictions.sessions import SessionRecord  # noqa: E402
-from softbench.report.speedups import session_speedups  # noqa: E402
+from softbench.report.replication import Replication, replications  # noqa: E402
 
 QUANTITY = "at equal clock"  # a sustained session's kernels run at clocks of their own: no one clock to plot against
 
@@ -55,23 +55,21 @@ def machine(rec: SessionRecord) -> str:
     return uuid[-6:] or "?"
 
 
-def points(latency: list[SessionRecord], gpu: str, shape_tag: str, kernel: str) -> list[Point]:
-    """The complete sessions on `gpu` at `shape_tag` that timed `kernel` against FA3 in the dtype's default
-    configuration, at equal clock, oldest first."""
-    config = default_label(shape_tag.split("-")[0])
+def points(groups: list[Replication], records: dict[str, SessionRecord], gpu: str, shape_tag: str,
+           kernel: str) -> list[Point]:
+    """The sessions of the goal table's group for `kernel` on `gpu` at `shape_tag` (against FA3, at equal clock, in
+    the dtype's default configuration: softbench.report.replication's grouping of complete sessions), each at the
+    clock its record gives, oldest first. `records` are the latency sessions by name."""
+    wanted = (gpu, shape_tag, QUANTITY, kernel, default_label(shape_tag.split("-")[0]), REFERENCE)
     out = []
-    for rec in latency:
-        if rec.board != gpu or not rec.complete or REFERENCE not in (rec.summary.get("references") or []):
+    for g in groups:
+        if (g.gpu, g.shape_tag, g.quantity, g.kernel, g.config, g.against) != wanted:
             continue
-        clocks = rec.summary.get("sm_clock_mhz_median") or {}
-        clock = clocks.get(rec.summary.get("baseline"))
-        if not isinstance(clock, (int, float)):
-            continue
-        found, _ = session_speedups(rec)
-        for p in found:
-            if (p.against == REFERENCE and p.variant == kernel and p.role in ("baseline", "variant")
-                    and p.shape_tag == shape_tag and p.quantity == QUANTITY and p.config == config):
-                out.append(Point(rec.name, machine(rec), float(clock), p.estimate_pct))
+        for name, lead in zip(g.sessions, g.estimates_pct):
+            rec = records[name]
+            clock = (rec.summary.get("sm_clock_mhz_median") or {}).get(rec.summary.get("baseline"))
+            if isinstance(clock, (int, float)):
+                out.append(Point(name, machine(rec), float(clock), lead))
     return sorted(out, key=lambda p: p.session)
 
 
@@ -122,9 +120,11 @@ def describe(line: Line | None, what: str) -> str:
 
 def report(latency: list[SessionRecord], gpu: str, shape_tag: str, kernels: list[str]) -> str:
     config = default_label(shape_tag.split("-")[0])
+    groups, _ = replications(latency, min_sessions=1)
+    records = {r.name: r for r in latency}
     out = [f"On the {gpu}, {shape_tag} at equal clock, each kernel against FA3 in `{config}`.", ""]
     for kernel in kernels:
-        pts = points(latency, gpu, shape_tag, kernel)
+        pts = points(groups, records, gpu, shape_tag, kernel)
         out += [f"{kernel}:", "", "| session | machine | SM clock, MHz | against FA3, % |", "| --- | --- | --- | --- |"]
         out += [f"| `{p.session[:16]}` | {p.machine} | {p.clock_mhz:,.0f} | {p.lead_pct:+.2f} |" for p in pts]
         machines = len({p.machine for p in pts})
