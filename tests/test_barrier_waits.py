@@ -57,9 +57,9 @@ def test_a_wait_counts_its_branch_and_try_wait_and_retry_loops_are_not_waits():
 
 
 def test_the_key_loops_mma_waits_order_the_forms_by_their_slack():
-    """BF16 causal 8K under the 16-bit default (20261204T213415Z; docs/leases.md, the leases of 21:17-21:35): the consumers
-    of noexp wait at their key loop's wgmma waits 498 samples, A0's 201 and h15-folded-clamped's 60, the order of
-    their softmax's length (386, 452 and 523 loop instructions), while noexp and A0 take the same time."""
+    """BF16 causal 8K under the 16-bit default (20261204T213415Z; docs/leases.md, the leases of 21:17-21:35): the
+    consumers of noexp wait at their key loop's wgmma waits 498 samples, A0's 201 and h15-folded-clamped's 60, the
+    order of their softmax's length (386, 452 and 523 loop instructions), while noexp and A0 take the same time."""
     audit = ROOT / "sessions/20261204T213415Z-audit-bf16-8K-causal-b1h16d128-triton/ncu"
     counts = {v: barrier_waits.key_loop_mma_waits(source_stalls.read(str(audit / f"{v}-sass.csv.gz")))
               for v in ("noexp", "A0", "h15-folded-clamped")}

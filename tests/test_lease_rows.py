@@ -1,5 +1,5 @@
-"""tools/analysis/lease_rows.py: docs/leases.md's per-lease tables of A0 and a variant against FA3 are what the committed
-sessions give, row by row, and a session without the reference gets no row."""
+"""tools/analysis/lease_rows.py: docs/leases.md's per-lease tables of A0 and a variant against FA3 are what the
+committed sessions give, row by row, and a session without the reference gets no row."""
 
 import re
 from pathlib import Path
