@@ -129,7 +129,7 @@ def test_a_native_run_audits_the_cubin_its_launch_compiled(tmp_path, monkeypatch
 
     cubin = tmp_path / "compiled.cubin"
     code = ("import sys; from softbench.core.shapes import Shape; from softbench.kernels.triton_compile import "
-            "compile_kernel; from softbench.kernels.gluon_attn import GluonConfig; c = compile_kernel(Shape("
+            "compile_kernel; from softbench.kernels.gluon_config import GluonConfig; c = compile_kernel(Shape("
             "dtype='fp8', seq=8192, causal=True), 'A0', GluonConfig.from_label('gluon-n128s2-c240l24-hg8-g1-tb')); "
             "open(sys.argv[1], 'wb').write(c.asm['cubin'])")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -17,6 +17,7 @@ from softbench import operators as ops  # noqa: E402
 from softbench.core.errors import UsageError  # noqa: E402
 from softbench.kernels import gluon_attn as ga  # noqa: E402
 from softbench.kernels import triton_attn as ta  # noqa: E402
+from softbench.kernels.gluon_config import GluonConfig  # noqa: E402
 
 from tile_step import COLS, ROWS, TILES, run_tiles  # noqa: E402
 
@@ -79,17 +80,17 @@ def test_tile_step_emulates_a0s_exp2_on_the_picked_keys_only(every, offset, mask
 
 
 def test_emulation_label_reads_back_and_is_a0s_alone():
-    cfg = ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-e16")
+    cfg = GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-e16")
     assert cfg.emulate == 16 and cfg.label() == "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb-e16"
     assert cfg.plain().emulate == 16  # other bits than the MUFU's: compared with itself, not with the plain kernel
     assert ga.kernel_constants(cfg, 8192, 128, True, True, "A0")["EMULATE"] == ops.HYBRID_BITS[16]
     for variant in ("h15-folded", "h15-sat", "A1", "noexp"):
         assert ga.kernel_constants(cfg, 8192, 128, True, True, variant)["EMULATE"] == 0
-    assert ga.kernel_constants(ga.GluonConfig(), 8192, 128, True, False, "A0")["EMULATE"] == 0
+    assert ga.kernel_constants(GluonConfig(), 8192, 128, True, False, "A0")["EMULATE"] == 0
     for bad in ("gluon-n128s2-c240l24-hg8-e3", "gluon-n64s2-c240l24-hg8-e32", "gluon-n128s2-c240l24-hg8-e64"):
         with pytest.raises(UsageError, match="emulates one exp2 in"):
-            ga.GluonConfig.from_label(bad)
-    assert ga.GluonConfig.from_label("gluon-n64s2-c240l24-hg8-e16").emulate == 16
+            GluonConfig.from_label(bad)
+    assert GluonConfig.from_label("gluon-n64s2-c240l24-hg8-e16").emulate == 16
 
 
 def _bundled_ptxas() -> bool:

@@ -8,33 +8,34 @@ import pytest
 
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels import gluon_attn as ga
+from softbench.kernels.gluon_config import GluonConfig
 
 BF16 = "gluon-n128s2-c240l24-hg8-rl-ltt-tb-mlf"
 BF16_PM = "gluon-n128s2-c240l24-hg8-rl-ltt-pm-tb-mlf"
 
 
 def test_p_round_label_reads_back_and_plain_rounds_at_the_tail():
-    cfg = ga.GluonConfig.from_label(BF16_PM)
+    cfg = GluonConfig.from_label(BF16_PM)
     assert cfg.p_round == "wgmma" and cfg.label() == BF16_PM
-    assert ga.GluonConfig.from_label(BF16).p_round == "tail"
+    assert GluonConfig.from_label(BF16).p_round == "tail"
     assert ga.kernel_constants(cfg, 8192, 128, True, False, "A0")["P_AT_MMA"] is True
-    assert ga.kernel_constants(ga.GluonConfig.from_label(BF16), 8192, 128, True, False, "A0")["P_AT_MMA"] is False
+    assert ga.kernel_constants(GluonConfig.from_label(BF16), 8192, 128, True, False, "A0")["P_AT_MMA"] is False
     # what the probe compares it with, bit for bit
-    assert cfg.plain() == ga.GluonConfig.from_label(BF16).plain() and cfg.plain().p_round == "tail"
+    assert cfg.plain() == GluonConfig.from_label(BF16).plain() and cfg.plain().p_round == "tail"
     # its place: after the row sums, before -tb
     with pytest.raises(UsageError, match="Gluon configuration label"):
-        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-rl-tb-pm")
+        GluonConfig.from_label("gluon-n128s2-c240l24-hg8-rl-tb-pm")
 
 
 def test_p_round_refuses_fp8_split_qk_and_unknown_places():
     # at FP8 P is always rounded at the wgmma: a second label for the same kernel would split its sessions
     with pytest.raises(UnsupportedError, match="16-bit inputs"):
-        ga.kernel_constants(ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-rla-lmt-pm-tb-mlf"), 8192, 128,
+        ga.kernel_constants(GluonConfig.from_label("gluon-n128s2-c240l24-hg8-g1-rla-lmt-pm-tb-mlf"), 8192, 128,
                             True, True, "A0")
     with pytest.raises(UsageError, match="not with -sq"):
-        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-rl-pm-tb-sq")
+        GluonConfig.from_label("gluon-n128s2-c240l24-hg8-rl-pm-tb-sq")
     with pytest.raises(UsageError, match="rounded to its operand"):
-        ga.GluonConfig(p_round="early")
+        GluonConfig(p_round="early")
 
 
 def _bundled_ptxas() -> bool:

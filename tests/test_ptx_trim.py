@@ -26,7 +26,7 @@ def _ptx(tmp_path, dtype: str, label: str, variant: str = "A0") -> str:
     test modules set)."""
     out = tmp_path / f"{dtype}-{label}-{variant}.ptx"
     code = ("import sys; from softbench.core.shapes import Shape; from softbench.kernels.triton_compile import "
-            "compile_kernel; from softbench.kernels.gluon_attn import GluonConfig; "
+            "compile_kernel; from softbench.kernels.gluon_config import GluonConfig; "
             f"c = compile_kernel(Shape(dtype={dtype!r}, seq=8192, causal=True, head_dim=128), {variant!r}, "
             f"GluonConfig.from_label({label!r})); open(sys.argv[1], 'w').write(c.asm['ptx'])")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

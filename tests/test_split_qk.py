@@ -6,20 +6,21 @@ import pytest
 
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels import gluon_attn as ga
+from softbench.kernels.gluon_config import GluonConfig
 
 SPLIT = "gluon-n128s2-c240l24-hg8-rl-ltt-tb-sq"
 
 
 def test_split_label_reads_back_and_is_refused_where_it_is_not_written():
-    cfg = ga.GluonConfig.from_label(SPLIT)
+    cfg = GluonConfig.from_label(SPLIT)
     assert cfg.split_qk and cfg.label() == SPLIT and cfg.plain().split_qk
-    assert ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-rl-ltt-tb-sq-e16").emulate == 16
+    assert GluonConfig.from_label("gluon-n128s2-c240l24-hg8-rl-ltt-tb-sq-e16").emulate == 16
     assert ga.kernel_constants(cfg, 8192, 128, True, False, "A0")["SPLIT"] is True
-    assert ga.kernel_constants(ga.GluonConfig(), 8192, 128, True, False, "A0")["SPLIT"] is False
+    assert ga.kernel_constants(GluonConfig(), 8192, 128, True, False, "A0")["SPLIT"] is False
     for bad in ("gluon-n64s2-c240l24-hg8-sq", "gluon-n128s2-c240l24-hg8-ppn-sq", "gluon-n128s2-c240l24-hg8-lmt-sq",
                 "gluon-n128s2-c240l24-hg8-ro-sq"):
         with pytest.raises(UsageError, match="split Q.K"):
-            ga.GluonConfig.from_label(bad)
+            GluonConfig.from_label(bad)
     with pytest.raises(UnsupportedError, match="16-bit inputs, not FP8"):
         ga.kernel_constants(cfg, 8192, 128, True, True, "A0")
     # Rowmax-H15's weights would leave their lattice when the first half takes the second half's alpha

@@ -7,6 +7,7 @@ import pytest
 
 from softbench.core.errors import UsageError
 from softbench.kernels import gluon_attn as ga
+from softbench.kernels.gluon_config import GluonConfig
 
 BF16 = "gluon-n128s2-c240l24-hg8-rl-ltt-tb"
 FP8 = "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb"
@@ -14,19 +15,19 @@ FP8 = "gluon-n128s2-c240l24-hg8-g1-rla-lmt-tb"
 
 def test_tile_loop_labels_read_back_and_plain_is_one_loop():
     for suffix, form, mode in (("", "one", 0), ("-ml", "two", 1), ("-mlf", "two-fenced", 2)):
-        cfg = ga.GluonConfig.from_label(BF16 + suffix)
+        cfg = GluonConfig.from_label(BF16 + suffix)
         assert cfg.tile_loops == form and cfg.label() == BF16 + suffix
         assert ga.kernel_constants(cfg, 8192, 128, True, False, "A0")["MASKED_LOOP"] == mode
         # the same arithmetic in the same order: what the probe compares it with, bit for bit
-        assert cfg.plain().tile_loops == "one" and cfg.plain() == ga.GluonConfig.from_label(BF16).plain()
+        assert cfg.plain().tile_loops == "one" and cfg.plain() == GluonConfig.from_label(BF16).plain()
     # its place: after -tb, before -sq and -e<N>
-    assert ga.GluonConfig.from_label(FP8 + "-mlf-e16").emulate == 16
+    assert GluonConfig.from_label(FP8 + "-mlf-e16").emulate == 16
     with pytest.raises(UsageError, match="Gluon configuration label"):
-        ga.GluonConfig.from_label("gluon-n128s2-c240l24-hg8-ml-rl")
+        GluonConfig.from_label("gluon-n128s2-c240l24-hg8-ml-rl")
     with pytest.raises(UsageError, match="not with -sq"):
-        ga.GluonConfig.from_label(BF16 + "-ml-sq")
+        GluonConfig.from_label(BF16 + "-ml-sq")
     with pytest.raises(UsageError, match="loops, not"):
-        ga.GluonConfig(tile_loops="three")
+        GluonConfig(tile_loops="three")
 
 
 def _bundled_ptxas() -> bool:

@@ -93,7 +93,7 @@ def fa3_loop(functions, element: str, block_n: int, cluster: int, causal: bool) 
 
 def softbench_loop(dtype: str, label: str, causal: bool) -> dict:
     from softbench.core.shapes import Shape
-    from softbench.kernels.gluon_attn import GluonConfig
+    from softbench.kernels.gluon_config import GluonConfig
     from softbench.kernels.triton_compile import compile_kernel
 
     kernel = compile_kernel(Shape(dtype=dtype, seq=8192, causal=causal, batch=1, heads=16, head_dim=128), "A0",

@@ -60,7 +60,7 @@ def parse_triton_config(label: str) -> dict:
     from dataclasses import asdict
 
     if label.strip().startswith("gluon"):
-        from softbench.kernels.gluon_attn import GluonConfig
+        from softbench.kernels.gluon_config import GluonConfig
 
         return {"kernel": "gluon", **asdict(GluonConfig.from_label(label))}
     from softbench.kernels.triton_attn import KernelConfig

@@ -4,7 +4,7 @@
   * gluon (softbench.kernels.gluon_attn): a warp-specialized Hopper kernel (a producer warp, one or two consumer
     warpgroups), BF16/FP16/FP8 and the same variants, head dims 64 and 128. The default wherever it can run (an
     sm_90 GPU, compiled Triton, head dim 64 or 128): faster than the Triton kernel at every dtype on the H200 since
-    P's FP8 operand is packed at the wgmma; its configuration per dtype is gluon_attn.default_config's. Head dim 256
+    P's FP8 operand is packed at the wgmma; its configuration per dtype is gluon_config.default_config's. Head dim 256
     runs in the Triton kernel on every machine. `--triton-config` with a label picks either.
 Each variant is a constexpr of one kernel, compiled on first use; the operand layout (V key-major for FP8) is made
 once in build(), outside the timed call.
@@ -25,7 +25,7 @@ from softbench.kernels.capability import GLUON_HEAD_DIMS, detect_device, triton_
 from softbench.kernels.inputs import Inputs
 from softbench.core.shapes import Shape
 
-# the fields of each kernel's configuration (triton_attn.KernelConfig, gluon_attn.GluonConfig), which TritonBackend
+# the fields of each kernel's configuration (triton_attn.KernelConfig, gluon_config.GluonConfig), which TritonBackend
 # takes as options; written out here so that the backend checks its options without importing triton
 CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "tma", "warp_specialize",
                  "max_registers", "rotate", "head_group")
@@ -76,7 +76,7 @@ def resolve_config(torch_dtype, head_dim: int, overrides: dict, hopper: bool | N
     if kernel not in KERNELS:
         raise UsageError(f"unknown Triton-backend kernel {kernel!r}; choose {' or '.join(KERNELS)}")
     if kernel == "gluon":
-        from softbench.kernels.gluon_attn import default_config as gluon_default
+        from softbench.kernels.gluon_config import default_config as gluon_default
 
         base, fields = gluon_default(torch_dtype, head_dim), GLUON_FIELDS
     else:

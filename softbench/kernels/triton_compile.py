@@ -59,7 +59,7 @@ def _signature(arg_names, typed: dict, ints: dict) -> tuple[dict, dict, dict]:
 
 def compile_kernel(shape: Shape, variant: str, config, arch: int = 90):
     """Compile the kernel for `shape` and `config` (softbench.kernels.triton_attn.KernelConfig, or
-    gluon_attn.GluonConfig for the Gluon kernel) for sm_`arch`; returns Triton's compiled kernel (its .asm holds
+    gluon_config.GluonConfig for the Gluon kernel) for sm_`arch`; returns Triton's compiled kernel (its .asm holds
     ttgir, ptx and cubin)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         raise UnsupportedError("cross-compiling needs Triton's compiler; unset TRITON_INTERPRET for this process")
@@ -109,10 +109,11 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from softbench.kernels import gluon_attn as ga
+    from softbench.kernels.gluon_config import check_head_dim
     from softbench.kernels.inputs import TORCH_DTYPES
 
     d, fp8 = shape.head_dim, shape.dtype == "fp8"
-    ga.check_head_dim(d)  # as its launch refuses head dim 256, which the Triton-language kernel takes
+    check_head_dim(d)  # as its launch refuses head dim 256, which the Triton-language kernel takes
     dtypes = {"q": shape.dtype, "k": shape.dtype, "v": shape.dtype, "o": "bf16" if fp8 else shape.dtype,
               "ones": shape.dtype}
 
@@ -477,7 +478,7 @@ def main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     shape = Shape(dtype=a.dtype, seq=a.seq, causal=a.causal, head_dim=a.head_dim)
     if a.label and a.label.startswith("gluon"):
-        from softbench.kernels.gluon_attn import GluonConfig
+        from softbench.kernels.gluon_config import GluonConfig
 
         print(json.dumps(cross_compile(shape, a.variant, GluonConfig.from_label(a.label), a.arch), indent=1))
         return 0

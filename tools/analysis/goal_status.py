@@ -11,7 +11,7 @@ Every figure is the report's own grouping across sessions (softbench.report.repl
 session that timed FA3 in the same run, its per-pair estimate re-estimated from its units, grouped by shape,
 quantity, kernel and configuration; the mean with a Student-t interval across sessions, or, for a kernel timed in
 one session only, that session's own interval, said so). Each goal is read in the configuration the backend runs by
-default for its dtype (gluon_attn.default_config); for a goal on "the best correct form" every Rowmax-H15 form
+default for its dtype (gluon_config.default_config); for a goal on "the best correct form" every Rowmax-H15 form
 timed there is listed, the best first. A goal is "met" where the interval's lower end clears it, "mean only" where
 the mean does and the interval still holds the goal, else "not met".
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 import torch  # noqa: E402
 
-from softbench.kernels import gluon_attn  # noqa: E402
+from softbench.kernels import gluon_config  # noqa: E402
 from softbench.predictions.sessions import SessionRecord, load_sessions  # noqa: E402
 from softbench.report.replication import Replication, replications  # noqa: E402
 
@@ -71,7 +71,7 @@ def goals() -> list[Goal]:
 
 def default_label(dtype: str) -> str:
     torch_dtype = torch.float8_e4m3fn if dtype == "fp8" else torch.bfloat16
-    return gluon_attn.default_config(torch_dtype, 128).label()
+    return gluon_config.default_config(torch_dtype, 128).label()
 
 
 def interval(group: Replication) -> tuple[float, float] | None:

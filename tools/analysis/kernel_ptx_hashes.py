@@ -17,7 +17,8 @@ producer's load order (-ka, 2026-12-04 17:00), 40 of 40 identical, after which t
 cases were added: the paired 16-bit default of before and the FP8 default with -ka; again around V's ring of its own
 (-v<N>, 2026-12-04 19:20), 42 of 42 identical, after which two cases with -v3 were added; again around the kernel's
 V_STAGES default (0: as many as K's, 20:40), 44 of 44 identical; again with the producer's functions taking V's
-ring as the kernel resolved it (no second default), 44 of 44 identical."""
+ring as the kernel resolved it (no second default), 44 of 44 identical; again around the configuration's move out of the
+kernel's module into softbench.kernels.gluon_config (2026-12-05 18:05), 44 of 44 identical."""
 
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 from dataclasses import replace  # noqa: E402
 
-from softbench.kernels import gluon_attn as ga  # noqa: E402
+from softbench.kernels.gluon_config import DEFAULT, DEFAULT_FP8, DEFAULT_SYNC, GluonConfig  # noqa: E402
 
 PREFIX = "gluon-n128s2-c240l24-"
 # the defaults as the backend runs them with Triton 3.6 (-tb), whatever they are when this runs
-BF16_DEFAULT = replace(ga.DEFAULT, sync=ga.DEFAULT_SYNC).label()
-FP8_DEFAULT = replace(ga.DEFAULT_FP8, sync=ga.DEFAULT_SYNC).label()
+BF16_DEFAULT = replace(DEFAULT, sync=DEFAULT_SYNC).label()
+FP8_DEFAULT = replace(DEFAULT_FP8, sync=DEFAULT_SYNC).label()
 CASES = (
     [("bf16", 128, True, v, BF16_DEFAULT) for v in ("A0", "h15-sat", "A1", "noexp", "h15-proved", "h15-1of4")]
     + [("bf16", 128, True, "A0", PREFIX + s) for s in (
@@ -73,7 +74,7 @@ def case_line(case: tuple) -> str:
     dtype, head_dim, causal, variant, label = case
     try:
         kernel = tc.compile_kernel(Shape(dtype=dtype, seq=8192, causal=causal, head_dim=head_dim), variant,
-                                   ga.GluonConfig.from_label(label))
+                                   GluonConfig.from_label(label))
     except Exception as e:  # a case that no longer compiles is a finding, printed in its line
         return f"{case} ERROR {type(e).__name__}: {str(e).strip().splitlines()[0][:160]}"
     return f"{case} {ptx_body_hash(kernel.asm['ptx'])}"

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 import torch  # noqa: E402
 
 from softbench.core.shapes import Shape  # noqa: E402
-from softbench.kernels.gluon_attn import LAZY_THRESHOLD  # noqa: E402
+from softbench.kernels.gluon_config import LAZY_THRESHOLD  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 
 KEY_TILE = 128

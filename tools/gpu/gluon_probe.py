@@ -46,17 +46,18 @@ from softbench.kernels.refs import relative_error  # noqa: E402
 from softbench.kernels.sim import sim_attention  # noqa: E402
 from softbench.kernels.catalog import get_variant  # noqa: E402
 from softbench.kernels.sim_weights import SIM_WEIGHTS  # noqa: E402
+from softbench.kernels.gluon_config import GluonConfig, default_config  # noqa: E402
 from triton_probe import CALLS, WARMUP, WINDOWS, time_forward  # noqa: E402  (this folder: the same timing)
 
 # per dtype: (configuration, timed with every variant rather than A0 alone)
 CANDIDATES = {
-    "bf16": [(ga.GluonConfig(), True), (ga.GluonConfig(pingpong=True), True), (ga.GluonConfig(head_group=16), False),
-             (ga.GluonConfig(block_n=64, stages=4), False)],
-    "fp8": [(ga.GluonConfig(stages=4), True), (ga.GluonConfig(stages=2, consumers=1), True),
-            (ga.GluonConfig(stages=4, pingpong=True), False), (ga.GluonConfig(stages=3), False),
-            (ga.GluonConfig(block_n=64, stages=4, consumers=1), False)],
+    "bf16": [(GluonConfig(), True), (GluonConfig(pingpong=True), True), (GluonConfig(head_group=16), False),
+             (GluonConfig(block_n=64, stages=4), False)],
+    "fp8": [(GluonConfig(stages=4), True), (GluonConfig(stages=2, consumers=1), True),
+            (GluonConfig(stages=4, pingpong=True), False), (GluonConfig(stages=3), False),
+            (GluonConfig(block_n=64, stages=4, consumers=1), False)],
 }
-CHECK_CONFIGS = (ga.GluonConfig(), ga.GluonConfig(block_n=64, stages=3), ga.GluonConfig(pingpong=True))
+CHECK_CONFIGS = (GluonConfig(), GluonConfig(block_n=64, stages=3), GluonConfig(pingpong=True))
 CHECK_SHAPES = [  # (batch, seq, heads, kv_heads, head_dim, causal)
     (1, 1000, 4, 2, 128, True),
     (1, 1000, 4, 2, 128, False),
@@ -196,7 +197,7 @@ def long_checks(rows: list, dtypes: dict, configs, variants) -> None:
                    "gain_vs_fp32": gain(out)}
             rows.append(row)
             print(json.dumps(row), flush=True)
-        default = ga.default_config(DTYPES[dtype_name], 128)
+        default = default_config(DTYPES[dtype_name], 128)
         for variant in variants:
             base = None
             for config in (default, *(c for c in configs if c != default)):
@@ -275,7 +276,7 @@ def main(argv: list[str]) -> int:
     variants = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--check-variants=")]
     timed = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--timing-only=")]
     shapes = [{int(i) for i in a.split("=", 1)[1].split(",")} for a in argv if a.startswith("--check-shapes=")]
-    named = tuple(ga.GluonConfig.from_label(x) for x in given[0].split(",")) if given else ()
+    named = tuple(GluonConfig.from_label(x) for x in given[0].split(",")) if given else ()
     checks(rows, dtypes, named or CHECK_CONFIGS, tuple(variants[0]) if variants else CHECK_VARIANTS,
            shapes[0] if shapes else None)
     repeats = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--repeat-equal=")]

@@ -2,7 +2,7 @@
 # Issue 15, prepared 2026-12-04 17:00; sealed first: sealed/k-ahead.yaml. Under Nsight Compute the 16-bit default's
 # consumers spent about twice FA3's samples waiting for K and V at BF16 causal 16K (20261204T100505Z). The producer
 # issued tile i's K, then its V, and V's slot frees only at the end of the consumers' next iteration, so each K waited
-# behind a V. -ka issues tile i + 1's K before tile i's V, as FA3's producer does (gluon_attn.LOADS); the consumers'
+# behind a V. -ka issues tile i + 1's K before tile i's V, as FA3's producer does (gluon_config.LOADS); the consumers'
 # code is unchanged.
 # Step 1: -ka's outputs against the one-block kernel and the simulation (BF16 under the 16-bit default's options, A0
 #         and h15-folded; FP8 under the FP8 default's, A0 and h15-folded; ragged shapes, head dims 64 and 128, more

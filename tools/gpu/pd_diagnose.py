@@ -80,7 +80,9 @@ def probe_data(out_dir: Path) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/gpu: gluon_probe
     import gluon_probe as gp
 
-    failing = gp.ga.GluonConfig.from_label(FAILING)
+    from softbench.kernels.gluon_config import GluonConfig
+
+    failing = GluonConfig.from_label(FAILING)
     configs = (failing, replace(failing, schedule="blocks"))
     rows: list = []
     fp8 = {"fp8": torch.float8_e4m3fn}
@@ -97,6 +99,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     from softbench.kernels import gluon_attn as ga
+    from softbench.kernels.gluon_config import GluonConfig
 
     out_dir = Path(args[0])
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -107,7 +110,7 @@ def main(argv: list[str]) -> int:
     for (b, s, h, hk, d, causal) in SHAPES:
         q, k, v = (torch.randn(b, s, n, d, generator=g).to(torch.float8_e4m3fn).cuda() for n in (h, hk, hk))
         for label in FORMS:
-            config = ga.GluonConfig.from_label(label)
+            config = GluonConfig.from_label(label)
             plain = replace(config, schedule="blocks")
             row = {"shape": [b, s, h, hk, d, causal], "config": label, "variant": "A0"}
             try:

@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 from softbench.core.shapes import Shape  # noqa: E402
 from softbench.kernels import gluon_attn as ga  # noqa: E402
+from softbench.kernels.gluon_config import GluonConfig  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 from triton_probe import time_forward  # noqa: E402
 
@@ -46,7 +47,7 @@ def forwards(ops: dict) -> dict:
 
     def call(config, variant, norms, extra_norms=False):
         o = ops[config]
-        cfg = ga.GluonConfig.from_label(LABELS[config])
+        cfg = GluonConfig.from_label(LABELS[config])
 
         def forward():
             if extra_norms:
@@ -67,7 +68,7 @@ def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     shape = Shape(dtype="fp8", seq=8192, causal=True, head_dim=128)
     inputs = make_inputs(shape, 0, "cuda")
-    ops = {c: ga.prepare_operands(inputs.q, inputs.k, inputs.v, ga.GluonConfig.from_label(label))
+    ops = {c: ga.prepare_operands(inputs.q, inputs.k, inputs.v, GluonConfig.from_label(label))
            for c, label in LABELS.items()}
     rows = []
     with torch.inference_mode():

@@ -2,7 +2,7 @@
 # Issue 15, prepared 2026-12-04 19:15; sealed first: sealed/v-ring.yaml. Under -ka (the 16-bit default since 17:40)
 # the audit at BF16 causal 16K put more of the consumers' samples at the V waits than at the K waits
 # (20261204T172302Z): V(i) is issued once P.V(i - 2) has completed, and K(i + 2) waits behind it. -v3 gives V a
-# ring of three buffers, K keeping two (gluon_attn.GluonConfig.v_stages); the consumers' code reads the same tiles.
+# ring of three buffers, K keeping two (gluon_config.GluonConfig.v_stages); the consumers' code reads the same tiles.
 # Step 1: -v3's outputs against the one-block kernel and the simulation (BF16 under the 16-bit default's options, A0
 #         and h15-folded; FP8 under the FP8 default's, A0 and h15-folded; ragged shapes, head dims 64 and 128, more
 #         blocks than programs, 2 launches in a row); only if every check passes: BF16 causal 16K against FA3, 30 s,
