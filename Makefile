@@ -60,7 +60,7 @@ test-fast:
 		--ignore=tests/test_gluon_attn.py --ignore=tests/test_folded_kernel.py --ignore=tests/test_hybrid_kernel.py
 
 demo:
-	$(BIN)/softbench latency --backend sim --seq 128 --heads 2 --variant h15-sat --null --calls 5 --budget-s 15
+	$(BIN)/softbench latency --backend sim --seq 128 --heads 2 --variant h15-sat --calls 5 --budget-s 15
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -91,6 +91,7 @@ def test_latency_end_to_end_sim(tmp_path, cli):
     assert summary["smoke"]["A0"]["rel_error_vs_fp32"] < 1e-2
     assert 1e-3 < summary["smoke"]["A1"]["rel_error_vs_fp32"] < 0.3
     assert "speed-up of A1 over A0 (paper rounds" in r.stdout
+    assert "A/A null: not in this run; the paper's rounds pair two kernels (--variant A0 gives one)" in r.stdout
     assert summary["exactness"] is None  # no exact reference kernel timed beside A0: nothing to hold it against
 
 
@@ -227,8 +228,9 @@ def test_interleaved_sim_run_names_its_quantity_its_null_and_cpu_timings(tmp_pat
     proto = tmp_path / "quick.yaml"
     proto.write_text(QUICK_INTERLEAVED)
     out = tmp_path / "s"
+    # no --null: the null runs by default where it can
     r = cli("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64", "--variant", "h15-sat",
-            "--null", "--protocol", str(proto), "--out", str(out))
+            "--protocol", str(proto), "--out", str(out))
     assert r.returncode == 0, r.stderr
     (session,) = list(out.iterdir())
     summary = json.loads((session / "summary.json").read_text())
@@ -248,6 +250,35 @@ def test_interleaved_sim_run_names_its_quantity_its_null_and_cpu_timings(tmp_pat
     assert "speed-up at equal clock (interleaved protocol)" in r.stdout
     assert "A/A null (A0' vs A0, same run)" in r.stdout
     assert "CPU wall-clock timings of the pure-torch simulation, not kernel timings" in r.stdout
+
+
+def test_no_null_leaves_the_null_out_and_the_headline_says_so(tmp_path, cli):
+    proto = tmp_path / "quick.yaml"
+    proto.write_text(QUICK_INTERLEAVED)
+    r = cli("latency", "--backend", "sim", "--seq", "128", "--heads", "1", "--head-dim", "64", "--variant", "A1",
+            "--no-null", "--reference", "none", "--protocol", str(proto), "--out", str(tmp_path / "s"))
+    assert r.returncode == 0, r.stderr
+    (session,) = list((tmp_path / "s").iterdir())
+    summary = json.loads((session / "summary.json").read_text())
+    assert set(summary["kernels"]) == {"A0", "A1"} and not summary.get("null")
+    assert "A/A null: not measured in this run (--no-null)" in r.stdout
+
+
+@pytest.mark.parametrize("args, kind, variants, expected", [
+    ([], "interleaved", ("A1",), True), ([], "sustained", ("A1", "h15-sat"), True),
+    ([], "paper", ("A1",), False),  # the rounds pair two kernels
+    ([], "interleaved", ("A0",), False),  # an A/A run is the null itself
+    (["--no-null"], "interleaved", ("A1",), False), (["--null"], "paper", ("A1",), True),  # as given: paper refuses it
+])
+def test_the_null_runs_wherever_it_can_unless_asked_otherwise(args, kind, variants, expected):
+    import types
+
+    import click
+
+    from softbench.core.options import null_asked, null_option
+
+    ctx = null_option(click.Command("latency", callback=lambda null: None)).make_context("latency", list(args))
+    assert null_asked(ctx, types.SimpleNamespace(kind=kind), "A0", variants) is expected
 
 
 def test_start_order_is_recorded_and_shuffled_on_request(tmp_path, cli):
@@ -312,11 +343,13 @@ def test_sustained_sim_run_pairs_settled_blocks(tmp_path, cli):
     assert r.returncode == 0, r.stderr
     (session,) = list((tmp_path / "s").iterdir())
     blocks = [json.loads(l) for l in (session / "blocks.jsonl").read_text().splitlines()]
-    assert [b["label"] for b in blocks] == ["A0", "A1", "A1", "A0"]
+    # the A/A null's second baseline process runs by default, in the mirrored order with the others
+    assert [b["label"] for b in blocks] == ["A0", "A1", "A0'", "A0'", "A1", "A0"]
     assert all(b["settle"]["reason"] == "no readings: fixed warm-up" and b["windows"] >= 1 for b in blocks)
     summary = json.loads((session / "summary.json").read_text())
     assert summary["quantity"] == "sustained" and summary["comparisons"]["A1"]["paired"]["n_pairs"] == 2
-    assert "speed-up sustained (sustained protocol)" in r.stdout
+    assert summary["null"] == "A0'" and summary["comparisons"]["A0'"]["paired"]["n_pairs"] == 2
+    assert "speed-up sustained (sustained protocol)" in r.stdout and "A/A null (A0' vs A0, same run)" in r.stdout
 
 
 @pytest.mark.slow  # end to end, four processes; the fast tier runs the interleaved engine end to end in latency

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (check_triton_config, protocol_from_cli, references_asked, run_design_options,
-                                    shape_options, shapes_from, triton_config_option, variant_config_option)
+from softbench.core.options import (check_triton_config, null_asked, protocol_from_cli, references_asked,
+                                    run_design_options, shape_options, shapes_from, triton_config_option,
+                                    variant_config_option)
 from softbench.kernels.backends import BACKENDS
 
 
@@ -44,8 +45,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     The default protocol, interleaved, alternates single windows of every kernel (8 ms each, every cycle in a
     random order) after a warm-up that ends when power and SM clock settle, until the paired speed-up's 95%
     interval is within +-0.25 pp: the speed-up at equal clock. --protocol sustained gives the speed-up with each
-    kernel at its own equilibrium under the power cap; --null adds the A/A null to the same run; --reference times
-    the fastest exact kernels.
+    kernel at its own equilibrium under the power cap. A second process of the baseline gives the A/A null of the
+    same run (--no-null leaves it out); --reference times the fastest exact kernels.
 
     Example: softbench latency --dtype fp8 --seq 16384 --rounds 3"""
     from softbench.core.console import RichProgress, err, out, table
@@ -93,6 +94,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
     backend = backend if "backend" in given or not plan.backend else plan.backend
     baseline = baseline if "baseline" in given or not plan.baseline else plan.baseline
     variant = variant if "variant" in given or not plan.variant else plan.variant
+    null = null_asked(ctx, proto, baseline, (variant,))
     if gpu_list is not None:
         import torch
 

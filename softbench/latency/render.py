@@ -33,7 +33,11 @@ def latency_headline(summary: dict) -> str:
     return (f"speed-up of {summary['variant']} over {summary['baseline']} (paper rounds: equal-clock and sustained "
             f"effects mixed): {s:+.2f}% (pooled medians); "
             f"per round {per_round}; per-round sd {fmt(summary['per_round_sd_pp'], '.2f')} pp; "
-            f"window bootstrap 95% [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]%" + (f"\n{exact}" if exact else ""))
+            f"window bootstrap 95% [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]%"
+            + ("" if summary["variant"] == summary["baseline"] else
+               f"\nA/A null: not in this run; the paper's rounds pair two kernels (--variant {summary['baseline']} "
+               "gives one)")
+            + (f"\n{exact}" if exact else ""))
 
 
 def _estimate(paired: dict | None) -> str:
@@ -108,7 +112,7 @@ def paired_headline(summary: dict) -> list[str]:
     if null:
         lines.append(f"A/A null ({null} vs {base}, same run): {_estimate(comps.get(null, {}).get('paired'))}")
     else:
-        lines.append("A/A null: not measured in this run (add --null)")
+        lines.append("A/A null: not measured in this run (--no-null)")
     twin = summary.get("null_in_process")
     if twin:
         lines.append(f"A/A null inside the baseline's process ({twin} vs {base}: a second allocation of the same "

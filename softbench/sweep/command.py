@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (backend_option, check_triton_config, protocol_from_cli, references_asked,
-                                    run_design_options, shape_options, shapes_from, triton_config_option)
+from softbench.core.options import (backend_option, check_triton_config, null_asked, protocol_from_cli,
+                                    references_asked, run_design_options, shape_options, shapes_from,
+                                    triton_config_option)
 
 
 def _command_line() -> str:
@@ -96,7 +97,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
                  rounds, calls, window_ms, target_pp, budget_s, cycles, measure_s, windows, warmup, order, seed, null,
                  references, start_order, processes, null_in_process, triton_config, out_dir):
     """Time each of VARIANTS against BASELINE, with a sorted sweep summary. Under the default interleaved
-    protocol every variant, the baseline (and --null, --reference) share one interleaving, each cycle in a fresh
+    protocol every variant, the baseline (its A/A null, --reference) share one interleaving, each cycle in a fresh
     random order; under sustained and paper each variant is its own latency session. Besides the named variants
     FA4 emulation settings may be named as emu-f<freq>-s<start> (sm_100 only, paper protocol).
 
@@ -139,6 +140,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     _plan, proto = protocol_from_cli(ctx)
     if emulation and proto.kind != "paper":
         raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
+    null = null_asked(ctx, proto, baseline, names)
     refs, _skipped = resolve_references(references_asked(ctx, proto), shapes, backend,
                                         detect_device(prefer_cuda=backend != "sim"))
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
