@@ -423,3 +423,20 @@ def test_evidence_whose_baseline_is_not_exact_carries_a_deviation():
     flagged = [(d.prediction, d.session) for d in ev.deviations if d.kind == "baseline-not-exact"]
     assert flagged == [("M1", names[0]), ("M2", names[0])]
     assert all("2.06x ref-fa3's" in d.detail for d in ev.deviations if d.kind == "baseline-not-exact")
+
+
+def test_a_prediction_with_a_window_counts_the_sessions_started_within_it(tmp_path):
+    # a prediction about one lease: a later session of the same kind is excluded with the reason, not scored
+    latency(tmp_path, "in-the-lease", "fp8", 12.0, started="2026-01-01T12:00:00.000+00:00")
+    latency(tmp_path, "a-later-lease", "fp8", 16.0, started="2026-01-01T14:00:00.000+00:00")
+    windowed = {"predictions": [{**PREDICTIONS["predictions"][0], "until": "2026-01-01T13:00:00Z"}]}
+    ev = evaluate(normalize(windowed), load_sessions([tmp_path]), sealed_utc="2026-01-01T11:00:00.000+00:00")
+    (v,) = ev.predictions
+    assert [e.session for e in v.evidence] == ["in-the-lease"] and v.verdict == "met"
+    (x,) = ev.excluded
+    assert x.session == "a-later-lease"
+    assert "after the prediction's window (until 2026-01-01T13:00:00.000+00:00)" in x.reason
+    assert v.condition.endswith("; sessions started before 2026-01-01T13:00:00+00:00")
+    # the same prediction without its window takes both, and the later session fails it
+    ev = evaluate(normalize(FP8_ONLY), load_sessions([tmp_path]), sealed_utc="2026-01-01T11:00:00.000+00:00")
+    assert ev.predictions[0].verdict == "failed"

@@ -333,3 +333,32 @@ def test_replace_completes_an_incomplete_pair(tmp_path):
     again = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed, replace=True)
     assert again.created and (again.archived / "demo.yaml").exists()
     assert verify(sealed / "demo.yaml").record.sha256 == r.sha256
+
+
+def test_a_window_reads_as_one_utc_time_whether_yaml_parsed_it_or_not(tmp_path):
+    # unquoted, YAML reads a datetime; quoted, text; in another zone or none (taken as UTC): one canonical form
+    forms = ["2026-12-05T17:00:00Z", '"2026-12-05T17:00:00Z"', '"2026-12-05T18:00:00+01:00"', "2026-12-05 17:00:00"]
+    seen = set()
+    for form in forms:
+        text = FIRST.replace("    evidence: latency\n", f"    evidence: latency\n    until: {form}\n", 1)
+        content = normalize(yaml.safe_load(text))
+        (p1,) = [p for p in content["predictions"] if p["id"] == "P1"]
+        assert p1["until"] == "2026-12-05T17:00:00+00:00"
+        seen.add(canonical_bytes(content))
+    assert len(seen) == 1
+    bad = FIRST.replace("    evidence: latency\n", "    evidence: latency\n    until: after the lease\n", 1)
+    with pytest.raises(UsageError, match=r"prediction 'P1', field 'until'.*not a time"):
+        normalize(yaml.safe_load(bad))
+
+
+def test_a_window_that_closed_before_the_seal_is_refused(tmp_path):
+    def with_window(until: str) -> str:
+        return FIRST.replace("    evidence: latency\n", f"    evidence: latency\n    until: {until}\n", 1)
+
+    closed = write(tmp_path, "closed.yaml", with_window("2020-01-01T00:00:00Z"))
+    with pytest.raises(UsageError, match="its window closed at 2020-01-01T00:00:00\\+00:00, before this seal"):
+        seal_file(closed, directory=tmp_path / "sealed")
+    assert not (tmp_path / "sealed").exists() or not any((tmp_path / "sealed").iterdir())
+    open_ = write(tmp_path, "open.yaml", with_window("2999-01-01T00:00:00Z"))
+    r = seal_file(open_, directory=tmp_path / "sealed")
+    assert verify(r.yaml_path).content["predictions"][0]["until"] == "2999-01-01T00:00:00+00:00"

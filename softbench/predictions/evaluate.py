@@ -15,7 +15,8 @@ Rules (also in the command's help):
 - Pre-registration: with the seal's time given (the command always gives it), a session in scope counts only
   when it started after the seal: its earliest recorded time (protocol.yaml's started_utc, env.json's
   recorded_utc, the UTC stamp that starts its folder name) must not be before sealed_utc. Earlier sessions, and
-  sessions with no recorded time, are listed as excluded with the reason.
+  sessions with no recorded time, are listed as excluded with the reason. A prediction's `until` closes its
+  window: a session that started at or after it is excluded as well, with the reason.
 - Provenance: scope keys naming the code or the protocol that ran (`source_sha256`, `git_commit` from env.json,
   `protocol.<field>`) are checked after the others; a session that matches everything else but differs there
   is listed as excluded with what it recorded, not silently dropped.
@@ -190,8 +191,10 @@ def describe_condition(pred: dict) -> str:
     q = pred["quantity"] + (f" vs {pred['relative_to']} (% change)" if "relative_to" in pred else "")
     t = pred["threshold"]
     if pred["comparator"] in ("between", "outside"):
-        return f"{q} {pred['comparator']} [{b(t[0])}, {b(t[1])}]"
-    return f"{q} {pred['comparator']} {b(t)}"
+        cond = f"{q} {pred['comparator']} [{b(t[0])}, {b(t[1])}]"
+    else:
+        cond = f"{q} {pred['comparator']} {b(t)}"
+    return cond + (f"; sessions started before {pred['until']}" if pred.get("until") else "")
 
 
 # --- scoring --------------------------------------------------------------------------------------------
@@ -261,7 +264,8 @@ def _fmt_utc(t: _dt.datetime) -> str:
     return t.astimezone(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | None) -> str | None:
+def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | None,
+                     until: _dt.datetime | None = None) -> str | None:
     """Why a session that the measured part of the scope takes may still not count; None when it counts. Every
     reason that applies is given, the provenance first: a session from another board or source stays out whenever
     it ran, so "before the seal" alone would understate why."""
@@ -276,6 +280,8 @@ def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | Non
             reasons.append("records no start time, so it cannot be shown to have started after the seal")
         elif rec.started < sealed:
             reasons.append(f"started {_fmt_utc(rec.started)}, before the seal ({_fmt_utc(sealed)})")
+    if until is not None and rec.started is not None and rec.started >= until:
+        reasons.append(f"started {_fmt_utc(rec.started)}, after the prediction's window (until {_fmt_utc(until)})")
     return "; ".join(reasons) or None
 
 
@@ -300,12 +306,13 @@ def _score(pred: dict, records: list[SessionRecord], include_partial: bool, devi
     misses = Counter()
     in_scope = []
     n_excluded = 0
+    until = parse_utc(pred.get("until"))
     for r in records:
         miss = scope_mismatch(measured_scope, r)
         if miss is not None:
             misses[miss] += 1
             continue
-        why = exclusion_reason(pred["scope"], r, sealed)
+        why = exclusion_reason(pred["scope"], r, sealed, until)
         if why is None:
             in_scope.append(r)
         else:

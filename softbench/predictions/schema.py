@@ -16,14 +16,16 @@ Predictions file (YAML)::
         evidence: latency              # kind(s) of evidence needed: latency, ncu, energy, fidelity, ...
         unit: "%"                      # optional
         note: optional free text
+        until: 2026-12-05T17:00:00Z    # optional: only sessions started before this time count (one lease's runs)
 
 Canonical form: the validated content dumped as YAML with sorted keys, predictions sorted by id (natural order),
 free text with its whitespace collapsed, numbers in thresholds as floats, `seq: 8K` as 8192, comparators as
-symbols, evidence as a sorted list. Comments, key order, indentation and line wrapping of the input therefore
-do not change the sealed bytes; any change of meaning does."""
+symbols, evidence as a sorted list, `until` as a UTC time in ISO 8601. Comments, key order, indentation and line
+wrapping of the input therefore do not change the sealed bytes; any change of meaning does."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import math
 import re
@@ -41,7 +43,7 @@ RANGE_COMPARATORS = ("between", "outside")
 COMPARATOR_ALIASES = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "=>": ">=", "=<": "<="}
 TOP_KEYS = {"title", "description", "predictions"}
 PREDICTION_KEYS = {"id", "statement", "quantity", "relative_to", "comparator", "threshold", "scope", "evidence",
-                   "unit", "note"}
+                   "unit", "note", "until"}
 REQUIRED_KEYS = ("id", "statement", "quantity", "comparator", "threshold", "scope", "evidence")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _EVIDENCE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -209,7 +211,26 @@ def _prediction(raw: Any, index: int) -> dict:
     for k in ("unit", "note"):
         if raw.get(k) is not None:
             p[k] = _text(raw[k], pid, k)
+    if raw.get("until") is not None:
+        p["until"] = _until(raw["until"], pid)
     return p
+
+
+def _until(value: Any, pid: str) -> str:
+    """The end of a prediction's evidence window as a UTC time in ISO 8601. A scope names what a session measured,
+    not when it ran, so a prediction about one lease would otherwise take every later session of the same kind
+    too; YAML reads an unquoted time as a datetime, a quoted one as text: both are taken, a time without a zone as
+    UTC."""
+    t = value
+    if isinstance(value, str):
+        try:
+            t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            t = None
+    if not isinstance(t, _dt.datetime):
+        raise ValidationError(f"{_where(pid, 'until')}: {value!r} is not a time (ISO 8601, e.g. 2026-12-05T17:00:00Z)")
+    t = t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+    return t.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def natural_key(text: str) -> list:

@@ -128,6 +128,17 @@ def _archive(yaml_path: Path, seal_path: Path) -> Path:
     return dest
 
 
+def check_windows_open(content: dict, now: _dt.datetime | None = None) -> None:
+    """Refuse a prediction whose window (`until`) has already closed: no session started after the seal could
+    count for it, so sealing it would pre-register nothing."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    for p in content["predictions"]:
+        if p.get("until") and _dt.datetime.fromisoformat(p["until"]) <= now:
+            raise UsageError(f"prediction {p['id']!r}: its window closed at {p['until']}, before this seal, so no "
+                             "session could count for it",
+                             hint="give an `until` after the time you seal, or leave it out")
+
+
 def seal_file(source: Path | str, name: str | None = None, directory: Path | str = "sealed",
               replace: bool = False) -> SealResult:
     """Validate `source` and seal it as <directory>/<name>.yaml plus <name>.sha256.
@@ -142,6 +153,7 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
     text = read_text_file(source, "predictions file")
     content = normalize(load_yaml_text(text, str(source)), str(source))
     check_recorded(content)
+    check_windows_open(content)
     directory = check_out_dir(directory, "--dir")
     data = canonical_bytes(content)
     digest = sha256_hex(data)

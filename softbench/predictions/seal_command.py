@@ -17,7 +17,8 @@ def command(predictions: str, name: str | None, directory: str, replace: bool):
 
     Every scope key and evidence kind must be one that sessions record. Different content under an existing
     name is refused unless --replace; identical content is a no-op. A replacement is sealed at its own time, so
-    only sessions started after it count as its evidence. The .sha256 file is in `sha256sum -c` format; its '#'
+    only sessions started after it count as its evidence; a prediction's `until` (a UTC time) closes its window,
+    and one already closed is refused. The .sha256 file is in `sha256sum -c` format; its '#'
     lines hold the UTC time, the git commit and one hash per prediction. Check it later with
     `softbench verify DIR/NAME.yaml`."""
     from softbench.core.console import out
