@@ -19,12 +19,12 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
 
     Example: softbench evaluate sealed/paper.yaml --sessions sessions
 
-    Only sessions started after the seal's time count (and, for a prediction with `until`, before that): others
-    in scope are listed as excluded, with the reason, as are sessions whose source hash (source_sha256,
-    git_commit) or protocol (protocol.rounds, ...) differs from what the scope names. A prediction is met only when it holds in every session in scope
-    that supplies its evidence and quantity; unverified when no such session exists. Sessions out of scope
-    are ignored; partial ones are skipped unless --include-partial. Exit status is 0 whatever the verdicts
-    (they are results)."""
+    Only sessions started after the seal's time count (and, for a prediction with `until`, before that): others in
+    scope are listed as excluded, with the reason, as are sessions whose source hash (source_sha256, git_commit) or
+    protocol (protocol.rounds, ...) differs from what the scope names. A prediction is met only when it holds in
+    every session in scope that supplies its evidence and quantity; unverified when no such session exists. Sessions
+    out of scope are ignored; partial ones are skipped unless --include-partial. Exit status is 0 whatever the
+    verdicts (they are results)."""
     from softbench.core.checks import check_out_file
     from softbench.core.console import out, table
     from softbench.core.errors import SealError, UsageError
