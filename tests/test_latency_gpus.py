@@ -77,8 +77,8 @@ def test_on_a_cpu_gpus_runs_the_simulation_only(capsys, tmp_path):
 def test_control_needs_gpus_and_takes_no_second_kernel(capsys, tmp_path):
     assert main(["latency", *TINY_SHAPE, "--control", "--out", str(tmp_path)]) == 2
     assert "--control compares GPUs measuring together and alone; it needs --gpus" in capsys.readouterr().err
-    for extra, flag in ((["--variant", "A1"], "--variant"), (["--null"], "--null"), (["--reference", "sdpa"],
-                                                                                       "--reference")):
+    for extra, flag in ((["--variant", "A1"], "--variant"), (["--null"], "--null"), (["--no-null"], "--no-null"),
+                        (["--reference", "sdpa"], "--reference")):
         assert main(["latency", *TINY_SHAPE, "--gpus", "0,1", "--control", *extra, "--out", str(tmp_path)]) == 2
         assert f"--control times the baseline against itself alone; drop {flag}" in capsys.readouterr().err
 

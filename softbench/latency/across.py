@@ -53,7 +53,8 @@ def control_cell(ctx, shapes, baseline):
 
     from softbench.core.errors import UsageError
 
-    flags = {"variant": "--variant", "null": "--null", "references": "--reference"}
+    flags = {"variant": "--variant", "null": "--null" if ctx.params.get("null") else "--no-null",
+             "references": "--reference"}
     clash = [f for n, f in flags.items() if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
     if clash:
         raise UsageError(f"--control times the baseline against itself alone; drop {', '.join(clash)}")
