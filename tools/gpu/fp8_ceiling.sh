@@ -7,7 +7,8 @@
 # 02:59-03:01 (20261205T025946Z, 030032Z): noexp +20.7% and +19.7% against FA3, above the seal's range (0 of 2 met).
 # Step 2 (prepared 2026-12-05 04:00; sealed first: sealed/fp8-sustained-ceiling.yaml): the same ceiling sustained at
 # the power cap, each kernel in its own blocks, beside the sustained goal (1.05 of FA3; h15-folded +7.61% there).
-# Not run as of 2026-12-05 16:15: no H200 could be had from 11:43 on (only H100s came); run it on an H200 only.
+# Ran 2026-12-05 19:33-19:37 on an H200 (20261205T193302Z, 193501Z): noexp +10.56% against FA3 sustained over the
+# two, +8.8% and +8.2% over A0; 1 of 2 met (N1's range against FA3 was too high: at the cap FA3 nears A0).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_ceiling.sh 1` (or 2)
 #          (carry .gpu/b)

@@ -7,7 +7,8 @@
 # Step 1: FP8 causal 8K, h15-folded against FA3 with the A/A null, 12 s at equal clock: K's ring three long and
 #         V's two under -ka, then -ka with two-deep rings, then the FP8 default, then the first again. The latency
 #         run's own smoke check compares each kernel's output with the reference before it is timed.
-#         Not run as of 2026-12-05 16:15 (no H200 could be had from 11:43 on); its seal names the H200.
+#         Ran 2026-12-05 19:38-19:41 on an H200 (20261205T193812Z-194006Z): h15-folded +11.00/+11.95% against FA3
+#         per pair under s3-ka-v2, -ka alone +12.07%, the default +11.65%; 1 of 2 met. K earlier gave nothing here too.
 # Step 2 (prepared 2026-12-05 16:00; sealed first: sealed/h100-k-ring.yaml): the same question on an H100 SXM, where
 #         h15-folded gains less over A0 than on the H200 (docs/hopper-notes.md, "The H100 replication"): h15-folded
 #         under K's ring of three and -ka, the FP8 default as the control in the same lease, noexp under both.

@@ -5,7 +5,8 @@
 # noexp's plus 64 SHF and 11 more per tile and thread. Whether that shift is what the 7 points are, under the
 # hardware's counters: issue slots, pipes, the tensor core's busy share and where the warps wait, FA3 beside them.
 # Step 1: `softbench audit --source-stalls` of A0, noexp and h15-folded at FP8 causal 8K under the FP8 default,
-# with FA3's counters. Ran 2026-12-05 12:27-12:28 on an H100 (no H200 could be started): 20261205T122700Z.
+# with FA3's counters. Ran 2026-12-05 12:27-12:28 on an H100 (no H200 could be started): 20261205T122700Z; on an
+# H200 19:37 (20261205T193702Z): beside the H100's, the consumers' wait for K is what grows on the H100.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/fp8_stalls.sh 1`
 #          (carry .gpu/b)
