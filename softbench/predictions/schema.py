@@ -36,6 +36,7 @@ import yaml
 from softbench.core.errors import UsageError
 from softbench.core.shapes import DTYPES, parse_seq
 from softbench.core.suggest import did_you_mean
+from softbench.predictions.sessions import parse_utc
 from softbench.predictions.vocabulary import evidence_problem, scope_key_problem
 
 SINGLE_COMPARATORS = (">", ">=", "<", "<=")
@@ -221,12 +222,7 @@ def _until(value: Any, pid: str) -> str:
     not when it ran, so a prediction about one lease would otherwise take every later session of the same kind
     too; YAML reads an unquoted time as a datetime, a quoted one as text: both are taken, a time without a zone as
     UTC."""
-    t = value
-    if isinstance(value, str):
-        try:
-            t = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            t = None
+    t = parse_utc(value.strip()) if isinstance(value, str) else value
     if not isinstance(t, _dt.datetime):
         raise ValidationError(f"{_where(pid, 'until')}: {value!r} is not a time (ISO 8601, e.g. 2026-12-05T17:00:00Z)")
     t = t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)

@@ -14,9 +14,12 @@ Each kernel's configuration is printed from both audits: a pair that did not bui
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+
+from softbench.predictions.sessions import load_session  # noqa: E402
 
 COUNTERS = (  # (summary key, what it is, format)
     ("duration_us", "duration, us", ",.1f"),
@@ -35,18 +38,19 @@ class NotAnAudit(Exception):
 
 
 def load(folder: Path) -> tuple[str, dict, dict]:
-    """The board's name, the per-kernel counters and the per-kernel configuration labels of an audit session."""
-    try:
-        summary = json.loads((folder / "summary.json").read_text())
-        env = json.loads((folder / "env.json").read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise NotAnAudit(f"{folder} is not a readable session ({type(e).__name__})") from e
-    counters = summary.get("ncu")
-    if summary.get("command") != "audit" or not isinstance(counters, dict) or not counters:
+    """The board's name, the per-kernel counters and the per-kernel configuration labels of an audit session, read
+    as every other tool reads a session (softbench.predictions.sessions: the board as SessionRecord.board)."""
+    if not folder.is_dir():
+        raise NotAnAudit(f"{folder} is not a readable session (no such folder)")
+    rec = load_session(folder)
+    if rec.problems:
+        raise NotAnAudit(f"{folder} is not a readable session ({'; '.join(rec.problems)})")
+    counters = rec.summary.get("ncu")
+    if rec.command != "audit" or not isinstance(counters, dict) or not counters:
         raise NotAnAudit(f"{folder} holds no audit with Nsight Compute counters")
-    built = summary.get("kernel_config") or {}
+    built = rec.summary.get("kernel_config") or {}
     configs = {k: (v.get("label") if isinstance(v, dict) else v) for k, v in built.items()}
-    return str((env.get("gpu") or {}).get("name") or "?"), counters, configs
+    return rec.board or "?", counters, configs
 
 
 def change(key: str, a: float | None, b: float | None) -> str:
