@@ -3,8 +3,10 @@
 It answers what huggingface_hub asks (file_download.py, hf_api.py): HEAD and GET /{repo}/resolve/{rev}/{path}
 with the headers the client checks (X-Repo-Commit, ETag, Content-Length; 404 with X-Error-Code EntryNotFound or
 RepoNotFound), GET /api/models/{repo}[/revision/{rev}] (the repository's sha and files), GET
-/api/models/{repo}/tree/{rev}[/{path}] (a listing), and the same under /datasets/ and /api/datasets/. Every
-request is recorded, so a test can assert that an offline run made none.
+/api/models/{repo}/tree/{rev}[/{path}] (a listing: the folder's own files and subfolders, as the Hub gives it, or
+everything below it with ?recursive=true; HfFileSystem, and so `datasets`, globs its data files through it), and
+the same under /datasets/ and /api/datasets/. Every request is recorded, so a test can assert that an offline run
+made none.
 
 Bounded: it binds 127.0.0.1 only, answers at most MAX_REQUESTS requests (503 after that), and shuts itself down
 after LIFETIME_S seconds even if the test that started it never stops it."""
@@ -16,7 +18,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 MAX_REQUESTS = 500
@@ -81,7 +83,8 @@ class LoopbackHub:
                                                                   "X-Error-Message": code}, head)
 
     def _handle(self, h, head: bool) -> None:
-        path = unquote(urlsplit(h.path).path)
+        url = urlsplit(h.path)
+        path = unquote(url.path)
         with self._lock:
             self.requests.append((h.command, path))
             over = len(self.requests) > MAX_REQUESTS
@@ -91,7 +94,8 @@ class LoopbackHub:
         parts = [p for p in path.split("/") if p]
         if parts[:1] == ["api"] and len(parts) >= 4:
             kind = {"models": "model", "datasets": "dataset"}.get(parts[1])
-            self._api(h, kind, "/".join(parts[2:4]), parts[4:], head)
+            recursive = parse_qs(url.query).get("recursive", ["false"])[0].lower() == "true"
+            self._api(h, kind, "/".join(parts[2:4]), parts[4:], head, recursive)
             return
         kind = "model"
         if parts[:1] == ["datasets"]:
@@ -114,7 +118,7 @@ class LoopbackHub:
         self._send(h, 200, data, {"ETag": f'"{hashlib.sha256(data).hexdigest()}"',
                                   "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}, head)
 
-    def _api(self, h, kind: str | None, repo: str, rest: list[str], head: bool) -> None:
+    def _api(self, h, kind: str | None, repo: str, rest: list[str], head: bool, recursive: bool = False) -> None:
         root = self.repos.get((kind, repo))
         if root is None:
             self._missing(h, "RepoNotFound", head)
@@ -125,17 +129,15 @@ class LoopbackHub:
                            "siblings": [{"rfilename": str(p.relative_to(root))} for p in files]}, head)
             return
         if rest[0] == "tree":
-            under = "/".join(rest[2:])
-            entries = []
-            for p in files:
-                rel = str(p.relative_to(root))
-                if under and not rel.startswith(under + "/"):
-                    continue
-                entries.append({"type": "file", "path": rel, "size": p.stat().st_size,
-                                "oid": hashlib.sha1(p.read_bytes()).hexdigest()})
-            if under and not entries:
+            folder = root.joinpath(*rest[2:])
+            if not folder.is_dir():
                 self._missing(h, "EntryNotFound", head)
                 return
+            below = sorted(folder.rglob("*") if recursive else folder.iterdir())
+            entries = [{"type": "directory", "path": str(p.relative_to(root)), "size": 0, "oid": COMMIT}
+                       if p.is_dir() else
+                       {"type": "file", "path": str(p.relative_to(root)), "size": p.stat().st_size,
+                        "oid": hashlib.sha1(p.read_bytes()).hexdigest()} for p in below]
             self._json(h, entries, head)
             return
         self._missing(h, "EntryNotFound", head)

@@ -1,8 +1,10 @@
 """Hugging Face's conventions for real, against a loopback Hub (tests/hub_server.py) that serves a tiny Mistral
 under the id the alias mistral-7b names: the CLI downloads it into an empty cache and runs; with HF_HUB_OFFLINE=1
 the same cache runs with no request at all; --offline with an empty cache makes no request and says so, naming
-HF_HUB_OFFLINE; a name the Hub does not have is said to be missing there. Nothing in transformers or
-huggingface_hub is replaced: each run is `python -m softbench` in its own process, which is also how the
+HF_HUB_OFFLINE; a name the Hub does not have is said to be missing there. The design card's command as written
+(`softbench fidelity --model mistral-7b`, whose default corpus, wikitext-103, comes through `datasets`) fetches
+the model and the data set's test split the same way. Nothing in transformers, datasets or huggingface_hub is
+replaced: each run is `python -m softbench` in its own process, which is also how the
 libraries first read HF_ENDPOINT and HF_HUB_OFFLINE."""
 
 import json
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hub_server import LoopbackHub
+from hub_server import COMMIT, LoopbackHub
 from tiny_families import build
 
 pytestmark = pytest.mark.slow  # four CLI processes, each importing torch and transformers
@@ -64,3 +66,56 @@ def test_alias_downloads_from_the_hub_then_runs_offline_from_the_cache(tmp_path)
                         "--out", str(tmp_path / "s4")], empty, tmp_path)
         assert missing.returncode == 2 and len(hub.requests) > asked  # this one did ask
         assert f"{hub.url} has no such repository or file" in missing.stderr and "Traceback" not in missing.stderr
+
+
+WIKITEXT_REPO, WIKITEXT_CONFIG = "Salesforce/wikitext", "wikitext-103-raw-v1"  # softbench.fidelity.corpus.WIKITEXT
+
+
+def _wikitext(root: Path, lines: list[str]) -> Path:
+    """The data set's layout on the Hub: one folder of parquet shards per configuration, and the README's YAML
+    that names each split's files (datasets reads the configurations from it)."""
+    pq = pytest.importorskip("pyarrow.parquet", reason="datasets (softbench[fidelity]) brings pyarrow")
+    import pyarrow as pa
+
+    shards = root / WIKITEXT_CONFIG
+    shards.mkdir(parents=True)
+    pq.write_table(pa.table({"text": lines}), shards / "test-00000-of-00001.parquet")
+    pq.write_table(pa.table({"text": ["not the test split\n"]}), shards / "train-00000-of-00001.parquet")
+    (root / "README.md").write_text(f"""---
+configs:
+- config_name: {WIKITEXT_CONFIG}
+  data_files:
+  - split: test
+    path: {WIKITEXT_CONFIG}/test-*
+  - split: train
+    path: {WIKITEXT_CONFIG}/train-*
+---
+""")
+    return root
+
+
+def test_the_design_cards_command_fetches_model_and_wikitext_then_runs_offline(tmp_path):
+    pytest.importorskip("datasets", reason="softbench[fidelity] brings datasets")
+    lines = [" = The cat = \n", *(line.strip() + " .\n" for line in TEXT.split(".") if line.strip())]
+    model = build("mistral", tmp_path / "served", TEXT)
+    data = _wikitext(tmp_path / "wikitext", lines)
+    small = ["--block-len", "64", "--max-blocks", "2", "--bootstrap", "100", "--device", "cpu"]
+    with LoopbackHub(models={REPO: model}, datasets={WIKITEXT_REPO: data}) as hub:
+        cache = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+        first = _cli(["--model", "mistral-7b", *small, "--out", str(tmp_path / "s1")], cache, tmp_path)
+        assert first.returncode == 0, first.stderr[-3000:]
+        got = {p for m, p in hub.requests if m == "GET"}
+        assert f"/datasets/{WIKITEXT_REPO}/resolve/{COMMIT}/{WIKITEXT_CONFIG}/test-00000-of-00001.parquet" in got
+        (session,) = (tmp_path / "s1").iterdir()
+        run_json = json.loads((session / "run.json").read_text())
+        assert run_json["corpus"]["name"] == "wikitext-103"
+        assert run_json["corpus"]["source"] == f"{WIKITEXT_REPO}/{WIKITEXT_CONFIG}/test"
+        assert run_json["gate"]["passed"]
+
+        asked = len(hub.requests)
+        second = _cli(["--model", "mistral-7b", *small, "--out", str(tmp_path / "s2")],
+                      {**cache, "HF_HUB_OFFLINE": "1"}, tmp_path)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert len(hub.requests) == asked  # model and data set from the cache alone
+        (again,) = (tmp_path / "s2").iterdir()
+        assert json.loads((again / "run.json").read_text())["token_signature"] == run_json["token_signature"]
