@@ -25,8 +25,9 @@ Layout as triton_attn: q (batch, seq, heads, dim), k/v (batch, seq, kv_heads, di
 over (batch, seq, heads * dim) views, one (1, rows, dim) box per tile, so that boxes past the end of a sequence
 read zeros and the output box drops rows past seq. Head dims 64 and 128 (256 runs in the Triton-language kernel,
 check_head_dim). Needs sm_90 and the compiled Triton (no interpreter). Its options, their labels and the two
-defaults are softbench.kernels.gluon_config's; this module turns a configuration into the kernel's compile-time
-constants (kernel_constants) and launches it."""
+defaults are softbench.kernels.gluon_config's; the producer warp's loads and the schedule's bookkeeping are
+gluon_producer's, the running row sums gluon_row_sums'; this module holds the consumers' key loop, turns a
+configuration into the kernel's compile-time constants (kernel_constants) and launches it."""
 
 from __future__ import annotations
 
@@ -46,8 +47,12 @@ from softbench.kernels.gluon_config import (ANCHOR_NEAR_THRESHOLD, DEFAULT, LAZY
                                            LAZY_VARIANTS, ONES_COLS, PINGPONG_MODE, ROW_SUM_MODE, SCHEDULE_MODE,
                                            SPLIT_VARIANTS, TILE_LOOPS_MODE, GluonConfig, check_head_dim)
 from softbench.kernels.gluon_options import KernelOptions
+from softbench.kernels.gluon_producer import (_issue_q, _item_coords, _loader, _loader_persistent, _ring,
+                                             _round_item, _take_item)
+from softbench.kernels.gluon_row_sums import (_final_row_sums, _one_column_per_thread, _ones_operand, _rescale_sums,
+                                             _row_sum_update, _sums_done, _thread_row_sums)
 from softbench.kernels.triton_attn import (_FP8, FOLDED_VARIANTS, FP8_MAX_OFFSET, NORM_BOUND_VARIANTS,
-                                           _clamp_free, _kept, _program_tile, _tile_weights, WEIGHT_MAPS, check_inputs,
+                                           _clamp_free, _kept, _tile_weights, WEIGHT_MAPS, check_inputs,
                                            effective_head_group, key_major_copy, key_norm_blocks, launch_key_norms,
                                            log2_scale, emulated_key_bits)
 
@@ -86,225 +91,6 @@ KEPT_MAX_ASM = gl.constexpr(_warp_kept_max_asm())
 # one thread's elements of a 64-row O tile: 64 * head_dim / 128 threads
 RESCALE_ASM_64, RESCALE_CONSTRAINTS_64 = (gl.constexpr(x) for x in _skippable_rescale_asm(32))
 RESCALE_ASM_128, RESCALE_CONSTRAINTS_128 = (gl.constexpr(x) for x in _skippable_rescale_asm(64))
-
-
-
-
-@gluon.jit
-def _loader(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-            HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_STAGES: gl.constexpr,
-            V_KMAJOR: gl.constexpr, K_AHEAD: gl.constexpr = False):
-    """The producer warp of one program's query block: its key tiles from ring position 0."""
-    _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, 0,
-                HEAD_DIM, BLOCK_N, STAGES, V_STAGES, V_KMAJOR, K_AHEAD)
-
-
-@gluon.jit
-def _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles, base,
-                HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, V_STAGES: gl.constexpr,
-                V_KMAJOR: gl.constexpr, K_AHEAD: gl.constexpr = False):
-    """K and V tiles into the ring, each slot reused once both consumers released it; base: how many tiles went
-    through the ring before these (the persistent schedule's earlier query blocks), which sets each tile's slot
-    and phase. A fresh mbarrier counts as having completed the phase before its first, so the first pass's waits
-    (parity 1) return at once. In pairs, tile i's K then its V; K_AHEAD (GluonConfig.loads "k-ahead"): tile i + 1's
-    K before tile i's V (LOADS says why). K's ring has STAGES slots, V's V_STAGES (_attn_fwd_ws's V_RING)."""
-    if K_AHEAD:
-        _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, 0, _ring(base, STAGES), HEAD_DIM, BLOCK_N)
-        for i in range(1, n_tiles):
-            _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, _ring(base + i, STAGES), HEAD_DIM, BLOCK_N)
-            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i - 1, _ring(base + i - 1, V_STAGES), HEAD_DIM,
-                    BLOCK_N, V_KMAJOR)
-        _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, n_tiles - 1, _ring(base + n_tiles - 1, V_STAGES),
-                HEAD_DIM, BLOCK_N, V_KMAJOR)
-    else:
-        for i in range(n_tiles):
-            at = _ring(base + i, STAGES)
-            _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM, BLOCK_N)
-            if V_STAGES == STAGES:  # one position for both (the paired order's PTX as before V had a ring of its own)
-                v_at = at
-            else:
-                v_at = _ring(base + i, V_STAGES)
-            _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, v_at, HEAD_DIM, BLOCK_N, V_KMAJOR)
-
-
-@gluon.jit
-def _load_k(desc_k, k_bufs, k_ready, k_empty, b32, hk32, i, at, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr):
-    """Key tile i of a block at ring position at = (slot, phase) (_ring), once the slot is free."""
-    slot, phase = at
-    parity = phase ^ 1
-    mbarrier.wait(k_empty.index(slot), parity)
-    mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_k, [b32, i * BLOCK_N, hk32 * HEAD_DIM], k_ready.index(slot),
-                                    k_bufs.index(slot))
-
-
-@gluon.jit
-def _load_v(desc_v, v_bufs, v_ready, v_empty, b32, hk32, i, at, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-            V_KMAJOR: gl.constexpr):
-    """Value tile i, as _load_k; V_KMAJOR: from the (b, kv_heads * d, s) copy, one (d, keys) box."""
-    slot, phase = at
-    parity = phase ^ 1
-    mbarrier.wait(v_empty.index(slot), parity)
-    mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
-    if V_KMAJOR:
-        tma.async_copy_global_to_shared(desc_v, [b32, hk32 * HEAD_DIM, i * BLOCK_N], v_ready.index(slot),
-                                        v_bufs.index(slot))
-    else:
-        tma.async_copy_global_to_shared(desc_v, [b32, i * BLOCK_N, hk32 * HEAD_DIM], v_ready.index(slot),
-                                        v_bufs.index(slot))
-
-
-@gluon.jit
-def _ring(c, STAGES: gl.constexpr):
-    """Ring position c (tiles through the ring before this one, never negative) as (slot, phase parity). Taken
-    unsigned: the compiler cannot tell that a position counted from a runtime base is not negative, and a signed
-    % and // by STAGES cost a sign fix-up each in every iteration of the key loop."""
-    u = gl.to_tensor(c).to(gl.uint32)  # c may be the one-block kernel's constant 0
-    return (u % STAGES).to(gl.int32), ((u // STAGES) & 1).to(gl.int32)
-
-
-@gluon.jit
-def _round_item(r, pid, nprog):
-    """The persistent schedule's query block for program pid in round r: the blocks are numbered longest first
-    (_program_tile's order), round r takes numbers r * nprog .. r * nprog + nprog - 1, handed out in program order
-    in even rounds and in reverse in odd ones, so that a program that took a long block in one round takes a short
-    one in the next (tools/analysis/program_order_balance.py models it: at causal 8K, b1 h16, 132 programs and
-    hg16 it ends 4% before the hardware's dispatch of one program per block, and 18% after it at hg8)."""
-    odd = r & 1
-    return r * nprog + pid + odd * (nprog - 1 - 2 * pid)
-
-
-@gluon.jit
-def _item_coords(t, seq, heads, group, head_group, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-                 BLOCK_N: gl.constexpr):
-    """Query block t's (batch, head, kv head, block index), its key tiles (n_tiles in all, the first n_full of
-    which need no mask) and its kv head's row of key-norm partials in KN (h15-proved, h15-folded)."""
-    bh, start_m = _program_tile(t, gl.cdiv(seq, BLOCK_M), head_group, CAUSAL)
-    b32 = bh // heads
-    h32 = bh % heads
-    hk32 = h32 // group
-    if CAUSAL:
-        end = gl.minimum((start_m + 1) * BLOCK_M, seq)
-        n_full = gl.minimum(start_m * BLOCK_M, seq) // BLOCK_N
-    else:
-        end = seq
-        n_full = seq // BLOCK_N
-    n_tiles = gl.cdiv(end, BLOCK_N)
-    kn_row = b32 * (heads // group) + hk32
-    return b32, h32, hk32, start_m, n_full, n_tiles, kn_row
-
-
-@gluon.jit
-def _loader_persistent(desc_q, desc_k, desc_v, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, items, item_ready,
-                       item_empty, counter, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, seq, heads, group,
-                       head_group, n_items, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                       V_STAGES: gl.constexpr, V_KMAJOR: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-                       CONSUMERS: gl.constexpr, DYNAMIC: gl.constexpr, WITH_ONES: gl.constexpr,
-                       DOUBLE_Q: gl.constexpr = False, K_AHEAD: gl.constexpr = False):
-    """The producer warp under a persistent schedule: every query block the program takes, one ring counter across
-    them, so that the next block's first tiles load while the consumers finish this one. Rounds: the blocks of
-    _round_item. DYNAMIC: the program's first block is its id, each further one the counter's next number plus the
-    programs (the first numbers were taken by id), fetched once this block's tiles are all issued; each block's
-    number is posted to the consumers (_post_item), then a number past the last block that stops them. The
-    producer also loads the consumers' Q (with the ones tile of WITH_ONES the first time), each as soon as its
-    consumer has released the previous block's (q_free); DOUBLE_Q (-pdo), into buffer k % 2 for block k, released by
-    block k - 2 (_issue_block_q). K_AHEAD, V_STAGES: each block's key tiles as _load_tiles orders and places them."""
-    pid = gl.program_id(0)
-    nprog = gl.num_programs(0)
-    base = 0
-    if DYNAMIC:
-        t = pid
-        _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, 0, t, seq, heads, group, head_group,
-                       HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, WITH_ONES, True, DOUBLE_Q)
-        k = 0
-        while t < n_items:
-            _post_item(items, item_ready, item_empty, k, t)
-            b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
-                                                                            CAUSAL, BLOCK_M, BLOCK_N)
-            _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                        base, HEAD_DIM, BLOCK_N, STAGES, V_STAGES, V_KMAJOR, K_AHEAD)
-            base += n_tiles
-            taken = gl.atomic_add(counter, 1)
-            # every program takes numbers until one is past the blocks: n_items takes in all, numbered 0 to
-            # n_items - 1, so the one that takes the last is the counter's last user in this launch, and leaves it
-            # at 0 for the next (no reset kernel before each launch)
-            if taken == n_items - 1:
-                gl.atomic_xchg(counter, 0)
-            t = taken + nprog
-            if t < n_items:
-                _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t, seq, heads, group,
-                               head_group, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, CONSUMERS, False, False, DOUBLE_Q)
-            k += 1
-        _post_item(items, item_ready, item_empty, k, t)
-    else:
-        for r in range(gl.cdiv(n_items, nprog)):
-            t = _round_item(r, pid, nprog)
-            if t < n_items:
-                b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group,
-                                                                                CAUSAL, BLOCK_M, BLOCK_N)
-                _load_tiles(desc_k, desc_v, k_bufs, v_bufs, k_ready, v_ready, k_empty, v_empty, b32, hk32, n_tiles,
-                            base, HEAD_DIM, BLOCK_N, STAGES, V_STAGES, V_KMAJOR, K_AHEAD)
-                base += n_tiles
-
-
-@gluon.jit
-def _issue_block_q(desc_q, desc_ones, q0, q1, ones0, ones1, q_bars, q_free, k, t, seq, heads, group, head_group,
-                   HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                   CONSUMERS: gl.constexpr, WITH_ONES: gl.constexpr, FIRST: gl.constexpr,
-                   DOUBLE_Q: gl.constexpr = False):
-    """The dynamic schedule's producer: block t's Q tiles, each consumer's 64 rows into its buffer once the
-    consumer has released it (q_free, its k-th release; not waited for on the program's FIRST block). DOUBLE_Q
-    (-pdo): t is the program's block k + 1 (FIRST: block 0), whose Q goes into buffer (k + 1) % 2 of each consumer
-    (q0, q1 hold two; consumer c's barriers are q_bars and q_free at 2 c + buffer) once block k - 1 has released
-    it, so that it loads while block k runs."""
-    b32, h32, hk32, start_m, n_full, n_tiles, kn_row = _item_coords(t, seq, heads, group, head_group, CAUSAL,
-                                                                    BLOCK_M, BLOCK_N)
-    if DOUBLE_Q:
-        if FIRST:
-            n = 0
-        else:
-            n = k + 1
-        buf = n & 1
-        for c in gl.static_range(CONSUMERS):
-            if n >= 2:  # the buffer's (n - 2) / 2-th release, by block n - 2
-                mbarrier.wait(q_free.index(2 * c + buf), ((n >> 1) & 1) ^ 1)
-            if c == 0:
-                _issue_q(desc_q, desc_ones, q_bars.index(2 * c + buf), q0.index(buf), ones0, b32, h32,
-                         start_m * BLOCK_M, HEAD_DIM, False)
-            else:
-                _issue_q(desc_q, desc_ones, q_bars.index(2 * c + buf), q1.index(buf), ones1, b32, h32,
-                         start_m * BLOCK_M + 64, HEAD_DIM, False)
-        return
-    if not FIRST:
-        mbarrier.wait(q_free.index(0), k & 1)
-    _issue_q(desc_q, desc_ones, q_bars.index(0), q0, ones0, b32, h32, start_m * BLOCK_M, HEAD_DIM, WITH_ONES)
-    if CONSUMERS == 2:
-        if not FIRST:
-            mbarrier.wait(q_free.index(1), k & 1)
-        _issue_q(desc_q, desc_ones, q_bars.index(1), q1, ones1, b32, h32, start_m * BLOCK_M + 64, HEAD_DIM,
-                 WITH_ONES)
-
-
-@gluon.jit
-def _post_item(items, item_ready, item_empty, k, t):
-    """The dynamic schedule's producer tells the consumers the number of its k-th block: a ring of two slots,
-    slot k % 2 reused once both consumers have read block k - 2's."""
-    slot = k & 1
-    mbarrier.wait(item_empty.index(slot), ((k >> 1) & 1) ^ 1)
-    one: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    items.index(slot).store(gl.full([1], t, gl.int32, one))
-    mbarrier.arrive(item_ready.index(slot), count=1)
-
-
-@gluon.jit
-def _take_item(items, item_ready, item_empty, k):
-    """A consumer's k-th block number under the dynamic schedule (_post_item), its slot released once read."""
-    slot = k & 1
-    mbarrier.wait(item_ready.index(slot), (k >> 1) & 1)
-    one: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    t = gl.max(items.index(slot).load(one), 0)
-    mbarrier.arrive(item_empty.index(slot), count=1)
-    return t
 
 
 @gluon.jit
@@ -430,101 +216,6 @@ def _rescale_o(o, alpha, rows_o: gl.constexpr, HEAD_DIM: gl.constexpr, SKIP: gl.
     else:
         o = o * a[:, None]
     return o
-
-
-@gluon.jit
-def _halve_keys(x):
-    """(rows, 2n, 4) -> (rows, n, 4): the upper half of axis 1 added to the lower, element by element, inside each
-    thread (axis 1 is the thread's own registers)."""
-    ROWS: gl.constexpr = x.shape[0]
-    N: gl.constexpr = x.shape[1] // 2
-    upper, lower = gl.split(x.reshape([ROWS, 2, N, 4]).permute((0, 2, 3, 1)))
-    return upper + lower
-
-
-@gluon.jit
-def _thread_row_sums(p, BLOCK_N: gl.constexpr, TREE: gl.constexpr = False):
-    """Each thread's own part of its rows' sums of p, without the shuffles a full row sum takes: in the wgmma
-    accumulator's layout thread t of a quad holds keys 8c + 2t + j (j < 2) of its rows, so summing over c and j
-    leaves a (rows, 4) tensor whose column t lives in thread t alone. TREE (GluonConfig.row_sum "tree"): the c
-    terms added pairwise, level by level, a chain of log2(BLOCK_N / 8) adds instead of BLOCK_N / 8, which ptxas
-    leaves at the tile's end (docs/hopper-notes.md)."""
-    ROWS: gl.constexpr = p.shape[0]
-    pairs = gl.sum(p.reshape([ROWS, BLOCK_N // 8, 4, 2]), 3)
-    if TREE:
-        C: gl.constexpr = BLOCK_N // 8
-        if C >= 16:
-            pairs = _halve_keys(pairs)
-        if C >= 8:
-            pairs = _halve_keys(pairs)
-        pairs = _halve_keys(_halve_keys(pairs))
-        return pairs.reshape([ROWS, 4])
-    else:
-        return gl.sum(pairs, 1)
-
-
-@gluon.jit
-def _row_sum_update(l_i, p, alpha, BLOCK_N: gl.constexpr, PARTS: gl.constexpr):
-    """The running row sums after one tile: l * alpha + the tile's sums. PARTS (GluonConfig.row_sum "thread"):
-    l holds every thread's partial sums (_thread_row_sums), added across the quad once after the last tile, as FA3
-    does; otherwise full row sums, reduced across the quad (two shuffles per row) every tile."""
-    if PARTS:
-        parts = _thread_row_sums(p, BLOCK_N, PARTS == 2)
-        a = gl.convert_layout(alpha, gl.SliceLayout(1, parts.type.layout))
-        return l_i * a[:, None] + parts
-    else:
-        return l_i * alpha + gl.sum(p, 1)
-
-
-@gluon.jit
-def _ones_operand(ones_smem):
-    """The ones tile as the row-sum wgmma's (keys, ONES_COLS) B operand: a transposed view of its (ONES_COLS,
-    keys) box, key-major, as FP8 wgmma needs its B operand (and 16-bit wgmma takes)."""
-    return ones_smem.permute((1, 0))
-
-
-@gluon.jit
-def _rescale_sums(l_acc, l_run, alpha, PER_TILE: gl.constexpr):
-    """The tensor core's row sums multiplied by a tile's alpha wherever O is (the same rows in the same threads: the
-    accumulators of m64 wgmmas share their row layout): row_sum "mma" the accumulator itself, "mma-tile"
-    (PER_TILE) the FP32 running sums, the accumulator being a fresh one per tile."""
-    if PER_TILE:
-        l_run = l_run * gl.convert_layout(alpha, gl.SliceLayout(1, l_run.type.layout))[:, None]
-    else:
-        l_acc = l_acc * gl.convert_layout(alpha, gl.SliceLayout(1, l_acc.type.layout))[:, None]
-    return l_acc, l_run
-
-
-@gluon.jit
-def _one_column_per_thread(l_acc):
-    """The (rows, 8) sums' accumulator as (rows, 4): of each thread's two columns (2t, 2t + 1 for thread t of a
-    quad; every column holds the same sums) the first, so that the running sums take 2 registers, not 4."""
-    ROWS: gl.constexpr = l_acc.shape[0]
-    first, second = gl.split(l_acc.reshape([ROWS, 4, 2]))
-    return first
-
-
-@gluon.jit
-def _sums_done(l_tok, l_run, PER_TILE: gl.constexpr):
-    """Wait for the row sums' wgmma (P.V's wait took every group before it, so this one costs nothing); "mma-tile"
-    (PER_TILE): its tile's sums added to the FP32 running sums."""
-    l_acc = warpgroup_mma_wait(num_outstanding=0, deps=(l_tok, ))
-    if PER_TILE:
-        l_run = l_run + _one_column_per_thread(l_acc)
-    return l_acc, l_run
-
-
-@gluon.jit
-def _issue_q(desc_q, desc_ones, q_bar, q_smem, ones_smem, b32, h32, row0, HEAD_DIM: gl.constexpr,
-             WITH_ONES: gl.constexpr):
-    """One warpgroup's Q tile into q_smem on q_bar (with the ones tile of row_sum "mma" where WITH_ONES)."""
-    if WITH_ONES:
-        mbarrier.expect(q_bar, desc_q.block_type.nbytes + desc_ones.block_type.nbytes)
-    else:
-        mbarrier.expect(q_bar, desc_q.block_type.nbytes)
-    tma.async_copy_global_to_shared(desc_q, [b32, row0, h32 * HEAD_DIM], q_bar, q_smem)
-    if WITH_ONES:
-        tma.async_copy_global_to_shared(desc_ones, [0, 0], q_bar, ones_smem)
 
 
 @gluon.jit
@@ -1043,22 +734,6 @@ def _first_tile_weights(s_tok, outstanding: gl.constexpr, k_empty, slot, m_i, of
         p, m_i, alpha = _tile_weights(s, m_i, keep, keys, qk_scale, True, MASKED, OPT.MAX_OFFSET, OPT.LAZY,
                                       OPT.EMULATE)
     return p, m_i, alpha
-
-
-@gluon.jit
-def _final_row_sums(l_i, l_acc, l_run, OPT: gl.constexpr):
-    """A block's row sums at its end, from the form the key loop kept them in (GluonConfig.row_sum): the tensor
-    core's accumulator (l_acc; per tile: l_run), each thread's partial sums (l_i, a column per thread of the quad),
-    or l_i itself."""
-    if OPT.ROW_SUM_PARTS >= 3:  # each of the ONES_N columns holds the rows' sums, the same value: max takes one exactly
-        if OPT.ROW_SUM_PARTS == 4:
-            l_acc = l_run
-        l_i = gl.max(l_acc, 1)
-    elif OPT.ROW_SUM_PARTS:  # the quad's four partial sums of each row, added once
-        l_i = gl.sum(l_i, 1)
-    if OPT.WEIGHT == "noexp":  # rows whose exponents sum to 0: keep the control finite
-        l_i = gl.where(l_i == 0.0, 1.0, l_i)
-    return l_i
 
 
 @gluon.jit

@@ -9,7 +9,7 @@ block, `--fixed`, in tiles. Three dispatchers are modelled over `--slots` progra
 program each with two consumer warpgroups):
 - greedy: the hardware's, one program per block in program-id order, each started on the first slot that frees;
 - rounds: the Gluon kernel's persistent schedule (`-pt`), slot p taking block r * slots + p in even rounds r and
-  r * slots + slots - 1 - p in odd ones (gluon_attn._round_item), with no fixed cost but the first block's;
+  r * slots + slots - 1 - p in odd ones (gluon_producer._round_item), with no fixed cost but the first block's;
 - dynamic: its dynamic persistent schedule (`-pd`), blocks in program-id order, each taken by the first slot to
   free (a global counter), with no fixed cost but the first block's.
 The program order is triton_attn._program_tile's (both kernels call it): groups of head_group heads, the block
@@ -58,7 +58,7 @@ def greedy_makespan(costs: list[int], slots: int, fixed: float) -> float:
 
 
 def rounds_makespan(costs: list[int], slots: int, fixed: float) -> float:
-    """The persistent schedule's rounds (gluon_attn._round_item): one fixed cost per slot, not per block."""
+    """The persistent schedule's rounds (gluon_producer._round_item): one fixed cost per slot, not per block."""
     busy = [fixed] * slots
     for t, c in enumerate(costs):
         r, k = divmod(t, slots)
@@ -67,7 +67,7 @@ def rounds_makespan(costs: list[int], slots: int, fixed: float) -> float:
 
 
 def dynamic_makespan(costs: list[int], slots: int, fixed: float) -> float:
-    """The dynamic persistent schedule (gluon_attn._loader_persistent): greedy's order and balance, one fixed cost
+    """The dynamic persistent schedule (gluon_producer._loader_persistent): greedy's order and balance, one fixed cost
     per slot. Every slot starts its first block after the same fixed cost, so the schedule is greedy's without a
     fixed cost per block, shifted by it."""
     return fixed + greedy_makespan(costs, slots, 0.0)
