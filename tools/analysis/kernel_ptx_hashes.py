@@ -19,7 +19,7 @@ cases were added: the paired 16-bit default of before and the FP8 default with -
 V_STAGES default (0: as many as K's, 20:40), 44 of 44 identical; again with the producer's functions taking V's
 ring as the kernel resolved it (no second default), 44 of 44 identical; again around the configuration's move out of the
 kernel's module into softbench.kernels.gluon_config (2026-12-05 18:05), 44 of 44 identical; again around the
-producer's functions' move into gluon_producer and the row sums' into gluon_row_sums (2026-12-05 21:05, with an
+producer's functions' move into gluon_producer and the row sums' into gluon_row_sums (2026-12-05 20:20, with an
 empty TRITON_CACHE_DIR, so that every case compiled afresh), 44 of 44 identical."""
 
 from __future__ import annotations
