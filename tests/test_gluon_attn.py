@@ -817,3 +817,62 @@ def test_max_chain_counts_dependent_fmnmx_and_restarts_at_branches_and_other_wri
     # a branch between two forms of the tile, or another instruction writing the register, breaks the chain
     assert _longest_chain(body(*fold[:2], "BRA 0x100", *fold[2:]), "FMNMX") == 2
     assert _longest_chain(body(*fold[:2], "FMUL R10, R10, R5", *fold[2:]), "FMNMX") == 2
+
+
+def test_grid_dependency_overlaps_only_the_forwards_that_follow_the_key_norms():
+    """-gdc (GluonConfig.grid_dependency): the label's last suffix, read back after -ka and -v<N>; plain() drops it
+    (the same output); only h15-proved and h15-folded, whose call starts with the key norms' kernel, are launched with
+    programmatic dependent launch and wait for that grid (GDC_WAIT). Cross-compiled: the FP8 default's h15-folded under
+    -gdc launches with launch_pdl and its PTX waits for the grid (griddepcontrol.wait), with the same key loop,
+    registers and spills as without; A0 under -gdc compiles to the kernel without it."""
+    for label in ("gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf-gdc", "gluon-n128s2-c240l24-hg4-pd-rl-ro-ltt-pm-tb-mlf-ka-v3-gdc"):
+        cfg = GluonConfig.from_label(label)
+        assert cfg.grid_dependency and cfg.label() == label
+        assert not cfg.plain().grid_dependency
+    gdc = replace(DEFAULT_FP8, grid_dependency=True)
+    for variant, waits in (("h15-folded", True), ("h15-proved", True), ("A0", False), ("h15-sat", False)):
+        assert ga.kernel_constants(gdc, 8192, 128, True, True, variant)["GDC_WAIT"] is waits
+        assert ga.launch_options(gdc, variant).get("launch_pdl", False) is waits
+        assert ga.kernel_constants(DEFAULT_FP8, 8192, 128, True, True, variant)["GDC_WAIT"] is False
+        assert "launch_pdl" not in ga.launch_options(DEFAULT_FP8, variant)
+    base = "gluon-n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf"
+    plain, over = _compile("fp8", "h15-folded", base), _compile("fp8", "h15-folded", base + "-gdc")
+    assert (plain["launch_pdl"], plain["grid_dependency_waits"]) == (False, 0), plain
+    assert over["launch_pdl"] is True and over["grid_dependency_waits"] >= 1, over
+    same = ("loop_instructions", "loop_gmma", "registers", "spill_loads", "spill_stores", "shared_bytes")
+    assert {k: over[k] for k in same} == {k: plain[k] for k in same}, (plain, over)
+    assert over["ptxas_advisories"] == [], over
+    a0 = _compile("fp8", "A0", base + "-gdc")
+    assert (a0["launch_pdl"], a0["grid_dependency_waits"]) == (False, 0), a0
+
+
+def test_key_norms_let_the_next_kernel_launch_only_when_asked():
+    """The key norms' kernel (triton_attn._key_norm_max), cross-compiled for sm_90a: with LAUNCH_DEPENDENTS its
+    programs trigger the dependent launch (griddepcontrol.launch_dependents) before anything else; without it, as
+    every variant but -gdc's runs it, no trigger."""
+    code = """
+import json, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from softbench.kernels import triton_attn as ta
+from softbench.kernels.triton_compile import _signature
+out = {}
+for flag in (False, True):
+    sig, consts, attrs = _signature(ta._key_norm_max.arg_names, {"K": "*bf16", "KN": "*fp32"},
+                                    {"seq": 8192, "kv_heads": 16, "stride_kb": 8192 * 16 * 128,
+                                     "stride_ks": 16 * 128, "stride_kh": 128})
+    consts.update(HEAD_DIM=128, BLOCK=ta.KEY_NORM_BLOCK, LAUNCH_DEPENDENTS=flag)
+    ptx = triton.compile(ASTSource(fn=ta._key_norm_max, signature=sig, constexprs=consts, attrs=attrs),
+                         target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+    body = ptx[ptx.index("{", ptx.index(".entry")):]
+    out[str(flag)] = {"triggers": body.count("griddepcontrol.launch_dependents"),
+                      "first": body.index("griddepcontrol.launch_dependents") < body.index("ld.global")
+                      if "griddepcontrol.launch_dependents" in body else None}
+print(json.dumps(out))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert got["False"] == {"triggers": 0, "first": None}, got
+    assert got["True"] == {"triggers": 1, "first": True}, got

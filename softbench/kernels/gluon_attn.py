@@ -66,6 +66,8 @@ _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float8_
 # tests/test_gluon_attn.py reads the ids out of the compiled PTX and checks that these stay apart
 TURN_BARRIERS = (12, 13)
 PTX_TRIM_MARKER = gl.constexpr(f"// {ptx_trim.MARK}\n\tmov.b32 $0, $1;")
+# -gdc: the consumers' wait for the key norms' grid (PTX's griddepcontrol; Gluon 3.6 has no operation for it)
+GRID_DEPENDENCY_WAIT = gl.constexpr("griddepcontrol.wait;\n\tmov.b32 $0, $1;")
 
 
 def _warp_kept_max_asm() -> str:
@@ -157,10 +159,16 @@ def _wait_pv(o_tok, p_op):
 
 @gluon.jit
 def _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS: gl.constexpr, HEAD_DIM: gl.constexpr,
-                   MAX_OFFSET: gl.constexpr, KN_WIDTH: gl.constexpr):
+                   MAX_OFFSET: gl.constexpr, KN_WIDTH: gl.constexpr, GDC_WAIT: gl.constexpr = False):
     """h15-proved and h15-folded: n_full where this warpgroup's rows provably never reach the clamp
     (triton_attn._clamp_free, from their largest query norm and the head's largest key norm, which the prologue
-    left in KN), else 0, so that every tile goes through the masked branch, which keeps the clamp."""
+    left in KN), else 0, so that every tile goes through the masked branch, which keeps the clamp. GDC_WAIT (-gdc):
+    the norms' kernel may still be running when this one starts, so wait for its grid, and its writes, first (at
+    once after the first block: the grid is done by then)."""
+    if GDC_WAIT:
+        one_per_thread: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # the consumer warpgroup's 4 warps
+        gl.inline_asm_elementwise(GRID_DEPENDENCY_WAIT, "=r,r", [gl.full([128], 0, gl.int32, one_per_thread)],
+                                  dtype=gl.int32, is_pure=False, pack=1)
     q_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
     qf = q_smem.reshape([ROWS, HEAD_DIM]).load(q_layout).to(gl.float32)
     q_norm_max = gl.max(gl.sqrt(gl.sum(qf * qf, 1)), 0)
@@ -567,7 +575,7 @@ def _consumer_item(desc_q, desc_o, desc_ones, q_smem, o_smem, ones_smem, q_bar, 
     MASKED: gl.constexpr = "A1" if WEIGHT == "h15-proved" else WEIGHT
     if (WEIGHT == "h15-proved") or (WEIGHT == "h15-folded"):
         n_full = _proved_n_full(q_smem, KN, kn_row, kn_blocks, qk_scale, n_full, ROWS, HEAD_DIM, MAX_OFFSET,
-                                KN_WIDTH)
+                                KN_WIDTH, OPT.GDC_WAIT)
 
     offs_m = row0 + gl.arange(0, ROWS, rows_s)
     offs_n = gl.arange(0, S_COLS, cols_s)
@@ -809,7 +817,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
                  ROW_SUM_PARTS: gl.constexpr = False, RESCALE_AT_PV: gl.constexpr = False, LAZY: gl.constexpr = 0.0,
                  PERSISTENT: gl.constexpr = 0, EMULATE: gl.constexpr = 0, SPLIT: gl.constexpr = False,
                  MASKED_LOOP: gl.constexpr = 0, P_AT_MMA: gl.constexpr = False, K_AHEAD: gl.constexpr = False,
-                 V_STAGES: gl.constexpr = 0):
+                 V_STAGES: gl.constexpr = 0, GDC_WAIT: gl.constexpr = False):
     """n_items: the launch's query blocks (batch x heads x 128- or 64-row blocks). Without PERSISTENT one program
     per block; with it (SCHEDULE_MODE), fewer programs than blocks, each taking blocks in rounds (_round_item, 1)
     or, 2, its next from `counter` (a global int32 at 0 before the launch, and left at 0 after it). K's ring has
@@ -907,7 +915,7 @@ def _attn_fwd_ws(desc_q, desc_k, desc_v, desc_o, KN, kn_blocks, qk_scale, v_scal
     row0 = start_m * BLOCK_M
     opt: gl.constexpr = KernelOptions(HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH,
                                       RESCALE_SKIP, ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP,
-                                      P_AT_MMA, V_RING)
+                                      P_AT_MMA, V_RING, GDC_WAIT)
     if PERSISTENT:
         _persistent_partitions(desc_q, desc_k, desc_v, desc_o, desc_ones, q0, q1, o0, o1, ones0, ones1, q_bars,
                                q_free, items, item_ready, item_empty, counter, k_bufs, v_bufs, k_ready, v_ready,
@@ -1154,15 +1162,23 @@ def kernel_constants(config: GluonConfig, seq: int, head_dim: int, causal: bool,
                 EMULATE=emulated_key_bits(config.emulate) if variant == "A0" else 0, SPLIT=config.split_qk,
                 MASKED_LOOP=TILE_LOOPS_MODE[config.tile_loops], P_AT_MMA=config.p_round == "wgmma",
                 K_AHEAD=config.loads == "k-ahead", V_STAGES=config.value_stages,
-                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1)
+                KN_WIDTH=triton.next_power_of_2(key_norm_blocks(seq)) if variant in NORM_BOUND_VARIANTS else 1,
+                GDC_WAIT=grid_dependent(config, variant))
 
 
-def launch_options(config: GluonConfig) -> dict:
+def grid_dependent(config: GluonConfig, variant: str) -> bool:
+    """Whether this forward is launched to overlap the key norms' kernel before it (-gdc): only where there is one."""
+    return config.grid_dependency and variant in NORM_BOUND_VARIANTS
+
+
+def launch_options(config: GluonConfig, variant: str = "A0") -> dict:
     """num_warps (the default partition: one consumer warpgroup) and, with one consumer, a 128-register launch:
     Triton pads the producer warp's partition to a warpgroup, so a program is 256 threads x 128 = 32768
-    registers, half an SM's, and setmaxnreg gives the consumer 232 of them (the producer 24). Shared with the
+    registers, half an SM's, and setmaxnreg gives the consumer 232 of them (the producer 24); under -gdc, for the
+    variants with the key norms' kernel, programmatic dependent launch (grid_dependent). Shared with the
     cross-compilation."""
-    return {"num_warps": CONSUMER_WARPS, **({"maxnreg": 128} if config.consumers == 1 else {})}
+    return {"num_warps": CONSUMER_WARPS, **({"maxnreg": 128} if config.consumers == 1 else {}),
+            **({"launch_pdl": True} if grid_dependent(config, variant) else {})}
 
 
 def query_blocks(config: GluonConfig, batch: int, heads: int, seq: int) -> int:
@@ -1193,10 +1209,11 @@ def launch(ops: GluonOperands, causal: bool, variant: str, config: GluonConfig, 
     n_items = query_blocks(config, b, h, s)
     grid = (min(n_items, programs_at_once(config, ops.q.device)) if config.schedule != "blocks" else n_items,)
     if variant in NORM_BOUND_VARIANTS:  # the key norms are part of the call: their cost is in every timing
-        launch_key_norms(ops.k, ops.kn)
+        launch_key_norms(ops.k, ops.kn, launch_dependents=grid_dependent(config, variant))
     _attn_fwd_ws[grid](*ops.descs, ops.kn, key_norm_blocks(s), qk_scale, float(descale[2]), s, h, h // hk,
                        effective_head_group(config, b * h), n_items, ops.ones_desc, ops.counter,
-                       **kernel_constants(config, s, d, causal, ops.q.dtype in _FP8, variant), **launch_options(config))
+                       **kernel_constants(config, s, d, causal, ops.q.dtype in _FP8, variant),
+                       **launch_options(config, variant))
     return ops.out
 
 

@@ -222,8 +222,13 @@ class GluonConfig:
     loads (LOADS): "k-ahead" (label -ka): the producer issues tile i + 1's K before tile i's V; the same output bit
     for bit.
     v_stages (label -v<N>): V's ring takes N buffers, K's keeps `stages` (LOADS says why); the same output bit for bit.
+    grid_dependency (label -gdc; h15-proved and h15-folded, the variants whose call starts with the key norms'
+    kernel): the forward is launched with programmatic dependent launch, the norms' programs let it start as soon
+    as they have all begun, and its consumers wait for the norms (griddepcontrol.wait) just before they first read
+    them, so that its launch and prologue (barriers, Q and the first K and V tiles in flight) overlap the norms'
+    last programs instead of following them; other variants launch as without it. The same output bit for bit.
     Labels read gluon-n128s2-c240l24-hg8[-pp|-ppn][-g1][-pt|-pd|-pde|-pdo][-rs|-rl|-rla][-ro][-lt|-ltt|-lm|-lmt][-pm]
-    [-tb][-ml|-mlf][-sq][-e16][-ka][-v3] (what sessions record and --triton-config takes)."""
+    [-tb][-ml|-mlf][-sq][-e16][-ka][-v3][-gdc] (what sessions record and --triton-config takes)."""
 
     block_n: int = 128
     stages: int = 2
@@ -249,6 +254,7 @@ class GluonConfig:
     # own; "two-fenced" (-mlf) also holds P.V's wait below the weights (_schedule_fence)
     loads: str = "paired"  # LOADS: "k-ahead" (label -ka) has the producer issue the next K before this tile's V
     v_stages: int = 0  # label -v<N>: V's ring takes N buffers, K's keeps `stages` (0: V's as K's; LOADS says why)
+    grid_dependency: bool = False  # label -gdc: the forward launched to overlap the key norms' kernel before it
 
     def __post_init__(self):
         if self.block_n not in (64, 128):
@@ -318,7 +324,7 @@ class GluonConfig:
                 + ROW_SUMS[self.row_sum] + P_ROUND[self.p_round] + SYNCS[self.sync] + TILE_LOOPS[self.tile_loops]
                 + ("-sq" if self.split_qk else "")
                 + (f"-e{self.emulate}" if self.emulate else "") + LOADS[self.loads]
-                + (f"-v{self.v_stages}" if self.v_stages else ""))
+                + (f"-v{self.v_stages}" if self.v_stages else "") + ("-gdc" if self.grid_dependency else ""))
 
     @property
     def value_stages(self) -> int:
@@ -330,17 +336,17 @@ class GluonConfig:
 
     def plain(self) -> "GluonConfig":
         """This configuration without the options that change no output bit (-rs, -ro, -pm, -tb, -pt, -ml, -mlf, -ka,
-        -v<N>):
+        -v<N>, -gdc):
         what their outputs are checked against, bit for bit. The row sums' form stays: -lt and -ltt add them in
         another order, -lm adds the rounded P; so does -rl, which rounds A0's P at another scale, and -e<N>, whose
         emulated exponentials differ from the MUFU's in their last bits."""
         return replace(self, rescale=self.rescale if self.rescale in LAZY_VARIANTS else "always", rescale_at="tail",
                        p_round="tail", sync="membar", schedule="blocks", tile_loops="one", loads="paired",
-                       v_stages=0)
+                       v_stages=0, grid_dependency=False)
 
     @classmethod
     def from_label(cls, label: str) -> "GluonConfig":
-        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?(-ka)?(?:-v(\d+))?",
+        m = re.fullmatch(r"gluon-n(\d+)s(\d+)-c(\d+)l(\d+)-hg(\d+)(-ppn|-pp)?(-g1)?(-pt|-pdo|-pde|-pd)?(-rs|-rlan|-rla|-rl)?(-ro)?(-ltt|-lt|-lmt|-lm)?(-pm)?(-tb)?(-mlf|-ml)?(-sq)?(?:-e(\d+))?(-ka)?(?:-v(\d+))?(-gdc)?",
                          label.strip())
         if not m:
             raise UsageError(f"not a Gluon configuration label: {label!r} (expected e.g. gluon-n128s2-c240l24-hg8: "
@@ -357,7 +363,7 @@ class GluonConfig:
                              "their own (-mlf: P.V's wait held below the weights); -sq: Q.K^T in two halves of "
                              "keys (16 bits); -e16: A0 emulates one "
                              "exp2 in 16 on the FMA pipe; -ka: the producer loads the next K before this tile's V; -v3: three V "
-                             "buffers, K keeping s<N>)")
+                             "buffers, K keeping s<N>; -gdc: the forward's launch overlaps the key norms' kernel)")
         handover = _option_named(HANDOVERS, m.group(6)) if m.group(6) else "mbarrier"
         return cls(*(int(g) for g in m.groups()[:5]), pingpong=m.group(6) is not None,
                    consumers=1 if m.group(7) else 2, handover=handover, schedule=_option_named(SCHEDULES, m.group(8)),
@@ -365,7 +371,8 @@ class GluonConfig:
                    row_sum=_option_named(ROW_SUMS, m.group(11)), p_round=_option_named(P_ROUND, m.group(12)),
                    sync=_option_named(SYNCS, m.group(13)), tile_loops=_option_named(TILE_LOOPS, m.group(14)),
                    split_qk=m.group(15) is not None, emulate=int(m.group(16) or 0),
-                   loads=_option_named(LOADS, m.group(17)), v_stages=int(m.group(18) or 0))
+                   loads=_option_named(LOADS, m.group(17)), v_stages=int(m.group(18) or 0),
+                   grid_dependency=m.group(19) is not None)
 
 
 def _option_named(suffixes: dict, suffix: str | None) -> str:

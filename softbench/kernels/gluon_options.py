@@ -33,10 +33,11 @@ class KernelOptions:
     MASKED_LOOP: gl.constexpr
     P_AT_MMA: gl.constexpr
     V_STAGES: gl.constexpr  # V's ring (GluonConfig.value_stages); STAGES is K's
+    GDC_WAIT: gl.constexpr  # GluonConfig.grid_dependency where the variant reads the key norms
 
     @gluon.constexpr_function
     def __init__(self, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, WEIGHT, MAX_OFFSET, V_KMAJOR, KN_WIDTH, RESCALE_SKIP,
-                 ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, V_STAGES):
+                 ROW_SUM_PARTS, RESCALE_AT_PV, LAZY, EMULATE, SPLIT, MASKED_LOOP, P_AT_MMA, V_STAGES, GDC_WAIT):
         self.HEAD_DIM = gl.constexpr(HEAD_DIM)
         self.BLOCK_N = gl.constexpr(BLOCK_N)
         self.STAGES = gl.constexpr(STAGES)
@@ -54,3 +55,4 @@ class KernelOptions:
         self.MASKED_LOOP = gl.constexpr(MASKED_LOOP)
         self.P_AT_MMA = gl.constexpr(P_AT_MMA)
         self.V_STAGES = gl.constexpr(V_STAGES)
+        self.GDC_WAIT = gl.constexpr(GDC_WAIT)

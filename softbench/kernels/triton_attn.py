@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.kernels.capability import TRITON_HEAD_DIMS, dims_text
@@ -501,10 +502,15 @@ def _clamp_free(q_norm_max, k_norm_max, qk_scale, MAX_OFFSET: tl.constexpr):
 
 @triton.jit
 def _key_norm_max(K, KN, seq, kv_heads, stride_kb, stride_ks, stride_kh,
-                  HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+                  HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr, LAUNCH_DEPENDENTS: tl.constexpr = False):
     """KN[b * kv_heads + hk, block] = the largest Euclidean norm of this block's key rows of that head (raw
     stored values; descale factors live in qk_scale). One partial maximum per program, so no atomics and no
-    zero-fill: the attention kernel reduces the few partials of its head."""
+    zero-fill: the attention kernel reduces the few partials of its head. LAUNCH_DEPENDENTS (the Gluon forward's
+    -gdc): each program first lets a kernel launched after it with programmatic dependent launch start, which
+    that kernel may do once every program here has; it still waits for this grid's writes before it reads KN
+    (griddepcontrol.wait), so the trigger can come before them."""
+    if LAUNCH_DEPENDENTS:
+        gdc_launch_dependents()
     bh = tl.program_id(0)
     blk = tl.program_id(1)
     b = (bh // kv_heads).to(tl.int64)
@@ -721,12 +727,14 @@ def launch(ops: Operands, causal: bool, variant: str, config: KernelConfig, soft
     return o
 
 
-def launch_key_norms(k: torch.Tensor, kn: torch.Tensor) -> None:
+def launch_key_norms(k: torch.Tensor, kn: torch.Tensor, launch_dependents: bool = False) -> None:
     """h15-proved's prologue (either kernel): the largest key norm of every KEY_NORM_BLOCK keys of each head of k
-    (b, s, kv_heads, d) into kn, which holds key_norm_blocks(s) partials per head."""
+    (b, s, kv_heads, d) into kn, which holds key_norm_blocks(s) partials per head. launch_dependents: the next
+    kernel, if launched with programmatic dependent launch, may start before these programs end (_key_norm_max)."""
     b, s, hk, d = k.shape
     _key_norm_max[(b * hk, key_norm_blocks(s))](k, kn, s, hk, k.stride(0), k.stride(1), k.stride(2),
-                                               HEAD_DIM=d, BLOCK=KEY_NORM_BLOCK)
+                                               HEAD_DIM=d, BLOCK=KEY_NORM_BLOCK,
+                                               LAUNCH_DEPENDENTS=launch_dependents)
 
 
 def log2_scale(head_dim: int, softmax_scale: float | None, descale: tuple[float, float, float]) -> float:

@@ -31,7 +31,7 @@ CONFIG_FIELDS = ("block_m", "block_n", "num_warps", "num_stages", "v_kmajor", "t
                  "max_registers", "rotate", "head_group")
 GLUON_FIELDS = ("block_n", "stages", "consumer_registers", "loader_registers", "head_group", "pingpong", "consumers",
                 "handover", "rescale", "sync", "row_sum", "rescale_at", "schedule", "split_qk", "emulate",
-                "p_round", "tile_loops", "loads", "v_stages")
+                "p_round", "tile_loops", "loads", "v_stages", "grid_dependency")
 KERNELS = ("triton", "gluon")
 
 

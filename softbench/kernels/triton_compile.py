@@ -132,7 +132,7 @@ def _compile_gluon(shape: Shape, variant: str, config, arch: int):
     if config.sync == "mbarrier":
         ga._ready_ptx_trim()
     return triton.compile(GluonASTSource(fn=ga._attn_fwd_ws, signature=sig, constexprs=consts, attrs=attrs),
-                          target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config))
+                          target=GPUTarget("cuda", arch, 32), options=ga.launch_options(config, variant))
 
 
 def audit_compile(shape: Shape, variant: str, options: dict, arch: int, dump_dir: Path) -> dict:
@@ -165,6 +165,9 @@ def cross_compile(shape: Shape, variant: str, config, arch: int = 90) -> dict:
         "v_through_registers": bool(re.search(r"ttg\.local_alloc %v\w* :", ttgir)),
         "tma_loads": len(re.findall(r"async_tma_copy_global_to_local", ttgir)),  # KernelConfig.tma: Q, K, V
         "warp_specialized": "ttg.warp_specialize" in ttgir,
+        # -gdc: launched with programmatic dependent launch, and how many waits for the grid before it the PTX holds
+        "launch_pdl": bool(getattr(compiled.metadata, "launch_pdl", False)),
+        "grid_dependency_waits": len(re.findall(r"\bgriddepcontrol\.wait\b", ptx)),
         # atomics on global memory (the dynamic schedule's block counter), each as "<op> predicated|every thread":
         # a counter taken by every thread of a warp rather than by one would hand each a different block
         "global_atomics": [f"{op} {'predicated' if pred else 'every thread'}"
