@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from softbench.cli import main
-from softbench.core.errors import UnsupportedError
+from softbench.core.errors import UnsupportedError, UsageError
 from softbench.fidelity.engine import FidelityOptions, run_fidelity
 
 from tiny_llama import build_tiny_llama
@@ -180,3 +180,49 @@ def test_triton_kernel_path_without_cuda_needs_the_interpreter(tiny64, tmp_path,
     assert main([*args, "--path", "kernel", "--backend", "triton", "--dtype", "fp8"]) == UnsupportedError.exit_code
     assert main([*args, "--path", "sim", "--backend", "triton"]) == 2  # --backend picks the kernel path's kernel
     assert not any(tmp_path.iterdir())  # refused before a session was created
+
+
+@pytest.mark.slow
+def test_triton_kernel_path_at_fp8_takes_the_operands_through_e4m3_as_simulated(tiny64, tmp_path, monkeypatch):
+    """--dtype fp8 on the kernel path (BF16 model, the FP8 forward): each call's Q, K and V scaled into E4M3 one
+    tensor at a time (kernels.fp8_scaling), on record in run.json. Block by block A0 and h15-folded give the
+    simulation's NLL with the same operands (--fp8-operands, P's weights unrounded: the kernel sums FP32 weights),
+    and differ from the simulation without them by far more than that: the quantization is there and is the one
+    simulated. h15-folded's weights lie on E4M3's grid, so rounding its P (--fp8-storage) changes nothing."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from softbench.fidelity.attention import TritonAttention
+    from softbench.kernels.fp8_scaling import E4M3
+    from softbench.kernels.triton_attn import default_config
+
+    fp8 = {**_options(tiny64), "dtype": "fp8"}
+    ops = ("sim:exp2", "sim:rowmax-h15-folded")
+    kernel = run_fidelity(FidelityOptions(**fp8, path="kernel", backend="triton", operators=("rowmax-h15-folded",),
+                                          out_dir=str(tmp_path / "k")))
+    scaled = run_fidelity(FidelityOptions(**fp8, path="sim", fp8_operands=True, operators=ops,
+                                          out_dir=str(tmp_path / "s")))
+    stored = run_fidelity(FidelityOptions(**fp8, path="sim", fp8_operands=True, fp8_storage=True, operators=ops,
+                                          out_dir=str(tmp_path / "p")))
+    unscaled = run_fidelity(FidelityOptions(**fp8, path="sim", operators=ops, out_dir=str(tmp_path / "u")))
+    assert kernel.status()["complete"] and kernel.read_json("summary.json")["dtype"] == "fp8"
+    assert scaled.read_json("summary.json")["fp8_operands"] is True
+    assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor, and P at P.V)" in \
+        (kernel.path / "summary.md").read_text()
+    assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor and P)" in (stored.path / "summary.md").read_text()
+    assert "dtype: `fp8` (E4M3: neither the operands nor P)" in (unscaled.path / "summary.md").read_text()
+    for info in kernel.read_json("run.json")["kernel"]["workers"].values():
+        assert info["fp8_quantization"] == TritonAttention.QUANTIZATION
+        assert info["config"]["label"] == default_config(E4M3, 64).label()
+    k, s, p, u = _nll(kernel), _nll(scaled), _nll(stored), _nll(unscaled)
+    tol = 1e-4  # nats: BF16 model (seen: 4e-5 at most)
+    for b in range(N_BLOCKS):
+        for kc, sc in (("kernel:stock", "sim:exp2"), ("kernel:rowmax-h15-folded", "sim:rowmax-h15-folded")):
+            assert k[(b, kc)] == pytest.approx(s[(b, sc)], abs=tol), (b, kc)
+        assert p[(b, "sim:rowmax-h15-folded")] == s[(b, "sim:rowmax-h15-folded")]
+    assert max(abs(k[(b, "kernel:stock")] - u[(b, "sim:exp2")]) for b in range(N_BLOCKS)) > 10 * tol
+
+
+def test_fp8_operands_are_the_simulations_at_fp8():
+    common = dict(model="m", path="sim", operators=("sim:rowmax-h15",))
+    for bad in (dict(dtype="bf16", fp8_operands=True), dict(dtype="fp8", fp8_operands=True, path="row")):
+        with pytest.raises(UsageError, match="--fp8-operands applies to --path sim --dtype fp8"):
+            FidelityOptions(**{**common, **bad}).check()

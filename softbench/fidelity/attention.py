@@ -117,10 +117,11 @@ def e4m3_stored(weight_fn: Callable[[torch.Tensor], torch.Tensor] | TileMap):
 
 class SimAttention:
     """The semantic simulation: 128-key tiles, running max, rescale threshold tau, operator on x from the running
-    max, row sum and P.V from the same weights. `max_offset` 8 gives FA4's FP8 semantics."""
+    max, row sum and P.V from the same weights. `max_offset` 8 gives FA4's FP8 semantics; fp8_operands also takes
+    Q, K and V through E4M3 as the kernel path's FP8 forward gets them (kernels.fp8_scaling, TritonAttention)."""
 
     def __init__(self, op: Operator, tile: int = 128, rescale_threshold: float = 0.0, max_offset: float = 0.0,
-                 fp8_storage: bool = False):
+                 fp8_storage: bool = False, fp8_operands: bool = False):
         if op.scope != "element":
             raise UnsupportedError(f"{op.name} needs the whole row; the tile-wise simulation cannot run it")
         self.op = op
@@ -128,14 +129,22 @@ class SimAttention:
         self.rescale_threshold = rescale_threshold
         self.max_offset = max_offset
         self.weight_fn = e4m3_stored(op.fn) if fp8_storage else op.fn
+        self.fp8_operands = fp8_operands
         self.label = f"sim:{op.canonical}"
 
     def __call__(self, q, k, v, scale):
         from softbench.kernels.sim import sim_attention
 
-        return sim_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), True, self.weight_fn,
-                             softmax_scale=scale, tile=self.tile, rescale_threshold=self.rescale_threshold,
-                             max_offset=self.max_offset, out_dtype=q.dtype)
+        out_dtype = q.dtype
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        descale = (1.0, 1.0, 1.0)
+        if self.fp8_operands:
+            from softbench.kernels.fp8_scaling import operands
+
+            q, k, v, descale = operands(q, k, v)
+        return sim_attention(q, k, v, True, self.weight_fn, softmax_scale=scale, tile=self.tile,
+                             rescale_threshold=self.rescale_threshold, max_offset=self.max_offset,
+                             out_dtype=out_dtype, descale=descale)
 
 
 class FA4Attention:
@@ -156,11 +165,16 @@ class TritonAttention:
     GQA is native. One kernel and configuration for the whole run, the one `softbench latency --backend triton`
     times for the model's dtype and head dim (triton_backend.resolve_config: the Gluon kernel on sm_90 at head
     dims 64 and 128, the Triton-language kernel's table elsewhere and at head dim 256, Gemma-3's, on every
-    machine); configure(), called by the worker at load, puts it on record before any block."""
+    machine); configure(), called by the worker at load, puts it on record before any block. fp8: the model stays
+    in BF16 and each call's Q, K and V go to E4M3, one scale per tensor (softbench.kernels.fp8_scaling), into the
+    FP8 forward with their descales, as a user of FP8 attention would feed it."""
 
-    def __init__(self, variant: str):
+    QUANTIZATION = "per tensor and call: x / (max|x| / 448) rounded to E4M3, the scale passed as the descale"
+
+    def __init__(self, variant: str, fp8: bool = False):
         self.variant = variant
-        self.label = f"triton:{variant}"
+        self.fp8 = fp8
+        self.label = f"triton:{variant}" + (":fp8" if fp8 else "")
         self.config = None
 
     def configure(self, dtype: torch.dtype, head_dim: int):
@@ -171,9 +185,10 @@ class TritonAttention:
             raise UnsupportedError(f"this model's attention head dim is {head_dim}; softbench's Triton forward "
                                    f"implements head dims {dims_text(triton_attn.HEAD_DIMS)} only",
                                    hint="--backend fa4 on a GPU, or --path sim (the same semantics in PyTorch)")
+        from softbench.kernels.fp8_scaling import E4M3
         from softbench.kernels.triton_backend import resolve_config
 
-        self.config = resolve_config(dtype, head_dim, {})
+        self.config = resolve_config(E4M3 if self.fp8 else dtype, head_dim, {})
         return self.config
 
     def __call__(self, q, k, v, scale):
@@ -186,8 +201,15 @@ class TritonAttention:
             from softbench.kernels import gluon_attn as kernel
         else:
             kernel = triton_attn
-        return kernel.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True,
-                                variant=self.variant, config=self.config, softmax_scale=scale)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        descale = (1.0, 1.0, 1.0)
+        if self.fp8:
+            from softbench.kernels.fp8_scaling import operands
+
+            q, k, v, descale = operands(q, k, v)
+        out = kernel.attention(q, k, v, causal=True, variant=self.variant, config=self.config, softmax_scale=scale,
+                               descale=descale)
+        return out
 
 
 class SdpaAttention:

@@ -46,6 +46,9 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
               help="model and attention storage; fp8: BF16 model with FA4's FP8 attention semantics (sim: "
                    "probability offset 8)")
 @click.option("--fp8-storage", is_flag=True, help="sim, --dtype fp8: also round P to E4M3")
+@click.option("--fp8-operands", is_flag=True,
+              help="sim, --dtype fp8: also scale Q, K and V into E4M3 (one scale per tensor), as --path kernel "
+                   "--backend triton does at FP8")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=5000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
 @click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
@@ -67,8 +70,9 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="continue an interrupted session with its own options")
 @click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")
-def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, backend, operators, dtype, fp8_storage, bootstrap,
-            seed, rescale_threshold, tile, bos, device, gpus, device_map, threads, out_dir, resume, list_operators):
+def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, backend, operators, dtype, fp8_storage,
+            fp8_operands, bootstrap, seed, rescale_threshold, tile, bos, device, gpus, device_map, threads, out_dir,
+            resume, list_operators):
     """Per-block NLL with exact and approximate attention; dNLL with a paired block bootstrap.
 
     Example (after make setup, offline, CPU, a few minutes): softbench fidelity --model smollm2-135m
@@ -104,7 +108,8 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
         opts = FidelityOptions(model=model, gguf_file=gguf_file, corpus=corpus, block_len=block_len,
                                max_blocks=max_blocks, path=path, operators=tuple(operators), dtype=dtype,
                                bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold, device=device,
-                               out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, threads=threads,
+                               out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, fp8_operands=fp8_operands,
+                               threads=threads,
                                backend=backend, offline=offline, device_map=device_map,
                                command_line=command_line)
         opts.check()  # bad operators and combinations fail before anything is loaded

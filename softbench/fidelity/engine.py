@@ -61,6 +61,7 @@ class FidelityOptions:
     bos: str = "auto"  # auto: a BOS first in every block where the tokenizer adds one (corpus.resolve_bos)
     offline: bool = False  # the Hub cache only, no request (HF_HUB_OFFLINE=1 does the same)
     fp8_storage: bool = False
+    fp8_operands: bool = False  # sim, --dtype fp8: Q, K and V scaled into E4M3 as the kernel path's FP8 forward does
     threads: int | None = None
     patch_cache: str | None = None
     backend: str = "fa4"  # the kernel path's kernel: FA4, or softbench's Triton forward
@@ -97,6 +98,9 @@ class FidelityOptions:
             raise UsageError("--rescale-threshold must be >= 0 (0: always rescale)")
         if self.fp8_storage and self.dtype != "fp8":
             raise UsageError("--fp8-storage applies to --dtype fp8 only")
+        if self.fp8_operands and (self.dtype != "fp8" or self.path != "sim"):
+            raise UsageError("--fp8-operands applies to --path sim --dtype fp8 only (the kernel path at FP8 always "
+                             "scales its operands into E4M3)")
         if self.device_map not in (None, "auto"):
             raise UsageError(f"--device-map must be auto, not {self.device_map!r}")
         if self.device_map and self.path == "kernel":
@@ -113,13 +117,15 @@ class FidelityOptions:
             if self.device == "cpu" and self.backend == "fa4":
                 raise UnsupportedError("--path kernel runs FA4 on a CUDA GPU, not on the CPU",
                                        hint="use --path sim (the kernel's semantics in PyTorch) on the CPU")
-            if self.dtype == "fp8":
-                # both kernels take E4M3 operands (with descales), but how the model's BF16 Q/K/V would be scaled
-                # into E4M3 is not defined here, and the attention functions pass the model's tensors as they
-                # are: the run would be BF16 attention recorded under an fp8 label
-                raise UnsupportedError(f"--path kernel --backend {self.backend} runs bf16 or fp16 attention; FP8 "
-                                       "operands would need a Q/K/V quantization the fidelity path does not define",
-                                       hint="use --path sim --dtype fp8 for FA4's FP8 semantics")
+            if self.dtype == "fp8" and self.backend != "triton":
+                # softbench's Triton forward scales the model's BF16 Q, K and V into E4M3 itself
+                # (attention.TritonAttention, kernels.fp8_scaling); FA4's FP8 forward is an sm_100 kernel, and the
+                # FA4 attention function passes the model's tensors as they are: the run would be BF16 attention
+                # recorded under an fp8 label
+                raise UnsupportedError(f"--path kernel --backend {self.backend} runs bf16 or fp16 attention; at FP8 "
+                                       "the kernel path runs softbench's Triton forward",
+                                       hint="add --backend triton, or use --path sim --dtype fp8 for FA4's FP8 "
+                                            "semantics")
         return build_conditions(self.path, self.operators, self.backend)
 
 
@@ -218,7 +224,8 @@ def _evaluator(opts: FidelityOptions, prep: Prepared, conditions: list[Condition
     name = attention.register()
     model = models.load_model(prep.model_source, opts.dtype, device, name, device_map=opts.device_map)
     sim = SimSettings(tile=opts.tile, rescale_threshold=opts.rescale_threshold,
-                      max_offset=8.0 if opts.dtype == "fp8" else 0.0, fp8_storage=opts.fp8_storage)
+                      max_offset=8.0 if opts.dtype == "fp8" else 0.0, fp8_storage=opts.fp8_storage,
+                      fp8_operands=opts.fp8_operands)
     return LocalEvaluator(model, conditions, sim, device)
 
 
@@ -232,7 +239,7 @@ def _summary(opts: FidelityOptions, run: dict, rows: list[dict], complete: bool,
             "backend": opts.backend if opts.path == "kernel" else None, "dtype": opts.dtype,
             "device": device, "rescale_threshold": opts.rescale_threshold, "tile": opts.tile,
             "bos": run.get("bos", opts.bos), "bos_note": run.get("bos_note"), "warnings": run.get("warnings", []),
-            "fp8_storage": opts.fp8_storage, "block_len": run["block_len"],
+            "fp8_storage": opts.fp8_storage, "fp8_operands": opts.fp8_operands, "block_len": run["block_len"],
             "block_len_requested": run["block_len_requested"], "blocks_planned": run["n_blocks"],
             "token_signature": run["token_signature"], "gate": run.get("gate"),
             "tokenizer_check": run.get("tokenizer_check"),

@@ -45,7 +45,7 @@ class KernelWorker:
 
         return attention.FA4Attention(backend.fa, self.variant), info
 
-    def _triton(self):
+    def _triton(self, dtype: str):
         interpreter = os.environ.get("TRITON_INTERPRET") == "1"
         if self.device != "cuda" and not interpreter:
             raise UnsupportedError("softbench's Triton forward needs a CUDA GPU here",
@@ -57,9 +57,12 @@ class KernelWorker:
                                    hint="pip install triton (or pip install -e .[triton])") from None
         from softbench.fidelity import attention
 
+        fp8 = dtype == "fp8"
         info = {"backend": "triton", "variant": self.variant, "triton_version": triton.__version__,
                 "interpreter": interpreter}
-        return attention.TritonAttention(self.variant), info
+        if fp8:  # the model in BF16, the attention's operands in E4M3: how they got there is part of the condition
+            info["fp8_quantization"] = attention.TritonAttention.QUANTIZATION
+        return attention.TritonAttention(self.variant, fp8=fp8), info
 
     def _stand_in(self):
         """Tests only (SOFTBENCH_FIDELITY_FA4_STAND_IN=sim): the CPU simulation of each variant's semantics
@@ -82,7 +85,7 @@ class KernelWorker:
         if stand_in:
             impl, info = self._stand_in()
         elif backend == "triton":
-            impl, info = self._triton()
+            impl, info = self._triton(req["dtype"])
         elif backend == "fa4":
             impl, info = self._fa4(req)
         else:

@@ -21,6 +21,7 @@ class SimSettings:
     rescale_threshold: float = 0.0
     max_offset: float = 0.0  # 8.0: FA4's FP8 path spends the E4M3 range on the probability tail
     fp8_storage: bool = False
+    fp8_operands: bool = False  # Q, K and V through E4M3 as the kernel path's FP8 forward gets them
 
 
 def make_impl(cond: Condition, sim: SimSettings):
@@ -30,7 +31,8 @@ def make_impl(cond: Condition, sim: SimSettings):
         return attention.RowAttention(cond.operator)
     if cond.path == "sim":
         return attention.SimAttention(cond.operator, tile=sim.tile, rescale_threshold=sim.rescale_threshold,
-                                      max_offset=sim.max_offset, fp8_storage=sim.fp8_storage)
+                                      max_offset=sim.max_offset, fp8_storage=sim.fp8_storage,
+                                      fp8_operands=sim.fp8_operands)
     raise MeasurementError(f"condition {cond.name} (path {cond.path}) cannot run in this process")
 
 

@@ -97,10 +97,22 @@ def _kernel(summary: dict) -> str:
     return f" (kernel: `{summary.get('backend') or 'fa4'}`" + "".join(f", `{k}`" for k in ran) + ")"
 
 
+def _fp8(summary: dict) -> str:
+    """What the FP8 condition takes through E4M3 besides FA4's probability offset: on the kernel path the operands
+    (attention.TritonAttention) and P at P.V, in the simulation what its flags asked."""
+    if summary.get("dtype") != "fp8":
+        return ""
+    if summary.get("path") == "kernel":
+        return " (E4M3: Q, K and V, one scale per tensor, and P at P.V)"
+    stored = [what for what, on in (("Q, K and V, one scale per tensor", summary.get("fp8_operands")),
+                                    ("P", summary.get("fp8_storage"))) if on]
+    return f" (E4M3: {' and '.join(stored)})" if stored else " (E4M3: neither the operands nor P)"
+
+
 def fidelity_markdown(summary: dict) -> str:
     lines = md_heading(f"softbench fidelity: {summary.get('model', {}).get('label', '?')}", summary)
     lines += [f"- {headline(summary)}",
-              f"- path: `{summary.get('path')}`{_kernel(summary)}; dtype: `{summary.get('dtype')}`; "
+              f"- path: `{summary.get('path')}`{_kernel(summary)}; dtype: `{summary.get('dtype')}`{_fp8(summary)}; "
               f"device: `{summary.get('device')}`; "
               f"rescale threshold tau: {summary.get('rescale_threshold')}; BOS: {summary.get('bos')}"
               + (f" ({summary['bos_note']})" if summary.get("bos_note") else ""),

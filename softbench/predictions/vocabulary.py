@@ -73,9 +73,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "not_applicable", "readback_sha256", "reevaluated_from", "reference", "reference_note",
               "rescale_threshold", "seed", "shapes", "source_command_line", "storage", "tag", "variant"),
     "fidelity": ("baseline", "block_ids", "block_len", "block_len_requested", "blocks_complete", "blocks_planned",
-                 "bootstrap", "bos", "bos_note", "conditions", "contrasts", "corpus", "device", "dtype", "fp8_storage",
-                 "gate", "kernels", "model", "path", "rescale_threshold", "tile", "token_signature", "tokenizer_check",
-                 "updated_utc", "warnings", "world_sizes"),
+                 "bootstrap", "bos", "bos_note", "conditions", "contrasts", "corpus", "device", "dtype", "fp8_operands",
+                 "fp8_storage", "gate", "kernels", "model", "path", "rescale_threshold", "tile", "token_signature",
+                 "tokenizer_check", "updated_utc", "warnings", "world_sizes"),
 }.items()}
 
 # the fields of the `protocol` mapping each command records
