@@ -209,6 +209,11 @@ def test_triton_kernel_path_at_fp8_takes_the_operands_through_e4m3_as_simulated(
         (kernel.path / "summary.md").read_text()
     assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor and P)" in (stored.path / "summary.md").read_text()
     assert "dtype: `fp8` (E4M3: neither the operands nor P)" in (unscaled.path / "summary.md").read_text()
+    gate = kernel.read_json("run.json")["gate"]  # the wiring through the 16-bit twin, the FP8 forward's NLL beside it
+    assert gate["passed"] and gate["wiring_dtype"] == "bfloat16"
+    assert gate["wiring_config"] == default_config(torch.bfloat16, 64).label()
+    assert gate["fp8_baseline_nll"] != gate["softbench_baseline_nll"]
+    assert gate["fp8_minus_native"] == pytest.approx(gate["fp8_baseline_nll"] - gate["native_loss"])
     for info in kernel.read_json("run.json")["kernel"]["workers"].values():
         assert info["fp8_quantization"] == TritonAttention.QUANTIZATION
         assert info["config"]["label"] == default_config(E4M3, 64).label()

@@ -122,6 +122,10 @@ def fidelity_markdown(summary: dict) -> str:
         lines.append(f"- wiring check on block 0: softbench baseline NLL {gate['softbench_baseline_nll']:.6f} vs the "
                      f"model's own loss ({gate.get('native_attention', 'sdpa')} attention) {_native(gate):.6f} "
                      f"(difference {gate['difference']:+.2e})")
+        if "fp8_baseline_nll" in gate:
+            lines.append(f"- the wiring checked through the same kernel at `{gate['wiring_dtype']}`; the FP8 forward's "
+                         f"baseline NLL on block 0 is {gate['fp8_baseline_nll']:.6f}, "
+                         f"{gate['fp8_minus_native']:+.2e} from the model's own loss (E4M3 operands), not checked")
     tc = summary.get("tokenizer_check")
     if tc:
         kept = (f"; {tc['whole_words_kept']} of {tc['whole_words_tried']} corpus words that are vocabulary tokens "
