@@ -82,3 +82,32 @@ def test_the_readme_table_is_what_the_sessions_give():
     printed = operator_fidelity.table(SESSIONS)
     assert len(printed.splitlines()) >= 2 + 10
     assert printed in (ROOT / "README.md").read_text()
+
+
+# FP8 with the operands through E4M3 (2026-12-05, this CPU, 20 x 512 on Austen): the kernel path through the
+# interpreter, one operator per session, and the simulation with --fp8-operands, without and with --fp8-storage
+FP8_FOLDED_KERNEL = "20261205T210341Z-fidelity-smollm2-135m-kernel-triton"
+FP8_OPERANDS_SIM = "20261205T205942Z-fidelity-smollm2-135m-sim"
+FP8_OPERANDS_P_SIM = "20261205T214410Z-fidelity-smollm2-135m-sim"
+FP8_PLAIN_SIM = "20261203T065917Z-fidelity-smollm2-135m-sim"  # FA4's offset only
+
+
+def test_fp8_settings_say_what_went_through_e4m3():
+    """FP8 conditions that round different things to E4M3 are different settings: the plain simulation (FA4's
+    probability offset only), the operands scaled into E4M3 (the kernel path always, the simulation with
+    --fp8-operands), and P rounded as well (--fp8-storage)."""
+    want = {FP8_FOLDED_KERNEL: "fp8, E4M3 Q/K/V", FP8_OPERANDS_SIM: "fp8, E4M3 Q/K/V",
+            FP8_OPERANDS_P_SIM: "fp8, E4M3 Q/K/V, E4M3 P", FP8_PLAIN_SIM: "fp8"}
+    for rec in _records(*want):
+        assert operator_fidelity.dtype_label(rec.summary, _point(rec, "rowmax-h15-folded")) == want[rec.name]
+
+
+def test_a_contrast_recorded_the_other_way_round_keeps_its_sign():
+    """The FP8 simulation gave its operators as h15-folded then A1, so it recorded h15-folded - A1 as it is."""
+    (sim,) = _records(FP8_OPERANDS_SIM)
+    recorded = next(c for c in sim.summary["contrasts"]
+                    if c["a"] == "sim:rowmax-h15-folded" and c["b"] == "sim:rowmax-h15")
+    text = operator_fidelity.contrast(sim, "rowmax-h15", "rowmax-h15-folded")
+    assert float(text.split()[0]) == round(recorded["dnll"], 5)
+    low, high = (float(v) for v in text.split("[")[1].rstrip("]").split(","))
+    assert (low, high) == (round(recorded["ci_low"], 5), round(recorded["ci_high"], 5))

@@ -80,8 +80,19 @@ def setting(r: SessionRecord, corpora: dict[str, str], point: FidelityPoint) -> 
     path = point.path
     if path == "kernel":  # without CUDA the kernel path runs only through Triton's interpreter (kernel_worker)
         path = f"kernel ({point.backend}{', interpreter' if device == 'cpu' else ''})"
-    return Setting(model_name(s), corpora.get(text, point.corpus), path, device, point.dtype,
+    return Setting(model_name(s), corpora.get(text, point.corpus), path, device, dtype_label(s, point),
                    int(s.get("block_len") or 0), float(s.get("rescale_threshold") or 0.0))
+
+
+def dtype_label(summary: dict, point: FidelityPoint) -> str:
+    """The dtype, and at FP8 what went through E4M3 besides FA4's probability offset: the operands (the kernel path
+    always, the simulation with --fp8-operands) and P (the simulation's --fp8-storage), which change the
+    condition."""
+    if point.dtype != "fp8":
+        return point.dtype
+    rounded = [what for what, on in (("E4M3 Q/K/V", point.path == "kernel" or summary.get("fp8_operands")),
+                                     ("E4M3 P", summary.get("fp8_storage"))) if on]
+    return ", ".join([point.dtype, *rounded])
 
 
 def blocks(r: SessionRecord) -> tuple[int, int]:
@@ -107,11 +118,12 @@ def cell(point: FidelityPoint, r: SessionRecord) -> str:
 
 
 def contrast(r: SessionRecord, a: str, b: str) -> str | None:
-    """b - a in session r, from its paired contrasts (recorded as a - b), or None where it holds no such pair."""
+    """b - a in session r, from its paired contrasts, or None where it holds no such pair. A session records each
+    pair once, first - second in the order its operators were given: a - b, which is reversed here, or b - a."""
     for c in r.summary.get("contrasts") or []:
         names = (c.get("a", "").split(":")[-1], c.get("b", "").split(":")[-1])
-        if names == (a, b) and all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high")):
-            return reversed_pair(c)
+        if names in ((a, b), (b, a)) and all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high")):
+            return reversed_pair(c) if names == (a, b) else nats(c["dnll"], c["ci_low"], c["ci_high"])
     return None
 
 
