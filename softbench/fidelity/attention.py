@@ -115,6 +115,18 @@ def e4m3_stored(weight_fn: Callable[[torch.Tensor], torch.Tensor] | TileMap):
     return lambda x: e4m3(weight_fn(x))
 
 
+def _kernel_operands(q, k, v, fp8: bool):
+    """The model's (batch, heads, seq, dim) Q, K and V as the kernels and their simulation take them, (batch, seq,
+    heads, dim), with the descale factors: at FP8 scaled into E4M3 one tensor at a time (kernels.fp8_scaling), as
+    the kernel path's FP8 forward and the simulation's --fp8-operands both get them."""
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    if not fp8:
+        return q, k, v, (1.0, 1.0, 1.0)
+    from softbench.kernels.fp8_scaling import operands
+
+    return operands(q, k, v)
+
+
 class SimAttention:
     """The semantic simulation: 128-key tiles, running max, rescale threshold tau, operator on x from the running
     max, row sum and P.V from the same weights. `max_offset` 8 gives FA4's FP8 semantics; fp8_operands also takes
@@ -136,12 +148,7 @@ class SimAttention:
         from softbench.kernels.sim import sim_attention
 
         out_dtype = q.dtype
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        descale = (1.0, 1.0, 1.0)
-        if self.fp8_operands:
-            from softbench.kernels.fp8_scaling import operands
-
-            q, k, v, descale = operands(q, k, v)
+        q, k, v, descale = _kernel_operands(q, k, v, self.fp8_operands)
         return sim_attention(q, k, v, True, self.weight_fn, softmax_scale=scale, tile=self.tile,
                              rescale_threshold=self.rescale_threshold, max_offset=self.max_offset,
                              out_dtype=out_dtype, descale=descale)
@@ -201,15 +208,9 @@ class TritonAttention:
             from softbench.kernels import gluon_attn as kernel
         else:
             kernel = triton_attn
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        descale = (1.0, 1.0, 1.0)
-        if self.fp8:
-            from softbench.kernels.fp8_scaling import operands
-
-            q, k, v, descale = operands(q, k, v)
-        out = kernel.attention(q, k, v, causal=True, variant=self.variant, config=self.config, softmax_scale=scale,
-                               descale=descale)
-        return out
+        q, k, v, descale = _kernel_operands(q, k, v, self.fp8)
+        return kernel.attention(q, k, v, causal=True, variant=self.variant, config=self.config, softmax_scale=scale,
+                                descale=descale)
 
 
 class SdpaAttention:

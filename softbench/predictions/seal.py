@@ -25,6 +25,7 @@ from softbench.core.checks import check_out_dir
 from softbench.core.errors import SealError, UsageError
 from softbench.core.session import atomic_write_text, utc_iso
 from softbench.core.textfile import read_text_file
+from softbench.predictions.sessions import parse_utc
 from softbench.predictions.schema import (NAME_RE, canonical_bytes, canonical_text, check_recorded, load_yaml_text,
                                           natural_key, normalize, prediction_hashes, sha256_hex)
 
@@ -133,7 +134,7 @@ def check_windows_open(content: dict, now: _dt.datetime | None = None) -> None:
     count for it, so sealing it would pre-register nothing."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     for p in content["predictions"]:
-        if p.get("until") and _dt.datetime.fromisoformat(p["until"]) <= now:
+        if p.get("until") and parse_utc(p["until"]) <= now:
             raise UsageError(f"prediction {p['id']!r}: its window closed at {p['until']}, before this seal, so no "
                              "session could count for it",
                              hint="give an `until` after the time you seal, or leave it out")
