@@ -186,9 +186,11 @@ def test_triton_kernel_path_without_cuda_needs_the_interpreter(tiny64, tmp_path,
 def test_triton_kernel_path_at_fp8_takes_the_operands_through_e4m3_as_simulated(tiny64, tmp_path, monkeypatch):
     """--dtype fp8 on the kernel path (BF16 model, the FP8 forward): each call's Q, K and V scaled into E4M3 one
     tensor at a time (kernels.fp8_scaling), on record in run.json. Block by block A0 and h15-folded give the
-    simulation's NLL with the same operands (--fp8-operands, P's weights unrounded: the kernel sums FP32 weights),
+    simulation's NLL with the same operands (--fp8-operands: P rounded at P.V, the row sums of FP32 weights, as in
+    the kernel),
     and differ from the simulation without them by far more than that: the quantization is there and is the one
-    simulated. h15-folded's weights lie on E4M3's grid, so rounding its P (--fp8-storage) changes nothing."""
+    simulated. h15-folded's weights lie on E4M3's grid, so rounding them before the row sums too (--fp8-storage)
+    changes nothing."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from softbench.fidelity.attention import TritonAttention
     from softbench.kernels.fp8_scaling import E4M3
@@ -207,7 +209,10 @@ def test_triton_kernel_path_at_fp8_takes_the_operands_through_e4m3_as_simulated(
     assert scaled.read_json("summary.json")["fp8_operands"] is True
     assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor, and P at P.V)" in \
         (kernel.path / "summary.md").read_text()
-    assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor and P)" in (stored.path / "summary.md").read_text()
+    assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor, and P at P.V)" in \
+        (scaled.path / "summary.md").read_text()  # P.V reads P in V's dtype in the simulation too
+    assert "dtype: `fp8` (E4M3: Q, K and V, one scale per tensor, and P, its row sums included)" in \
+        (stored.path / "summary.md").read_text()
     assert "dtype: `fp8` (E4M3: neither the operands nor P)" in (unscaled.path / "summary.md").read_text()
     gate = kernel.read_json("run.json")["gate"]  # the wiring through the 16-bit twin, the FP8 forward's NLL beside it
     assert gate["passed"] and gate["wiring_dtype"] == "bfloat16"

@@ -46,7 +46,9 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
               help="model and attention storage; fp8: BF16 model with FA4's FP8 attention semantics (sim: "
                    "probability offset 8; --path kernel --backend triton: the FP8 forward, Q, K and V scaled into "
                    "E4M3 one tensor at a time)")
-@click.option("--fp8-storage", is_flag=True, help="sim, --dtype fp8: also round P to E4M3")
+@click.option("--fp8-storage", is_flag=True,
+              help="sim, --dtype fp8: also round P to E4M3 before the row sums (P.V reads E4M3 P already where the "
+                   "operands are E4M3)")
 @click.option("--fp8-operands", is_flag=True,
               help="sim, --dtype fp8: also scale Q, K and V into E4M3 (one scale per tensor), as --path kernel "
                    "--backend triton does at FP8")

@@ -97,16 +97,26 @@ def _kernel(summary: dict) -> str:
     return f" (kernel: `{summary.get('backend') or 'fa4'}`" + "".join(f", `{k}`" for k in ran) + ")"
 
 
+def e4m3_operands(summary: dict) -> bool:
+    """Whether an FP8 session's Q, K and V went through E4M3: on the kernel path always (attention.TritonAttention),
+    in the simulation where --fp8-operands asked."""
+    return summary.get("dtype") == "fp8" and (summary.get("path") == "kernel" or bool(summary.get("fp8_operands")))
+
+
 def _fp8(summary: dict) -> str:
-    """What the FP8 condition takes through E4M3 besides FA4's probability offset: on the kernel path the operands
-    (attention.TritonAttention) and P at P.V, in the simulation what its flags asked."""
+    """What the FP8 condition takes through E4M3 besides FA4's probability offset. E4M3 operands (the kernel path
+    always, attention.TritonAttention; the simulation with --fp8-operands) bring P rounded at P.V with them, since
+    P.V reads P in V's dtype (kernels.sim.sim_attention, as the kernel); --fp8-storage rounds the weights before
+    the row sums as well."""
     if summary.get("dtype") != "fp8":
         return ""
-    if summary.get("path") == "kernel":
-        return " (E4M3: Q, K and V, one scale per tensor, and P at P.V)"
-    stored = [what for what, on in (("Q, K and V, one scale per tensor", summary.get("fp8_operands")),
-                                    ("P", summary.get("fp8_storage"))) if on]
-    return f" (E4M3: {' and '.join(stored)})" if stored else " (E4M3: neither the operands nor P)"
+    operands = e4m3_operands(summary)
+    rounded = ["Q, K and V, one scale per tensor"] if operands else []
+    if summary.get("fp8_storage"):
+        rounded.append("P, its row sums included")
+    elif operands:
+        rounded.append("P at P.V")
+    return f" (E4M3: {', and '.join(rounded)})" if rounded else " (E4M3: neither the operands nor P)"
 
 
 def fidelity_markdown(summary: dict) -> str:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 from softbench.predictions.sessions import SessionRecord, load_sessions  # noqa: E402
 from softbench.fidelity.engine import ROWS_FILE  # noqa: E402
+from softbench.fidelity.report import e4m3_operands  # noqa: E402
 from softbench.fidelity.summary import summarize  # noqa: E402
 from softbench.report.fidelity_match import FidelityPoint, fidelity_points  # noqa: E402
 from softbench.report.records import raw_records  # noqa: E402
@@ -85,13 +86,13 @@ def setting(r: SessionRecord, corpora: dict[str, str], point: FidelityPoint) -> 
 
 
 def dtype_label(summary: dict, point: FidelityPoint) -> str:
-    """The dtype, and at FP8 what went through E4M3 besides FA4's probability offset: the operands (the kernel path
-    always, the simulation with --fp8-operands) and P (the simulation's --fp8-storage), which change the
-    condition."""
+    """The dtype, and at FP8 what went through E4M3 besides FA4's probability offset, which changes the condition:
+    the operands (softbench.fidelity.report.e4m3_operands; P.V then reads E4M3 P) and P before the row sums (the
+    simulation's --fp8-storage)."""
     if point.dtype != "fp8":
         return point.dtype
-    rounded = [what for what, on in (("E4M3 Q/K/V", point.path == "kernel" or summary.get("fp8_operands")),
-                                     ("E4M3 P", summary.get("fp8_storage"))) if on]
+    rounded = [what for what, on in (("E4M3 Q/K/V", e4m3_operands(summary)), ("E4M3 P", summary.get("fp8_storage")))
+               if on]
     return ", ".join([point.dtype, *rounded])
 
 

@@ -5,7 +5,8 @@
 # call's Q, K and V are scaled into E4M3, one scale per tensor (softbench.kernels.fp8_scaling). SmolLM2-135M on
 # Austen, the shared protocol of fidelity_common.sh at --dtype fp8: stock A0 against h15-folded, then against A1, each
 # pair in its own run; then the simulation of the same operators on the same blocks with the same operands
-# (--fp8-operands), with and without P rounded to E4M3 (--fp8-storage), to set kernel and simulation side by side.
+# (--fp8-operands, which rounds P at P.V as the kernel does), with and without P rounded before the row sums too
+# (--fp8-storage), to set kernel and simulation side by side.
 # On this CPU the same comparison on a tiny model agrees block by block to 4e-5 nats (tests/test_fidelity_triton.py).
 # Prerequisites in the same lease: `. /tmp/gpu-site/env.sh` and the staged model (`. /tmp/softbench-model/env.sh`).
 # Run from the project root: bash tools/gpu/fidelity_fp8.sh [SESSIONS_DIR].
