@@ -15,11 +15,13 @@
 # Step 2 (either board, for a lease with less than about 450 s of device time left): the same check, then FP8
 #         causal 8K once without -gdc and once with it, and BF16 causal 8K with it only (its plain form has seven
 #         sessions on the H200).
+# Step 3 (less than about 300 s left): the check, then FP8 and BF16 causal 8K under -gdc only (the plain FP8 form
+#         has ten sessions on the H200, the BF16 one seven).
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/grid_dependency.sh 1`
 #          (carry .gpu/b)
 set -uo pipefail
-STEP=${1:?step 1 or 2}
+STEP=${1:?step 1, 2 or 3}
 PAYLOAD=
 LEASE=grid-dependency  # apart from other scripts' steps in the same lease (lease_step.sh)
 board=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -o "H[0-9]00" | tr H h)  # the probe folder's name
@@ -31,11 +33,14 @@ check_gdc() {
   timeout 240 python3 tools/gpu/gluon_probe.py "$DIR/gluon-probe-$board-$(date -u +%Y%m%d-%H%M)-gdc" --checks-only \
     --only=fp8 --check-configs="$fp8_default-gdc" --check-variants=h15-folded --repeat-equal=3 2>&1 | tail -25
 }
+fp8_gdc() {
+  sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --causal --budget-s 12 \
+    --variant-config "$fp8_default-gdc"
+}
 # FP8 causal 8K under the FP8 default, then the same with -gdc
 fp8_pair() {
   sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --causal --budget-s 12
-  sbt latency "${against_fa3[@]}" "${fp8_folded[@]}" --seq 8192 --causal --budget-s 12 \
-    --variant-config "$fp8_default-gdc"
+  fp8_gdc
 }
 bf16_gdc() {
   sbt latency "${against_fa3[@]}" --dtype bf16 --variant h15-folded --seq 8192 --causal --budget-s 12 \
@@ -47,5 +52,6 @@ case "$STEP" in
    sbt latency "${against_fa3[@]}" --dtype bf16 --variant h15-folded --seq 8192 --causal --budget-s 12
    bf16_gdc ;;
 2) check_gdc; fp8_pair; bf16_gdc ;;
+3) check_gdc; fp8_gdc; bf16_gdc ;;
 esac
 [ -n "${OUT:-}" ] && bash tools/gpu/pack.sh "$DIR" "$(basename "$DIR")"
