@@ -326,6 +326,27 @@ def test_replace_archives_the_old_pair_where_it_still_verifies(tmp_path):
     assert not again.created and len(list((sealed / "replaced").iterdir())) == 1
 
 
+def test_a_sealed_file_edited_in_place_is_refused_not_called_sealed(tmp_path):
+    # sealing the edited file itself once compared the edit with itself and answered "already sealed"
+    sealed = tmp_path / "sealed"
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
+    pair = (r.yaml_path.read_bytes(), r.seal_path.read_bytes())
+    r.yaml_path.write_bytes(r.yaml_path.read_bytes().replace(b"0.5", b"0.25", 1))
+    edited = r.yaml_path.read_bytes()
+    for replace in (False, True):
+        with pytest.raises(SealError, match="edited after it was sealed") as e:
+            seal_file(r.yaml_path, directory=sealed, replace=replace)
+        assert "copy" in e.value.hint
+        assert (r.yaml_path.read_bytes(), r.seal_path.read_bytes()) == (edited, pair[1])
+        assert not (sealed / "replaced").exists()
+    # a copy of the edit, sealed with --replace once the pair is restored, goes through
+    copy = tmp_path / "edit.yaml"
+    copy.write_bytes(edited)
+    r.yaml_path.write_bytes(pair[0])
+    again = seal_file(copy, name="demo", directory=sealed, replace=True)
+    assert again.created and verify(sealed / "demo.yaml").record.sha256 == again.sha256 != r.sha256
+
+
 def test_replace_completes_an_incomplete_pair(tmp_path):
     sealed = tmp_path / "sealed"
     r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)

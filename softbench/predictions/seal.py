@@ -140,6 +140,21 @@ def check_windows_open(content: dict, now: _dt.datetime | None = None) -> None:
                              hint="give an `until` after the time you seal, or leave it out")
 
 
+def _refuse_edited_pair(yaml_path: Path, seal_path: Path, sealed_bytes: bytes) -> None:
+    """A sealed file edited in place no longer matches its own seal. Comparing the edit with itself would call it
+    already sealed, and --replace would archive the edit as the old seal; either way the sealed original is gone
+    from the folder, so nothing is sealed until the pair is restored (fail closed)."""
+    try:
+        record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
+    except SealError:
+        return  # a damaged seal file: --replace archives it as it is
+    if sha256_hex(sealed_bytes) != record.sha256:
+        raise SealError(f"{yaml_path} was edited after it was sealed (it no longer matches {seal_path.name}), so "
+                        "there is no sealed original to compare with or to archive",
+                        hint=f"restore it (git checkout {yaml_path}), write the edit to a copy elsewhere, and seal "
+                             "that copy with --replace")
+
+
 def seal_file(source: Path | str, name: str | None = None, directory: Path | str = "sealed",
               replace: bool = False) -> SealResult:
     """Validate `source` and seal it as <directory>/<name>.yaml plus <name>.sha256.
@@ -164,6 +179,8 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
     if yaml_path.exists() or seal_path.exists():
         complete = yaml_path.exists() and seal_path.exists()
         old = yaml_path.read_bytes() if complete else None
+        if complete:
+            _refuse_edited_pair(yaml_path, seal_path, old)
         if old == data:
             record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
             return SealResult(yaml_path, seal_path, digest, created=False, record=record)
