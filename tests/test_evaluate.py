@@ -440,3 +440,45 @@ def test_a_prediction_with_a_window_counts_the_sessions_started_within_it(tmp_pa
     # the same prediction without its window takes both, and the later session fails it
     ev = evaluate(normalize(FP8_ONLY), load_sessions([tmp_path]), sealed_utc="2026-01-01T11:00:00.000+00:00")
     assert ev.predictions[0].verdict == "failed"
+
+
+# --- found by an adversarial review (2026-12-06): one session is one piece of evidence, the verdicts never land
+# on what they rest on, and no session's odd record stops the others --------------------------------------------
+
+def test_a_session_named_twice_counts_once(tmp_path):
+    one = latency(tmp_path / "s", "fp8", "fp8", 12.0)
+    (tmp_path / "link").symlink_to(one)
+    records = load_sessions([one, str(one) + "/", tmp_path / "s", tmp_path / "link"])
+    assert len(records) == 1
+    v, _ = verdicts(records)
+    assert [e.session for e in v["fp8"].evidence] == ["fp8"]
+
+
+def test_json_may_not_overwrite_the_seal_or_a_session_it_reads(tmp_path, capsys):
+    src = tmp_path / "p.yaml"
+    src.write_text(yaml.safe_dump(FP8_ONLY))
+    r = seal_file(src, directory=tmp_path / "sealed")
+    sess = tmp_path / "sessions"
+    one = latency(sess, "fp8", "fp8", 12.0)
+    pair = (r.yaml_path.read_bytes(), r.seal_path.read_bytes(), (one / "summary.json").read_bytes())
+    for target in (r.seal_path, r.yaml_path, one / "summary.json"):
+        code = main(["evaluate", str(r.yaml_path), "--sessions", str(sess), "--json", str(target)])
+        err = capsys.readouterr().err
+        assert code == 2 and "write the verdicts elsewhere" in err and "Traceback" not in err
+    assert (r.yaml_path.read_bytes(), r.seal_path.read_bytes(), (one / "summary.json").read_bytes()) == pair
+
+
+def test_a_session_with_a_time_at_the_calendars_edge_or_a_folder_for_a_file_is_noted(tmp_path, capsys):
+    src = tmp_path / "p.yaml"
+    src.write_text(yaml.safe_dump(FP8_ONLY))
+    r = seal_file(src, directory=tmp_path / "sealed")
+    sess = tmp_path / "sessions"
+    latency(sess, "fp8-ok", "fp8", 12.0)
+    latency(sess, "fp8-edge", "fp8", 12.5, started="0001-01-01T00:30:00+01:00")
+    odd = latency(sess, "fp8-odd", "fp8", 13.0)
+    (odd / "env.json").mkdir()
+    assert main(["evaluate", str(r.yaml_path), "--sessions", str(sess)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    ev = evaluate(normalize(FP8_ONLY), load_sessions([sess]), sealed_utc=r.record.meta["sealed_utc"])
+    assert ("fp8-odd", "session-unreadable") in {(d.session, d.kind) for d in ev.deviations}
+    assert "fp8-ok" in {e.session for e in ev.predictions[0].evidence}

@@ -383,3 +383,107 @@ def test_a_window_that_closed_before_the_seal_is_refused(tmp_path):
     open_ = write(tmp_path, "open.yaml", with_window("2999-01-01T00:00:00Z"))
     r = seal_file(open_, directory=tmp_path / "sealed")
     assert verify(r.yaml_path).content["predictions"][0]["until"] == "2999-01-01T00:00:00+00:00"
+
+
+# --- found by an adversarial review (2026-12-06) ---------------------------------------------------------------
+
+def test_a_repeated_key_is_refused_not_dropped(tmp_path):
+    # PyYAML keeps the last of two equal keys: a second predictions list, or a second threshold, would replace
+    # the first without a word
+    twice = FIRST + "predictions:\n  - id: P9\n"
+    with pytest.raises(UsageError, match="'predictions' appears twice"):
+        seal_file(write(tmp_path, "twice.yaml", twice), directory=tmp_path / "sealed")
+    inner = FIRST.replace("    threshold: 0.5\n", "    threshold: 0.5\n    threshold: 5.0\n", 1)
+    with pytest.raises(UsageError, match="'threshold' appears twice"):
+        seal_file(write(tmp_path, "inner.yaml", inner), directory=tmp_path / "sealed")
+    assert not (tmp_path / "sealed").exists() or not any((tmp_path / "sealed").iterdir())
+
+
+def test_a_bare_name_with_a_dot_opens_its_own_pair(tmp_path):
+    sealed = tmp_path / "sealed"
+    a = seal_file(write(tmp_path, "a.yaml", FIRST), name="p18", directory=sealed)
+    b = seal_file(write(tmp_path, "b.yaml", FIRST.replace("threshold: 0.5", "threshold: 0.25")), name="p18.v2",
+                  directory=sealed)
+    assert verify(sealed / "p18").record.sha256 == a.sha256
+    assert verify(sealed / "p18.v2").record.sha256 == b.sha256 != a.sha256
+
+
+def test_replacing_two_incomplete_pairs_keeps_both_archives(tmp_path):
+    sealed = tmp_path / "sealed"
+    sealed.mkdir()
+    drafts = [FIRST, FIRST.replace("threshold: 0.5", "threshold: 0.25")]
+    for draft in drafts:
+        (sealed / "p.yaml").write_text(draft)  # a draft with no seal beside it
+        seal_file(write(tmp_path, "src.yaml", FIRST.replace("threshold: 0.5", "threshold: 0.75")), name="p",
+                  directory=sealed, replace=True)
+        (sealed / "p.sha256").unlink()
+    kept = sorted(p.read_text() for p in (sealed / "replaced").glob("*/p.yaml"))
+    assert kept == sorted(drafts)
+
+
+def test_an_unquoted_capability_seals_as_the_text_sessions_record():
+    text = FIRST.replace("      seq: 8192\n", "      seq: 8192\n      gpu_capability: 9.0\n", 1)
+    (p1,) = [p for p in normalize(yaml.safe_load(text))["predictions"] if p["id"] == "P1"]
+    assert p1["scope"]["gpu_capability"] == "9.0"
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("threshold: 0.5", "threshold: " + "9" * 320, "too large"),
+    ("      seq: 8192\n", "      seq: 8192\n      head_dim: .inf\n", "must be finite"),
+    ("      seq: 8192\n", "      seq: 8192\n      head_dim: .nan\n", "must be finite"),
+    ("    evidence: latency\n", "    evidence: latency\n    until: '0001-01-01T00:00:00+01:00'\n", "until"),
+])
+def test_numbers_and_times_past_the_edges_get_one_sentence(tmp_path, old, new, message):
+    assert old in FIRST
+    with pytest.raises(UsageError, match=message):
+        seal_file(write(tmp_path, "edge.yaml", FIRST.replace(old, new, 1)), directory=tmp_path / "sealed")
+
+
+def test_an_unquoted_date_is_taken_as_its_midnight():
+    text = FIRST.replace("    evidence: latency\n", "    evidence: latency\n    until: 2999-01-01\n", 1)
+    (p1,) = [p for p in normalize(yaml.safe_load(text))["predictions"] if p["id"] == "P1"]
+    assert p1["until"] == "2999-01-01T00:00:00+00:00"
+
+
+def test_resealing_identical_content_after_its_window_closed_is_still_a_no_op(tmp_path, monkeypatch):
+    import datetime as dt
+    from softbench.predictions import seal as seal_module
+    text = FIRST.replace("    evidence: latency\n", "    evidence: latency\n    until: 2999-01-01T00:00:00Z\n", 1)
+    r = seal_file(write(tmp_path, "w.yaml", text), directory=tmp_path / "sealed")
+    later = dt.datetime(3000, 1, 1, tzinfo=dt.timezone.utc)
+    real = seal_module.check_windows_open
+    monkeypatch.setattr(seal_module, "check_windows_open", lambda content, now=None: real(content, now=later))
+    again = seal_file(write(tmp_path, "w.yaml", text), directory=tmp_path / "sealed")
+    assert not again.created and again.sha256 == r.sha256
+    with pytest.raises(UsageError, match="window closed"):
+        seal_file(write(tmp_path, "w.yaml", text.replace("threshold: 0.5", "threshold: 0.25")),
+                  directory=tmp_path / "sealed", replace=True)
+
+
+def test_a_handmade_pair_that_is_not_utf8_is_refused_in_one_sentence(tmp_path):
+    y = tmp_path / "h.yaml"
+    y.write_bytes(b"predictions: \xff\n")
+    (tmp_path / "h.sha256").write_text(f"{hashlib.sha256(y.read_bytes()).hexdigest()}  h.yaml\n")
+    with pytest.raises(SealError, match="not UTF-8 text"):
+        verify(y)
+
+
+def test_the_seal_files_own_lines_are_checked(tmp_path):
+    repo = tmp_path / "project"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=repo / "sealed")
+    original = r.seal_path.read_text()
+    assert verify(r.yaml_path)  # sealed, not yet committed: nothing to compare the lines with
+    subprocess.run([*git, "add", "sealed"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "seal"], check=True)
+    edits = [(r.record.meta["sealed_utc"], "2000-01-01T00:00:00.000+00:00", "differs from its committed copy in "
+              "sealed_utc"),
+             ("# predictions: 3", "# predictions: 2", "counts 2 predictions"),
+             (r.record.predictions["P1"], "0" * 64, "per-prediction hashes")]
+    for old, new, message in edits:
+        r.seal_path.write_text(original.replace(old, new))
+        with pytest.raises(SealError, match=message):
+            verify(r.yaml_path)
+    r.seal_path.write_text(original)
+    assert verify(r.yaml_path).record.sha256 == r.sha256

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -43,6 +45,8 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     if not sealed_utc:
         raise SealError(f"{v.seal_path} records no sealed_utc, so no session can be shown to come after the seal")
     records = load_sessions(paths)
+    if json_file:
+        _refuse_overwriting_evidence(Path(json_file), v, records)
     ev = evaluate(v.content, records, include_partial=include_partial, sealed_utc=sealed_utc)
     out.print(f"seal OK: {v.yaml_path} sha256 {v.record.sha256[:16]}..., sealed {sealed_utc}, "
               f"{len(records)} sessions read")
@@ -58,6 +62,20 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     if json_file:
         atomic_write_json(json_file, evaluation_document(ev, v.yaml_path, v.record))
         out.print(f"written: {json_file}")
+
+
+def _refuse_overwriting_evidence(json_file: Path, verified, records) -> None:
+    """--json must not land on the seal's own pair or inside a session it reads: either would replace the
+    evidence the verdicts rest on."""
+    from softbench.core.errors import UsageError
+
+    target = json_file.resolve()
+    if target in (verified.yaml_path.resolve(), verified.seal_path.resolve()):
+        raise UsageError(f"--json {json_file} is one of the sealed pair's own files; write the verdicts elsewhere")
+    for rec in records:
+        if Path(rec.path).resolve() in target.parents:
+            raise UsageError(f"--json {json_file} lies inside the session {rec.name}, which this evaluation reads; "
+                             "write the verdicts elsewhere")
 
 
 _STYLE = {"met": "green", "failed": "red", "unverified": "yellow"}

@@ -77,9 +77,13 @@ def _path(value: Any, pid: str, fld: str) -> str:
 def _number(value: Any, pid: str, fld: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValidationError(f"{_where(pid, fld)}: must be a number or {{quantity: path}}, got {value!r}")
-    if not math.isfinite(value):
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past float's range
+        raise ValidationError(f"{_where(pid, fld)}: {value} is too large to be a threshold") from None
+    if not math.isfinite(number):
         raise ValidationError(f"{_where(pid, fld)}: must be finite, got {value!r}")
-    return float(value)
+    return number
 
 
 def _bound(value: Any, pid: str, fld: str) -> float | dict:
@@ -130,6 +134,10 @@ def _scope_scalar(key: str, value: Any, pid: str) -> Any:
         raise ValidationError(f"{_where(pid, fld)}: must be true or false, got {value!r}")
     if key == "dtype" and value not in DTYPES:
         raise ValidationError(f"{_where(pid, fld)}: {value!r} is not one of {', '.join(DTYPES)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError(f"{_where(pid, fld)}: must be finite, got {value!r}")
+    if key == "gpu_capability" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{float(value):.1f}"  # sessions record it as text ('9.0'); an unquoted 9.0 means the same
     if key in ("head_dim", "batch", "heads", "kv_heads"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
             raise ValidationError(f"{_where(pid, fld)}: must be a positive integer, got {value!r}")
@@ -222,11 +230,16 @@ def _until(value: Any, pid: str) -> str:
     not when it ran, so a prediction about one lease would otherwise take every later session of the same kind
     too; YAML reads an unquoted time as a datetime, a quoted one as text: both are taken, a time without a zone as
     UTC."""
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        value = _dt.datetime.combine(value, _dt.time())  # an unquoted 2030-01-01 reads as a date: its midnight
     t = parse_utc(value.strip()) if isinstance(value, str) else value
     if not isinstance(t, _dt.datetime):
         raise ValidationError(f"{_where(pid, 'until')}: {value!r} is not a time (ISO 8601, e.g. 2026-12-05T17:00:00Z)")
     t = t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
-    return t.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        return t.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
+    except OverflowError:  # a zone offset at the calendar's edge
+        raise ValidationError(f"{_where(pid, 'until')}: {value!r} lies outside the calendar in UTC") from None
 
 
 def natural_key(text: str) -> list:
@@ -272,12 +285,33 @@ def check_recorded(content: dict) -> None:
                 raise ValidationError(f"{_where(p['id'], 'evidence')}: {problem[0]}", hint=problem[1])
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader keeps the last of two equal keys in a mapping; for a file to be sealed that silently
+    drops a prediction list or a threshold, so a repeated key is an error here."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)):
+                continue  # an unhashable key: the base constructor refuses it in its own words
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} appears twice in one mapping",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load_yaml_text(text: str, source: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as e:
         raise ValidationError(f"{source} is not valid YAML: {e}",
                               hint="quote comparator symbols: comparator: \">=\"") from None
+    except RecursionError:
+        raise ValidationError(f"{source} nests too deeply to be a predictions file") from None
 
 
 def canonical_text(content: dict) -> str:

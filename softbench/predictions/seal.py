@@ -117,7 +117,12 @@ def _archive_dir(directory: Path, seal_path: Path) -> Path:
             stamp = _dt.datetime.fromisoformat(old.meta["sealed_utc"]).strftime("%Y%m%dT%H%M%SZ")
         except (SealError, KeyError, ValueError):
             pass  # a damaged seal is archived as it is, under a neutral name
-    return directory / "replaced" / f"{stamp}-{digest}"
+    dest = directory / "replaced" / f"{stamp}-{digest}"
+    # two incomplete pairs replaced in turn share the neutral name: the second must not overwrite the first
+    n = 2
+    while dest.exists():
+        dest, n = directory / "replaced" / f"{stamp}-{digest}-{n}", n + 1
+    return dest
 
 
 def _archive(yaml_path: Path, seal_path: Path) -> Path:
@@ -169,7 +174,6 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
     text = read_text_file(source, "predictions file")
     content = normalize(load_yaml_text(text, str(source)), str(source))
     check_recorded(content)
-    check_windows_open(content)
     directory = check_out_dir(directory, "--dir")
     data = canonical_bytes(content)
     digest = sha256_hex(data)
@@ -184,6 +188,7 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
         if old == data:
             record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
             return SealResult(yaml_path, seal_path, digest, created=False, record=record)
+        check_windows_open(content)  # before the old pair is archived; an identical re-seal above needs no window
         if not replace:
             if not complete:
                 present = yaml_path if yaml_path.exists() else seal_path
@@ -199,6 +204,8 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
         old_hash = sha256_hex(old) if old is not None else "none (the pair was incomplete)"
         archived = _archive(yaml_path, seal_path)
         replaced = {"replaces": old_hash, "replaced_archive": str(archived)}
+    else:
+        check_windows_open(content)
     # the repository that holds the predictions file; one written outside any (a draft under /tmp) takes the
     # commit of the repository its seal goes into, rather than none
     commit, dirty = git_state(source.resolve().parent)
@@ -232,7 +239,8 @@ def _resolve_pair(path: Path | str) -> tuple[Path, Path]:
         return p.with_suffix(".yaml"), p
     if p.suffix in (".yaml", ".yml"):
         return p, p.with_suffix(".sha256")
-    return p.with_suffix(".yaml"), p.with_suffix(".sha256")  # a bare name: sealed/paper
+    # a bare name (sealed/paper, sealed/p18.v2): a dot in it is part of the name, not a suffix to swap
+    return p.with_name(p.name + ".yaml"), p.with_name(p.name + ".sha256")
 
 
 def _committed_copy(path: Path) -> str | None:
@@ -289,10 +297,40 @@ def verify(path: Path | str) -> Verified:
     if sha256_hex(actual) != record.sha256:
         raise SealError(f"{yaml_path} does not match its seal\n{_explain_mismatch(yaml_path, actual, record)}",
                         hint="a sealed file is never edited; restore it, or seal new predictions under a new name")
-    text = actual.decode("utf-8")
+    try:
+        text = actual.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SealError(f"{yaml_path} matches its hash but is not UTF-8 text; it was not written by softbench "
+                        "seal") from None
     content = normalize(load_yaml_text(text, str(yaml_path)), str(yaml_path))
     if canonical_text(content) != text:
         # the hash fits, yet softbench would not have written these bytes: both files were made by hand
         raise SealError(f"{yaml_path} matches its hash but is not in canonical form; it was not written by "
                         f"softbench seal\n" + _udiff(canonical_text(content), text, "canonical", "file"))
+    _check_record(seal_path, record, content)
     return Verified(yaml_path, seal_path, content, record)
+
+
+def _check_record(seal_path: Path, record: SealRecord, content: dict) -> None:
+    """The seal file's own lines: the yaml's hash guards the predictions, not the seal's time, and a session's
+    standing as evidence rests on that time. What can be recomputed is (the count, each prediction's hash); the
+    rest is compared with the committed seal file whenever that one seals the same bytes, so an edit of its time
+    after the commit is caught."""
+    count = record.meta.get("predictions")
+    if count is not None and count != str(len(content["predictions"])):
+        raise SealError(f"{seal_path} counts {count} predictions where the sealed file holds "
+                        f"{len(content['predictions'])}; the seal file was edited")
+    if record.predictions and record.predictions != prediction_hashes(content):
+        raise SealError(f"{seal_path}: its per-prediction hashes do not fit the sealed file; the seal file was edited")
+    committed = _committed_copy(seal_path)
+    if committed is None or committed == seal_path.read_text(encoding="utf-8", errors="replace"):
+        return
+    try:
+        before = SealRecord.parse(committed, f"HEAD:{seal_path.name}")
+    except SealError:
+        return
+    if before.sha256 == record.sha256:  # the same seal as committed, so its lines may not differ
+        changed = sorted(k for k in set(before.meta) | set(record.meta) if before.meta.get(k) != record.meta.get(k))
+        raise SealError(f"{seal_path} differs from its committed copy in {', '.join(changed) or 'its lines'}, "
+                        "for the same sealed file; the seal file was edited after it was committed",
+                        hint=f"restore it: git checkout {seal_path}")

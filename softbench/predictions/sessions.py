@@ -54,7 +54,7 @@ def _read_mapping(path: Path, problems: list[str]) -> dict:
         return {}
     try:
         data = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, yaml.YAMLError, RecursionError) as e:  # JSON's and UTF-8's errors are ValueErrors
         problems.append(f"{path.name} unreadable ({type(e).__name__})")
         return {}
     if not isinstance(data, dict):
@@ -94,9 +94,10 @@ def parse_utc(text: Any) -> _dt.datetime | None:
         return None
     try:
         t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        # in UTC from here on, so that no later comparison or print meets an offset at the calendar's edge
+        return (t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)).astimezone(_dt.timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
 
 
 def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.datetime | None:
@@ -133,16 +134,20 @@ def load_session(path: Path | str) -> SessionRecord:
 
 def session_dirs(paths) -> list[Path]:
     """Session folders at the given paths (a session itself, or a folder of sessions), like
-    session.find_sessions, but without parsing status.json here, so that a damaged one is reported later."""
-    found: list[Path] = []
+    session.find_sessions, but without parsing status.json here, so that a damaged one is reported later. A
+    session reached twice (named beside its folder, with a trailing slash, through a link) is listed once: it is
+    one piece of evidence."""
+    found: dict[Path, Path] = {}
     for p in map(Path, paths):
         if (p / STATUS_FILE).exists():
-            found.append(p)
+            hits = [p]
         elif p.is_dir():
-            found.extend(s.parent for s in sorted(p.glob(f"*/{STATUS_FILE}")))
+            hits = [s.parent for s in sorted(p.glob(f"*/{STATUS_FILE}"))]
         else:
             raise UsageError(f"{p} is neither a session nor a folder of sessions")
-    return found
+        for s in hits:
+            found.setdefault(s.resolve(), s)
+    return list(found.values())
 
 
 def load_sessions(paths) -> list[SessionRecord]:
