@@ -79,6 +79,13 @@ def latency(root: Path, name: str, dtype: str, speedup, seq: int = 8192, causal:
     return make_session(root, name, "latency", summary, protocol, complete, started, env)
 
 
+def seal(tmp_path: Path, predictions: dict):
+    """`predictions` written to tmp_path/p.yaml and sealed into tmp_path/sealed."""
+    src = tmp_path / "p.yaml"
+    src.write_text(yaml.safe_dump(predictions))
+    return seal_file(src, directory=tmp_path / "sealed")
+
+
 def verdicts(records, include_partial=False):
     ev = evaluate(normalize(PREDICTIONS), records, include_partial=include_partial)
     return {v.id: v for v in ev.predictions}, ev
@@ -179,9 +186,7 @@ def test_partial_sessions_only_with_the_flag_and_labelled(tmp_path):
 
 
 def test_cli_verifies_first_and_writes_json(tmp_path, capsys):
-    src = tmp_path / "p.yaml"
-    src.write_text(yaml.safe_dump(PREDICTIONS))
-    r = seal_file(src, directory=tmp_path / "sealed")
+    r = seal(tmp_path, PREDICTIONS)
     sess = tmp_path / "sessions"
     latency(sess, "fp8", "fp8", 16.0)
     out = tmp_path / "ev.json"
@@ -355,9 +360,7 @@ def test_a_session_from_another_board_is_excluded_for_its_board_first(tmp_path):
 def test_cli_lists_excluded_sessions_and_an_early_session_cannot_meet(tmp_path):
     sess = tmp_path / "sessions"
     latency(sess, "early", "fp8", 12.0)  # would meet the prediction, but it was recorded before the seal
-    src = tmp_path / "p.yaml"
-    src.write_text(yaml.safe_dump(FP8_ONLY))
-    r = seal_file(src, directory=tmp_path / "sealed")
+    r = seal(tmp_path, FP8_ONLY)
     out = tmp_path / "ev.json"
     done = run_cli("evaluate", str(r.yaml_path), "--sessions", str(sess), "--json", str(out),
                    env={"COLUMNS": "200"})
@@ -378,9 +381,7 @@ def test_a_real_sim_session_recorded_before_the_seal_does_not_count(tmp_path):
     pred = {"predictions": [{"id": "sim", "statement": "anything", "quantity": "speedup_pct", "comparator": ">",
                              "threshold": -1000, "evidence": "latency",
                              "scope": {"command": "latency", "backend": "sim"}}]}
-    src = tmp_path / "p.yaml"
-    src.write_text(yaml.safe_dump(pred))
-    r = seal_file(src, directory=tmp_path / "sealed")
+    r = seal(tmp_path, pred)
     ev = evaluate(normalize(pred), load_sessions([sess]), sealed_utc=r.record.meta["sealed_utc"])
     assert ev.predictions[0].verdict == "unverified"
     assert len(ev.excluded) == 1 and "before the seal" in ev.excluded[0].reason
@@ -455,9 +456,7 @@ def test_a_session_named_twice_counts_once(tmp_path):
 
 
 def test_json_may_not_overwrite_the_seal_or_a_session_it_reads(tmp_path, capsys):
-    src = tmp_path / "p.yaml"
-    src.write_text(yaml.safe_dump(FP8_ONLY))
-    r = seal_file(src, directory=tmp_path / "sealed")
+    r = seal(tmp_path, FP8_ONLY)
     sess = tmp_path / "sessions"
     one = latency(sess, "fp8", "fp8", 12.0)
     pair = (r.yaml_path.read_bytes(), r.seal_path.read_bytes(), (one / "summary.json").read_bytes())
@@ -469,9 +468,7 @@ def test_json_may_not_overwrite_the_seal_or_a_session_it_reads(tmp_path, capsys)
 
 
 def test_a_session_with_a_time_at_the_calendars_edge_or_a_folder_for_a_file_is_noted(tmp_path, capsys):
-    src = tmp_path / "p.yaml"
-    src.write_text(yaml.safe_dump(FP8_ONLY))
-    r = seal_file(src, directory=tmp_path / "sealed")
+    r = seal(tmp_path, FP8_ONLY)
     sess = tmp_path / "sessions"
     latency(sess, "fp8-ok", "fp8", 12.0)
     latency(sess, "fp8-edge", "fp8", 12.5, started="0001-01-01T00:30:00+01:00")
