@@ -4,7 +4,7 @@
     python tools/analysis/lease_rows.py sessions/<latency session> [more sessions] [--reference ref-fa3]
 
 One markdown row per session that timed the reference kernel in the same run: the shape, the baseline's kernel
-configuration as its worker reported it, the time budget (or the sustained protocol's blocks) and processes per
+configuration as its worker reported it (and the variant's, beside its figure, where it ran in another), the time budget (or the sustained protocol's blocks) and processes per
 kernel, A0 against the reference by the two kernels' median ms per call, then per pair
 (softbench.report.reestimate: the session's own units and estimator) A0 and the variant against the reference, and
 the session's A/A null. A session that cannot give these says why on stderr and gets no row, so nothing in a row
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 from softbench.predictions.sessions import load_session  # noqa: E402
-from softbench.report.records import kernel_config  # noqa: E402
+from softbench.report.records import kernel_config, variant_config  # noqa: E402
 from softbench.report.reestimate import against_reference  # noqa: E402
 
 HEADER = ("| shape | configuration | budget | A0 / FA3 (medians) | A0 against FA3, per pair | "
@@ -60,8 +60,10 @@ def row(path: Path, reference: str) -> str:
     if (f.get("processes_per_kernel") or 1) > 1:
         budget += f", {f['processes_per_kernel']} processes per kernel"
     null = (s.get("comparisons") or {}).get(f"{base}'", {}).get("paired")
+    own = variant_config(rec)  # --variant-config: the variant's row names where it ran, or it reads as the baseline's
+    named = f"{variant} under `{own}`" if own else variant
     return (f"| {shape} | `{kernel_config(rec) or '?'}` | {budget} | {ratio:.3f} | {pct(estimates.get(base))} | "
-            f"{variant}: {pct(estimates.get(variant))} | {pct(null)} | `{rec.name.split('-')[0]}` |")
+            f"{named}: {pct(estimates.get(variant))} | {pct(null)} | `{rec.name.split('-')[0]}` |")
 
 
 def main(argv: list[str]) -> int:
