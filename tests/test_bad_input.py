@@ -193,6 +193,11 @@ CASES = [
     case("gates-dtype-unknown", "gates", "--dtype", "fp4", says="'--dtype'"),
     case("energy-two-lengths", "energy", "--seq", "1K", "--seq", "2K", says="one --seq"),
     case("latency-rescale-with-fa4", "latency", "--rescale-threshold", "8", says="--backend sim only"),
+    case("latency-rescale-nan", "latency", "--backend", "sim", "--rescale-threshold", "nan", says="finite number"),
+    case("gates-rescale-negative", "gates", "--backend", "sim", "--rescale-threshold", "-1", says="finite number"),
+    case("latency-budget-inf", "latency", *SIM[:2], "--seq", "128", "--budget-s", "inf", says="finite positive"),
+    case("energy-seconds-inf", "energy", "--seconds", "inf", says="finite positive"),
+    case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),
     # --- what this machine cannot run: the documented exit code 3, with what to do instead -----------------------
     case("energy-sim-on-cpu", "energy", "--backend", "sim", code=3, says="NVML"),
     case("trace-sim-on-cpu", "trace", "run", "--backend", "sim", "--seq", "128", code=3, says="CUDA GPU"),

@@ -479,3 +479,10 @@ def test_a_session_with_a_time_at_the_calendars_edge_or_a_folder_for_a_file_is_n
     ev = evaluate(normalize(FP8_ONLY), load_sessions([sess]), sealed_utc=r.record.meta["sealed_utc"])
     assert ("fp8-odd", "session-unreadable") in {(d.session, d.kind) for d in ev.deviations}
     assert "fp8-ok" in {e.session for e in ev.predictions[0].evidence}
+
+
+def test_a_folder_stamp_that_is_no_date_tells_no_time():
+    from softbench.predictions.sessions import folder_time
+
+    assert folder_time("20261205T193888Z-latency-x") is None
+    assert folder_time("20261205T193858Z-latency-x").isoformat() == "2026-12-05T19:38:58+00:00"

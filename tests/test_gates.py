@@ -393,6 +393,32 @@ def test_reevaluation_refuses_what_it_cannot_read(tmp_path, a1_run):
     assert not (tmp_path / "cpu").exists()
 
 
+def test_reevaluation_refuses_a_damaged_or_partial_source_in_one_sentence(tmp_path, a1_run):
+    from softbench.core.errors import UsageError
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    def copy(name):
+        dest = tmp_path / name / a1_run[0].path.name
+        shutil.copytree(a1_run[0].path, dest)
+        return dest
+
+    cut = copy("cut")
+    readback = next(cut.glob("readback-A1-*.pt"))
+    readback.write_bytes(readback.read_bytes()[:1000])  # a copy cut short
+    with pytest.raises(UsageError, match=f"{readback.name} is not a whole readback"):
+        reevaluate_gates(cut, tmp_path / "cpu")
+    broken = copy("broken")
+    (broken / "protocol.yaml").write_text("labels: [a\n")
+    with pytest.raises(UsageError, match="protocol.yaml cannot be read"):
+        reevaluate_gates(broken, tmp_path / "cpu")
+    partial = copy("partial")
+    status = json.loads((partial / "status.json").read_text())
+    (partial / "status.json").write_text(json.dumps({**status, "complete": False, "state": "partial"}))
+    with pytest.raises(UsageError, match="not a complete gates session"):
+        reevaluate_gates(partial, tmp_path / "cpu")
+    assert not (tmp_path / "cpu").exists()
+
+
 def test_reevaluate_flag_takes_no_kernel_options(tmp_path):
     r = run_cli("gates", "--reevaluate", str(tmp_path), "--dtype", "fp8", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "drop --dtype" in r.stderr

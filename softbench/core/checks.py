@@ -120,3 +120,29 @@ def check_memory(shape: Shape, backend: str, extra_bytes: int = 0, what: str = "
                          f"{parts}, and {format_bytes(have)} is available here",
                          hint=hint)
     return need
+
+
+# The simulation runs its tiles in Python: about 1.3 GFLOP/s on the 2-core CI machine (bf16, seq 256). A window
+# that would take longer than this even at 5 GFLOP/s is refused with the estimate instead of running for hours.
+SIM_OPTIMISTIC_FLOPS = 5e9
+SIM_WINDOW_LIMIT_S = 30.0
+
+
+def check_sim_time(shapes, proto) -> None:
+    """Refuse a simulation run whose single window could not finish in SIM_WINDOW_LIMIT_S on this machine."""
+    import torch
+
+    if torch.cuda.is_available():
+        return  # the simulation runs on the GPU there
+    from softbench.latency.interleaved import SIZING_CALLS
+
+    # a window sized in time holds at least one call, and is sized by one window of SIZING_CALLS calls
+    calls = getattr(proto, "calls", 100) or SIZING_CALLS
+    for s in shapes:
+        est = s.flops * calls / SIM_OPTIMISTIC_FLOPS
+        if est > SIM_WINDOW_LIMIT_S:
+            raise UsageError(f"{s.tag()}: one window of {calls} simulated calls would take at least {est:,.0f} s on "
+                             f"this CPU ({s.flops / 1e9:,.1f} GFLOP a call at no more than "
+                             f"{SIM_OPTIMISTIC_FLOPS / 1e9:g} GFLOP/s)",
+                             hint="use a shorter --seq, fewer --heads or fewer --calls (e.g. --seq 256 --heads 2 "
+                                  "--calls 5)")

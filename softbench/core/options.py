@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import click
 
@@ -93,6 +94,27 @@ def _parse_config_label(ctx, param, value):
         raise click.BadParameter(f"needs the triton package ({e})") from None
     except UsageError as e:
         raise click.BadParameter(str(e)) from None
+
+
+class _Tau(click.ParamType):
+    """A conditional-rescale threshold: a finite number of octaves, zero or more. click's float takes nan, inf and
+    negatives, which the kernels would treat as 0 while the session recorded the bad value."""
+
+    name = "tau"
+
+    def convert(self, value, param, ctx):
+        try:
+            tau = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(tau) or tau < 0:
+            self.fail(f"{value!r} is not a finite number of octaves, zero or more", param, ctx)
+        return tau
+
+
+def rescale_threshold_option(help: str = "sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at "
+                                         "16-bit)"):
+    return click.option("--rescale-threshold", type=_Tau(), default=0.0, show_default=True, help=help)
 
 
 def triton_config_option():

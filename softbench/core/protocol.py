@@ -10,6 +10,8 @@ protocol it ran. Three latency protocols, each answering a different question on
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import ClassVar
@@ -28,14 +30,15 @@ def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise UsageError(f"protocol: {name} must be a non-negative integer, got {v!r}")
+    # finite as well: an infinite budget or window passes `> 0` and then never ends
     for name in positive_floats:
         v = getattr(proto, name)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
-            raise UsageError(f"protocol: {name} must be a positive number, got {v!r}")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < math.inf:
+            raise UsageError(f"protocol: {name} must be a finite positive number, got {v!r}")
     for name in non_negative_floats:
         v = getattr(proto, name)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
-            raise UsageError(f"protocol: {name} must be a non-negative number, got {v!r}")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v < math.inf:
+            raise UsageError(f"protocol: {name} must be a finite non-negative number, got {v!r}")
 
 
 PROTOCOL_KINDS: dict[str, type] = {}  # kind -> protocol class, filled by each class statement below

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import BACKEND_HELP, backend_option, check_triton_config, triton_config_option
+from softbench.core.options import (BACKEND_HELP, backend_option, check_triton_config, rescale_threshold_option,
+                                    triton_config_option)
 from softbench.core.shapes import DTYPES
 
 
@@ -28,8 +29,7 @@ from softbench.core.shapes import DTYPES
 @click.option("--multi-seq", type=click.IntRange(min=2), default=512, show_default=True,
               help="sequence length of the multi-tile gates (more than one key tile)")
 @click.option("--seed", type=int, default=0, show_default=True, help="input seed")
-@click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
-              help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
+@rescale_threshold_option()
 @triton_config_option()
 @click.option("--reevaluate", "source", type=click.Path(file_okay=False, exists=True), default=None,
               help="run no kernel: evaluate the gates again from the readbacks a gates session kept (its folder), "

@@ -8,11 +8,13 @@ result stays traceable to the GPU run; the readback files themselves stay with t
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import yaml
 
 from softbench.core.errors import UsageError
+from softbench.core.session import STATUS_FILE
 from softbench.kernels.patch import sha256_file
 from softbench.gates.engine import evaluate
 from softbench.gates.maps import gate_map_named
@@ -32,12 +34,20 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     proto_path = source / "protocol.yaml"
     if not proto_path.is_file():
         raise UsageError(f"{source} is not a session folder (no protocol.yaml)")
-    proto = yaml.safe_load(proto_path.read_text())
+    proto = _read(proto_path, lambda text: yaml.safe_load(text))
     if not isinstance(proto, dict) or proto.get("command") != "gates":
         raise UsageError(f"{source} is not a gates session")
-    base, var = proto["labels"]
-    shapes = {k: Shape(**v) for k, v in proto["shapes"].items()}
-    multi = shapes["multi_tile"]
+    status = _read(source / STATUS_FILE, json.loads) if (source / STATUS_FILE).is_file() else {}
+    if not (isinstance(status, dict) and status.get("complete")):
+        # a run stopped part-way may have written only some of its readbacks, or cut the last one short
+        raise UsageError(f"{source} is not a complete gates session (its status does not say complete), so its "
+                         "readbacks are not a whole measurement")
+    try:
+        base, var = proto["labels"]
+        shapes = {k: Shape(**v) for k, v in proto["shapes"].items()}
+        multi = shapes["multi_tile"]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UsageError(f"{proto_path} does not describe a gates run ({type(e).__name__}: {e})") from None
     causal = multi.causal
     files = {(kind, label): readback_path(source, label, shape.seq)
              for kind, shape in shapes.items() for label in (base, var)}
@@ -45,11 +55,10 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     if missing:
         raise UsageError(f"{source} lacks the readback files {', '.join(sorted(missing))}",
                          hint="they stay in the session folder the GPU run wrote; copy them back first")
-    env = json.loads((source / "env.json").read_text()) if (source / "env.json").is_file() else {}
-    arch = (env.get("workers", {}).get(var, {}).get("device") or {}).get("arch")
+    env = _read(source / "env.json", json.loads) if (source / "env.json").is_file() else {}
+    arch = (env.get("workers", {}).get(var, {}).get("device") or {}).get("arch") if isinstance(env, dict) else None
     tau = rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
-    readbacks = {kind: {label: load_readback(files[(kind, label)], causal) for label in (base, var)}
-                 for kind in shapes}
+    readbacks = {kind: {label: _load(files[(kind, label)], causal) for label in (base, var)} for kind in shapes}
     # the map the source recorded (one written before maps were recorded was gated against Rowmax-H15)
     gmap = gate_map_named(proto.get("reference"))
     gates = evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau, gmap)
@@ -72,3 +81,20 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     record_gates(session, summary, gates, tau, readbacks["multi_tile"][var].storage,
                    {k: s.tag() for k, s in shapes.items()})
     return session, summary
+
+
+def _read(path: Path, parse):
+    """A source file's parsed content; one sentence where it cannot be read or parsed."""
+    try:
+        return parse(path.read_text())
+    except (OSError, ValueError, yaml.YAMLError) as e:  # JSON's and UTF-8's errors are ValueErrors
+        raise UsageError(f"{path} cannot be read ({type(e).__name__}); the source session is damaged") from None
+
+
+def _load(path: Path, causal: bool):
+    """A readback, or one sentence naming the file where torch cannot load it (cut short, or not a readback)."""
+    try:
+        return load_readback(path, causal)
+    except (OSError, RuntimeError, EOFError, KeyError, TypeError, ValueError, pickle.UnpicklingError) as e:
+        raise UsageError(f"{path} is not a whole readback ({type(e).__name__}); copy it again from the GPU run's "
+                         "session") from None

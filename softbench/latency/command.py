@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from softbench.core.options import (check_triton_config, null_asked, protocol_from_cli, references_asked,
-                                    run_design_options, shape_options, shapes_from, triton_config_option,
-                                    variant_config_option)
+                                    rescale_threshold_option, run_design_options, shape_options, shapes_from,
+                                    triton_config_option, variant_config_option)
 from softbench.kernels.backends import BACKENDS
 
 
@@ -24,8 +24,7 @@ from softbench.kernels.backends import BACKENDS
 @click.option("--variant", default="A1", show_default=True,
               help="variant timed against it (A1, h15-sat, noexp, ...; the baseline again for an A/A run alone)")
 @run_design_options
-@click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
-              help="sim only: FA4's conditional-rescale threshold tau (8.0 mimics sm_100 at 16-bit)")
+@rescale_threshold_option()
 @triton_config_option()
 @variant_config_option()
 @click.option("--gpus", default=None, metavar="LIST",
@@ -50,7 +49,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, base
 
     Example: softbench latency --dtype fp8 --seq 16384 --rounds 3"""
     from softbench.core.console import RichProgress, err, out, table
-    from softbench.core.checks import check_memory, check_out_dir
+    from softbench.core.checks import check_memory, check_out_dir, check_sim_time
     from softbench.core.errors import UnsupportedError, UsageError
     from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.kernels.catalog import check as check_variant
@@ -180,31 +179,3 @@ def _installed(backend: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec({"fa4": "flash_attn", "triton": "triton"}[backend]) is not None
-
-
-# The simulation runs its tiles in Python: about 1.3 GFLOP/s on the 2-core CI machine (bf16, seq 256). A window
-# that would take longer than this even at 5 GFLOP/s is refused with the estimate instead of running for hours.
-SIM_OPTIMISTIC_FLOPS = 5e9
-SIM_WINDOW_LIMIT_S = 30.0
-
-
-def check_sim_time(shapes, proto) -> None:
-    """Refuse a simulation run whose single window could not finish in SIM_WINDOW_LIMIT_S on this machine."""
-    import torch
-
-    from softbench.core.errors import UsageError
-
-    if torch.cuda.is_available():
-        return  # the simulation runs on the GPU there
-    from softbench.latency.interleaved import SIZING_CALLS
-
-    # a window sized in time holds at least one call, and is sized by one window of SIZING_CALLS calls
-    calls = getattr(proto, "calls", 100) or SIZING_CALLS
-    for s in shapes:
-        est = s.flops * calls / SIM_OPTIMISTIC_FLOPS
-        if est > SIM_WINDOW_LIMIT_S:
-            raise UsageError(f"{s.tag()}: one window of {calls} simulated calls would take at least {est:,.0f} s on "
-                             f"this CPU ({s.flops / 1e9:,.1f} GFLOP a call at no more than "
-                             f"{SIM_OPTIMISTIC_FLOPS / 1e9:g} GFLOP/s)",
-                             hint="use a shorter --seq, fewer --heads or fewer --calls (e.g. --seq 256 --heads 2 "
-                                  "--calls 5)")

@@ -99,9 +99,10 @@ def measure_interleaved(proto: InterleavedProtocol, workers: dict, baseline: str
             n_pairs = cycle * len(labels) if circuit else cycle  # circuit: one pair per predecessor per cycle
             elapsed = clock() - t0
             if n_pairs >= proto.min_pairs and (cycle % proto.check_every == 0 or elapsed >= proto.budget_s):
-                # the summary's own estimator, so that the run stops on the interval it will report
-                estimates = {g: paired_estimate(measured, baseline, g, "interleaved", "ms_per_call", slot,
-                                                seed=proto.seed) for g in gated}
+                # the summary's own estimator and bootstrap seed (its default, not the inputs' --seed), so that
+                # the run stops on the interval it will report
+                estimates = {g: paired_estimate(measured, baseline, g, "interleaved", "ms_per_call", slot)
+                             for g in gated}
                 widths = {g: e["half_width_pp"] if e else float("nan") for g, e in estimates.items()}
                 if all(w <= proto.target_pp for w in widths.values()):
                     reason = f"target reached: every 95% half-width <= {proto.target_pp} pp"

@@ -114,7 +114,12 @@ def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.da
 def folder_time(name: str) -> _dt.datetime | None:
     """The UTC time stamp that starts a session folder's name (Session.create: 20261202T114756Z-...), or None."""
     m = _FOLDER_STAMP.match(name)
-    return _dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc) if m else None
+    if not m:
+        return None
+    try:
+        return _dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc)
+    except ValueError:  # the shape of a stamp, not a date (20261205T193888Z): the folder tells no time
+        return None
 
 
 def load_session(path: Path | str) -> SessionRecord:

@@ -108,7 +108,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.kernels.catalog import check as check_variant
     from softbench.sweep.emulation import parse_variant
     from softbench.sweep.engine import SweepOptions, run_variant_sweep
-    from softbench.core.checks import check_memory, check_out_dir
+    from softbench.core.checks import check_memory, check_out_dir, check_sim_time
     from softbench.kernels.references import resolve_references
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
@@ -138,6 +138,8 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         check_memory(shape, backend)
     ctx = click.get_current_context()
     _plan, proto = protocol_from_cli(ctx)
+    if backend == "sim":  # as latency does: a sweep of hours on a CPU is refused with its estimate
+        check_sim_time(shapes, proto)
     if emulation and proto.kind != "paper":
         raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
     null = null_asked(ctx, proto, baseline, names)

@@ -12,6 +12,7 @@ from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, SoftbenchError, UsageError
 from softbench.latency import engine as latency_engine
 from softbench.runtime.client import WorkerProcess
+from softbench.runtime.session_runner import describe_failure
 from softbench.latency.engine import LatencyOptions, Progress
 from softbench.core.protocol import LatencyProtocol
 from softbench.core.runoptions import RunOptions
@@ -90,7 +91,7 @@ def run_variant_sweep(opts: SweepOptions, progress: Progress | None = None,
             if base.proc.poll() is not None:
                 raise MeasurementError(f"the baseline worker {opts.baseline} exited; its log ends:\n{base.log_tail()}")
     except BaseException as exc:
-        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        reason = describe_failure(exc)
         _write_summary(sweep, opts, rows, complete=False, reason=reason)
         if base is not None:
             base.copy_log(sweep.path / "worker-baseline.log")
@@ -120,7 +121,7 @@ def _run_together(opts: SweepOptions, progress: Progress, worker_factory) -> Ses
     try:
         (session,) = run_latency(lat, progress, worker_factory=worker_factory)
     except BaseException as exc:
-        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        reason = describe_failure(exc)
         _write_summary(sweep, opts, [], complete=False, reason=reason)
         raise
     s = session.read_json("summary.json")
