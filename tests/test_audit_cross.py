@@ -39,6 +39,23 @@ def test_missing_cute_dsl_is_refused_in_one_sentence(monkeypatch, capsys, tmp_pa
     assert not list(tmp_path.iterdir())  # refused before any session
 
 
+def test_a_native_fa4_audit_without_a_gpu_points_at_the_cross_compiles(monkeypatch, capsys, tmp_path):
+    """On a CPU the shared FA4 refusal says 'use --backend sim', which audit rejects; the audit names what runs
+    here instead: the cross-compiles (both run in test_real_cross_compile_of_a0_and_a1_for_sm_100a and the
+    sm_90a tests of test_audit_triton)."""
+    from softbench import cli
+    from softbench.kernels import capability
+
+    monkeypatch.setattr(capability, "detect_device", lambda prefer_cuda=True: capability.Device("cpu", "cpu", None))
+    code = cli.main(["audit", "--seq", "1K", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3 and "Traceback" not in err and "--backend sim" not in err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert line == "error: softbench audit runs FA4 on this machine's CUDA GPU, and none is visible here"
+    assert "--arch sm_100a" in err and "--backend triton --arch sm_90a" in err
+    assert not list(tmp_path.iterdir())
+
+
 def test_missing_stack_names_every_missing_package(monkeypatch):
     for mod in ("cutlass", "quack"):
         monkeypatch.setitem(sys.modules, mod, None)

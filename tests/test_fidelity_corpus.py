@@ -127,6 +127,17 @@ def test_local_text_file_and_errors(tmp_path):
         corpus.load_corpus(str(tmp_path))
 
 
+def test_options_json_keeps_local_corpus_paths_absolute_and_names_as_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("austen", "wikitext-103", "text.txt"):
+        (tmp_path / name).write_text("a file that happens to share a corpus's name")
+    assert corpus.portable_spec("austen") == "austen"  # read_corpus takes the named corpus, not the file
+    assert corpus.portable_spec("wikitext-103") == "wikitext-103"
+    assert corpus.portable_spec("hf:owner/name:cfg:test") == "hf:owner/name:cfg:test"
+    assert corpus.portable_spec("text.txt") == str(tmp_path / "text.txt")
+    assert corpus.portable_spec("missing.txt") == "missing.txt"  # read_corpus says what is wrong with it
+
+
 def test_pos_tagged_brown_text_is_refused_and_prose_with_slashes_is_not(tmp_path):
     brown = ("The/at Fulton/np-tl County/nn-tl Grand/jj-tl Jury/nn-tl said/vbd Friday/nr an/at investigation/nn "
              "of/in Atlanta's/np$ recent/jj primary/nn election/nn produced/vbd ``/`` no/at evidence/nn ''/'' ./.\n")

@@ -255,3 +255,87 @@ def test_ctrl_c_prints_the_partial_session_and_the_resume_command(tiny, tmp_path
     assert proc.returncode == 130, err[-2000:]
     assert f"partial session: {session}" in err and f"softbench fidelity --resume {session}" in err
     assert json.loads((session / "status.json").read_text())["state"] == "partial"
+
+
+def test_a_resume_after_a_torn_last_line_completes(tiny, tmp_path):
+    """A crash in the middle of writing a row leaves half a line in blocks.jsonl; the resume's first row must not
+    be glued to it (the file would then be unreadable, and the session stuck 'running' for good)."""
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(_opts(tiny, tmp_path / "a", operators=("rowmax-h15",), max_blocks=4), _StopAfter(2))
+    (partial,) = list((tmp_path / "a").iterdir())
+    row = json.dumps({"block": 2, "condition": "exact", "nll": 3.25, "n_tokens": 255, "rank": 0})
+    with open(partial / "blocks.jsonl", "a") as f:
+        f.write(row[: len(row) // 2])  # no newline: the write never finished
+    assert main(["fidelity", "--resume", str(partial)]) == 0
+    s = Session.open(partial)
+    assert s.status()["state"] == "complete" and s.read_json("summary.json")["blocks_complete"] == 4
+    lines = (partial / "blocks.jsonl").read_text().splitlines()
+    # exact, sim:exp2 (the control) and sim:rowmax-h15 for each of 4 blocks: the fragment gone, no line glued to it
+    assert len(lines) == 4 * 3 and all(json.loads(line) for line in lines)
+
+
+def test_a_damaged_block_file_still_leaves_the_session_marked_partial(tiny, tmp_path, capsys):
+    """When blocks.jsonl cannot be read, the tables cannot be rewritten either; the session must still say
+    'partial' (with why), not 'running' as if a process were still at work on it."""
+    s = run_fidelity(_opts(tiny, tmp_path, operators=("rowmax-h15",), max_blocks=2))
+    lines = (s.path / "blocks.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = "not json\n"
+    (s.path / "blocks.jsonl").write_text("".join(lines))
+    assert main(["fidelity", "--resume", str(s.path)]) == 2
+    assert "line 2 is not valid JSON" in capsys.readouterr().err
+    status = s.status()
+    assert status["state"] == "partial" and not status["complete"]
+    assert "blocks.csv and summary.json could not be rewritten (the same error)" in status["reason"]
+
+
+def test_a_session_started_with_relative_paths_resumes_from_another_folder(tiny, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.chdir(tiny)
+    assert main(["fidelity", "--model", "model", "--corpus", "text.txt", "--block-len", "64", "--max-blocks", "2",
+                 "--bootstrap", "100", "--device", "cpu", "--out", str(tmp_path / "s")]) == 0
+    (session,) = list((tmp_path / "s").iterdir())
+    stored = json.loads((session / "options.json").read_text())
+    for key, name in (("model", "model"), ("corpus", "text.txt")):
+        assert Path(stored[key]).is_absolute() and Path(stored[key]).resolve() == (tiny / name).resolve()
+    monkeypatch.chdir(tmp_path)  # where neither model nor text.txt is
+    assert main(["fidelity", "--resume", str(session)]) == 0
+    assert Session.open(session).status()["state"] == "complete"
+
+
+def test_options_beside_resume_are_refused_not_ignored(tiny, tmp_path, capsys):
+    s = run_fidelity(_opts(tiny, tmp_path / "s", operators=("rowmax-h15",), max_blocks=1))
+    before = s.status()
+    assert main(["fidelity", "--resume", str(s.path), "--max-blocks", "5", "--device", "cpu", "--operator",
+                 "exp2"]) == 2
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert line == (f"error: --resume continues {s.path} with the options it was started with, so --max-blocks, "
+                    "--operator and --device cannot be combined with it")
+    assert s.status() == before  # refused before the session was touched
+
+
+def test_an_unwritable_out_is_refused_before_anything_loads(tiny, tmp_path, capsys, monkeypatch):
+    from softbench.fidelity import models
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was looked up before --out was checked")
+
+    monkeypatch.setattr(models, "resolve_model", no_loading)
+    (tmp_path / "file").write_text("x")
+    # (--out FILE itself click refuses; a folder under a file it lets through)
+    assert main(["fidelity", "--model", str(tiny / "model"), "--corpus", str(tiny / "text.txt"), "--device", "cpu",
+                 "--out", str(tmp_path / "file" / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --out {tmp_path / 'file' / 'sub'} lies under {tmp_path / 'file'}, which is a file" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_rescale_threshold_that_is_no_finite_non_negative_number_is_refused(tiny, tmp_path, capsys, value):
+    assert main(["fidelity", "--model", str(tiny / "model"), "--corpus", str(tiny / "text.txt"), "--block-len", "64",
+                 "--max-blocks", "1", "--bootstrap", "100", "--device", "cpu", "--rescale-threshold", value,
+                 "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "'--rescale-threshold'" in err and "is not a finite number of octaves, zero or more" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "s").exists()

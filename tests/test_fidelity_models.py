@@ -43,6 +43,21 @@ def test_paths_and_errors(tmp_path):
         models.resolve_model(str(tmp_path), gguf_file="fake.gguf")
 
 
+def test_options_json_keeps_local_model_paths_absolute_and_names_as_given(tmp_path, monkeypatch):
+    """--resume reads options.json back from any folder: a relative local path must be stored absolute; an alias
+    or a Hub id is no path, even when a folder of that name happens to be here (resolve_model takes the alias)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "smollm2-135m").mkdir()
+    (tmp_path / "org" / "local").mkdir(parents=True)
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert models.portable_name("smollm2-135m") == "smollm2-135m"
+    assert models.portable_name("Qwen2.5-0.5B") == "Qwen2.5-0.5B"
+    assert models.portable_name("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
+    assert models.portable_name("org/local") == str(tmp_path / "org" / "local")  # a folder here: local, as resolved
+    assert models.portable_name("./m.gguf") == str(tmp_path / "m.gguf")
+    assert models.portable_name(str(tmp_path / "m.gguf")) == str(tmp_path / "m.gguf")
+
+
 def test_uncached_hub_id_offline_makes_no_request_and_names_hf_hub_offline(tmp_path, monkeypatch):
     """HF_HUB_OFFLINE=1 with an empty cache: transformers is asked with local_files_only=True (no request, whatever
     it read at import), and the error says that nothing was downloaded and what to do."""

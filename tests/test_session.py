@@ -23,6 +23,30 @@ def test_append_and_torn_last_line(tmp_path):
     assert [r["a"] for r in s.read_records("w.jsonl")] == [1, 2]
 
 
+def test_an_append_after_a_torn_last_line_starts_a_line_of_its_own(tmp_path):
+    """A crash mid-write leaves a fragment with no newline; the next record must not be glued to it (the file
+    would then hold a bad line in the middle, which read_jsonl refuses for good). The fragment is dropped; a whole
+    last record that only lacks its newline is kept."""
+    s = Session.create(tmp_path, "fidelity")
+    s.append("w.jsonl", {"a": 1})
+    with open(s.path / "w.jsonl", "a") as f:
+        f.write('{"a": 2, "b"')
+    s.append("w.jsonl", {"a": 3})
+    assert [r["a"] for r in s.read_records("w.jsonl")] == [1, 3]
+    assert (s.path / "w.jsonl").read_text() == '{"a": 1}\n{"a": 3}\n'
+    with open(s.path / "w.jsonl", "a") as f:
+        f.write('{"a": 4}')  # complete, only its newline lost
+    s.append("w.jsonl", {"a": 5})
+    assert [r["a"] for r in s.read_records("w.jsonl")] == [1, 3, 4, 5]
+    # a fragment longer than one read of the tail, after a record and as the whole file
+    (s.path / "t.jsonl").write_text('{"a": 0}\n{"x": "' + "y" * 200_000)
+    s.append("t.jsonl", {"a": 6})
+    assert (s.path / "t.jsonl").read_text() == '{"a": 0}\n{"a": 6}\n'
+    (s.path / "u.jsonl").write_text('{"x": "' + "y" * 200_000)
+    s.append("u.jsonl", {"a": 7})
+    assert (s.path / "u.jsonl").read_text() == '{"a": 7}\n'
+
+
 def test_a_bad_line_in_the_middle_is_an_error(tmp_path):
     p = tmp_path / "x.jsonl"
     p.write_text('{"a": 1}\nnot json\n{"a": 2}\n')

@@ -100,6 +100,13 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     device = detect_device() if target is None else target.device()
     if target is None:
         check_native(backend, device)
+        if device.kind != "cuda":
+            # the shared reason (kernels.capability) sends a CPU to --backend sim, which audit does not take: it
+            # reads compiled kernels. What does work without a GPU is a cross-compile, so name those instead
+            raise UnsupportedError("softbench audit runs FA4 on this machine's CUDA GPU, and none is visible here",
+                                   hint="without a GPU, add --arch sm_100a (FA4 compiled here for the B200 and its "
+                                        "SASS audited, nothing run), or audit softbench's Hopper kernels with "
+                                        "--backend triton --arch sm_90a")
     for shape in shapes:
         reason = unsupported_reason(backend, shape, device)
         if reason:

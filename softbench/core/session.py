@@ -86,6 +86,46 @@ def read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
+_TAIL_CHUNK = 1 << 16
+
+
+def _end_torn_line(f) -> None:
+    """Make `f` (a JSON-lines file opened "a+b") end in a newline before a record is appended to it.
+
+    Without a final newline the last line was torn by a crash mid-write, and a record written straight after it
+    would be glued to the fragment: one line that is no JSON, and no longer the last, which read_jsonl rightly
+    refuses (a bad line in the middle is how real damage shows), so the session could never be read again.
+    The fragment is dropped rather than kept on a line of its own: it is no record, read_jsonl never returned it,
+    so nothing the session reported from this file is lost; keeping it would need read_jsonl to let bad lines
+    through anywhere, hiding real damage. A last line that is a whole record (only its newline missing) is one
+    read_jsonl returns, so it is kept and given its newline."""
+    end = f.seek(0, os.SEEK_END)
+    if end == 0:
+        return
+    f.seek(end - 1)
+    if f.read(1) == b"\n":
+        return
+    start = end  # where the last line begins: just after the last newline, else at 0
+    while start > 0:
+        step = min(_TAIL_CHUNK, start)
+        f.seek(start - step)
+        cut = f.read(step).rfind(b"\n")
+        if cut >= 0:
+            start = start - step + cut + 1
+            break
+        start -= step
+    f.seek(start)
+    try:
+        json.loads(f.read(end - start))
+        whole = True
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        whole = False
+    if whole:
+        f.write(b"\n")
+    else:
+        f.truncate(start)
+
+
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -145,9 +185,12 @@ class Session:
         return self.path / name
 
     def append(self, name: str, record: dict) -> None:
-        """Append one record and push it to disk, so a crash loses at most the line being written."""
-        with open(self.path / name, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True, default=_json_default) + "\n")
+        """Append one record and push it to disk, so a crash loses at most the line being written. A line torn
+        by an earlier crash is dealt with first (_end_torn_line), so the new record starts a line of its own."""
+        line = (json.dumps(record, sort_keys=True, default=_json_default) + "\n").encode("utf-8")
+        with open(self.path / name, "a+b") as f:
+            _end_torn_line(f)
+            f.write(line)
             f.flush()
             os.fsync(f.fileno())
 

@@ -10,10 +10,14 @@ import click
 
 from softbench.core.console import RichProgress
 
+from softbench.core.options import rescale_threshold_option
 from softbench.core.shapes import DTYPES
 from softbench.fidelity.limits import MIN_BLOCK_LEN, MIN_BLOCKS
 
 PATH_CHOICES = ("kernel", "sim", "row")
+# the parameters --resume goes with: how to run (offline, on how many GPUs), or no run at all; every other option
+# is the session's own, read back from its options.json
+WITH_RESUME = ("resume", "offline", "gpus", "list_operators")
 KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imported here: --help stays light)
 
 
@@ -54,8 +58,8 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
                    "--backend triton does at FP8")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=5000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
-@click.option("--rescale-threshold", type=float, default=0.0, show_default=True,
-              help="sim: skip the rescale while the running max grows by less than tau (8.0: sm_100 at 16-bit)")
+@rescale_threshold_option(help="sim: skip the rescale while the running max grows by less than tau (8.0: sm_100 at "
+                               "16-bit)")
 @click.option("--tile", type=click.IntRange(min=1), default=128, show_default=True, help="sim: keys per tile")
 @click.option("--bos", type=click.Choice(["auto", "block", "stream"]), default="auto", show_default=True,
               help="auto: block where the tokenizer adds a BOS (the regime the model was trained for), else stream; "
@@ -71,7 +75,8 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
-              help="continue an interrupted session with its own options")
+              help="continue an interrupted session with its own options (of the others only --offline and "
+                   "--gpus go with it)")
 @click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")
 def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, backend, operators, dtype, fp8_storage,
             fp8_operands, bootstrap, seed, rescale_threshold, tile, bos, device, gpus, device_map, threads, out_dir,
@@ -95,6 +100,12 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
                         [[o["name"], o["scope"], o["anchor"], ", ".join(f"{k}={v}" for k, v in o["params"].items()),
                           o["section"], o["definition"]] for o in zoo()]))
         return
+    if resume is not None:
+        _refuse_options_beside_resume(click.get_current_context(), resume)
+    else:
+        from softbench.core.checks import check_out_dir
+
+        check_out_dir(out_dir)  # before torch is imported or a file read: a refusal should not wait for them
     if offline:  # before transformers or datasets is imported: they read HF_HUB_OFFLINE then (a resume too)
         from softbench.fidelity.hub import go_offline
 
@@ -108,13 +119,16 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
     if resume is None:
         if not model:
             raise UsageError("--model is required (or --resume SESSION_DIR)")
-        opts = FidelityOptions(model=model, gguf_file=gguf_file, corpus=corpus, block_len=block_len,
-                               max_blocks=max_blocks, path=path, operators=tuple(operators), dtype=dtype,
-                               bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold, device=device,
-                               out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage, fp8_operands=fp8_operands,
-                               threads=threads,
-                               backend=backend, offline=offline, device_map=device_map,
-                               command_line=command_line)
+        from softbench.fidelity.corpus import portable_spec
+        from softbench.fidelity.models import portable_name
+
+        # options.json keeps local paths absolute, so that --resume can run from any folder
+        opts = FidelityOptions(model=portable_name(model), gguf_file=gguf_file, corpus=portable_spec(corpus),
+                               block_len=block_len, max_blocks=max_blocks, path=path, operators=tuple(operators),
+                               dtype=dtype, bootstrap=bootstrap, seed=seed, rescale_threshold=rescale_threshold,
+                               device=device, out_dir=out_dir, tile=tile, bos=bos, fp8_storage=fp8_storage,
+                               fp8_operands=fp8_operands, threads=threads, backend=backend, offline=offline,
+                               device_map=device_map, command_line=command_line)
         opts.check()  # bad operators and combinations fail before anything is loaded
     if gpus:
         from softbench.fidelity.gpus import launch
@@ -153,6 +167,21 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
     out.print(table(f"fidelity ({summary['path']} path{kernel}, {summary['dtype']})", CONSOLE_COLUMNS,
                     console_rows(summary)))
     err.print(f"session: {session.path}")
+
+
+def _refuse_options_beside_resume(ctx: click.Context, resume: str) -> None:
+    """A resumed session runs with the options it was started with: any other option given beside --resume would
+    be ignored without a word, so it is refused (only those the user set; defaults are not theirs to drop)."""
+    from softbench.core.errors import UsageError
+
+    set_by_user = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name not in WITH_RESUME and ctx.get_parameter_source(p.name) in set_by_user]
+    if given:
+        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        raise UsageError(f"--resume continues {resume} with the options it was started with, so {names} cannot be "
+                         "combined with it",
+                         hint="drop them to resume, or start a new session without --resume")
 
 
 class BlockProgress(RichProgress):

@@ -209,6 +209,17 @@ def read_corpus(spec: str) -> CorpusText:
     return CorpusText(p.name, str(p.resolve()), text)
 
 
+def portable_spec(spec: str) -> str:
+    """--corpus as options.json keeps it: a local file or folder that exists as an absolute path, since --resume
+    reads it back from whatever folder it is run in; the named corpora and hf: ids as given (read_corpus's order:
+    names first, so --corpus austen stays the named corpus even beside a file called austen)."""
+    if spec in ("wikitext-103", "austen") or spec.startswith(HUB_PREFIX):
+        return spec
+    p = Path(spec).expanduser()
+    # absolute() and not resolve(): the path as the user named it, symbolic links kept
+    return str(p.absolute()) if p.exists() else spec
+
+
 def load_corpus(spec: str) -> CorpusText:
     """The text --corpus names, checked (check_text)."""
     c = read_corpus(spec)

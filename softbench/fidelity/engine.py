@@ -23,6 +23,7 @@ session, and `--resume` evaluates what is missing with any number of ranks."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -94,8 +95,11 @@ class FidelityOptions:
             raise UsageError("--bootstrap needs at least 100 replicates for a 95% percentile interval")
         if self.tile < 1:
             raise UsageError("--tile must be positive")
-        if self.rescale_threshold < 0:
-            raise UsageError("--rescale-threshold must be >= 0 (0: always rescale)")
+        # NaN slips past `< 0` (every comparison with it is false), and NaN or infinity would reach options.json
+        # and summary.json as tokens that are not JSON
+        if not (math.isfinite(self.rescale_threshold) and self.rescale_threshold >= 0):
+            raise UsageError(f"--rescale-threshold must be a finite number >= 0 (0: always rescale), not "
+                             f"{self.rescale_threshold}")
         if self.fp8_storage and self.dtype != "fp8":
             raise UsageError("--fp8-storage applies to --dtype fp8 only")
         if self.fp8_operands and (self.dtype != "fp8" or self.path != "sim"):
@@ -272,7 +276,15 @@ def _keep_partial(session: Session, opts: FidelityOptions, run: dict, device: st
     from softbench.runtime.session_runner import sigterm_deferred
 
     with sigterm_deferred():
-        _write_tables(session, opts, run, False, summary_reason, device)
+        try:
+            _write_tables(session, opts, run, False, summary_reason, device)
+        except Exception as e:
+            # the tables re-read blocks.jsonl, and whatever stopped the run (a damaged file, a full disk) may stop
+            # them too: the session must still be marked partial, not left "running" with no process behind it,
+            # and the caller's error, not this one, is what the user sees
+            why = f"{type(e).__name__}: {e}"
+            status_reason = (f"{status_reason}; blocks.csv and summary.json could not be rewritten "
+                             f"({'the same error' if why == status_reason else why})")
         session.set_status(complete=False, state="partial", reason=status_reason)
 
 

@@ -116,6 +116,19 @@ def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
                      "Hugging Face id (owner/name)")
 
 
+def portable_name(name: str) -> str:
+    """--model as options.json keeps it: a local folder or .gguf file that exists as an absolute path, since
+    --resume reads it back from whatever folder it is run in; aliases, Hub ids and anything else as given.
+    Aliases are looked at first, as resolve_model does, so a folder that happens to share an alias's name is not
+    taken for it."""
+    key = name.strip()
+    if key.lower() in PACKAGED_ALIASES or key.lower() in HUB_ALIASES:
+        return name
+    p = Path(key).expanduser()
+    # absolute() and not resolve(): the path as the user named it, symbolic links kept
+    return str(p.absolute()) if p.exists() else name
+
+
 def check_gguf(path: Path) -> None:
     """A .gguf file must start with the GGUF magic; anything else would fail deep in the loader as if the model
     were missing."""
