@@ -137,3 +137,25 @@ def run_cli(*args, cwd=None, env=None, timeout=300) -> subprocess.CompletedProce
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def interrupt_when(args: list[str], cwd, ready, what: str, timeout: float = 120.0) -> tuple[int, str]:
+    """Start `args`, send it SIGINT (a Ctrl-C) once `ready()` holds, and return (exit code, stderr).
+
+    The process starts with SIGINT at its default, as a terminal starts it: a shell without job control starts
+    background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN instead of raising
+    KeyboardInterrupt (as `nohup softbench ... &` wants), so the command would never see this Ctrl-C."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + timeout
+    while not ready():
+        if time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} within {timeout:g} s")
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err

@@ -1,10 +1,7 @@
 """The latency command: round order, summary arithmetic, sessions end to end, partial sessions, clear errors."""
 
 import json
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ from softbench.latency.summary import summarize_latency
 from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping
 from softbench.core.shapes import Shape, parse_seq
 
-from conftest import ROOT
+from conftest import ROOT, interrupt_when
 
 TINY = ["--backend", "sim", "--protocol", "paper", "--seq", "256", "--heads", "2", "--rounds", "3", "--windows", "2", "--calls", "5",
         "--warmup", "2"]
@@ -122,23 +119,12 @@ def test_crashed_worker_leaves_a_partial_session(tmp_path, cli):
 @pytest.mark.slow
 def test_ctrl_c_keeps_a_partial_session(tmp_path):
     args = [sys.executable, "-m", "softbench", "latency", *TINY, "--rounds", "40", "--out", str(tmp_path)]
-    # a shell without job control starts background jobs with SIGINT ignored, and Python keeps an inherited
-    # SIG_IGN instead of raising KeyboardInterrupt (as `nohup softbench ... &` wants): the command would never see
-    # this Ctrl-C and would run all 40 rounds. The command starts as a terminal's would, with the default.
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 120
-    while time.time() < deadline:
+    def four_windows():
         found = list(tmp_path.glob("*/windows.jsonl"))
-        if found and len(found[0].read_text().splitlines()) >= 4:
-            break
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the run wrote no 4 windows in 120 s")
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+        return bool(found) and len(found[0].read_text().splitlines()) >= 4
+
+    code, err = interrupt_when(args, ROOT, four_windows, "the run wrote no 4 windows")
+    assert code == 130, err
     session = next(tmp_path.iterdir())
     summary = json.loads((session / "summary.json").read_text())
     assert summary["complete"] is False and summary["incomplete_reason"] == "interrupted by the user"

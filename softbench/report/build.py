@@ -3,11 +3,12 @@
 Reads sessions and never measures. Every session given is listed; partial ones are drawn too and marked
 (hollow markers, "(partial)" in labels and tables); sessions of a kind this module does not draw are listed
 as such. Figures:
-- latency: speed-up against sequence length, one line per (backend, dtype, mask, baseline-vs-variant) with
-  each round's speed-up as small points; speed-up bars per dtype x mask with the per-round sd as whiskers; per
-  session, window latency over time per kernel with the SM clock on a twin axis.
-- A/A nulls: every latency session's null beside its protocol, kernel count and process start order, with
-  misses and signs counted per group (softbench.report.nulls).
+- latency: a table with each session's speed-up, its quantity and 95% interval, its A/A null and the variant
+  against FA3 where timed; speed-up against sequence length, one line per (backend, dtype, mask,
+  baseline-vs-variant, quantity) with each round's speed-up as small points; speed-up bars per dtype x mask with
+  the per-round sd as whiskers; per session, window latency over time per kernel with the SM clock on a twin axis.
+- A/A nulls: every latency session's null beside its protocol, kernel count and process start order ("not
+  measured" where it has none), with misses and signs counted per group (softbench.report.nulls).
 - against the reference across sessions: each kernel's speed-up over FA3 (or another reference timed in the same
   run) in every session that timed both, per shape, quantity and configuration, with a t interval across sessions
   (softbench.report.replication). A table, no figure.

@@ -12,11 +12,9 @@ from pathlib import Path
 
 from softbench.report.figures import new_figure, save_figure
 from softbench.report.speed_fidelity import JoinedPoint, SpeedFidelity
-from softbench.report.speedups import PAPER, Speedup
+from softbench.report.speedups import PAPER, QUANTITY_NAMES as QUANTITY_LEGEND, Speedup
 
 MARKERS = {"at equal clock": "o", "sustained": "s", PAPER: "^"}
-QUANTITY_LEGEND = {"at equal clock": "at equal clock (interleaved)", "sustained": "sustained (at the power cap)",
-                   PAPER: "paper rounds (clock effects mixed)"}
 MILLI = 1e3  # dNLL drawn in 10^-3 nats/token: the operators' effects are of that size
 _STAMP = re.compile(r"^\d{8}T\d{6}Z")
 

@@ -17,6 +17,16 @@ from softbench.report.records import kernel_config
 from softbench.report.reestimate import against_reference
 
 PAPER = "paper rounds"
+# each quantity as a label that stands alone (a legend, a series, a table cell) says it
+QUANTITY_NAMES = {"at equal clock": "at equal clock (interleaved)", "sustained": "sustained (at the power cap)",
+                  PAPER: "paper rounds (clock effects mixed)"}
+
+
+def session_quantity(rec: SessionRecord) -> str:
+    """The quantity a latency session's speed-up is: its summary's for the paired protocols ('at equal clock',
+    'sustained'); PAPER for the older rounds, which name none because they mix both."""
+    s = rec.summary or {}
+    return str(s.get("quantity")) if s.get("protocol_kind") in ("interleaved", "sustained") else PAPER
 
 
 @dataclass(frozen=True)

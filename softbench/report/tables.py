@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from softbench.core.shapes import seq_label
 from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
+from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
 from softbench.report.records import fidelity_conditions, loop_entries, marked_name, mask_label, trace_points
+from softbench.report.reestimate import against_reference
 from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
+from softbench.report.speedups import PAPER, QUANTITY_NAMES, session_quantity
 
 
 @dataclass
@@ -20,18 +23,68 @@ class TableData:
     rows: list[list[str]]
 
 
+def _with_interval(estimate, ci) -> str:
+    """'+5.71 [+5.29, +6.12]': a speed-up in percent and its 95% interval ('-' where there is no estimate)."""
+    if estimate is None:
+        return "-"
+    lo, hi = (ci if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None))
+    return f"{estimate:+.2f} {_interval(lo, hi, '+.2f')}"
+
+
+def _paired_cell(paired: dict | None) -> str:
+    if not paired or paired.get("estimate_pct") is None:
+        return f"{NOT_MEASURED} (no pairs)"
+    return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
+
+
+def _speedup_cell(rec: SessionRecord) -> str:
+    """The session's speed-up of its (first) variant with its 95% interval: the paired estimate for the paired
+    protocols; for the paper rounds, the pooled medians with the window bootstrap they wrote, named as such."""
+    s = rec.summary
+    if session_quantity(rec) != PAPER:
+        return _with_interval(s.get("speedup_pct"), s.get("speedup_ci95_pct"))
+    cell = _with_interval(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
+    return cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
+
+
+def _null_cell(rec: SessionRecord) -> str:
+    """The session's own A/A null against its baseline, or why there is none."""
+    null = session_null(rec)
+    paired = ((rec.summary.get("comparisons") or {}).get(null) or {}).get("paired") if null else None
+    if not paired or paired.get("estimate_pct") is None:
+        return null_absent(rec)
+    return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
+
+
+def _reference_cell(rec: SessionRecord) -> str:
+    """The variant against each reference kernel timed in the same run (FA3: ref-fa3), per pair, re-estimated
+    from the session's own units (softbench.report.reestimate), as docs/leases.md's rows give it."""
+    variant = rec.summary.get("variant")
+    cells = []
+    for ref in rec.summary.get("references") or []:
+        estimates, why = against_reference(rec, ref)
+        text = f"not estimated: {why}" if why else _paired_cell(estimates.get(variant))
+        cells.append(f"{against_name(ref)}: {text}")
+    return "; ".join(cells) or "not timed"
+
+
 def latency_table(recs: list[SessionRecord]) -> TableData:
     rows = []
     for r in recs:
         s, f = r.summary, r.facts
+        quantity = session_quantity(r)
         rows.append([marked_name(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
-                     f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", fmt(s.get("speedup_pct"), "+.2f"),
+                     f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", QUANTITY_NAMES.get(quantity, quantity),
+                     _speedup_cell(r), _null_cell(r), _reference_cell(r),
                      fmt(s.get("per_round_sd_pp"), ".2f"),
                      ", ".join(f"{x:+.2f}" for x in s.get("per_round_speedup_pct") or []) or "-",
-                     ", ".join(f"{k} {v:.4f}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
-    return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison",
-                                          "speed-up %", "per-round sd pp", "per-round %", "median ms"], rows)
+                     # a run stopped before it timed a kernel records its median as None
+                     ", ".join(f"{k} {fmt(v, '.4f')}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
+    return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison", "quantity",
+                                          "speed-up % [95% interval]", "A/A null % [95% interval]",
+                                          "variant vs reference % [95% interval]", "per-round sd pp",
+                                          "per-round %", "median ms"], rows)
 
 
 def _numeric_leaves(d: dict, prefix: str = "", depth: int = 2) -> dict[str, float]:

@@ -1,0 +1,190 @@
+"""The report's latency table, its speed-up against sequence length and its A/A nulls, on real inputs: the H200
+sessions in the project's sessions/ (read in place, never modified) and a simulation run interrupted during its
+warm-up."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from softbench.cli import main
+from softbench.predictions.sessions import load_session, load_sessions
+from softbench.report import figures
+from softbench.report.nulls import null_rows, null_summary, null_table_rows
+from softbench.report.reestimate import against_reference
+from softbench.report.tables import latency_table
+from conftest import interrupt_when
+from tests.test_report import make_session
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSIONS = ROOT / "sessions"
+# one comparison (FP8 causal 8K, A0 against h15-folded, both timed with ref-fa3 and an A/A null) in each protocol
+SUSTAINED = SESSIONS / "20261205T143052Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-sustained"
+INTERLEAVED = SESSIONS / "20261205T193812Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+ROUNDS = SESSIONS / "20261130T114414Z-latency-bf16-4K-causal-b1h16d128-fa4-A0-vs-A1"  # the paper's rounds
+ROUNDS_AA = SESSIONS / "20261130T114548Z-latency-bf16-8K-causal-b1h16d128-fa4-A0-vs-A0"  # --variant A0
+NO_NULL = SESSIONS / "20261201T092549Z-latency-fp8-16K-causal-b1h16d128-triton-A0-vs-A1-interleaved"  # --no-null
+COLUMNS = ["session", "backend", "dtype", "seq", "mask", "comparison", "quantity", "speed-up % [95% interval]",
+           "A/A null % [95% interval]", "variant vs reference % [95% interval]", "per-round sd pp", "per-round %",
+           "median ms"]
+
+
+def _cells(table) -> dict[str, dict[str, str]]:
+    """The table's rows by session, each a mapping from column to cell."""
+    return {row[0]: dict(zip(table.columns, row)) for row in table.rows}
+
+
+def _pct(est: dict) -> str:
+    lo, hi = est["ci95_pct"]
+    return f"{est['estimate_pct']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+# --- 1: a run stopped in its warm-up records its medians as None -----------------------------------------------
+
+WARMUP_ONLY = ("protocol:\n  kind: interleaved\n  calls: 5\n  budget_s: 20\n  warmup_min_s: 120\n"
+               "  warmup_max_s: 120\n")  # a warm-up far longer than the test waits: the Ctrl-C lands inside it
+
+
+@pytest.mark.slow
+def test_report_of_a_run_interrupted_during_its_warm_up(tmp_path, recwarn):
+    proto = tmp_path / "warmup.yaml"
+    proto.write_text(WARMUP_ONLY)
+    out = tmp_path / "sessions"
+    args = [sys.executable, "-m", "softbench", "latency", "--backend", "sim", "--seq", "128", "--heads", "2",
+            "--protocol", str(proto), "--out", str(out)]
+    def two_warmup_windows():
+        found = list(out.glob("*/windows.jsonl"))
+        return bool(found) and found[0].read_text().count('"warmup"') >= 2
+
+    code, err = interrupt_when(args, ROOT, two_warmup_windows, "the run wrote no warm-up windows")
+    assert code == 130, err
+    (session,) = out.iterdir()
+    summary = json.loads((session / "summary.json").read_text())
+    assert summary["complete"] is False and set(summary["median_ms"].values()) == {None}
+
+    report = tmp_path / "report"
+    assert main(["report", str(session), "--out", str(report)]) == 0  # was 70: None formatted with .4f
+    (row,) = _cells(latency_table(load_sessions([session]))).values()
+    assert row["session"].endswith("(partial)")
+    assert row["median ms"] == "A0 -, A0' -, A1 -" and row["speed-up % [95% interval]"] == "-"
+    assert row["A/A null % [95% interval]"] == "not measured (no pairs recorded)"
+    assert "A0 -, A0' -, A1 -" in (report / "report.md").read_text()
+    # its timeline has no pair to draw: said on the figure, not warned about on the terminal
+    assert not [w for w in recwarn if "legend" in str(w.message)]
+
+
+def test_a_latency_session_without_medians_is_tabled_not_fatal(tmp_path):
+    # the files such a run leaves, as the interleaved protocol writes them before any pair
+    shape = {"dtype": "bf16", "seq": 128, "causal": True, "batch": 1, "heads": 2, "kv_heads": 2, "head_dim": 128}
+    kernels = {"A0": {"role": "baseline"}, "A0'": {"role": "null"}, "A1": {"role": "variant"}}
+    session = make_session(tmp_path / "s", "20261206T000000Z-latency-partial", "latency", {
+        "backend": "sim", "baseline": "A0", "variant": "A1", "shape": shape, "protocol_kind": "interleaved",
+        "quantity": "at equal clock", "null": "A0'", "references": [], "kernels": kernels,
+        "comparisons": {"A0'": {"role": "null", "paired": None}, "A1": {"role": "variant", "paired": None}},
+        "median_ms": {"A0": None, "A0'": None, "A1": None}, "speedup_pct": None, "speedup_ci95_pct": None},
+        complete=False)
+    (row,) = _cells(latency_table(load_sessions([session]))).values()
+    assert row["median ms"] == "A0 -, A0' -, A1 -"
+    assert main(["report", str(session), "--out", str(tmp_path / "report")]) == 0
+
+
+# --- 2: the speed-up against sequence length draws one line per quantity ----------------------------------------
+
+def _drawn(monkeypatch, recs, tmp_path):
+    """The figure plot_speedup_vs_seq draws: its axis, as it would be saved."""
+    saved = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: saved.append(fig) or path)
+    assert figures.plot_speedup_vs_seq(recs, tmp_path / "f.png") is not None
+    (fig,) = saved
+    (ax,) = fig.axes
+    return ax
+
+
+def test_speedup_vs_seq_draws_each_quantity_as_its_own_line(monkeypatch, tmp_path):
+    recs = load_sessions([SUSTAINED, INTERLEAVED])
+    ax = _drawn(monkeypatch, recs, tmp_path)
+    _, labels = ax.get_legend_handles_labels()
+    assert sorted(labels) == ["triton fp8 causal A0 vs h15-folded, at equal clock (interleaved)",
+                              "triton fp8 causal A0 vs h15-folded, sustained (at the power cap)"]
+    # what is drawn is each session's paired estimate, and the axis says so
+    assert ax.get_ylabel() == "speed-up % (paired estimate)"
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()
+             if not line.get_label().startswith("_")}
+    for rec, quantity in ((SUSTAINED, "sustained"), (INTERLEAVED, "at equal clock")):
+        paired = json.loads((rec / "summary.json").read_text())["comparisons"]["h15-folded"]["paired"]
+        (ys,) = [y for label, y in lines.items() if f", {quantity} (" in label]
+        assert ys == [paired["estimate_pct"]]
+
+
+def test_speedup_vs_seq_names_the_paper_rounds_and_their_pooled_medians(monkeypatch, tmp_path):
+    ax = _drawn(monkeypatch, load_sessions([ROUNDS]), tmp_path)
+    assert ax.get_legend_handles_labels()[1] == ["fa4 bf16 causal A0 vs A1, paper rounds (clock effects mixed)"]
+    assert ax.get_ylabel() == "speed-up % (pooled medians)"
+    ax = _drawn(monkeypatch, load_sessions([ROUNDS, INTERLEAVED]), tmp_path)
+    assert ax.get_ylabel() == "speed-up % (paired estimate; paper rounds: pooled medians)"
+
+
+# --- 3: the latency table names its quantity, and carries the interval, the null and FA3 ------------------------
+
+def test_latency_table_names_the_quantity_with_its_interval_null_and_fa3():
+    recs = load_sessions([SUSTAINED, INTERLEAVED, NO_NULL, ROUNDS, ROUNDS_AA])
+    table = latency_table(recs)
+    assert table.columns == COLUMNS
+    rows = _cells(table)
+    for path, quantity in ((SUSTAINED, "sustained (at the power cap)"), (INTERLEAVED, "at equal clock (interleaved)")):
+        row, summary = rows[path.name], json.loads((path / "summary.json").read_text())
+        comps = summary["comparisons"]
+        assert row["quantity"] == quantity
+        assert row["speed-up % [95% interval]"] == _pct(comps["h15-folded"]["paired"])
+        assert row["A/A null % [95% interval]"] == _pct(comps["A0'"]["paired"])
+        # the variant against FA3, per pair, as docs/leases.md's rows give it (tools/analysis/lease_rows.py)
+        estimates, why = against_reference(load_session(path), "ref-fa3")
+        assert why is None
+        assert row["variant vs reference % [95% interval]"] == "FA3: " + _pct(estimates["h15-folded"])
+    assert rows[SUSTAINED.name]["variant vs reference % [95% interval]"] == "FA3: +8.83 [+8.34, +9.31]"
+    # --no-null: the null is said to be missing, not left blank; FA3 is still beside the speed-up
+    no_null = rows[NO_NULL.name]
+    assert no_null["A/A null % [95% interval]"] == "not measured"
+    assert no_null["variant vs reference % [95% interval]"].startswith("FA3: ")
+    # the paper rounds: their quantity, their pooled medians and window bootstrap named; no FA3, no null
+    rounds, summary = rows[ROUNDS.name], json.loads((ROUNDS / "summary.json").read_text())
+    assert rounds["quantity"] == "paper rounds (clock effects mixed)"
+    lo, hi = summary["bootstrap_ci95_pct"]
+    assert rounds["speed-up % [95% interval]"] == (f"{summary['speedup_pct']:+.2f} [{lo:+.2f}, {hi:+.2f}] "
+                                                   "(pooled medians, window bootstrap)")
+    assert rounds["A/A null % [95% interval]"] == "not measured"
+    assert rounds["variant vs reference % [95% interval]"] == "not timed"
+    assert rows[ROUNDS_AA.name]["A/A null % [95% interval]"] == ("not measured (the run itself is A/A: its "
+                                                                 "speed-up is the null)")
+
+
+def test_report_md_carries_the_new_columns(tmp_path):
+    rep = main(["report", str(SUSTAINED), str(NO_NULL), "--out", str(tmp_path / "r")])
+    assert rep == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| " + " | ".join(COLUMNS) + " |" in md
+    assert ("| sustained (at the power cap) | +5.71 [+5.29, +6.12] | -0.18 [-1.12, +0.76] | "
+            "FA3: +8.83 [+8.34, +9.31] |") in md
+
+
+# --- 3: a session without a null is listed among the nulls, as not measured --------------------------------------
+
+def test_sessions_without_a_null_are_listed_as_not_measured():
+    recs = load_sessions([INTERLEAVED, NO_NULL, ROUNDS, ROUNDS_AA])
+    rows = {r.session: r for r in null_rows(recs)}
+    assert set(rows) == {INTERLEAVED.name, NO_NULL.name, ROUNDS.name, ROUNDS_AA.name}
+    measured = rows[INTERLEAVED.name]
+    paired = json.loads((INTERLEAVED / "summary.json").read_text())["comparisons"]["A0'"]["paired"]
+    assert measured.estimate_pct == paired["estimate_pct"]
+    for name in (NO_NULL.name, ROUNDS.name, ROUNDS_AA.name):
+        assert rows[name].estimate_pct is None and rows[name].covers_zero is None
+    table = {row[0]: row for row in null_table_rows(list(rows.values()))}
+    assert table[NO_NULL.name][1:] == ["interleaved", "fp8", "3", "-", "-", "not measured", "-", "-"]
+    assert table[ROUNDS.name][1] == "paper rounds" and table[ROUNDS.name][6] == "not measured"
+    assert table[ROUNDS_AA.name][6] == "not measured (the run itself is A/A: its speed-up is the null)"
+    lines = null_summary(list(rows.values()))
+    # the groups count the measured null only; the others are counted apart
+    assert any(line.startswith("- interleaved, four or more kernels, null started first: 1 null(s)") for line in lines)
+    assert "- 3 session(s) without an A/A null estimate: listed as not measured" in lines
