@@ -33,6 +33,11 @@ def test_paths_and_errors(tmp_path):
     assert models.resolve_model(str(tmp_path), gguf_file="m.gguf").gguf_file == "m.gguf"
     with pytest.raises(UsageError, match="no such file"):
         models.resolve_model(str(tmp_path), gguf_file="other.gguf")
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(UsageError, match="a config.json but no weights"):
+        models.resolve_model(str(tmp_path))
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert models.resolve_model(str(tmp_path)).kind == "local"
     with pytest.raises(UsageError, match="neither an alias"):
         models.resolve_model("not a model")
     fake = tmp_path / "fake.gguf"

@@ -68,6 +68,10 @@ class ModelSource:
         return cls(**d)
 
 
+# the weight files transformers' from_pretrained reads from a local folder (sharded ones with their index)
+WEIGHT_FILES = ("*.safetensors", "*.bin")
+
+
 def _packaged(alias: str) -> ModelSource:
     package, filename, dist = PACKAGED_ALIASES[alias]
     spec = importlib.util.find_spec(package)
@@ -108,6 +112,10 @@ def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
         if not (p / "config.json").is_file():
             raise UsageError(f"{p} has no config.json: not a Hugging Face model folder",
                              hint="pass the folder that holds config.json, or a .gguf file")
+        if not any(next(p.glob(pattern), None) for pattern in WEIGHT_FILES):
+            # checked here, before a session exists: found only at loading, it left an empty partial session
+            raise UsageError(f"{p} has a config.json but no weights (no *.safetensors or *.bin file)",
+                             hint="copy the weight files beside config.json, or pass a .gguf file")
         return ModelSource("local", str(p.resolve()))
     if key.count("/") == 1 and not key.startswith((".", "/")):
         return ModelSource("hub", key, gguf_file)
