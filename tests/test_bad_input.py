@@ -197,6 +197,8 @@ CASES = [
     case("gates-rescale-negative", "gates", "--backend", "sim", "--rescale-threshold", "-1", says="finite number"),
     case("latency-budget-inf", "latency", *SIM[:2], "--seq", "128", "--budget-s", "inf", says="finite positive"),
     case("energy-seconds-inf", "energy", "--seconds", "inf", says="finite positive"),
+    case("energy-seq-zero", "energy", "--seq", "0", says="positive integer"),
+    case("energy-kv-heads", "energy", "--heads", "3", "--kv-heads", "2", says="multiple"),
     case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),
     # --- what this machine cannot run: the documented exit code 3, with what to do instead -----------------------
     case("energy-sim-on-cpu", "energy", "--backend", "sim", code=3, says="NVML"),

@@ -82,8 +82,11 @@ def command(ctx, protocol_file, triton_config, out_dir, **_given):
     protocol = EnergyProtocol(**loops)
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
+    # the shape's own checks (a zero length, heads that do not divide) are bad input, to be heard before the
+    # machine's lack of NVML; the dtype they are checked at may still change below with the device's default
+    shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     check_out_dir(out_dir)
-    power = open_power_source()  # first: without NVML there is nothing to measure
+    power = open_power_source()  # first of the machine's checks: without NVML there is nothing to measure
     device = detect_device()
     refuse_cpu_backend(device.kind, backend)
     if ctx.get_parameter_source("dtype") == click.core.ParameterSource.DEFAULT and "dtype" not in in_file:
