@@ -78,6 +78,19 @@ def _interrupted() -> int:
     return 130
 
 
+def _raised_by_an_interrupt(exc: BaseException) -> bool:
+    """Whether a Ctrl-C stands behind `exc`: a library caught the KeyboardInterrupt and raised its own error while
+    handling it (transformers' lazy imports answer one that lands mid-import with an ImportError). That is the
+    user's interrupt, not a bug in softbench."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main(argv=None) -> int:
     from softbench.runtime.session_runner import sigterm_as_interrupt
 
@@ -103,6 +116,8 @@ def main(argv=None) -> int:
         where = f" ({e.filename})" if e.filename else ""
         return print_error(f"{e.strerror or e}{where}", None, 74)
     except Exception as e:
+        if _raised_by_an_interrupt(e):
+            return _interrupted()
         if os.environ.get("SOFTBENCH_TRACEBACK"):
             raise
         return print_error(f"internal error: {type(e).__name__}: {e}",

@@ -75,6 +75,22 @@ def test_ctrl_c_before_any_session_says_nothing_was_written(tmp_path, monkeypatc
     assert not any(tmp_path.iterdir())
 
 
+def test_ctrl_c_that_a_library_turned_into_its_own_error_is_still_an_interrupt(tmp_path, monkeypatch, capsys):
+    # transformers' lazy import answers a KeyboardInterrupt that lands mid-import with an ImportError
+    monkeypatch.setattr(session_mod, "CREATED", [])
+
+    def import_cut_short(gpu=True):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise ImportError("could not import module 'LlamaConfig'") from e
+
+    monkeypatch.setattr("softbench.core.envinfo.collect_env", import_cut_short)
+    assert main(["env", "--record", "--out", str(tmp_path)]) == 130
+    err = capsys.readouterr().err
+    assert "no session had been started" in err and "internal error" not in err
+
+
 def test_an_unexpected_exception_is_one_error_line(monkeypatch, capsys):
     def broken(gpu=True):
         raise ZeroDivisionError("division by zero")
