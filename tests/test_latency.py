@@ -363,3 +363,14 @@ def test_the_default_simulation_on_a_cpu_is_refused_with_an_estimate(tmp_path, c
     assert r.returncode == 2
     assert "one window of 5 simulated calls would take at least" in r.stderr and "GFLOP" in r.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_run_stopped_before_its_first_pair_prints_no_pooled_figure():
+    from softbench.latency.render import paired_headline
+
+    summary = {"protocol_kind": "interleaved", "quantity": "at equal clock", "baseline": "A0", "variants": ["A1"],
+               "comparisons": {"A1": {"paired": None, "pooled_speedup_pct": None}}}
+    (first, *_) = paired_headline(summary)
+    assert first == "A1 vs A0, speed-up at equal clock (interleaved protocol): not measured"
+    summary["comparisons"]["A1"]["pooled_speedup_pct"] = 2.5
+    assert paired_headline(summary)[0].endswith("; pooled medians +2.50%")

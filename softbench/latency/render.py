@@ -104,9 +104,11 @@ def paired_headline(summary: dict) -> list[str]:
     at = (f", SM clock {clock['sm_clock_mhz_median']:.0f} MHz median, {clock['power_w_median']:.0f} W"
           if clock.get("sm_clock_mhz_median") and clock.get("power_w_median") else "")
     for v in summary.get("variants", []):
+        pooled = comps.get(v, {}).get("pooled_speedup_pct")
         lines.append(f"{v} vs {base}, speed-up {quantity} ({kind} protocol{at}): "
                      f"{_estimate(comps.get(v, {}).get('paired'))}"
-                     f"; pooled medians {fmt(comps.get(v, {}).get('pooled_speedup_pct'), '+.2f')}%")
+                     # a run stopped before its first pair has no pooled medians either: no "-%" for them
+                     + (f"; pooled medians {pooled:+.2f}%" if pooled is not None else ""))
     lines += configuration_lines(summary)
     null = summary.get("null")
     if null:
