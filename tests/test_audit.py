@@ -389,6 +389,34 @@ def test_tool_runner_reports_timeouts_and_missing_tools(tmp_path):
     assert code == 0 and "hi" in (tmp_path / "x.log").read_text()
 
 
+def test_a_ctrl_c_while_a_tool_runs_ends_the_tool_and_what_it_started(tmp_path, monkeypatch):
+    """The tool runs in its own session, out of reach of the terminal's Ctrl-C: softbench must end it (ncu and
+    its target, or the driver, which would write on into a session already marked partial)."""
+    import os
+    import subprocess
+
+    from softbench.audit import tools
+
+    started = []
+    real_communicate = subprocess.Popen.communicate
+
+    def interrupted_once(self, *args, **kwargs):
+        if not started:
+            started.append(self.pid)
+            raise KeyboardInterrupt
+        return real_communicate(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted_once)
+    child = tmp_path / "child.pid"
+    script = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
+              f"time.sleep(60)']); open({str(child)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    with pytest.raises(KeyboardInterrupt):
+        tools.run_tool([sys.executable, "-c", script], None, 120)
+    (pid,) = started
+    with pytest.raises(ProcessLookupError):  # the group, grandchild included, is gone
+        os.killpg(pid, 0)
+
+
 def test_the_per_element_note_without_noexp_says_how_elements_were_counted():
     from softbench.audit.render import audit_notes
 

@@ -30,6 +30,9 @@ def _error_line(r) -> str:
      "--triton-config applies to --backend triton only"),
     (["--backend", "triton", "--arch", "sm_90a", "--reference", "fa3"], "--reference runs a kernel, and --arch sm_90a"),
     (["--backend", "triton", "--arch", "sm_90a", "--reference", "fa9"], "reference kernels fa3, not fa9"),
+    (["--backend", "triton", "--arch", "sm_90a", "--kernel-regex", "("], "is not a regular expression"),
+    (["--backend", "triton", "--arch", "sm_90a", "--seq", "3000000000"], "does not fit the 32-bit integer"),
+    (["--backend", "triton", "--no-ncu", "--source-stalls"], "--source-stalls samples the launch"),
 ])
 def test_combinations_the_audit_cannot_do_are_refused_before_anything_starts(cli, tmp_path, args, expected):
     r = cli("audit", *args, "--out", str(tmp_path))
@@ -151,3 +154,15 @@ def test_a_native_run_audits_the_cubin_its_launch_compiled(tmp_path, monkeypatch
     assert record["kernel"] == "gluon" and record["config"] == "gluon-n128s2-c240l24-hg8-g1-tb"
     assert record["loop"]["loop_gmma"] == 8 and record["loop"]["loop_bar_sync"] == 0
     assert triton_loop_record(build, written * 2) is None and triton_loop_record(None, written) is None
+
+
+def test_a_cross_compile_whose_sass_cannot_be_read_ends_partial_with_an_error_exit(cli, tmp_path):
+    """For a cross-compile the SASS is all it measures: without it the session is kept, marked partial, and the
+    command exits 5 after its tables, instead of 0 over a session marked complete."""
+    r = cli("audit", "--backend", "triton", "--arch", "sm_90a", "--seq", "1K", "--variants", "A0",
+            "--cuobjdump-path", "/bin/false", "--out", str(tmp_path))
+    assert r.returncode == 5 and "Traceback" not in r.stderr, r.stderr
+    assert "nothing was measured of A0" in r.stderr
+    (session,) = tmp_path.iterdir()
+    status = json.loads((session / "status.json").read_text())
+    assert status["complete"] is False and status["state"] == "partial"

@@ -91,6 +91,14 @@ def test_ctrl_c_that_a_library_turned_into_its_own_error_is_still_an_interrupt(t
     assert "no session had been started" in err and "internal error" not in err
 
 
+def test_env_record_keeps_stdout_to_the_json(tmp_path, capsys):
+    assert main(["env", "--record", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    env = json.loads(captured.out)  # the whole of stdout, as `softbench env --record | jq` reads it
+    (made,) = tmp_path.iterdir()
+    assert isinstance(env, dict) and f"session: {made}" in captured.err
+
+
 def test_an_unexpected_exception_is_one_error_line(monkeypatch, capsys):
     def broken(gpu=True):
         raise ZeroDivisionError("division by zero")

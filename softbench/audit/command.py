@@ -3,6 +3,7 @@ attention forward (the printers are in softbench.audit.render)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -79,7 +80,8 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     from softbench.kernels.capability import detect_device, unsupported_reason
     from softbench.audit.cross import (INSTALL_HINT, TRITON_INSTALL_HINT, check_native, check_target, missing_stack,
                                        target_for)
-    from softbench.audit.engine import DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, run_audit
+    from softbench.audit.engine import (DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, raise_for_failures,
+                                        run_audit)
     from softbench.kernels.references import reference_reason
     from softbench.audit.render import audit_markdown, audit_notes, audit_tables
 
@@ -91,12 +93,32 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     if target is not None and use_ncu:
         raise UsageError(NCU_WITH_TARGET.format(arch=arch))
     use_ncu = target is None if use_ncu is None else use_ncu
+    if kernel_regex is not None:
+        try:
+            re.compile(kernel_regex)
+        except re.error as e:  # found only after the compile, it cost seconds and left a partial session
+            raise UsageError(f"--kernel-regex {kernel_regex!r} is not a regular expression ({e})") from None
+    # the options check the reference names and what they are combined with: bad input, to be heard before
+    # whether this machine can run the audit at all
+    refs = tuple(r.strip() for r in references.split(",") if r.strip())
+    opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, references=refs, use_ncu=use_ncu,
+                        source_stalls=source_stalls, ncu_path=ncu_path,
+                        collector=collector, counter_reader=counter_reader,
+                        cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX[backend],
+                        backend_options=dict(triton_config),
+                        warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
+                        command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     check_out_dir(out_dir)
     if target is None:  # a cross-compile allocates no inputs (fake tensors) and needs no GPU
         for shape in shapes:
             check_memory(shape, backend)
-    elif (missing := missing_stack(backend)) is not None:
-        raise UnsupportedError(missing, hint=TRITON_INSTALL_HINT if backend == "triton" else INSTALL_HINT)
+    else:
+        for shape in shapes:  # but its sizes still reach the compiled kernel as 32-bit integers (CuTe's Int32)
+            if max(shape.batch, shape.heads, shape.n_kv_heads, shape.seq, shape.head_dim) >= 2 ** 31:
+                raise UsageError(f"{shape.tag()}: a size of 2^31 or more does not fit the 32-bit integer the "
+                                 "kernel takes it as", hint="use a shorter --seq")
+        if (missing := missing_stack(backend)) is not None:
+            raise UnsupportedError(missing, hint=TRITON_INSTALL_HINT if backend == "triton" else INSTALL_HINT)
     device = detect_device() if target is None else target.device()
     if target is None:
         check_native(backend, device)
@@ -113,15 +135,6 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
             raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
                                    hint=None if target else
                                    "the audit reads the kernels FA4 compiles; it needs the GPU they run on")
-    refs = tuple(r.strip() for r in references.split(",") if r.strip())
-    # the options check the reference names and what they are combined with; then whether each runs here
-    opts = AuditOptions(shapes=shapes, backend=backend, variants=names, arch=arch, references=refs, use_ncu=use_ncu,
-                        source_stalls=source_stalls, ncu_path=ncu_path,
-                        collector=collector, counter_reader=counter_reader,
-                        cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX[backend],
-                        backend_options=dict(triton_config),
-                        warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
-                        command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     for shape in shapes:
         for r in opts.references:
             if reason := reference_reason(r, shape, device):
@@ -135,4 +148,5 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
         for line in audit_notes(summary):
             out.print(line, markup=False)  # notes name variants in brackets, which rich would read as markup
         err.print(f"session: {s.path}")
+    raise_for_failures(sessions)
 

@@ -53,6 +53,7 @@ from softbench.audit.summary import summarize_audit
 from softbench.audit.tools import Tools, locate_tools, read_result, run_tool
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
+from softbench.runtime.session_runner import describe_failure
 
 # FA4's forward kernels are CuTe DSL kernels named after their class (FlashAttentionForwardSm80/90/100/120);
 # the combine kernel of split-KV (FlashAttentionForwardCombine) does not match.
@@ -229,11 +230,30 @@ def _run_shape(opts: AuditOptions, shape: Shape, tools: Tools, setup: CounterSet
             session.append(VARIANTS_FILE, {k: val for k, val in rec.items() if k != "functions"})
             progress.window(v, rec)
     except BaseException as exc:
-        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-        _finish(session, opts, shape, records, tools, render_markdown, complete=False, reason=reason)
+        _finish(session, opts, shape, records, tools, render_markdown, complete=False, reason=describe_failure(exc))
         raise
-    _finish(session, opts, shape, records, tools, render_markdown, complete=True)
+    failed = unmeasured(opts, records)
+    _finish(session, opts, shape, records, tools, render_markdown, complete=not failed,
+            reason=f"nothing was measured of {', '.join(failed)} (see summary.md)" if failed else None)
     return session
+
+
+def unmeasured(opts: AuditOptions, records: dict) -> list[str]:
+    """The variants of which the audit measured nothing: the kernel neither compiled nor ran (no cubin), or, for a
+    cross-compile, whose SASS, the only thing it measures, could not be read. A missing ncu or cuobjdump on a
+    native run leaves the other step standing, as documented, and is not counted here."""
+    return [v for v, r in records.items()
+            if "run" in r.get("errors", {}) or (opts.target is not None and "sass" in r.get("errors", {}))]
+
+
+def raise_for_failures(sessions: list[Session]) -> None:
+    """After the tables are printed: an audit that measured nothing of some variant ends with an error exit, its
+    session kept and marked partial."""
+    for s in sessions:
+        status = s.status()
+        if not status.get("complete"):
+            raise MeasurementError(f"{s.path.name}: {status.get('reason') or 'incomplete'}",
+                                   hint=f"the errors are in {s.path / 'summary.md'} and {s.path / 'driver'}")
 
 
 def _finish(session: Session, opts: AuditOptions, shape: Shape, records: dict, tools: Tools, render_markdown,

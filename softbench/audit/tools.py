@@ -75,6 +75,15 @@ def _tool_version(path: str) -> str | None:
     return lines[-1] if lines else None
 
 
+def _kill_group(p: subprocess.Popen) -> None:
+    """End the tool and everything it started (its process group), and reap it."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.communicate()
+
+
 def run_tool(argv: list[str], env: dict | None, timeout: float, log: Path | None = None) -> tuple[int, str]:
     """Run a tool; (exit code, stdout). With `log`, stdout and stderr go to that file instead. The tool runs in
     its own process group, so a timeout ends what it started too (ncu's target, the driver). A timeout or a
@@ -94,12 +103,13 @@ def run_tool(argv: list[str], env: dict | None, timeout: float, log: Path | None
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.communicate()
+        _kill_group(p)
         return -1, f"timed out after {timeout:.0f} s: {' '.join(argv[:3])} ..."
+    except BaseException:
+        # a Ctrl-C or SIGTERM of softbench: the tool's own session keeps it from the terminal's signal, so it
+        # would run on (ncu holding the GPU, the driver writing into a session already marked partial)
+        _kill_group(p)
+        raise
     finally:
         if sink:
             sink.close()

@@ -26,6 +26,7 @@ from softbench.core.nvml import GpuReading, PowerSampler
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape
+from softbench.runtime.session_runner import describe_failure
 
 SAMPLES_FILE = "samples.jsonl"
 LOOPS_FILE = "loops.jsonl"
@@ -127,7 +128,7 @@ def run_energy(opts: EnergyOptions, power, progress: Progress | None = None,
         loops = _run_loops(opts, power, workers, session, progress)
     except BaseException as exc:
         if session is not None:
-            reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+            reason = describe_failure(exc)
             _finish(session, opts, session.read_records(LOOPS_FILE), complete=False, reason=reason)
             for label, w in workers.items():
                 w.copy_log(session.path / f"worker-{label}.log")

@@ -24,4 +24,4 @@ def command(record: bool, out_dir: str):
         s = Session.create(out_dir, "env")
         s.write_json("env.json", env)
         s.set_status(complete=True, state="complete")
-        click.echo(f"recorded: {s.path}")
+        click.echo(f"session: {s.path}", err=True)  # stdout stays the JSON alone, for jq and the like

@@ -16,6 +16,7 @@ from softbench.gates.readback import Readback, load_readback, readback_path, sam
 from softbench.gates.record import record_gates
 from softbench.gates.render import gates_markdown
 from softbench.gates.tolerances import ENVELOPE
+from softbench.runtime.session_runner import describe_failure
 
 READBACK_FILE = "readbacks.jsonl"
 
@@ -95,7 +96,7 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
         say("evaluating the gates")
         gates = evaluate(readbacks[opts.single_seq], readbacks[opts.multi_seq], base, var, tau, gmap)
     except BaseException as exc:
-        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        reason = describe_failure(exc)
         summary.update({"incomplete_reason": reason, "finished_utc": utc_iso()})
         session.write_json("summary.json", summary)
         session.write_text("summary.md", gates_markdown(summary, session.path.name))

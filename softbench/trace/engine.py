@@ -27,6 +27,7 @@ from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum
 from softbench.trace.summary import b4_rows, non_kernel_pct
 from softbench.core.session import Session, utc_iso
 from softbench.core.shapes import Shape, seq_label
+from softbench.runtime.session_runner import describe_failure
 
 POINTS_FILE = "points.jsonl"
 # where Nsight Systems lives when it is not on PATH (newest version first after sorting)
@@ -119,8 +120,7 @@ def run_trace(opts: TraceOptions, progress: Progress | None = None) -> Session:
                 points.append(point)
                 progress.window(variant, point)
     except BaseException as exc:
-        reason = "interrupted by the user" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
-        _finish(session, opts, points, tool, complete=False, reason=reason)
+        _finish(session, opts, points, tool, complete=False, reason=describe_failure(exc))
         raise
     _finish(session, opts, points, tool, complete=True)
     return session
