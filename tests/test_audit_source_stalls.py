@@ -69,3 +69,49 @@ def test_a_page_without_the_columns_the_summary_reads_is_refused_in_one_sentence
                     'Executed"\n"0x0","  NOP","3","4"\n')
     with pytest.raises(ValueError, match="no column 'stall_barrier'"):
         stall_samples.read(str(page))
+
+
+AUDITED = ROOT / "sessions" / "20261204T144139Z-audit-bf16-8K-causal-b1h16d128-triton" / "ncu" / "A0-sass.csv.gz"
+
+
+def _stalls_cli(*args):
+    return subprocess.run([sys.executable, "-m", "softbench.audit.source_stalls", *map(str, args)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def _one_line_error(r):
+    assert r.returncode == 2 and r.stderr.startswith("error:") and r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_truncated_gzipped_page_is_refused_in_one_line(tmp_path):
+    page = tmp_path / "A0-sass.csv.gz"
+    page.write_bytes(AUDITED.read_bytes()[:20000])  # a copy cut short: gzip raises EOFError, not OSError
+    with pytest.raises(ValueError, match="cut short or damaged"):
+        stall_samples.read(str(page))
+    r = _stalls_cli(page)
+    _one_line_error(r)
+    assert "cut short" in r.stderr
+
+
+@pytest.mark.parametrize("zeroed", [False, True])
+def test_a_page_without_samples_says_so(tmp_path, zeroed):
+    """A header-only page, or one whose counts are all 0: no percentages (no division by zero), one line."""
+    import gzip
+
+    lines = gzip.open(AUDITED, "rt").read().splitlines()
+    page = tmp_path / "page.csv"
+    if zeroed:
+        df = stall_samples.read(str(AUDITED))
+        df = df.drop(columns=["opcode", "base"])
+        counts = [c for c in df.columns if c == stall_samples.SAMPLES or c.startswith("stall_")]
+        df[counts] = 0
+        page.write_text(lines[0] + "\n" + df.to_csv(index=False))
+    else:
+        page.write_text("\n".join(lines[:2]) + "\n")
+    df = stall_samples.read(str(page))
+    s = stall_samples.summarize(df)  # what the audit records beside the page must not fail either
+    assert s["samples"] == 0 and s["reasons_pct"] == {}
+    r = _stalls_cli(page)
+    _one_line_error(r)
+    assert "no warp-stall samples" in r.stderr

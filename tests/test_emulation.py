@@ -221,3 +221,43 @@ def test_the_fa4_backend_loads_an_emulation_setting_by_name_alone():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["emu-f16-s1", "emu-f16-s1"]
+
+
+ONE_SETTING = "name: t\nsettings: [{freq: 8, start_frg: 1}]\n"
+
+
+@pytest.mark.parametrize("text, match", [
+    (ONE_SETTING + "baseline: NOPE\n", "baseline: unknown kernel variant 'NOPE'"),
+    (ONE_SETTING + "baseline: [A0]\n", "baseline must be one variant name"),
+    (ONE_SETTING + "baseline: h15-proved\n", "baseline: variant h15-proved is built by the triton backend"),
+    (ONE_SETTING + "also_compare: [BOGUS]\n", "also_compare: unknown kernel variant 'BOGUS'"),
+    (ONE_SETTING + "also_compare: A1\n", "also_compare must be a list of variant names, got 'A1'"),  # not A, 1
+    (ONE_SETTING + "also_compare: [A1, 5]\n", "also_compare must be a list of variant names"),
+    ("name: t\nsettings: [{freq: 8, start_frg: 1, label: 5}]\n", r"settings\[0\]: label must be non-empty text, got 5"),
+    ("name: t\nsettings: [{freq: 8, start_frg: 1, label: ''}]\n", r"settings\[0\]: label must be non-empty text"),
+    ("name: t\nsettings: [{freq: 8, start_frg: 1, paper_beta_pct: abc}]\n",
+     r"settings\[0\]: paper_beta_pct must be a number \(a percentage\), got 'abc'"),
+    ("name: t\nsettings: [{freq: 8, start_frg: 1, stock: maybe}]\n", r"settings\[0\]: stock must be true or false"),
+])
+def test_a_sweep_file_with_bad_names_or_fields_is_refused_when_read(cli, tmp_path, text, match):
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    with pytest.raises(UsageError, match=match):
+        load_sweep(f)
+    r = cli("sweep", "emulation", "--dry-run", "--protocol", str(f), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and str(f) in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert "nothing was measured" not in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_sweep_file_with_good_names_and_fields_reads():
+    f = PAPER_FILE.parent / "emulation-sweep-paper.yaml"
+    sweep = load_sweep(f)
+    assert sweep.baseline == "A0" and sweep.also_compare == ("A1",)
+    assert sweep.settings[0].label == "freq 0 (hardware MUFU only)" and sweep.settings[1].paper_beta_pct == 12.5
+
+
+def test_a_sweep_file_without_a_name_is_titled_by_its_file(cli, tmp_path):
+    f = tmp_path / "unnamed.yaml"
+    f.write_text("settings: [{freq: 8, start_frg: 1}]\n")
+    r = cli("sweep", "emulation", "--dry-run", "--protocol", str(f), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0 and "unnamed.yaml: " in r.stdout, r.stderr

@@ -304,3 +304,57 @@ def test_a_non_numeric_cell_is_named_with_its_line_and_column(tmp_path):
                  "50.0,1000,10,100,n/a,90,110,5,kernel_b\n")
     with pytest.raises(UsageError, match=r"line 3, column 'Med \(ns\)': 'n/a' is not a number"):
         ti.read_kern_sum_csv(f)
+
+
+# --- damaged exports: one sentence naming the file, exit 2, never an internal error ---------------------------
+KERN_SUM_HEADER = HEADERS["2024"]
+
+
+@pytest.mark.parametrize("body, message", [
+    ('50,1000,2,500,500,400,600,10,"k1\n', "not valid CSV, perhaps a truncated file"),  # quoted name cut at EOF
+    ("50,1000,nan,500,500,400,600,10,k1\n", r"column 'Instances': 'nan' is not a finite number"),
+    ("50,1000,inf,500,500,400,600,10,k1\n", r"column 'Instances': 'inf' is not a finite number"),
+    ("50,1000,2,500,-5,400,600,10,k1\n", r"column 'Med \(ns\)': '-5' is negative"),
+    ("50,1000,2.5,500,500,400,600,10,k1\n", r"'2.5' is not a whole number of instances"),
+])
+def test_a_damaged_kern_sum_csv_is_refused(cli, tmp_path, body, message):
+    f = tmp_path / "k.csv"
+    f.write_text(KERN_SUM_HEADER + "\n" + body)
+    with pytest.raises(UsageError, match=message):
+        ti.read_kern_sum_csv(f)
+    r = cli("trace", "ingest", str(f))
+    assert r.returncode == 2 and str(f) in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("start, end, message", [
+    (None, 1500, "not timestamps"), (1000, None, "not timestamps"), ("a", "b", "not timestamps"),
+    (1500, 1000, "ends before it starts"),
+])
+def test_a_damaged_sqlite_export_is_refused(cli, tmp_path, start, end, message):
+    f = tmp_path / "r.sqlite"
+    _make_sqlite(f, KERNELS[:2], with_strings=False)
+    con = sqlite3.connect(f)
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?)", (start, end, ATTN))
+    con.commit()
+    con.close()
+    with pytest.raises(UsageError, match=message):
+        ti.read_kernels_sqlite(f)
+    r = cli("trace", "ingest", str(f))
+    assert r.returncode == 2 and str(f) in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("doc, message", [
+    (None, "not a Chrome trace.*found null"),
+    (5, "not a Chrome trace.*found int"),
+    ({"traceEvents": None}, "not a Chrome trace.*found null"),
+    ({"traceEvents": [{"cat": "kernel", "name": "k", "ts": "1", "dur": 3},
+                      {"cat": "kernel", "name": "k", "ts": 2, "dur": 3}]}, r"start time \(ts\) '1' that is not a number"),
+    ({"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": -5}]}, "negative duration -5"),
+])
+def test_a_damaged_chrome_trace_is_refused(cli, tmp_path, doc, message):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=message):
+        ti.read_chrome_trace(f)
+    r = cli("trace", "ingest", str(f))
+    assert r.returncode == 2 and str(f) in r.stderr and "internal error" not in r.stderr, r.stderr

@@ -16,6 +16,7 @@ import gzip
 import io
 import itertools
 import sys
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,10 +41,15 @@ def read(source) -> "pd.DataFrame":
     the kernel."""
     import pandas as pd  # heavy import, deferred
 
-    if isinstance(source, str) and "\n" in source:
-        df = pd.read_csv(io.StringIO(source), skiprows=1)
-    else:
-        df = pd.read_csv(source, skiprows=1)
+    try:
+        if isinstance(source, str) and "\n" in source:
+            df = pd.read_csv(io.StringIO(source), skiprows=1)
+        else:
+            df = pd.read_csv(source, skiprows=1)
+    except (EOFError, zlib.error) as e:
+        # gzip reports a copy cut short (EOFError) or damaged (zlib.error) with errors that are neither OSError
+        # nor ValueError; turn them into the ValueError callers already report as a bad page
+        raise ValueError(f"the gzipped page is cut short or damaged ({e})") from None
     missing = [c for c in ("Source", SAMPLES, EXECUTED, "stall_barrier") if c not in df.columns]
     if missing:
         raise ValueError(f"not a SASS page with warp-stall samples: it has no column {', '.join(map(repr, missing))} "
@@ -65,8 +71,14 @@ def parked(df: "pd.DataFrame") -> "pd.Series":
 
 def by_reason(df: "pd.DataFrame") -> "pd.Series":
     """Each reason's share (%) of the working warps' samples, largest first."""
+    import pandas as pd
+
     working = df[~parked(df)]
-    return (working[reasons(df)].sum() / working[SAMPLES].sum() * 100).sort_values(ascending=False)
+    total = working[SAMPLES].sum()
+    if total == 0:
+        # no samples (a header-only page, or every count 0): no shares, where dividing would raise or give NaN
+        return pd.Series(dtype="float64")
+    return (working[reasons(df)].sum() / total * 100).sort_values(ascending=False)
 
 
 def by_opcode(df: "pd.DataFrame", top: int = TOP_OPCODES) -> "pd.DataFrame":
@@ -122,6 +134,10 @@ def write_page(text: str, path: Path) -> Path:
 def render(name: str, df: "pd.DataFrame") -> str:
     s = summarize(df)
     total, idle = s["samples"], s["parked_samples"]
+    if total == 0:
+        # nothing to share out (a header-only page, or a launch too short to be sampled); no percentages to print
+        raise ValueError("the page has no warp-stall samples (was the launch long enough to be sampled, "
+                         f"and the report made with --section {SECTION}?)")
     lines = [f"## {name}", "",
              f"{total} samples, {idle} of them ({idle / total:.0%}) parked warps (NOPs at a barrier), left out below; "
              f"{s['instructions_executed']} warp instructions executed.", "",

@@ -47,7 +47,7 @@ def emulation(protocol_file, dry_run, out_dir):
         if reason:
             problems[s.variant] = reason
         records.append(d)
-    out.print(table(f"{sweep.name or path.name}: {sweep.shape.tag()} against {sweep.baseline}",
+    out.print(table(f"{sweep.name or Path(path).name}: {sweep.shape.tag()} against {sweep.baseline}",
                     SETTINGS_COLUMNS, settings_rows(records)))
     for variant, reason in problems.items():
         out.print(f"patch {variant}: {reason}")

@@ -12,6 +12,7 @@ so every setting is the stock kernel with only those constants changed."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -55,6 +56,15 @@ class EmulationSetting:
                 raise UsageError(f"emulation setting: {name} must be a non-negative integer, got {v!r}")
         if not isinstance(self.columns, int) or self.columns < FRAGMENT or self.columns % FRAGMENT:
             raise UsageError(f"emulation setting: columns must be a positive multiple of {FRAGMENT}, got {self.columns!r}")
+        # label and paper_beta_pct come straight from YAML and are only printed later (sweep/render.py), where a
+        # number label or a text percentage would fail far from the file that holds it
+        if not isinstance(self.label, str):
+            raise UsageError(f"emulation setting: label must be text, got {self.label!r}")
+        if not isinstance(self.stock, bool):
+            raise UsageError(f"emulation setting: stock must be true or false, got {self.stock!r}")
+        p = self.paper_beta_pct
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p)):
+            raise UsageError(f"emulation setting: paper_beta_pct must be a number (a percentage), got {p!r}")
 
     @property
     def frg_cnt(self) -> int:
@@ -205,15 +215,40 @@ def load_sweep(path: Path | str) -> EmulationSweep:
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise UsageError(f"{path}: settings[{i}] must be a mapping")
+        # an empty label would print as a blank row name; leaving the key out gives the generated description
+        if "label" in row and not (isinstance(row["label"], str) and row["label"].strip()):
+            raise UsageError(f"{path}: settings[{i}]: label must be non-empty text, got {row['label']!r}")
         try:
             settings.append(EmulationSetting(**{"res": res, "columns": columns, **row}))
         except TypeError as e:
             raise UsageError(f"{path}: settings[{i}]: {e}") from None
+        except UsageError as e:
+            raise UsageError(f"{path}: settings[{i}]: {str(e).removeprefix('emulation setting: ')}",
+                             hint=e.hint) from None
     names = [s.variant for s in settings]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UsageError(f"{path}: settings repeat {dupes}")
-    also = tuple(data.get("also_compare") or ())
+    # the names are checked here, as `sweep variants` checks its own, so that a typo fails before the dry run prints
+    # a plan (and before a real run starts any worker); the sweep runs on the fa4 backend
+    baseline = data.get("baseline", "A0")
+    if not isinstance(baseline, str) or not baseline.strip():
+        raise UsageError(f"{path}: baseline must be one variant name, got {baseline!r}")
+    also = data.get("also_compare")
+    if also is None:
+        also = []
+    # a bare string would otherwise be taken apart character by character
+    if not isinstance(also, list) or not all(isinstance(n, str) and n.strip() for n in also):
+        raise UsageError(f"{path}: also_compare must be a list of variant names, got {also!r}",
+                         hint="also_compare: [A1]")
+    for key, name in [("baseline", baseline), *(("also_compare", n) for n in also)]:
+        try:
+            check("fa4", name.strip())
+        except UsageError as e:
+            # check's "--backend X" hint is for the command line; this sweep only ever runs on fa4
+            hint = None if (e.hint or "").startswith("--backend") else e.hint
+            raise UsageError(f"{path}: {key}: {e}", hint=hint) from None
     return EmulationSweep(shape=shape, protocol=protocol, settings=tuple(settings),
-                          baseline=str(data.get("baseline", "A0")), also_compare=also, name=str(data.get("name", "")),
+                          baseline=baseline.strip(), also_compare=tuple(n.strip() for n in also),
+                          name=str(data.get("name", "")),
                           source=str(path), notes=str(data.get("notes", "")), raw=data)

@@ -109,7 +109,14 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
     if start < 0:
         raise UsageError(f"{p}: no cuda_gpu_kern_sum header (Name, Instances, Total Time) found",
                          hint="make it with: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep")
-    df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False)
+    try:
+        df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False)
+    except pd.errors.ParserError as e:
+        # a copy cut short (a quoted kernel name left open at EOF) or rows with stray cells: pandas can't split it
+        detail = str(e).strip().splitlines()[-1].replace("Error tokenizing data. C error: ", "")
+        raise UsageError(f"{p}: the kernel table is not valid CSV, perhaps a truncated file ({detail})",
+                         hint="export it again: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep") \
+            from None
     rename = {c: _column_key(c) for c in df.columns if _column_key(c)}
     title = {key: header for header, key in reversed(list(rename.items()))}  # for messages: the export's own words
     df = df.rename(columns=rename)[list(dict.fromkeys(rename.values()))]
@@ -124,12 +131,21 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
             v = str(rec.get(key, "")).replace(",", "").strip()
             if v in ("", "-"):
                 return None
+            where = f"{p}: line {line}, column {title.get(key, key)!r}"
+            hint = "a cuda_gpu_kern_sum export holds numbers in every time and count column"
             try:
-                return float(v)
+                x = float(v)
             except ValueError:
-                raise UsageError(f"{p}: line {line}, column {title.get(key, key)!r}: {v!r} is not a number",
-                                 hint="a cuda_gpu_kern_sum export holds numbers in every time and count column") \
-                    from None
+                raise UsageError(f"{where}: {v!r} is not a number", hint=hint) from None
+            # float() takes "nan" and "inf"; nsys never writes them, and they would crash int() or print as times
+            if not np.isfinite(x):
+                raise UsageError(f"{where}: {v!r} is not a finite number", hint=hint)
+            # times and counts can't be negative: a negative value means a damaged export, not a fast kernel
+            if x < 0:
+                raise UsageError(f"{where}: {v!r} is negative", hint=hint)
+            if key == "instances" and not x.is_integer():
+                raise UsageError(f"{where}: {v!r} is not a whole number of instances", hint=hint)
+            return x
 
         rows.append(KernelRow(name=rec["name"], instances=int(num("instances") or 0), total_ns=num("total_ns") or 0.0,
                               median_ns=num("median_ns"), avg_ns=num("avg_ns"), min_ns=num("min_ns"),
@@ -159,6 +175,12 @@ def read_kernels_sqlite(path: Path | str) -> KernelTable:
             query = f"SELECT {name_col}, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start"
         durations: dict[str, list[float]] = {}
         for name, start, end in con.execute(query):
+            # SQLite columns are not typed strictly: a damaged or hand-made export can hold NULL or text here
+            if not all(isinstance(v, (int, float)) and np.isfinite(v) for v in (start, end)):
+                raise UsageError(f"{p}: kernel {str(name)!r} has a start/end of {start!r}/{end!r}, "
+                                 "not timestamps in nanoseconds")
+            if end < start:
+                raise UsageError(f"{p}: kernel {str(name)!r} ends before it starts (start {start}, end {end})")
             durations.setdefault(str(name), []).append(float(end - start))
     except sqlite3.DatabaseError as e:
         raise UsageError(f"{p}: not a readable SQLite export: {e}") from None
@@ -177,13 +199,28 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
     except json.JSONDecodeError as e:
         raise UsageError(f"{p}: not JSON: {e}") from None
     events = data.get("traceEvents", data) if isinstance(data, dict) else data
+    if isinstance(events, dict):
+        events = []  # a JSON object with no traceEvents: no kernels, which dominant() reports
+    if not isinstance(events, list):
+        raise UsageError(f"{p}: not a Chrome trace: expected a list of trace events (or an object with one under "
+                         f"\"traceEvents\"), found {type(events).__name__ if events is not None else 'null'}")
+
+    def is_number(v) -> bool:
+        return not isinstance(v, bool) and isinstance(v, (int, float)) and np.isfinite(v)
+
+    kernels = [e for e in events if isinstance(e, dict) and e.get("cat") == "kernel" and "dur" in e]
+    for ev in kernels:
+        # checked before sorting: one string "ts" among numbers would make the sort itself fail
+        name, ts, dur = ev.get("name", "?"), ev.get("ts", 0), ev["dur"]
+        if not is_number(ts):
+            raise UsageError(f"{p}: kernel event {name!r} has a start time (ts) {ts!r} that is not a number")
+        if not is_number(dur):
+            raise UsageError(f"{p}: kernel event {name!r} has a duration {dur!r} that is not a number")
+        if dur < 0:
+            raise UsageError(f"{p}: kernel event {name!r} has a negative duration {dur!r}")
     durations: dict[str, list[float]] = {}
-    for ev in sorted((e for e in events if isinstance(e, dict) and e.get("cat") == "kernel" and "dur" in e),
-                     key=lambda e: e.get("ts", 0)):
-        dur = ev["dur"]
-        if isinstance(dur, bool) or not isinstance(dur, (int, float)):
-            raise UsageError(f"{p}: kernel event {ev.get('name', '?')!r} has a duration {dur!r} that is not a number")
-        durations.setdefault(str(ev.get("name", "?")), []).append(float(dur) * 1e3)  # Chrome traces count us
+    for ev in sorted(kernels, key=lambda e: e.get("ts", 0)):
+        durations.setdefault(str(ev.get("name", "?")), []).append(float(ev["dur"]) * 1e3)  # Chrome traces count us
     return KernelTable("torch.profiler", str(p), _rows_from_durations(durations))
 
 
