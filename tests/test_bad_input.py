@@ -198,6 +198,7 @@ CASES = [
     case("latency-budget-inf", "latency", *SIM[:2], "--seq", "128", "--budget-s", "inf", says="finite positive"),
     case("energy-seconds-inf", "energy", "--seconds", "inf", says="finite positive"),
     case("energy-seq-zero", "energy", "--seq", "0", says="positive integer"),
+    case("trace-variant-twice", "trace", "run", "--variants", "A0,A0", says="--variants names A0 more than once"),
     case("energy-kv-heads", "energy", "--heads", "3", "--kv-heads", "2", says="multiple"),
     case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),
     # --- what this machine cannot run: the documented exit code 3, with what to do instead -----------------------

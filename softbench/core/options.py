@@ -288,9 +288,10 @@ def run_design_options(fn):
 
 
 def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--variants",
-                  example: str = "A0,A1") -> tuple[str, ...]:
+                  example: str = "A0,A1", distinct: bool = False) -> tuple[str, ...]:
     """A comma-separated list of kernel variants (or the names already split, as a protocol file gives them), each
-    one the backend builds (checked before anything starts)."""
+    one the backend builds (checked before anything starts). `distinct`: a name may come once (a list of kernels
+    to measure, each into a folder of its own), unlike energy's --order, which repeats them on purpose."""
     from softbench.core.errors import UsageError
     from softbench.kernels.catalog import check as check_variant
 
@@ -300,4 +301,7 @@ def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--va
         raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
     for name in names:
         check_variant(backend, name)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if distinct and repeated:
+        raise UsageError(f"{option} names {', '.join(repeated)} more than once", hint=f"e.g. {option} {example}")
     return names

@@ -42,7 +42,7 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     from softbench.trace.engine import TraceOptions, find_nsys, run_trace
     from softbench.trace.render import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_rows
 
-    names = variant_names(variants, backend)
+    names = variant_names(variants, backend, distinct=True)  # each variant traces into a folder of its own
     check_triton_config(triton_config, backend)
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     check_out_dir(out_dir)
