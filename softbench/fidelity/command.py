@@ -9,7 +9,6 @@ import sys
 import click
 
 from softbench.core.console import RichProgress
-
 from softbench.core.options import rescale_threshold_option
 from softbench.core.shapes import DTYPES
 from softbench.fidelity.limits import MIN_BLOCK_LEN, MIN_BLOCKS

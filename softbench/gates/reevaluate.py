@@ -34,7 +34,7 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     proto_path = source / "protocol.yaml"
     if not proto_path.is_file():
         raise UsageError(f"{source} is not a session folder (no protocol.yaml)")
-    proto = _read(proto_path, lambda text: yaml.safe_load(text))
+    proto = _read(proto_path, yaml.safe_load)
     if not isinstance(proto, dict) or proto.get("command") != "gates":
         raise UsageError(f"{source} is not a gates session")
     status = _read(source / STATUS_FILE, json.loads) if (source / STATUS_FILE).is_file() else {}

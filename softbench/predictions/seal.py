@@ -290,7 +290,8 @@ def verify(path: Path | str) -> Verified:
         if not p.is_file():
             raise SealError(f"{p} does not exist", hint="a sealed set is <name>.yaml plus <name>.sha256, written by "
                                                         "softbench seal")
-    record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
+    seal_text = read_text_file(seal_path, "seal file", SealError)
+    record = SealRecord.parse(seal_text, str(seal_path))
     if record.filename != yaml_path.name:
         raise SealError(f"{seal_path} seals {record.filename!r}, not {yaml_path.name!r}")
     actual = yaml_path.read_bytes()
@@ -307,11 +308,11 @@ def verify(path: Path | str) -> Verified:
         # the hash fits, yet softbench would not have written these bytes: both files were made by hand
         raise SealError(f"{yaml_path} matches its hash but is not in canonical form; it was not written by "
                         f"softbench seal\n" + _udiff(canonical_text(content), text, "canonical", "file"))
-    _check_record(seal_path, record, content)
+    _check_record(seal_path, seal_text, record, content)
     return Verified(yaml_path, seal_path, content, record)
 
 
-def _check_record(seal_path: Path, record: SealRecord, content: dict) -> None:
+def _check_record(seal_path: Path, seal_text: str, record: SealRecord, content: dict) -> None:
     """The seal file's own lines: the yaml's hash guards the predictions, not the seal's time, and a session's
     standing as evidence rests on that time. What can be recomputed is (the count, each prediction's hash); the
     rest is compared with the committed seal file whenever that one seals the same bytes, so an edit of its time
@@ -323,7 +324,7 @@ def _check_record(seal_path: Path, record: SealRecord, content: dict) -> None:
     if record.predictions and record.predictions != prediction_hashes(content):
         raise SealError(f"{seal_path}: its per-prediction hashes do not fit the sealed file; the seal file was edited")
     committed = _committed_copy(seal_path)
-    if committed is None or committed == seal_path.read_text(encoding="utf-8", errors="replace"):
+    if committed is None or committed == seal_text:
         return
     try:
         before = SealRecord.parse(committed, f"HEAD:{seal_path.name}")
