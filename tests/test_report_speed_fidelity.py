@@ -194,3 +194,25 @@ def test_a_speedup_between_two_configurations_names_both():
     # a session of one configuration (2026-12-01, the FP8 default then): the same configuration on both sides
     sat = {(p.label, p.against): p for p in session_speedups(load_session(REAL_SESSIONS / INTERLEAVED))[0]}
     assert sat[("h15-sat", "A0")].config == sat[("h15-sat", "A0")].against_config == "gluon-n128s2-c240l24-hg8-g1"
+
+
+def test_a_report_estimates_each_session_against_fa3_once(tmp_path, monkeypatch):
+    """The latency table, the replications and this figure all read the sessions against FA3; each estimate
+    re-checks the session with a fresh bootstrap, so a report makes it once per session and reference."""
+    import softbench.report.reestimate as reestimate
+
+    calls = []
+
+    def counted(rec, reference):
+        calls.append((rec.name, reference))
+        return against_reference(rec, reference)
+
+    monkeypatch.setattr(reestimate, "against_reference", counted)
+    rep = build_report([REAL_SESSIONS], tmp_path / "out")
+    assert sorted(calls) == sorted({(INTERLEAVED, "ref-fa3"), (SUSTAINED, "ref-fa3")})
+    # all three parts still show them: the table's cell, the figure's points against FA3
+    (table,) = [t for t in rep.tables if t.title == "latency sessions"]
+    cells = {row[0]: row[9] for row in table.rows}
+    assert cells[INTERLEAVED].startswith("FA3: ") and "not estimated" not in cells[INTERLEAVED]
+    sf = _join()
+    assert {p.speed.session for p in sf.points if p.speed.against == "ref-fa3"} == {INTERLEAVED, SUSTAINED}

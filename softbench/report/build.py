@@ -33,6 +33,7 @@ from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plo
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.nulls import NULL_COLUMNS, null_rows, null_summary, null_table_rows
 from softbench.report.records import marked_name, safe_name
+from softbench.report.reestimate import ReferenceEstimates
 from softbench.report.replication import REPLICATION_COLUMNS, replication_rows, replication_summary, replications
 from softbench.report.speed_fidelity import choose_shape, describe, join_speed_fidelity, latency_shapes
 from softbench.report.speed_figure import plot_speed_fidelity
@@ -85,6 +86,7 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
     shape = choose_shape([r for r in records if r.command == "latency"], speed_shape)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = Report(out_dir=out_dir)
+    estimate = ReferenceEstimates()  # each session's estimates against FA3, read once for the three parts that show them
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)
     for r in records:
         by_kind[r.command].append(r)
@@ -106,13 +108,13 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
 
     lat = by_kind.get("latency", [])
     if lat:
-        report.tables.append(latency_table(lat))
+        report.tables.append(latency_table(lat, estimate))
         nulls = null_rows(lat)
         if nulls:
             report.tables.append(TableData("A/A nulls", NULL_COLUMNS, null_table_rows(nulls)))
             report.sections.append(("A/A nulls across sessions", null_summary(nulls)))
         if any((r.summary or {}).get("references") for r in lat):
-            groups, left_out = replications(lat)
+            groups, left_out = replications(lat, estimate=estimate)
             if groups:
                 report.tables.append(TableData("against the reference across sessions", REPLICATION_COLUMNS,
                                                replication_rows(groups)))
@@ -140,7 +142,7 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
                 add(lambda p, r=r, plot=plot: plot(r, p), out_dir / f"{prefix}-{safe_name(r.name)}.png", r, what)
     fid = by_kind.get("fidelity", [])
     if shape and fid:
-        sf = join_speed_fidelity(lat, fid, shape)
+        sf = join_speed_fidelity(lat, fid, shape, estimate)
         report.tables.append(speed_fidelity_table(sf))
         report.sections.append((f"speed against fidelity at {shape}: how it is drawn",
                                 describe(sf, latency_shapes(lat), speed_shape)))

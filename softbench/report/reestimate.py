@@ -10,11 +10,15 @@ the session measured, and nothing is estimated."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from softbench.core.errors import UsageError
 from softbench.latency.summary import paired_estimate
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import raw_records
+
+# against_reference's signature: the function itself, or a report's ReferenceEstimates
+EstimateAgainst = Callable[[SessionRecord, str], tuple[dict[str, dict], str | None]]
 
 
 def paired_units(rec: SessionRecord) -> tuple[list[dict], str, str | None]:
@@ -71,3 +75,19 @@ def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dic
             if est is not None:
                 out[label] = est
     return out, None
+
+
+class ReferenceEstimates:
+    """against_reference, once per session and reference kernel within one report. Each call re-checks every
+    estimate the session wrote with a fresh bootstrap, and three parts of a report read the same estimates (the
+    latency table, the replications across sessions, speed against fidelity): one instance per report."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[int, str], tuple[SessionRecord, tuple[dict[str, dict], str | None]]] = {}
+
+    def __call__(self, rec: SessionRecord, reference: str) -> tuple[dict[str, dict], str | None]:
+        key = (id(rec), reference)
+        if key not in self._memo:
+            # the record is held with its estimates, so that no other record can take its id while it is kept
+            self._memo[key] = (rec, against_reference(rec, reference))
+        return self._memo[key][1]

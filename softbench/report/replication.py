@@ -22,6 +22,7 @@ from softbench.core.stats import paired_mean_t_estimate
 from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import implied_sd, scatters_wider
+from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speedups import Speedup, session_speedups
 
 MIN_SESSIONS = 2  # a kernel timed against the reference once has nothing to replicate
@@ -74,7 +75,8 @@ def _interval(p: Speedup) -> tuple[float, float] | None:
     return p.ci_low, p.ci_high
 
 
-def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) -> tuple[list[Replication], list[str]]:
+def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS,
+                 estimate: EstimateAgainst = against_reference) -> tuple[list[Replication], list[str]]:
     """The groups timed in `min_sessions` sessions or more (a goal's status may rest on one session, named as such),
     and one sentence each on what was left out."""
     groups: dict[tuple, list[tuple[str, Speedup, float | None]]] = {}
@@ -86,7 +88,7 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS) ->
         if not rec.complete:  # a run cut short is drawn elsewhere, marked; it is no replicate of a full one
             partial += 1
             continue
-        points, _ = session_speedups(rec)  # what could not be re-estimated is reported by the figures' notes
+        points, _ = session_speedups(rec, estimate)  # what could not be re-estimated is reported by the figures' notes
         null = _null_of(points, references)
         for p in points:
             if p.against in references and p.role in ("baseline", "variant"):

@@ -16,6 +16,7 @@ from softbench.core.errors import UsageError
 from softbench.kernels.catalog import get_variant
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.fidelity_match import FidelityPoint, best_fidelity, fidelity_points
+from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speedups import PAPER, Speedup, session_speedups
 
 QUANTITY_ORDER = ("at equal clock", "sustained", PAPER)
@@ -86,12 +87,13 @@ def _describe(p: Speedup) -> str:
     return f"{name} {p.quantity} against {p.against} ({p.session})"
 
 
-def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionRecord], shape: str) -> SpeedFidelity:
+def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionRecord], shape: str,
+                        estimate: EstimateAgainst = against_reference) -> SpeedFidelity:
     out = SpeedFidelity(shape_tag=shape)
     by_key: dict[tuple, list[Speedup]] = defaultdict(list)
     for r in latency:
         if _has_speedup(r) and r.summary["shape_tag"] == shape:
-            points, notes = session_speedups(r)
+            points, notes = session_speedups(r, estimate)
             out.notes += notes
             for p in points:
                 by_key[_key(p)].append(p)

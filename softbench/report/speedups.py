@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from softbench.latency.exactness import exactness_line, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import kernel_config
-from softbench.report.reestimate import against_reference
+from softbench.report.reestimate import EstimateAgainst, against_reference
 
 PAPER = "paper rounds"
 # each quantity as a label that stands alone (a legend, a series, a table cell) says it
@@ -61,7 +61,7 @@ def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant:
                    kernel_config(rec, label), kernel_config(rec, against))
 
 
-def _paired(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
+def _paired(rec: SessionRecord, estimate: EstimateAgainst) -> tuple[list[Speedup], list[str]]:
     s = rec.summary
     # a baseline that is not exact attention (its error against FP32 well above the reference's) gives no
     # speed-up worth drawing: decided before any is read or re-estimated
@@ -77,7 +77,7 @@ def _paired(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
             points.append(_point(rec, quantity, base, label, str(kernels.get(label, {}).get("variant", label)),
                                  comp["role"], comp["paired"]))
     for ref in s.get("references") or []:
-        against, why = against_reference(rec, ref)
+        against, why = estimate(rec, ref)
         if why:
             notes.append(f"{rec.name}: no speed-up against {ref}: {why}")
         for label, est in against.items():
@@ -100,8 +100,10 @@ def _paper(rec: SessionRecord) -> list[Speedup]:
     return [_point(rec, PAPER, base, label, variant, role, est)]
 
 
-def session_speedups(rec: SessionRecord) -> tuple[list[Speedup], list[str]]:
-    """The points of one latency session and, in one sentence each, what could not be read from it."""
+def session_speedups(rec: SessionRecord, estimate: EstimateAgainst = against_reference
+                     ) -> tuple[list[Speedup], list[str]]:
+    """The points of one latency session and, in one sentence each, what could not be read from it. estimate:
+    how a kernel against a reference is estimated (a report passes its ReferenceEstimates, read once)."""
     if rec.summary.get("protocol_kind") in ("interleaved", "sustained"):
-        return _paired(rec)
+        return _paired(rec, estimate)
     return _paper(rec), []

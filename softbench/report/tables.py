@@ -10,7 +10,7 @@ from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
 from softbench.report.records import fidelity_conditions, loop_entries, marked_name, mask_label, trace_points
-from softbench.report.reestimate import against_reference
+from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
 from softbench.report.speedups import PAPER, QUANTITY_NAMES, session_quantity
@@ -56,19 +56,19 @@ def _null_cell(rec: SessionRecord) -> str:
     return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
 
 
-def _reference_cell(rec: SessionRecord) -> str:
+def _reference_cell(rec: SessionRecord, estimate: EstimateAgainst) -> str:
     """The variant against each reference kernel timed in the same run (FA3: ref-fa3), per pair, re-estimated
     from the session's own units (softbench.report.reestimate), as docs/leases.md's rows give it."""
     variant = rec.summary.get("variant")
     cells = []
     for ref in rec.summary.get("references") or []:
-        estimates, why = against_reference(rec, ref)
+        estimates, why = estimate(rec, ref)
         text = f"not estimated: {why}" if why else _paired_cell(estimates.get(variant))
         cells.append(f"{against_name(ref)}: {text}")
     return "; ".join(cells) or "not timed"
 
 
-def latency_table(recs: list[SessionRecord]) -> TableData:
+def latency_table(recs: list[SessionRecord], estimate: EstimateAgainst = against_reference) -> TableData:
     rows = []
     for r in recs:
         s, f = r.summary, r.facts
@@ -76,7 +76,7 @@ def latency_table(recs: list[SessionRecord]) -> TableData:
         rows.append([marked_name(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
                      f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", QUANTITY_NAMES.get(quantity, quantity),
-                     _speedup_cell(r), _null_cell(r), _reference_cell(r),
+                     _speedup_cell(r), _null_cell(r), _reference_cell(r, estimate),
                      fmt(s.get("per_round_sd_pp"), ".2f"),
                      ", ".join(f"{x:+.2f}" for x in s.get("per_round_speedup_pct") or []) or "-",
                      # a run stopped before it timed a kernel records its median as None
