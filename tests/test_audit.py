@@ -365,7 +365,7 @@ def test_real_driver_on_the_cpu_simulation(tmp_path, fake_tools):
 def test_options_are_validated():
     from softbench.core.errors import UsageError
 
-    with pytest.raises(UsageError, match="named twice"):
+    with pytest.raises(UsageError, match="--variants names A0 more than once"):
         AuditOptions(shapes=(Shape(),), variants=("A0", "A0"))
     with pytest.raises(UsageError, match="calls"):
         AuditOptions(shapes=(Shape(),), calls=0)

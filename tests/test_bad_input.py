@@ -198,6 +198,8 @@ CASES = [
     case("latency-budget-inf", "latency", *SIM[:2], "--seq", "128", "--budget-s", "inf", says="finite positive"),
     case("energy-seconds-inf", "energy", "--seconds", "inf", says="finite positive"),
     case("energy-seq-zero", "energy", "--seq", "0", says="positive integer"),
+    case("sweep-variant-twice", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A1,noexp,A1",
+         says="--variants names A1 more than once"),
     case("trace-variant-twice", "trace", "run", "--variants", "A0,A0", says="--variants names A0 more than once"),
     case("energy-kv-heads", "energy", "--heads", "3", "--kv-heads", "2", says="multiple"),
     case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),

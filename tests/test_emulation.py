@@ -128,7 +128,7 @@ def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
 @pytest.mark.parametrize("text, match", [
     ("settings: []\n", "non-empty"),
     ("settings: [{freq: 8, start_frg: 1}]\nbogus: 1\n", "unknown keys"),
-    ("settings: [{freq: 8, start_frg: 1}, {freq: 8, start_frg: 1}]\n", "repeat"),
+    ("settings: [{freq: 8, start_frg: 1}, {freq: 8, start_frg: 1}]\n", r"s\.yaml names emu-f8-s1 more than once"),
     ("settings: [{freq: 8, start: 1}]\n", "settings\\[0\\]"),
     ("shape: {dtype: fp4}\nsettings: [{freq: 8, start_frg: 1}]\n", "dtype"),
 ])
@@ -238,6 +238,8 @@ ONE_SETTING = "name: t\nsettings: [{freq: 8, start_frg: 1}]\n"
     ("name: t\nsettings: [{freq: 8, start_frg: 1, paper_beta_pct: abc}]\n",
      r"settings\[0\]: paper_beta_pct must be a number \(a percentage\), got 'abc'"),
     ("name: t\nsettings: [{freq: 8, start_frg: 1, stock: maybe}]\n", r"settings\[0\]: stock must be true or false"),
+    # each kernel of a sweep is timed under its own name: a second of one name is refused, not merged
+    (ONE_SETTING + "also_compare: [A1, A1]\n", r"s\.yaml names A1 more than once"),
 ])
 def test_a_sweep_file_with_bad_names_or_fields_is_refused_when_read(cli, tmp_path, text, match):
     f = tmp_path / "s.yaml"

@@ -89,3 +89,11 @@ def test_variant_config_refusals_are_one_sentence(tmp_path, cli, args, message):
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert not any(tmp_path.iterdir()), "a refused run writes no session"
+
+
+def test_a_variant_named_twice_in_one_interleaving_is_refused():
+    """Each variant is timed under its own label: a second one would overwrite the first's windows. Only sweep's
+    --variants gives the engine more than one, so the sentence names that option (the same as sweep's own)."""
+    opts = LatencyOptions(shapes=SHAPE, backend="triton", variant="A1", more_variants=("noexp", "A1"))
+    with pytest.raises(UsageError, match="--variants names A1 more than once"):
+        opts.kernel_specs()

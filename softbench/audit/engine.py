@@ -42,6 +42,7 @@ from typing import Callable
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
+from softbench.core.options import refuse_repeats
 from softbench.core.runoptions import RunOptions
 from softbench.audit import collectors, cross, readers
 from softbench.audit import ncu as ncu_mod
@@ -131,8 +132,7 @@ class AuditOptions(RunOptions):
             raise UsageError(f"unknown counter reader {self.counter_reader!r}; one of {', '.join(readers.CHOICES)}")
         if not self.variants:
             raise UsageError("no variants to audit")
-        if len(set(self.variants)) != len(self.variants):
-            raise UsageError(f"a variant is named twice in {', '.join(self.variants)}")
+        refuse_repeats(tuple(self.variants), "--variants", "A0,A1,noexp")
         if self.warmup < 0 or self.calls < 1:
             raise UsageError("--warmup must be >= 0 and --calls >= 1 (ncu profiles the launch after the warm-up)")
 

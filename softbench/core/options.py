@@ -301,7 +301,18 @@ def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--va
         raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
     for name in names:
         check_variant(backend, name)
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if distinct and repeated:
-        raise UsageError(f"{option} names {', '.join(repeated)} more than once", hint=f"e.g. {option} {example}")
+    if distinct:
+        refuse_repeats(names, option, example)
     return names
+
+
+def refuse_repeats(names: tuple[str, ...], where: str, example: str = "A0,A1") -> None:
+    """The one refusal of a list of kernels to measure that names one twice: each is measured under its own name
+    (a folder, a label, a column), so the second would overwrite or be confused with the first. `where`: the
+    option or file that gave the list, as the user wrote it."""
+    from softbench.core.errors import UsageError
+
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise UsageError(f"{where} names {', '.join(repeated)} more than once", hint=f"e.g. {where} {example}"
+                         if where.startswith("--") else "name each variant once")

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import UsageError
+from softbench.core.options import refuse_repeats
 from softbench.core.protocol import AnyProtocol, InterleavedProtocol
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
@@ -60,9 +61,8 @@ class LatencyOptions(RunOptions):
 
     def kernel_specs(self) -> list[KernelSpec]:
         base_label, var_label = self.labels()
-        variants = (self.variant, *self.more_variants)
-        if len(set(variants)) != len(variants):
-            raise UsageError(f"variants repeat: {', '.join(variants)}")
+        # more than one variant comes from sweep's --variants alone (latency takes one --variant)
+        refuse_repeats((self.variant, *self.more_variants), "--variants", "A1,noexp")
         if self.variant_options and self.variant == self.baseline:
             raise UsageError("--variant-config runs the variant in another configuration than the baseline; with "
                              "--variant equal to the baseline that would time two configurations, not an A/A null",

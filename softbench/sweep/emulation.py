@@ -18,6 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from softbench.core.errors import UsageError
+from softbench.core.options import refuse_repeats
 from softbench.kernels.catalog import EMULATION_NAME, check
 from softbench.kernels.patch import Edit, Patch
 from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
@@ -225,10 +226,6 @@ def load_sweep(path: Path | str) -> EmulationSweep:
         except UsageError as e:
             raise UsageError(f"{path}: settings[{i}]: {str(e).removeprefix('emulation setting: ')}",
                              hint=e.hint) from None
-    names = [s.variant for s in settings]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise UsageError(f"{path}: settings repeat {dupes}")
     # the names are checked here, as `sweep variants` checks its own, so that a typo fails before the dry run prints
     # a plan (and before a real run starts any worker); the sweep runs on the fa4 backend
     baseline = data.get("baseline", "A0")
@@ -248,6 +245,8 @@ def load_sweep(path: Path | str) -> EmulationSweep:
             # check's "--backend X" hint is for the command line; this sweep only ever runs on fa4
             hint = None if (e.hint or "").startswith("--backend") else e.hint
             raise UsageError(f"{path}: {key}: {e}", hint=hint) from None
+    # each setting and each also_compare is one kernel of the sweep, timed under its own name
+    refuse_repeats((*(s.variant for s in settings), *(n.strip() for n in also)), f"the sweep file {path}")
     return EmulationSweep(shape=shape, protocol=protocol, settings=tuple(settings),
                           baseline=baseline.strip(), also_compare=tuple(n.strip() for n in also),
                           name=str(data.get("name", "")),

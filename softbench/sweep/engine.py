@@ -10,6 +10,7 @@ from typing import Callable
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, SoftbenchError, UsageError
+from softbench.core.options import refuse_repeats
 from softbench.latency import engine as latency_engine
 from softbench.runtime.client import WorkerProcess
 from softbench.runtime.session_runner import describe_failure
@@ -41,9 +42,7 @@ class SweepOptions(RunOptions):
     def __post_init__(self):
         if not self.variants:
             raise UsageError("no variants to sweep")
-        dupes = sorted({v for v in self.variants if self.variants.count(v) > 1})
-        if dupes:
-            raise UsageError(f"variants repeat: {', '.join(dupes)}")
+        refuse_repeats(tuple(self.variants), "--variants", "A1,noexp")
 
 
 def _start(label: str, variant: str, opts: SweepOptions, factory) -> WorkerProcess:
