@@ -56,6 +56,21 @@ def test_a_native_fa4_audit_without_a_gpu_points_at_the_cross_compiles(monkeypat
     assert not list(tmp_path.iterdir())
 
 
+
+def test_an_fp8_fa4_audit_on_hopper_offers_no_simulation(monkeypatch, capsys, tmp_path):
+    """FA4's FP8 forward is sm_100 only; the shared refusal offers latency's users the simulation, which audit (it
+    reads compiled kernels) does not take: the audit's sentence names only what it can run."""
+    from softbench import cli
+    from softbench.kernels import capability
+
+    monkeypatch.setattr(capability, "detect_device", lambda prefer_cuda=True: capability.Device("cuda", "NVIDIA H200", 90))
+    code = cli.main(["audit", "--dtype", "fp8", "--seq", "1K", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3 and "Traceback" not in err, err
+    assert "FP8 through FA4 exists only in its sm_100 path" in err and "--backend triton" in err
+    assert "--backend sim" not in err
+    assert not list(tmp_path.iterdir())
+
 def test_missing_stack_names_every_missing_package(monkeypatch):
     for mod in ("cutlass", "quack"):
         monkeypatch.setitem(sys.modules, mod, None)

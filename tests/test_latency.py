@@ -199,7 +199,7 @@ def test_fp8_through_fa4_on_hopper_points_to_the_triton_backend():
     from softbench.kernels.capability import Device, fa4_unsupported_reason
 
     reason = fa4_unsupported_reason(Shape(dtype="fp8", seq=16384), Device("cuda", "NVIDIA H200", 90))
-    assert "sm_100" in reason and "--backend triton" in reason
+    assert "sm_100" in reason and "--backend triton" in reason and "--backend sim" in reason
     assert fa4_unsupported_reason(Shape(dtype="bf16", seq=16384), Device("cuda", "NVIDIA H200", 90)) is None
     assert fa4_unsupported_reason(Shape(dtype="fp8", seq=16384), Device("cuda", "NVIDIA B200", 100)) is None
 

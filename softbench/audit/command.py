@@ -130,7 +130,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
                                         "SASS audited, nothing run), or audit softbench's Hopper kernels with "
                                         "--backend triton --arch sm_90a")
     for shape in shapes:
-        reason = unsupported_reason(backend, shape, device)
+        reason = unsupported_reason(backend, shape, device, offer_sim=False)  # audit reads compiled kernels
         if reason:
             raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
                                    hint=None if target else

@@ -43,17 +43,19 @@ def detect_device(prefer_cuda: bool = True) -> Device:
     return Device("cpu", "cpu", None)
 
 
-def fa4_unsupported_reason(shape: Shape, device: Device) -> str | None:
-    """None when FA4 can run `shape` on `device`, else a sentence that says why not and what to do."""
+def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True) -> str | None:
+    """None when FA4 can run `shape` on `device`, else a sentence that says why not and what to do. offer_sim:
+    whether the simulation is a way out (not for audit, which reads compiled kernels)."""
     if device.kind != "cuda":
-        return "FA4 needs a CUDA GPU and none is visible here; use --backend sim (pure torch, runs on the CPU)"
+        return "FA4 needs a CUDA GPU and none is visible here" + (
+            "; use --backend sim (pure torch, runs on the CPU)" if offer_sim else "")
     family = (device.arch or 0) // 10
     if family not in (9, 10, 11):
         return f"FA4's forward is measured here on sm_90 and sm_100 only; this GPU is {device.arch_label}"
     if shape.dtype == "fp8" and family == 9:
         return ("FP8 through FA4 exists only in its sm_100 path; this GPU is sm_90 (Hopper). "
-                "Use --backend triton (softbench's own FP8 forward for Hopper), --dtype bf16/fp16, or --backend sim "
-                "for the FP8 semantics")
+                "Use --backend triton (softbench's own FP8 forward for Hopper) or --dtype bf16/fp16"
+                + (", or --backend sim for the FP8 semantics" if offer_sim else ""))
     d = shape.head_dim
     if family == 9 and not (8 <= d <= 256 and d % 8 == 0):
         return f"FA4 on sm_90 takes head dims 8..256 in multiples of 8, not {d}"
@@ -71,7 +73,7 @@ def fa4_emulation_reason(device: Device) -> str | None:
 
 
 
-def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
+def triton_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True) -> str | None:
     """None when softbench's Triton forward (softbench.kernels.triton_attn) can run `shape` on `device`.
 
     It needs a CUDA GPU of sm_80 or newer (sm_89 or newer for FP8 matrix instructions), or the CPU interpreter
@@ -80,7 +82,7 @@ def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
 
     if device.kind != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         return ("the Triton forward needs a CUDA GPU and none is visible here; set TRITON_INTERPRET=1 to run it "
-                "through Triton's CPU interpreter (slow, small shapes), or use --backend sim")
+                "through Triton's CPU interpreter (slow, small shapes)" + (", or use --backend sim" if offer_sim else ""))
     if device.kind == "cuda":
         arch = device.arch or 0
         if arch < 80:
@@ -95,10 +97,11 @@ def triton_unsupported_reason(shape: Shape, device: Device) -> str | None:
 BACKEND_NAMES = ("fa4", "triton", "sim")
 
 
-def unsupported_reason(backend: str, shape: Shape, device: Device) -> str | None:
-    """One question for every command: can `backend` run `shape` here? The simulation runs anywhere."""
+def unsupported_reason(backend: str, shape: Shape, device: Device, offer_sim: bool = True) -> str | None:
+    """One question for every command: can `backend` run `shape` here? The simulation runs anywhere, and the
+    answer names it as a way out unless offer_sim is False (a command that does not take --backend sim)."""
     if backend == "fa4":
-        return fa4_unsupported_reason(shape, device)
+        return fa4_unsupported_reason(shape, device, offer_sim)
     if backend == "triton":
-        return triton_unsupported_reason(shape, device)
+        return triton_unsupported_reason(shape, device, offer_sim)
     return None

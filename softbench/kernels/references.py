@@ -53,7 +53,7 @@ def sdpa_unsupported_reason(shape: Shape, device: Device) -> str | None:
 def fa4_reference_reason(shape: Shape, device: Device) -> str | None:
     if importlib.util.find_spec("flash_attn") is None:
         return "FlashAttention-4 is not installed (pip install flash-attn-4==4.0.0b36)"
-    return fa4_unsupported_reason(shape, device)
+    return fa4_unsupported_reason(shape, device, offer_sim=False)  # a reference kernel cannot be the simulation
 
 
 REASONS = {"fa3": fa3_unsupported_reason, "fa4": fa4_reference_reason, "sdpa": sdpa_unsupported_reason}
