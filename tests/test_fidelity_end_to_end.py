@@ -315,6 +315,21 @@ def test_options_beside_resume_are_refused_not_ignored(tiny, tmp_path, capsys):
     assert s.status() == before  # refused before the session was touched
 
 
+
+def test_a_resume_whose_options_file_holds_a_bad_threshold_is_refused(tiny, tmp_path, capsys):
+    """The option's type refuses a bad --rescale-threshold on the command line; --resume reads it back from the
+    session's options.json, which the same rule guards, in the same words."""
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(_opts(tiny, tmp_path / "s", operators=("rowmax-h15",), max_blocks=2), _StopAfter(1))
+    (partial,) = list((tmp_path / "s").iterdir())
+    stored = json.loads((partial / "options.json").read_text())
+    (partial / "options.json").write_text(json.dumps({**stored, "rescale_threshold": -1.0}))
+    before = (partial / "blocks.jsonl").read_text()
+    assert main(["fidelity", "--resume", str(partial)]) == 2
+    err = capsys.readouterr().err
+    assert "error: --rescale-threshold -1.0 is not a finite number of octaves, zero or more" in err, err
+    assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
+
 def test_an_unwritable_out_is_refused_before_anything_loads(tiny, tmp_path, capsys, monkeypatch):
     from softbench.fidelity import models
 

@@ -96,9 +96,18 @@ def _parse_config_label(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
+# what a conditional-rescale threshold may be, for the option and for options read back from a session's file
+TAU_RULE = "a finite number of octaves, zero or more"
+
+
+def valid_tau(tau: float) -> bool:
+    """A threshold the kernels read as given: NaN slips past `< 0` (every comparison with it is false) and
+    negatives act as 0 while the session records the bad value; NaN and infinity are no JSON either."""
+    return math.isfinite(tau) and tau >= 0
+
+
 class _Tau(click.ParamType):
-    """A conditional-rescale threshold: a finite number of octaves, zero or more. click's float takes nan, inf and
-    negatives, which the kernels would treat as 0 while the session recorded the bad value."""
+    """A conditional-rescale threshold (TAU_RULE). click's float takes nan, inf and negatives."""
 
     name = "tau"
 
@@ -107,8 +116,8 @@ class _Tau(click.ParamType):
             tau = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(tau) or tau < 0:
-            self.fail(f"{value!r} is not a finite number of octaves, zero or more", param, ctx)
+        if not valid_tau(tau):
+            self.fail(f"{value!r} is not {TAU_RULE}", param, ctx)
         return tau
 
 

@@ -23,13 +23,13 @@ session, and `--resume` evaluates what is missing with any number of ranks."""
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.core.options import TAU_RULE, valid_tau
 from softbench.runtime import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
 from softbench.fidelity.limits import MIN_BLOCK_LEN
@@ -95,11 +95,9 @@ class FidelityOptions:
             raise UsageError("--bootstrap needs at least 100 replicates for a 95% percentile interval")
         if self.tile < 1:
             raise UsageError("--tile must be positive")
-        # NaN slips past `< 0` (every comparison with it is false), and NaN or infinity would reach options.json
-        # and summary.json as tokens that are not JSON
-        if not (math.isfinite(self.rescale_threshold) and self.rescale_threshold >= 0):
-            raise UsageError(f"--rescale-threshold must be a finite number >= 0 (0: always rescale), not "
-                             f"{self.rescale_threshold}")
+        # the option's type refuses a bad value on the command line; this is for options.json read back by --resume
+        if not valid_tau(self.rescale_threshold):
+            raise UsageError(f"--rescale-threshold {self.rescale_threshold} is not {TAU_RULE}")
         if self.fp8_storage and self.dtype != "fp8":
             raise UsageError("--fp8-storage applies to --dtype fp8 only")
         if self.fp8_operands and (self.dtype != "fp8" or self.path != "sim"):
