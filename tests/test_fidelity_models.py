@@ -61,6 +61,10 @@ def test_options_json_keeps_local_model_paths_absolute_and_names_as_given(tmp_pa
     assert models.portable_name("org/local") == str(tmp_path / "org" / "local")  # a folder here: local, as resolved
     assert models.portable_name("./m.gguf") == str(tmp_path / "m.gguf")
     assert models.portable_name(str(tmp_path / "m.gguf")) == str(tmp_path / "m.gguf")
+    # and the loader reads them the same way (one rule, models.is_alias): the alias, not the folder beside it
+    (tmp_path / "qwen2.5-0.5b").mkdir()
+    assert models.resolve_model("qwen2.5-0.5b") == models.ModelSource("hub", "Qwen/Qwen2.5-0.5B", None, "qwen2.5-0.5b")
+    assert models.portable_name("qwen2.5-0.5b") == "qwen2.5-0.5b"
 
 
 def test_uncached_hub_id_offline_makes_no_request_and_names_hf_hub_offline(tmp_path, monkeypatch):

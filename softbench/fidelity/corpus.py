@@ -185,12 +185,21 @@ def _jsonl_text(p: Path) -> str:
     return "\n".join(parts)
 
 
+# the corpora --corpus takes by name, each read by its loader
+NAMED_CORPORA = {"wikitext-103": wikitext_text, "austen": austen_text}
+
+
+def names_no_path(spec: str) -> bool:
+    """Whether --corpus SPEC is a named corpus or a Hub dataset id, which read_corpus and portable_spec both take
+    before any path, so that --corpus austen stays the named corpus even beside a file called austen."""
+    return spec in NAMED_CORPORA or spec.startswith(HUB_PREFIX)
+
+
 def read_corpus(spec: str) -> CorpusText:
-    """The text --corpus names, unchecked."""
-    if spec == "wikitext-103":
-        return wikitext_text()
-    if spec == "austen":
-        return austen_text()
+    """The text --corpus names, unchecked: a named corpus or a Hub dataset (names_no_path), else a local file or
+    folder."""
+    if spec in NAMED_CORPORA:
+        return NAMED_CORPORA[spec]()
     if spec.startswith(HUB_PREFIX):
         repo, config, split = (spec[len(HUB_PREFIX):].split(":") + [None, None])[:3]
         if repo.count("/") != 1:
@@ -203,17 +212,16 @@ def read_corpus(spec: str) -> CorpusText:
                              hint=LOCAL_HINT)
         return _saved_dataset_text(p)
     if not p.is_file():
-        raise UsageError(f"--corpus {spec!r}: not wikitext-103, austen, {HUB_PREFIX}OWNER/NAME, or an existing file "
-                         "or folder", hint=LOCAL_HINT)
+        raise UsageError(f"--corpus {spec!r}: not {', '.join(NAMED_CORPORA)}, {HUB_PREFIX}OWNER/NAME, or an "
+                         "existing file or folder", hint=LOCAL_HINT)
     text = _jsonl_text(p) if p.suffix == ".jsonl" else _read_utf8(p)
     return CorpusText(p.name, str(p.resolve()), text)
 
 
 def portable_spec(spec: str) -> str:
     """--corpus as options.json keeps it: a local file or folder that exists as an absolute path, since --resume
-    reads it back from whatever folder it is run in; the named corpora and hf: ids as given (read_corpus's order:
-    names first, so --corpus austen stays the named corpus even beside a file called austen)."""
-    if spec in ("wikitext-103", "austen") or spec.startswith(HUB_PREFIX):
+    reads it back from whatever folder it is run in; the named corpora and hf: ids as given (names_no_path)."""
+    if names_no_path(spec):
         return spec
     p = Path(spec).expanduser()
     # absolute() and not resolve(): the path as the user named it, symbolic links kept

@@ -86,15 +86,23 @@ def _packaged(alias: str) -> ModelSource:
     return ModelSource("gguf", str(folder), filename, alias)
 
 
+def is_alias(name: str) -> bool:
+    """Whether --model NAME is one of softbench's aliases. Aliases come before any path, in resolve_model and in
+    portable_name, so that a folder that happens to share an alias's name is not taken for it."""
+    key = name.strip().lower()
+    return key in PACKAGED_ALIASES or key in HUB_ALIASES
+
+
 def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
-    """Where --model NAME [--gguf-file F] points, without loading anything."""
+    """Where --model NAME [--gguf-file F] points, without loading anything: an alias (is_alias), then a local
+    .gguf file or folder, then a Hub id."""
     key = name.strip()
-    if key.lower() in PACKAGED_ALIASES:
+    if is_alias(key):
+        if key.lower() in HUB_ALIASES:
+            return ModelSource("hub", HUB_ALIASES[key.lower()], gguf_file, key.lower())
         if gguf_file:
             raise UsageError(f"--gguf-file cannot be combined with the packaged alias {key}")
         return _packaged(key.lower())
-    if key.lower() in HUB_ALIASES:
-        return ModelSource("hub", HUB_ALIASES[key.lower()], gguf_file, key.lower())
     p = Path(key).expanduser()
     if p.suffix == ".gguf":
         if not p.is_file():
@@ -126,11 +134,10 @@ def resolve_model(name: str, gguf_file: str | None = None) -> ModelSource:
 
 def portable_name(name: str) -> str:
     """--model as options.json keeps it: a local folder or .gguf file that exists as an absolute path, since
-    --resume reads it back from whatever folder it is run in; aliases, Hub ids and anything else as given.
-    Aliases are looked at first, as resolve_model does, so a folder that happens to share an alias's name is not
-    taken for it."""
+    --resume reads it back from whatever folder it is run in; aliases (is_alias, first), Hub ids and anything
+    else as given."""
     key = name.strip()
-    if key.lower() in PACKAGED_ALIASES or key.lower() in HUB_ALIASES:
+    if is_alias(key):
         return name
     p = Path(key).expanduser()
     # absolute() and not resolve(): the path as the user named it, symbolic links kept
