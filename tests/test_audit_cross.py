@@ -69,6 +69,7 @@ def test_an_fp8_fa4_audit_on_hopper_offers_no_simulation(monkeypatch, capsys, tm
     assert code == 3 and "Traceback" not in err, err
     assert "FP8 through FA4 exists only in its sm_100 path" in err and "--backend triton" in err
     assert "--backend sim" not in err
+    assert "hint: FA4's FP8 kernel is audited without a B200 with --arch sm_100a" in err  # what does run here
     assert not list(tmp_path.iterdir())
 
 def test_missing_stack_names_every_missing_package(monkeypatch):

@@ -200,6 +200,11 @@ CASES = [
     case("energy-seq-zero", "energy", "--seq", "0", says="positive integer"),
     case("sweep-variant-twice", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A1,noexp,A1",
          says="--variants names A1 more than once"),
+    # the baseline among the variants would share a label with it (a bug's exit 70 and a folder, once)
+    case("sweep-baseline-with-null", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants", "A1,A0",
+         says="--variants names the baseline A0, whose A/A null --null already times"),
+    case("sweep-baseline-second", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants", "A1,A0",
+         "--no-null", says="only the first variant can be the baseline again"),
     case("trace-variant-twice", "trace", "run", "--variants", "A0,A0", says="--variants names A0 more than once"),
     case("energy-kv-heads", "energy", "--heads", "3", "--kv-heads", "2", says="multiple"),
     case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),

@@ -327,7 +327,8 @@ def test_a_resume_whose_options_file_holds_a_bad_threshold_is_refused(tiny, tmp_
     before = (partial / "blocks.jsonl").read_text()
     assert main(["fidelity", "--resume", str(partial)]) == 2
     err = capsys.readouterr().err
-    assert "error: --rescale-threshold -1.0 is not a finite number of octaves, zero or more" in err, err
+    assert (f"error: {partial / 'options.json'} holds an option that is refused: --rescale-threshold -1.0 is not a "
+            "finite number of octaves, zero or more") in err, err
     assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
 
 def test_an_unwritable_out_is_refused_before_anything_loads(tiny, tmp_path, capsys, monkeypatch):

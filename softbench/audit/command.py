@@ -77,7 +77,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     from softbench.core.checks import check_memory, check_out_dir
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError, UsageError
-    from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.kernels.capability import detect_device, fa4_fp8_on_hopper, unsupported_reason
     from softbench.audit.cross import (INSTALL_HINT, TRITON_INSTALL_HINT, check_native, check_target, missing_stack,
                                        target_for)
     from softbench.audit.engine import (DEFAULT_KERNEL_REGEX, NCU_WITH_TARGET, AuditOptions, raise_for_failures,
@@ -132,9 +132,14 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
     for shape in shapes:
         reason = unsupported_reason(backend, shape, device, offer_sim=False)  # audit reads compiled kernels
         if reason:
-            raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""),
-                                   hint=None if target else
-                                   "the audit reads the kernels FA4 compiles; it needs the GPU they run on")
+            if target:
+                hint = None
+            elif backend == "fa4" and fa4_fp8_on_hopper(shape, device):
+                hint = ("FA4's FP8 kernel is audited without a B200 with --arch sm_100a (compiled here, its SASS "
+                        "read, nothing run)")
+            else:
+                hint = "the audit reads the kernels FA4 compiles; it needs the GPU they run on"
+            raise UnsupportedError(f"{shape.tag()}: {reason}" + (f" (the {arch} target)" if target else ""), hint=hint)
     for shape in shapes:
         for r in opts.references:
             if reason := reference_reason(r, shape, device):

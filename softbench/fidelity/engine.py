@@ -96,6 +96,7 @@ class FidelityOptions:
         if self.tile < 1:
             raise UsageError("--tile must be positive")
         # the option's type refuses a bad value on the command line; this is for options.json read back by --resume
+        # (_open_resume names the file)
         if not valid_tau(self.rescale_threshold):
             raise UsageError(f"--rescale-threshold {self.rescale_threshold} is not {TAU_RULE}")
         if self.fp8_storage and self.dtype != "fp8":
@@ -290,7 +291,13 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
     session = Session.open(resume)
     if session.command != COMMAND or not session.has("options.json"):
         raise UsageError(f"{resume} is not a fidelity session")
-    return session, FidelityOptions.from_dict(session.read_json("options.json"))
+    opts = FidelityOptions.from_dict(session.read_json("options.json"))
+    try:
+        opts.check()
+    except UsageError as e:
+        # the options are the session's, not the command line's: say which file holds the value refused
+        raise UsageError(f"{session.path / 'options.json'} holds an option that is refused: {e}", hint=e.hint) from None
+    return session, opts
 
 
 def fault_check(ranks: distributed.Ranks, blocks_done: int) -> None:

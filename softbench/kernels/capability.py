@@ -43,6 +43,11 @@ def detect_device(prefer_cuda: bool = True) -> Device:
     return Device("cpu", "cpu", None)
 
 
+def fa4_fp8_on_hopper(shape: Shape, device: Device) -> bool:
+    """FP8 through FA4 on an sm_90 GPU: FA4's FP8 forward exists only in its sm_100 path."""
+    return shape.dtype == "fp8" and device.kind == "cuda" and (device.arch or 0) // 10 == 9
+
+
 def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True) -> str | None:
     """None when FA4 can run `shape` on `device`, else a sentence that says why not and what to do. offer_sim:
     whether the simulation is a way out (not for audit, which reads compiled kernels)."""
@@ -52,7 +57,7 @@ def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True)
     family = (device.arch or 0) // 10
     if family not in (9, 10, 11):
         return f"FA4's forward is measured here on sm_90 and sm_100 only; this GPU is {device.arch_label}"
-    if shape.dtype == "fp8" and family == 9:
+    if fa4_fp8_on_hopper(shape, device):
         return ("FP8 through FA4 exists only in its sm_100 path; this GPU is sm_90 (Hopper). "
                 "Use --backend triton (softbench's own FP8 forward for Hopper) or --dtype bf16/fp16"
                 + (", or --backend sim for the FP8 semantics" if offer_sim else ""))

@@ -18,7 +18,7 @@ import importlib.util
 
 from softbench.core.errors import UnsupportedError
 from softbench.core.shapes import Shape
-from softbench.kernels.capability import Device, detect_device, fa4_unsupported_reason
+from softbench.kernels.capability import Device, detect_device, fa4_fp8_on_hopper, fa4_unsupported_reason
 
 REFERENCE_NAMES = ("fa3", "fa4", "sdpa")
 # FA3's own module names: the PyPI build first, then flash-attention's hopper/ build
@@ -53,6 +53,10 @@ def sdpa_unsupported_reason(shape: Shape, device: Device) -> str | None:
 def fa4_reference_reason(shape: Shape, device: Device) -> str | None:
     if importlib.util.find_spec("flash_attn") is None:
         return "FlashAttention-4 is not installed (pip install flash-attn-4==4.0.0b36)"
+    if fa4_fp8_on_hopper(shape, device):
+        # the backend's sentence sends the user to --backend triton, which a Hopper FP8 run already is
+        return ("FA4 has no FP8 forward on sm_90 (its FP8 path is sm_100's); FA3's is the exact FP8 kernel on "
+                "Hopper: use --reference fa3")
     return fa4_unsupported_reason(shape, device, offer_sim=False)  # a reference kernel cannot be the simulation
 
 

@@ -145,6 +145,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     if emulation and proto.kind != "paper":
         raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
     null = null_asked(ctx, proto, baseline, names)
+    _check_baseline_among(baseline, names, null, proto.kind)
     refs, _skipped = resolve_references(references_asked(ctx, proto), shapes, backend,
                                         detect_device(prefer_cuda=backend != "sim"))
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
@@ -156,6 +157,23 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         with RichProgress() as progress:
             session = run_variant_sweep(opts, progress)
         _print_result(session)
+
+
+def _check_baseline_among(baseline: str, names: tuple[str, ...], null: bool, kind: str) -> None:
+    """The baseline named in --variants is its A/A run, which --null times already, and which one interleaved run
+    can label only as its first variant (A0'); anywhere else two kernels would share one label."""
+    from softbench.core.errors import UsageError
+
+    if baseline not in names:
+        return
+    if null:
+        raise UsageError(f"--variants names the baseline {baseline}, whose A/A null --null already times (it is on "
+                         "unless --no-null is given)",
+                         hint=f"leave {baseline} out of --variants, or add --no-null")
+    if kind == "interleaved" and names[0] != baseline:
+        raise UsageError(f"--variants names the baseline {baseline} after another variant; in one interleaved run "
+                         "only the first variant can be the baseline again (its A/A run)",
+                         hint=f"list {baseline} first, or leave it out and let --null time the A/A null")
 
 
 def _print_result(session) -> None:
