@@ -89,7 +89,7 @@ def test_energy_and_fidelity_reports(tmp_path):
     make_session(src, "f1-fidelity", "fidelity", {"conditions": [
         {"name": "rowmax-h15", "dnll": 0.002, "ci_low": 0.001, "ci_high": 0.003},
         {"name": "a0-vs-a0", "dnll": 0.0, "ci_low": -0.0005, "ci_high": 0.0004},
-    ]}, complete=False)
+    ], "baseline": {"name": "kernel:stock"}, "dtype": "fp8"}, complete=False)
     make_session(src, "g1-gates", "gates", {"passed": True})
     rep = build_report([src], tmp_path / "out")
     names = sorted(p.name for p in rep.figures)
@@ -101,7 +101,9 @@ def test_energy_and_fidelity_reports(tmp_path):
     assert [r[1] for r in energy_rows] == ["0 A0", "1 A1", "2 A1", "3 A0"]
     assert energy_rows[2][2].startswith("energy_per_forward_mj.counter 156, energy_per_forward_mj.sampled 157")
     fid = {r[1]: r for r in tables["fidelity sessions"].rows}
-    assert fid["rowmax-h15"][5] == "yes" and fid["a0-vs-a0"][5] == "no"
+    assert fid["rowmax-h15"][7] == "yes" and fid["a0-vs-a0"][7] == "no"
+    # each dNLL says what it is a difference from: here the kernel path's own A0, at FP8
+    assert fid["rowmax-h15"][2:4] == ["kernel:stock", "fp8"]
     assert fid["rowmax-h15"][0].endswith("(partial)")
     assert [u[0] for u in rep.unknown] == ["g1-gates"]
     md = rep.markdown_path.read_text()
@@ -173,7 +175,8 @@ def test_trace_report(tmp_path):
     assert_png(fig)
     (tab,) = rep.tables
     assert [r[2] for r in tab.rows] == ["4K", "8K"]
-    assert tab.rows[0][6] == "+11.1"  # 100 * (100 / 90 - 1)
+    assert tab.rows[0][7] == "+11.1"  # 100 * (100 / 90 - 1)
+    assert tab.rows[0][4] == "A0 vs A1"  # which two kernels each row compares
     assert [u[0] for u in rep.unknown] == ["t-empty"]
 
 

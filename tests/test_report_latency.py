@@ -160,6 +160,29 @@ def test_latency_table_names_the_quantity_with_its_interval_null_and_fa3():
                                                                  "speed-up is the null)")
 
 
+
+def test_a_speedup_over_a_baseline_that_is_not_exact_attention_says_so_in_its_cell():
+    """The -lm run of 2026-12-02 (A0's row sums on the tensor core over the whole row, which loses precision at
+    FP8): its A0's error against FP32 is 2.06 times FA3's, so its speed-ups are not over exact attention. The
+    table keeps the row and says so beside the number; a run over exact attention carries no such words."""
+    over_row = SESSIONS / "20261202T132424Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+    rows = _cells(latency_table(load_sessions([over_row, INTERLEAVED])))
+    summary = json.loads((over_row / "summary.json").read_text())
+    assert rows[over_row.name]["speed-up % [95% interval]"] == (
+        f"{summary['speedup_pct']:+.2f} [{summary['speedup_ci95_pct'][0]:+.2f}, {summary['speedup_ci95_pct'][1]:+.2f}]"
+        "; WARNING: not over exact attention (A0: 2.06x ref-fa3's error against FP32)")
+    assert "WARNING" not in rows[INTERLEAVED.name]["speed-up % [95% interval]"]
+
+
+def test_one_round_has_no_spread_between_rounds():
+    """A paper-round session of one round records a per-round sd of 0.0: no spread was measured, so the cell is
+    empty rather than zero; three rounds keep theirs."""
+    one = SESSIONS / "20261130T122217Z-latency-bf16-8K-causal-b1h16d128-fa4-A0-vs-A0"
+    rows = _cells(latency_table(load_sessions([one, ROUNDS])))
+    assert json.loads((one / "summary.json").read_text())["per_round_sd_pp"] == 0.0
+    assert rows[one.name]["per-round sd pp"] == "-"
+    assert rows[ROUNDS.name]["per-round sd pp"] == "6.20"
+
 def test_report_md_carries_the_new_columns(tmp_path):
     rep = main(["report", str(SUSTAINED), str(NO_NULL), "--out", str(tmp_path / "r")])
     assert rep == 0

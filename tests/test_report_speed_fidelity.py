@@ -1,7 +1,10 @@
 """The speed-against-fidelity figure over recorded sessions copied to tests/data/sessions (read, never modified):
 FP8 causal 8K on the H200 (an interleaved and a sustained session that timed FA3, a paper-round session of noexp)
-and two fidelity sessions of SmolLM2-135M on Austen (the simulation's exp2 and rowmax-h15, the Triton kernel's
-rowmax-h15-sat). The sustained copy leaves out its 1.2 MB windows.jsonl: the figure reads its blocks.jsonl."""
+and two BF16 fidelity sessions of SmolLM2-135M on Austen (the simulation's exp2 and rowmax-h15, the Triton kernel's
+rowmax-h15-sat). The sustained copy leaves out its 1.2 MB windows.jsonl: the figure reads its blocks.jsonl. Beside
+them, read in place from the project's sessions/, three of 2026-12-06 on an H100: FP8 causal 8K h15-folded against
+FA3, and the FP8 fidelity of SmolLM2-135M on Austen through the simulation (against exact attention) and through the
+Gluon kernel (against its own A0)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from softbench.report.build import build_report
 from softbench.report.reestimate import against_reference, paired_units
 from softbench.report.speed_fidelity import choose_shape, join_speed_fidelity
 from softbench.report.tables import speed_fidelity_table
+from conftest import ROOT
 from test_report import REAL_SESSIONS, assert_png
 
 SHAPE = "fp8-8K-causal-b1h16d128"
@@ -26,17 +30,23 @@ SUSTAINED = "20261201T094422Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-s
 NOEXP = "20261130T194613Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-noexp"
 SIM = "20261130T125817Z-fidelity-SmolLM2-135M-Instruct.Q4_1-sim"
 KERNEL = "20261130T193241Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"
+PROJECT = ROOT / "sessions"
+FOLDED = "20261206T021410Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+FP8_SIM = "20261206T021946Z-fidelity-SmolLM2-135M-Instruct.Q4_1-sim"
+FP8_KERNEL = "20261206T021656Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"
+PATHS = (REAL_SESSIONS, PROJECT / FOLDED, PROJECT / FP8_SIM, PROJECT / FP8_KERNEL)
 
 
 def _summary(name: str) -> dict:
-    return json.loads((REAL_SESSIONS / name / "summary.json").read_text())
+    folder = REAL_SESSIONS / name if (REAL_SESSIONS / name).exists() else PROJECT / name
+    return json.loads((folder / "summary.json").read_text())
 
 
 def _condition(name: str, condition: str) -> dict:
     return next(c for c in _summary(name)["conditions"] if c["name"] == condition)
 
 
-def _join(paths=(REAL_SESSIONS,), shape=None):
+def _join(paths=PATHS, shape=None):
     recs = load_sessions(paths)
     lat = [r for r in recs if r.command == "latency"]
     return join_speed_fidelity(lat, [r for r in recs if r.command == "fidelity"], choose_shape(lat, shape))
@@ -44,38 +54,42 @@ def _join(paths=(REAL_SESSIONS,), shape=None):
 
 def test_the_joined_values_are_the_sessions_numbers():
     sf = _join()
-    assert sf.shape_tag == SHAPE  # three of the four latency sessions: the most common shape
-    by = {(p.speed.label, p.speed.quantity, p.speed.against): p for p in sf.points}
-    for session, quantity in ((INTERLEAVED, "at equal clock"), (SUSTAINED, "sustained")):
-        for label in ("h15-sat", "A0'"):
-            p = by[(label, quantity, "A0")]
-            written = _summary(session)["comparisons"][label]["paired"]
-            assert p.speed.session == session
-            assert (p.speed.estimate_pct, [p.speed.ci_low, p.speed.ci_high]) == (written["estimate_pct"],
-                                                                                 written["ci95_pct"])
-    # the operators' dNLL: h15-sat through the Triton kernel path, A0 (exp2) through the simulation
-    sat, null = by[("h15-sat", "at equal clock", "A0")], by[("A0'", "at equal clock", "A0")]
-    assert (sat.operator, sat.fidelity.session, sat.fidelity.condition) == ("rowmax-h15-sat", KERNEL,
-                                                                            "kernel:rowmax-h15-sat")
-    assert (null.operator, null.fidelity.session, null.fidelity.condition) == ("exp2", SIM, "sim:exp2")
-    for p in (sat, null):
+    assert sf.shape_tag == SHAPE  # four of the five latency sessions: the most common shape
+    assert (sf.dtype, sf.reference) == ("fp8", "exact")
+    by = {(p.speed.session, p.speed.label, p.speed.against): p for p in sf.points}
+    for session, label in ((INTERLEAVED, "A0'"), (SUSTAINED, "A0'"), (FOLDED, "A0'"), (FOLDED, "h15-folded")):
+        p = by[(session, label, "A0")]
+        written = _summary(session)["comparisons"][label]["paired"]
+        assert (p.speed.estimate_pct, [p.speed.ci_low, p.speed.ci_high]) == (written["estimate_pct"],
+                                                                             written["ci95_pct"])
+    # every dNLL at FP8 and against exact attention, h15-folded's and A0's (exp2) alike: the FP8 simulation's,
+    # not the kernel path's, which is measured against its own A0 and would leave out the FP8 error A0 carries
+    folded, null = by[(FOLDED, "h15-folded", "A0")], by[(INTERLEAVED, "A0'", "A0")]
+    assert (folded.fidelity.session, folded.fidelity.condition) == (FP8_SIM, "sim:rowmax-h15-folded")
+    assert (null.fidelity.session, null.fidelity.condition) == (FP8_SIM, "sim:exp2")
+    for p in (folded, null):
+        assert (p.fidelity.dtype, p.fidelity.reference) == ("fp8", "exact")
         c = _condition(p.fidelity.session, p.fidelity.condition)
         assert (p.fidelity.dnll, p.fidelity.ci_low, p.fidelity.ci_high) == (c["dnll"], c["ci_low"], c["ci_high"])
+    # each point names its board: the H100's and the H200's sessions are drawn apart
+    assert (folded.speed.board, null.speed.board) == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
     # the table prints those numbers, numbered as the figure numbers its points
-    rows = speed_fidelity_table(sf).rows
-    row = rows[sf.points.index(sat)]
-    written = _summary(INTERLEAVED)["comparisons"]["h15-sat"]["paired"]
+    row = speed_fidelity_table(sf).rows[sf.points.index(folded)]
+    written = _summary(FOLDED)["comparisons"]["h15-folded"]["paired"]
     lo, hi = written["ci95_pct"]
-    assert row[6:9] == [f"{written['estimate_pct']:+.2f}", f"[{lo:+.2f}, {hi:+.2f}]", INTERLEAVED]
-    c = _condition(KERNEL, "kernel:rowmax-h15-sat")
-    assert row[11:13] == [f"{c['dnll']:+.5f}", f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]"]
+    assert row[2] == "NVIDIA H100 80GB HBM3"
+    assert row[7:10] == [f"{written['estimate_pct']:+.2f}", f"[{lo:+.2f}, {hi:+.2f}]", FOLDED]
+    c = _condition(FP8_SIM, "sim:rowmax-h15-folded")
+    assert row[12:15] == ["exact", f"{c['dnll']:+.5f}", f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]"]
+    # h15-sat's operator was evaluated at BF16 only: not drawn beside an FP8 speed-up, and said so
+    (sat,) = [line for line in sf.skipped if line.startswith("variant h15-sat")]
+    assert "rowmax-h15-sat at fp8 against exact (only bf16 against kernel:stock)" in sat
 
 
 def test_against_fa3_is_estimated_from_the_sessions_own_units():
     sf = _join()
-    fa3 = {(p.speed.label, p.speed.quantity): p.speed for p in sf.points if p.speed.against == "ref-fa3"}
-    assert set(fa3) == {("A0", "at equal clock"), ("h15-sat", "at equal clock"), ("A0", "sustained"),
-                        ("h15-sat", "sustained")}
+    fa3 = {(p.speed.session, p.speed.label): p.speed for p in sf.points if p.speed.against == "ref-fa3"}
+    assert set(fa3) == {(INTERLEAVED, "A0"), (SUSTAINED, "A0"), (FOLDED, "A0"), (FOLDED, "h15-folded")}
     for session, quantity in ((INTERLEAVED, "at equal clock"), (SUSTAINED, "sustained")):
         rec = load_session(REAL_SESSIONS / session)
         units, key, slot = paired_units(rec)
@@ -89,7 +103,7 @@ def test_against_fa3_is_estimated_from_the_sessions_own_units():
             assert again == written
         # ... and A0 against FA3 is FA3 against A0 turned round (a median or mean of ratios, so nearly)
         fa3_vs_a0 = s["comparisons"]["ref-fa3"]["paired"]["estimate_pct"]
-        a0 = fa3[("A0", quantity)]
+        a0 = fa3[(session, "A0")]
         assert a0.session == session and a0.n == s["comparisons"]["ref-fa3"]["paired"]["n_pairs"]
         assert a0.estimate_pct == pytest.approx(100 * (1 / (1 + fa3_vs_a0 / 100) - 1), abs=0.5)
         assert a0.ci_low < a0.estimate_pct < a0.ci_high < 0
@@ -104,8 +118,8 @@ def test_units_that_do_not_give_back_the_session_are_not_reestimated(tmp_path):
     (copy / "windows.jsonl").write_text("\n".join(lines) + "\n")
     against, why = against_reference(load_session(copy), "ref-fa3")
     assert against == {} and "do not give back its own estimate" in why
-    sf = _join([copy, REAL_SESSIONS / SIM, REAL_SESSIONS / KERNEL])
-    assert [p.speed.against for p in sf.points] == ["A0", "A0"]  # h15-sat and the null, as written
+    sf = _join([copy, PROJECT / FP8_SIM])
+    assert [(p.speed.label, p.speed.against) for p in sf.points] == [("A0'", "A0")]  # the null, as written
     assert len(sf.notes) == 1 and INTERLEAVED in sf.notes[0]
 
 
@@ -114,19 +128,21 @@ def test_a_missing_join_is_reported(tmp_path, capsys):
     (noexp,) = [s for s in sf.skipped if "noexp" in s]
     assert "operator identity" in noexp and NOEXP in noexp
     assert not any(p.speed.variant == "noexp" for p in sf.points)
-    # without the simulation's session A0's operator (exp2) has no condition: every A0 point is left out
-    alone = _join([REAL_SESSIONS / INTERLEAVED, REAL_SESSIONS / KERNEL])
-    assert {p.speed.variant for p in alone.points} == {"h15-sat"}
-    assert any(s.startswith("variant A0 (operator exp2): no fidelity session") for s in alone.skipped)
+    # with the kernel path's FP8 session alone, its reference (the kernel's own A0) is the figure's, and A0's
+    # operator (exp2) has no condition against it: every A0 point is left out
+    alone = _join([PROJECT / FOLDED, PROJECT / FP8_KERNEL])
+    assert alone.reference == "kernel:stock" and {p.speed.variant for p in alone.points} == {"h15-folded"}
+    assert any(s.startswith("variant A0 (operator exp2): no fidelity session among the paths evaluated operator "
+                            "exp2 at fp8 against kernel:stock") for s in alone.skipped)
     out = tmp_path / "report"
-    assert main(["report", str(REAL_SESSIONS), "--out", str(out)]) == 0
+    assert main(["report", *map(str, PATHS), "--out", str(out)]) == 0
     assert "speed against fidelity: not joined: variant noexp (operator identity)" in capsys.readouterr().out
     assert "- not joined: variant noexp (operator identity)" in (out / "report.md").read_text()
 
 
 def test_the_figure_is_written_and_named_in_the_report(tmp_path):
     out = tmp_path / "report"
-    assert main(["report", str(REAL_SESSIONS), "--out", str(out)]) == 0
+    assert main(["report", *map(str, PATHS), "--out", str(out)]) == 0
     fig = out / f"speed-vs-fidelity-{SHAPE}.png"
     assert_png(fig)
     md = (out / "report.md").read_text()
@@ -139,7 +155,8 @@ def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):
     (table,) = [t for t in rep.tables if t.title.startswith("speed against fidelity")]
     # A1 on FA4 through the simulation: the complete session, not the newer partial one
     (row,) = table.rows
-    assert row[1:4] == ["A1", "-", "fa4"] and row[13].startswith(SIM)  # FA4 reports no configuration
+    assert row[1:5] == ["A1", "NVIDIA H200", "-", "fa4"] and row[15].startswith(SIM)  # FA4 reports no configuration
+    assert row[12] == "exact"
     with pytest.raises(UsageError, match="measured shape 'fp8-9K'"):
         build_report([REAL_SESSIONS], tmp_path / "none", speed_shape="fp8-9K")
     assert not (tmp_path / "none").exists()
@@ -187,7 +204,7 @@ def test_a_speedup_between_two_configurations_names_both():
     sf = SpeedFidelity(SHAPE, [JoinedPoint(by[("h15-folded", "A0")], "rowmax-h15-folded", fid, 1),
                                JoinedPoint(by[("h15-folded", "ref-fa3")], "rowmax-h15-folded", fid, 1)])
     rows = speed_fidelity_table(sf).rows
-    assert rows[0][2] == f"{two} against A0 in {default}" and rows[1][2] == two
+    assert rows[0][3] == f"{two} against A0 in {default}" and rows[1][3] == two
     assert "(n128s2-c240l24-hg2-pd-rla-lmt-tb-mlf against n128s2-c240l24-hg8-g1-pd-rla-lmt-tb-mlf)" in \
         source_line(1, sf.points[0])
     assert " against " not in source_line(2, sf.points[1]).split(",")[0]
@@ -210,15 +227,15 @@ def test_a_report_estimates_each_session_against_fa3_once(tmp_path, monkeypatch)
         return estimator(units, *args)
 
     monkeypatch.setattr(reestimate, "paired_estimate", counted)
-    for name in (INTERLEAVED, SUSTAINED):  # what one estimate of each session takes
-        against_reference(load_session(REAL_SESSIONS / name), "ref-fa3")
+    for folder in (REAL_SESSIONS / INTERLEAVED, REAL_SESSIONS / SUSTAINED, PROJECT / FOLDED):  # one estimate each
+        against_reference(load_session(folder), "ref-fa3")
     once = sorted(calls)
     calls.clear()
-    rep = build_report([REAL_SESSIONS], tmp_path / "out")
+    rep = build_report(PATHS, tmp_path / "out")
     assert once and sorted(calls) == once
     # all three parts still show them: the table's cell, the figure's points against FA3
     (table,) = [t for t in rep.tables if t.title == "latency sessions"]
     cells = {row[0]: row[9] for row in table.rows}
     assert cells[INTERLEAVED].startswith("FA3: ") and "not estimated" not in cells[INTERLEAVED]
     sf = _join()
-    assert {p.speed.session for p in sf.points if p.speed.against == "ref-fa3"} == {INTERLEAVED, SUSTAINED}
+    assert {p.speed.session for p in sf.points if p.speed.against == "ref-fa3"} == {INTERLEAVED, SUSTAINED, FOLDED}

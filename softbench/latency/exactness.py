@@ -41,6 +41,16 @@ def recorded_exactness(summary: dict) -> dict | None:
     return summary.get("exactness") or exactness(summary.get("smoke") or {}, roles)
 
 
+def exactness_warning(check: dict | None) -> str | None:
+    """exactness_line's warning in a few words, for a table cell beside the speed-up it qualifies; None where
+    every kernel checked is exact attention (or nothing was checked)."""
+    if not check or not check["kernels"] or check["ok"]:
+        return None
+    lbl, k = next((lbl, k) for lbl, k in check["kernels"].items() if not k["ok"])
+    how = "no error measured" if k["ratio"] is None else f"{k['ratio']:.2f}x {check['reference']}'s error against FP32"
+    return f"WARNING: not over exact attention ({lbl}: {how})"
+
+
 def exactness_line(check: dict | None) -> str | None:
     """One line for the headline: the baseline's error against FP32 beside the reference's, and a warning where
     it is not exact attention."""

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from softbench.core.shapes import seq_label
 from softbench.predictions.sessions import SessionRecord
-from softbench.report.records import (bar_label, fidelity_conditions, lat_group, loop_name, marked_name, mask_label,
-                                      raw_records, trace_points)
+from softbench.report.records import (REFERENCE_WORDS, bar_label, fidelity_conditions, fidelity_reference, lat_group,
+                                      loop_name, marked_name, mask_label, raw_records, trace_points)
 from softbench.report.speedups import PAPER, QUANTITY_NAMES, session_quantity
 
 
@@ -247,7 +247,8 @@ def plot_fidelity(rec: SessionRecord, path: Path) -> Path | None:
     ax.set_yticks(range(len(conds)))
     ax.set_yticklabels([n for n, _ in conds])
     ax.invert_yaxis()
-    ax.set_xlabel("dNLL against exact attention (nats/token); filled: interval excludes zero")
+    ref = fidelity_reference(rec.summary)
+    ax.set_xlabel(f"dNLL against {REFERENCE_WORDS.get(ref, ref)} (nats/token); filled: interval excludes zero")
     ax.set_title(f"{marked_name(rec)}: paired block bootstrap 95% intervals", fontsize=9)
     return save_figure(fig, path)
 

@@ -97,6 +97,20 @@ def fidelity_conditions(summary: dict) -> list[tuple[str, dict]]:
     return [(n, c) for n, c in items if all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high"))]
 
 
+# a fidelity session's baselines as a reader needs them named: what its dNLLs are differences from
+REFERENCE_WORDS = {"exact": "exact attention (FP32 softmax)",
+                   "kernel:stock": "the kernel path's own stock kernel (A0) at the session's dtype"}
+
+
+def fidelity_reference(summary: dict) -> str:
+    """What a fidelity session's dNLLs are measured against: its baseline's name ('exact' on the simulation's and
+    the row paths, 'kernel:stock' on the kernel path); '?' where it records none."""
+    b = summary.get("baseline")
+    if isinstance(b, dict):
+        return str(b.get("name") or "?")
+    return "?" if b is None else str(b)
+
+
 def trace_points(rec: SessionRecord) -> list[dict]:
     return sorted((p for p in rec.summary.get("table") or [] if isinstance(p.get("seq"), int)),
                   key=lambda p: (bool(p.get("causal")) is False, p["seq"]))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from softbench.core.errors import UsageError
 from softbench.kernels.catalog import get_variant
 from softbench.predictions.sessions import SessionRecord
-from softbench.report.fidelity_match import FidelityPoint, best_fidelity, fidelity_points
+from softbench.report.fidelity_match import FidelityPoint, best_fidelity, choose_reference, fidelity_points
 from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speedups import PAPER, Speedup, session_speedups
 
@@ -36,6 +36,8 @@ class SpeedFidelity:
     points: list[JoinedPoint] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what could not be joined, one sentence per variant
     notes: list[str] = field(default_factory=list)  # what could not be read from a session
+    dtype: str = "?"  # the shape's, and so every drawn dNLL's
+    reference: str | None = None  # what every drawn dNLL is measured against (fidelity_match.choose_reference)
 
     @property
     def against(self) -> list[str]:
@@ -69,7 +71,7 @@ def choose_shape(recs: list[SessionRecord], asked: str | None) -> str | None:
 
 
 def _key(p: Speedup) -> tuple:
-    return (p.backend, p.variant, p.role, p.quantity, p.against)
+    return (p.board, p.backend, p.variant, p.role, p.quantity, p.against)
 
 
 def _newest(points: list[Speedup]) -> Speedup:
@@ -89,29 +91,37 @@ def _describe(p: Speedup) -> str:
 
 def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionRecord], shape: str,
                         estimate: EstimateAgainst = against_reference) -> SpeedFidelity:
-    out = SpeedFidelity(shape_tag=shape)
+    at_shape = [r for r in latency if _has_speedup(r) and r.summary["shape_tag"] == shape]
+    out = SpeedFidelity(shape_tag=shape, dtype=str(at_shape[0].facts.get("dtype", "?")) if at_shape else "?")
     by_key: dict[tuple, list[Speedup]] = defaultdict(list)
-    for r in latency:
-        if _has_speedup(r) and r.summary["shape_tag"] == shape:
-            points, notes = session_speedups(r, estimate)
-            out.notes += notes
-            for p in points:
-                by_key[_key(p)].append(p)
-    fid = fidelity_points(fidelity)
+    for r in at_shape:
+        points, notes = session_speedups(r, estimate)
+        out.notes += notes
+        for p in points:
+            by_key[_key(p)].append(p)
+    newest = [_newest(members) for members in by_key.values()]
+    operators: dict[str, str] = {}
     left_out: dict[str, list[Speedup]] = defaultdict(list)
     why: dict[str, str] = {}
-    for members in by_key.values():
-        p = _newest(members)
+    for p in newest:
         try:
-            operator = get_variant(p.variant).operator
+            operators[p.variant] = get_variant(p.variant).operator
         except UsageError:
             why[p.variant] = f"variant {p.variant} is not in softbench's catalog, so its operator is unknown"
-            left_out[p.variant].append(p)
-            continue
-        match = best_fidelity(fid, operator, p.backend)
+    # a dNLL at another dtype, or against another reference, is another quantity: one of each for the figure
+    at_dtype = [f for f in fidelity_points(fidelity) if f.dtype == out.dtype]
+    out.reference = choose_reference(at_dtype, set(operators.values()))
+    fid = [f for f in at_dtype if f.reference == out.reference]
+    for p, members in zip(newest, by_key.values()):
+        operator = operators.get(p.variant)
+        match = best_fidelity(fid, operator, p.backend) if operator else None
         if match is None:
-            why[p.variant] = (f"variant {p.variant} (operator {operator}): no fidelity session among the paths "
-                              f"evaluated operator {operator}")
+            if operator:
+                elsewhere = sorted({f"{f.dtype} against {f.reference}" for f in fidelity_points(fidelity)
+                                    if f.operator == operator} - {f"{out.dtype} against {out.reference}"})
+                why[p.variant] = (f"variant {p.variant} (operator {operator}): no fidelity session among the paths "
+                                  f"evaluated operator {operator} at {out.dtype} against {out.reference or 'any'}"
+                                  + (f" (only {', '.join(elsewhere)})" if elsewhere else ""))
             left_out[p.variant].append(p)
             continue
         out.points.append(JoinedPoint(p, operator, match, len(members)))
@@ -136,8 +146,13 @@ def describe(sf: SpeedFidelity, shapes: Counter, asked: str | None) -> list[str]
              "estimator, once those units give back every estimate the session wrote. A point's configuration is the "
              "one its kernel ran in; where the variant ran in another than A0 (latency --variant-config), its row "
              "names both.",
-             "- dNLL: the kernel path on the same backend first, then the simulation, then the kernel path on "
-             "another backend, then the offline whole-row path; a complete session first, then the newest."]
+             f"- dNLL: at the shape's dtype ({sf.dtype}) and against one reference for every point "
+             f"({sf.reference or 'none found'}: the one under which most of the drawn operators were evaluated, "
+             "exact attention on a tie; the kernel path measures against its own stock kernel A0, the simulation "
+             "against FP32 softmax); of those, the kernel path on the same backend first, then the simulation, then "
+             "the kernel path on another backend, then the offline whole-row path; a complete session first, then "
+             "the newest.",
+             "- Each point names the GPU its latency session ran on; sessions of two boards are drawn apart."]
     lines += [f"- not joined: {s}" for s in sf.skipped]
     lines += [f"- not read: {n}" for n in sf.notes]
     if not sf.points:

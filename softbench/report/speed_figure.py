@@ -60,7 +60,7 @@ def source_line(i: int, p: JoinedPoint) -> str:
     own = (f" ({s.config.removeprefix('gluon-')} against {s.against_config.removeprefix('gluon-')})"
            if configs_differ(s) else "")
     return (f"[{i}] {point_name(p)}{own}, {s.quantity}, vs {against_name(s.against)}: latency {stamp(s.session)} "
-            f"({s.backend}{', partial' if not s.complete else ''}); dNLL {f.condition}{ran} from {stamp(f.session)} "
+            f"({s.board or 'GPU not recorded'}, {s.backend}{', partial' if not s.complete else ''}); dNLL {f.condition}{ran} from {stamp(f.session)} "
             f"({f.model}, {f.corpus}, {f.dtype}, {f.path} path{', partial' if not f.complete else ''})")
 
 
@@ -96,7 +96,8 @@ def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
                         fontsize=7)
         ax.axhline(0.0, color="0.5", lw=0.6)
         ax.axvline(0.0, color="0.5", lw=0.6)
-        ax.set_xlabel("dNLL of the variant's operator, $10^{-3}$ nats/token\n(paired block bootstrap 95% interval)")
+        ax.set_xlabel(f"dNLL of the variant's operator against {sf.reference} at {sf.dtype}, $10^{{-3}}$ nats/token\n"
+                      "(paired block bootstrap 95% interval)")
         ax.set_ylabel(f"speed-up against {against_name(against)}, % (95% interval)")
         ax.set_title(f"against {against_name(against)}" + (" (timed in the same session)"
                                                            if against.startswith("ref-") else ""), fontsize=9)

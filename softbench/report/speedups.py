@@ -50,6 +50,7 @@ class Speedup:
     # where latency --variant-config ran the variant in its own; '' where a kernel reports none (FA4, FA3, sim)
     config: str = ""
     against_config: str = ""
+    board: str = ""  # the GPU the session ran on (env.json's name); sessions of two boards are no replicates
 
 
 def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant: str, role: str, est: dict,
@@ -58,7 +59,7 @@ def _point(rec: SessionRecord, quantity: str, against: str, label: str, variant:
     return Speedup(rec.name, rec.complete, rec.started, str(rec.summary.get("backend", "?")),
                    str(rec.summary.get("shape_tag", "?")), quantity, against, label, variant, role,
                    float(est["estimate_pct"]), lo, hi, est.get("n_pairs"), str(est.get(method_key, "")),
-                   kernel_config(rec, label), kernel_config(rec, against))
+                   kernel_config(rec, label), kernel_config(rec, against), rec.board)
 
 
 def _paired(rec: SessionRecord, estimate: EstimateAgainst) -> tuple[list[Speedup], list[str]]:

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from softbench.core.shapes import seq_label
 from softbench.core.tables import fmt
+from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
-from softbench.report.records import fidelity_conditions, loop_entries, marked_name, mask_label, trace_points
+from softbench.report.records import (fidelity_conditions, fidelity_reference, loop_entries, marked_name, mask_label,
+                                      trace_points)
 from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
@@ -41,10 +43,14 @@ def _speedup_cell(rec: SessionRecord) -> str:
     """The session's speed-up of its (first) variant with its 95% interval: the paired estimate for the paired
     protocols; for the paper rounds, the pooled medians with the window bootstrap they wrote, named as such."""
     s = rec.summary
+    # a baseline that is not exact attention qualifies every speed-up of its run: said in the cell itself
+    warning = exactness_warning(recorded_exactness(s))
     if session_quantity(rec) != PAPER:
-        return _with_interval(s.get("speedup_pct"), s.get("speedup_ci95_pct"))
-    cell = _with_interval(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
-    return cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
+        cell = _with_interval(s.get("speedup_pct"), s.get("speedup_ci95_pct"))
+    else:
+        cell = _with_interval(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
+        cell = cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
+    return f"{cell}; {warning}" if warning else cell
 
 
 def _null_cell(rec: SessionRecord) -> str:
@@ -77,7 +83,8 @@ def latency_table(recs: list[SessionRecord], estimate: EstimateAgainst = against
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
                      f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", QUANTITY_NAMES.get(quantity, quantity),
                      _speedup_cell(r), _null_cell(r), _reference_cell(r, estimate),
-                     fmt(s.get("per_round_sd_pp"), ".2f"),
+                     # one round has no spread between rounds: its recorded 0.0 is no measurement
+                     fmt(s.get("per_round_sd_pp"), ".2f") if len(s.get("per_round_speedup_pct") or []) > 1 else "-",
                      ", ".join(f"{x:+.2f}" for x in s.get("per_round_speedup_pct") or []) or "-",
                      # a run stopped before it timed a kernel records its median as None
                      ", ".join(f"{k} {fmt(v, '.4f')}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
@@ -121,10 +128,11 @@ def fidelity_table(recs: list[SessionRecord]) -> TableData:
     for r in recs:
         for name, c in fidelity_conditions(r.summary):
             resolved = c["ci_low"] > 0 or c["ci_high"] < 0
-            rows.append([marked_name(r), name, fmt(c["dnll"], "+.5f"), f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]",
+            rows.append([marked_name(r), name, fidelity_reference(r.summary), str(r.summary.get("dtype", "-")),
+                         fmt(c["dnll"], "+.5f"), f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]",
                          fmt(100 * (math.exp(c["dnll"]) - 1), "+.3f"), "yes" if resolved else "no"])
-    return TableData("fidelity sessions", ["session", "condition", "dNLL", "95% interval", "ppl change %",
-                                           "resolved"], rows)
+    return TableData("fidelity sessions", ["session", "condition", "dNLL against", "dtype", "dNLL", "95% interval",
+                                           "ppl change %", "resolved"], rows)
 
 
 def trace_table(recs: list[SessionRecord]) -> TableData:
@@ -134,13 +142,14 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
             base, var = p.get("baseline", "A0"), p.get("variant", "A1")
             k, c, nk = p.get("kernel_us") or {}, p.get("call_latency_us") or {}, p.get("non_kernel_pct") or {}
             rows.append([marked_name(r), str(r.summary.get("source", "-")), seq_label(p["seq"]), mask_label(p.get("causal")),
+                         f"{base} vs {var}",
                          f"{fmt(k.get(base), '.1f')} / {fmt(k.get(var), '.1f')}",
                          f"{fmt(c.get(base), '.1f')} / {fmt(c.get(var), '.1f')}",
                          fmt(p.get("kernel_only_speedup_pct"), "+.1f"), fmt(p.get("call_latency_speedup_pct"), "+.1f"),
                          f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}"])
     return TableData("trace sessions (kernel duration against call latency)",
-                     ["session", "source", "seq", "mask", "kernel us", "call us", "kernel-only %", "call %",
-                      "non-kernel %"], rows)
+                     ["session", "source", "seq", "mask", "comparison", "kernel us", "call us", "kernel-only %",
+                      "call %", "non-kernel %"], rows)
 
 
 def _interval(lo, hi, spec: str) -> str:
@@ -155,11 +164,13 @@ def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
     for i, p in enumerate(sf.points):
         s, f = p.speed, p.fidelity
         ran = f" (ran {f.variant})" if f.variant and f.variant != s.variant else ""
-        rows.append([str(i + 1), point_name(p), configuration(s) or "-", s.backend, s.quantity, against_name(s.against),
+        rows.append([str(i + 1), point_name(p), s.board or "-", configuration(s) or "-", s.backend, s.quantity,
+                     against_name(s.against),
                      fmt(s.estimate_pct, "+.2f"), _interval(s.ci_low, s.ci_high, "+.2f"),
                      s.session + ("" if s.complete else " (partial)"), p.operator, f.condition + ran,
-                     fmt(f.dnll, "+.5f"), _interval(f.ci_low, f.ci_high, "+.5f"),
+                     f.reference, fmt(f.dnll, "+.5f"), _interval(f.ci_low, f.ci_high, "+.5f"),
                      f"{f.session}{'' if f.complete else ' (partial)'}: {f.model}, {f.corpus}, {f.dtype}"])
     return TableData(f"speed against fidelity at {sf.shape_tag}",
-                     ["#", "kernel", "configuration", "backend", "quantity", "against", "speed-up %", "95% interval",
-                      "latency session", "operator", "fidelity condition", "dNLL", "dNLL 95% interval", "fidelity session"], rows)
+                     ["#", "kernel", "GPU", "configuration", "backend", "quantity", "against", "speed-up %",
+                      "95% interval", "latency session", "operator", "fidelity condition", "dNLL against", "dNLL",
+                      "dNLL 95% interval", "fidelity session"], rows)
