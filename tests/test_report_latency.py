@@ -183,6 +183,23 @@ def test_one_round_has_no_spread_between_rounds():
     assert rows[one.name]["per-round sd pp"] == "-"
     assert rows[ROUNDS.name]["per-round sd pp"] == "6.20"
 
+
+def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():
+    """sweep variants interleaves several variants in one run: the row names them all, with each one's speed-up
+    over A0 and against FA3; a paired run of three rounds lists each round's estimate."""
+    sweep = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
+    rows = _cells(latency_table(load_sessions([sweep, NO_NULL])))
+    row, comps = rows[sweep.name], json.loads((sweep / "summary.json").read_text())["comparisons"]
+    assert row["comparison"] == "A0 vs h15-folded, h15-1of2, h15-1of4"
+    assert row["speed-up % [95% interval]"] == "; ".join(
+        [_pct(comps["h15-folded"]["paired"])] + [f"{v} {_pct(comps[v]['paired'])}" for v in ("h15-1of2", "h15-1of4")])
+    estimates, _ = against_reference(load_session(sweep), "ref-fa3")
+    assert row["variant vs reference % [95% interval]"] == "FA3: " + ", ".join(
+        f"{v} {_pct(estimates[v])}" for v in ("h15-folded", "h15-1of2", "h15-1of4"))
+    rounds = json.loads((NO_NULL / "summary.json").read_text())["comparisons"]["A1"]["per_round"]
+    assert len(rounds) == 3
+    assert rows[NO_NULL.name]["per-round %"] == ", ".join(f"{r['estimate_pct']:+.2f}" for r in rounds)
+
 def test_report_md_carries_the_new_columns(tmp_path):
     rep = main(["report", str(SUSTAINED), str(NO_NULL), "--out", str(tmp_path / "r")])
     assert rep == 0

@@ -69,12 +69,24 @@ def test_rows_print_the_group_and_the_scatter_beyond_the_sessions_own_intervals(
                               "ref-fa3", "4"]
     assert rows["A0"][7] == f"{a0.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]"
     assert rows["A0"][10] == f"{min(a0.estimates_pct):+.2f} to {max(a0.estimates_pct):+.2f}"
+    # each row names its sessions, so that a reader can find every value it averages
+    assert rows["A0"][12] == ", ".join(n[:16] for n in HG4)
     text = replication_summary(groups, notes)
     for g in groups:  # a sentence exactly where the sessions scatter more than 1.5 times their intervals imply
         implied = statistics.median(g.half_widths_pp) / 1.96
         flagged = any(s.startswith(f"- {g.kernel} (") for s in text)
         assert flagged == (statistics.stdev(g.estimates_pct) > 1.5 * implied)
 
+
+
+def test_a_session_whose_estimates_cannot_be_read_is_named_as_left_out():
+    """The -lm run of 2026-12-02 timed FA3 but its A0 was not exact attention: it gives no point, and the
+    section on how the table is made says so by name rather than leaving it out silently."""
+    over_row = "20261202T132424Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+    per_tile = "20261202T134042Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved"
+    _, notes = replications(load_sessions([SESSIONS / over_row, SESSIONS / per_tile]))
+    (note,) = [n for n in notes if "left out in whole or in part" in n]
+    assert note.startswith("1 session(s) that timed a reference") and note.endswith(": 20261202T132424Z")
 
 def test_sessions_on_another_board_are_no_replicates(tmp_path):
     """An H100 and an H200 share the capability 9.0 but not their memory or clocks: the same kernel, shape and

@@ -23,6 +23,7 @@ from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import implied_sd, scatters_wider
 from softbench.report.reestimate import EstimateAgainst, against_reference
+from softbench.report.speed_figure import stamp
 from softbench.report.speedups import Speedup, session_speedups
 
 MIN_SESSIONS = 2  # a kernel timed against the reference once has nothing to replicate
@@ -81,6 +82,7 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS,
     and one sentence each on what was left out."""
     groups: dict[tuple, list[tuple[str, Speedup, float | None]]] = {}
     partial = 0
+    unread: list[str] = []
     for rec in recs:
         references = (rec.summary or {}).get("references") or []
         if not references:
@@ -88,7 +90,9 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS,
         if not rec.complete:  # a run cut short is drawn elsewhere, marked; it is no replicate of a full one
             partial += 1
             continue
-        points, _ = session_speedups(rec, estimate)  # what could not be re-estimated is reported by the figures' notes
+        points, why = session_speedups(rec, estimate)
+        if why:  # a baseline that is not exact attention, or units that do not give back the session's estimates
+            unread.append(rec.name)
         null = _null_of(points, references)
         for p in points:
             if p.against in references and p.role in ("baseline", "variant"):
@@ -109,12 +113,16 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS,
                      "and configuration) are left out")
     if partial:
         notes.append(f"{partial} partial session(s) that timed a reference are left out")
+    if unread:
+        notes.append(f"{len(unread)} session(s) that timed a reference are left out in whole or in part, their "
+                     "baseline not exact attention or their units not giving back their own estimates (the report's "
+                     "notes say which): " + ", ".join(stamp(n) for n in unread))
     return out, notes
 
 
 REPLICATION_COLUMNS = ["GPU", "shape", "quantity", "kernel", "configuration", "against", "sessions",
                        "mean % [95% t, across sessions]", "sd between sessions pp", "own half-width pp (median)",
-                       "range %", "A/A nulls %"]
+                       "range %", "A/A nulls %", "sessions (start stamps)"]
 
 
 def _span(values, spec: str = "+.2f") -> str:
@@ -129,7 +137,7 @@ def replication_rows(groups: list[Replication]) -> list[list[str]]:
                      str(len(g.sessions)),
                      f"{g.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]", f"{g.sd_between_pp:.2f}",
                      fmt(statistics.median(g.half_widths_pp) if g.half_widths_pp else None, ".2f"),
-                     _span(g.estimates_pct), _span(g.nulls_pct)])
+                     _span(g.estimates_pct), _span(g.nulls_pct), ", ".join(stamp(n) for n in g.sessions)])
     return rows
 
 

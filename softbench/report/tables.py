@@ -39,9 +39,29 @@ def _paired_cell(paired: dict | None) -> str:
     return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
 
 
+def _further_variants(rec: SessionRecord) -> list[str]:
+    """A paired session's variants after its first (sweep variants times several in one run), by label."""
+    s = rec.summary
+    if session_quantity(rec) == PAPER:
+        return []
+    return [label for label, c in (s.get("comparisons") or {}).items()
+            if c.get("role") == "variant" and label != s.get("variant")]
+
+
+def _per_round(rec: SessionRecord) -> list[float]:
+    """Each round's speed-up of the first variant: the paper rounds' own list, or a paired run's per-round
+    estimates where it ran rounds."""
+    s = rec.summary
+    if s.get("per_round_speedup_pct"):
+        return list(s["per_round_speedup_pct"])
+    rounds = ((s.get("comparisons") or {}).get(s.get("variant")) or {}).get("per_round") or []
+    return [r["estimate_pct"] for r in rounds if isinstance(r, dict) and r.get("estimate_pct") is not None]
+
+
 def _speedup_cell(rec: SessionRecord) -> str:
-    """The session's speed-up of its (first) variant with its 95% interval: the paired estimate for the paired
-    protocols; for the paper rounds, the pooled medians with the window bootstrap they wrote, named as such."""
+    """The session's speed-up of its first variant with its 95% interval, then its further variants' (each by
+    label): the paired estimate for the paired protocols; for the paper rounds, the pooled medians with the window
+    bootstrap they wrote, named as such."""
     s = rec.summary
     # a baseline that is not exact attention qualifies every speed-up of its run: said in the cell itself
     warning = exactness_warning(recorded_exactness(s))
@@ -50,6 +70,8 @@ def _speedup_cell(rec: SessionRecord) -> str:
     else:
         cell = _with_interval(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
         cell = cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
+    comps = s.get("comparisons") or {}
+    cell += "".join(f"; {label} {_paired_cell(comps[label].get('paired'))}" for label in _further_variants(rec))
     return f"{cell}; {warning}" if warning else cell
 
 
@@ -65,11 +87,16 @@ def _null_cell(rec: SessionRecord) -> str:
 def _reference_cell(rec: SessionRecord, estimate: EstimateAgainst) -> str:
     """The variant against each reference kernel timed in the same run (FA3: ref-fa3), per pair, re-estimated
     from the session's own units (softbench.report.reestimate), as docs/leases.md's rows give it."""
-    variant = rec.summary.get("variant")
+    variant, further = rec.summary.get("variant"), _further_variants(rec)
     cells = []
     for ref in rec.summary.get("references") or []:
         estimates, why = estimate(rec, ref)
-        text = f"not estimated: {why}" if why else _paired_cell(estimates.get(variant))
+        if why:
+            text = f"not estimated: {why}"
+        elif further:  # several variants: each named
+            text = ", ".join(f"{label} {_paired_cell(estimates.get(label))}" for label in (variant, *further))
+        else:
+            text = _paired_cell(estimates.get(variant))
         cells.append(f"{against_name(ref)}: {text}")
     return "; ".join(cells) or "not timed"
 
@@ -81,11 +108,12 @@ def latency_table(recs: list[SessionRecord], estimate: EstimateAgainst = against
         quantity = session_quantity(r)
         rows.append([marked_name(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
-                     f"{f.get('baseline', '?')} vs {f.get('variant', '?')}", QUANTITY_NAMES.get(quantity, quantity),
+                     f"{f.get('baseline', '?')} vs {', '.join([str(f.get('variant', '?')), *_further_variants(r)])}",
+                     QUANTITY_NAMES.get(quantity, quantity),
                      _speedup_cell(r), _null_cell(r), _reference_cell(r, estimate),
                      # one round has no spread between rounds: its recorded 0.0 is no measurement
                      fmt(s.get("per_round_sd_pp"), ".2f") if len(s.get("per_round_speedup_pct") or []) > 1 else "-",
-                     ", ".join(f"{x:+.2f}" for x in s.get("per_round_speedup_pct") or []) or "-",
+                     ", ".join(f"{x:+.2f}" for x in _per_round(r)) or "-",
                      # a run stopped before it timed a kernel records its median as None
                      ", ".join(f"{k} {fmt(v, '.4f')}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
     return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison", "quantity",
