@@ -198,5 +198,8 @@ def test_speedup_bars_name_each_session_and_carry_its_interval():
     mid = sustained.summary["speedup_pct"]
     assert _bar_error(sustained.summary) == ([mid - low], [high - mid])
     # a session without an interval (the paper's rounds) keeps its per-round sd; one with neither has no whisker
-    assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.7}) == ([0.7], [0.7])
+    assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.7, "per_round_speedup_pct": [4.3, 5.7]}) == \
+        ([0.7], [0.7])
+    # one round records an sd of 0.0, which is no spread: no whisker rather than a whisker of zero
+    assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.0, "per_round_speedup_pct": [5.0]}) is None
     assert _bar_error({"speedup_pct": 5.0}) is None

@@ -192,13 +192,23 @@ def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():
     row, comps = rows[sweep.name], json.loads((sweep / "summary.json").read_text())["comparisons"]
     assert row["comparison"] == "A0 vs h15-folded, h15-1of2, h15-1of4"
     assert row["speed-up % [95% interval]"] == "; ".join(
-        [_pct(comps["h15-folded"]["paired"])] + [f"{v} {_pct(comps[v]['paired'])}" for v in ("h15-1of2", "h15-1of4")])
+        f"{v} {_pct(comps[v]['paired'])}" for v in ("h15-folded", "h15-1of2", "h15-1of4"))
     estimates, _ = against_reference(load_session(sweep), "ref-fa3")
     assert row["variant vs reference % [95% interval]"] == "FA3: " + ", ".join(
         f"{v} {_pct(estimates[v])}" for v in ("h15-folded", "h15-1of2", "h15-1of4"))
     rounds = json.loads((NO_NULL / "summary.json").read_text())["comparisons"]["A1"]["per_round"]
     assert len(rounds) == 3
     assert rows[NO_NULL.name]["per-round %"] == ", ".join(f"{r['estimate_pct']:+.2f}" for r in rounds)
+    # and the spread between them, as the paper rounds record theirs (population sd)
+    import statistics
+    assert rows[NO_NULL.name]["per-round sd pp"] == f"{statistics.pstdev([r['estimate_pct'] for r in rounds]):.2f}"
+    # a sweep run whose summary heads with another variant than --variants named first: each value under its own
+    # name (the comparison once read protocol.yaml's first name and the cell the summary's)
+    other = SESSIONS / "20261202T053447Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-sat-1-interleaved"
+    summary = json.loads((other / "summary.json").read_text())
+    row = _cells(latency_table(load_sessions([other])))[other.name]
+    assert summary["variant"] == "h15-folded" and row["comparison"] == "A0 vs h15-folded, h15-sat"
+    assert row["speed-up % [95% interval]"].startswith(f"h15-folded {_pct(summary['comparisons']['h15-folded']['paired'])}; h15-sat ")
 
 def test_report_md_carries_the_new_columns(tmp_path):
     rep = main(["report", str(SUSTAINED), str(NO_NULL), "--out", str(tmp_path / "r")])

@@ -132,8 +132,12 @@ def test_a_missing_join_is_reported(tmp_path, capsys):
     # operator (exp2) has no condition against it: every A0 point is left out
     alone = _join([PROJECT / FOLDED, PROJECT / FP8_KERNEL])
     assert alone.reference == "kernel:stock" and {p.speed.variant for p in alone.points} == {"h15-folded"}
-    assert any(s.startswith("variant A0 (operator exp2): no fidelity session among the paths evaluated operator "
-                            "exp2 at fp8 against kernel:stock") for s in alone.skipped)
+    assert any(s.startswith("variant A0 (operator exp2): A0 is the stock kernel the dNLLs against kernel:stock are "
+                            "measured from (its dNLL is 0 by definition") for s in alone.skipped)
+    # with the simulation beside it, exact attention covers h15-folded as well: on that tie the reference is exact,
+    # and A0 (whose operator does not vote) is drawn against it too
+    both = _join([PROJECT / FOLDED, PROJECT / FP8_KERNEL, PROJECT / FP8_SIM])
+    assert both.reference == "exact" and {p.speed.variant for p in both.points} == {"A0", "h15-folded"}
     out = tmp_path / "report"
     assert main(["report", *map(str, PATHS), "--out", str(out)]) == 0
     assert "speed against fidelity: not joined: variant noexp (operator identity)" in capsys.readouterr().out
@@ -212,6 +216,17 @@ def test_a_speedup_between_two_configurations_names_both():
     sat = {(p.label, p.against): p for p in session_speedups(load_session(REAL_SESSIONS / INTERLEAVED))[0]}
     assert sat[("h15-sat", "A0")].config == sat[("h15-sat", "A0")].against_config == "gluon-n128s2-c240l24-hg8-g1"
 
+
+
+def test_a_fidelity_summary_without_its_baseline_is_read_by_its_path():
+    """Every recorded fidelity session names its baseline; one that does not (another tool's, a future format) is
+    read by its path: the simulation and the row path measure against exact attention, the kernel path against its
+    own stock kernel."""
+    from softbench.report.records import fidelity_reference
+
+    assert fidelity_reference(_summary(SIM)) == "exact" and fidelity_reference(_summary(KERNEL)) == "kernel:stock"
+    for path, ref in (("sim", "exact"), ("row", "exact"), ("kernel", "kernel:stock"), ("elsewhere", "?")):
+        assert fidelity_reference({"path": path}) == ref
 
 def test_a_report_estimates_each_session_against_fa3_once(tmp_path, monkeypatch):
     """The latency table, the replications and this figure all read the sessions against FA3; each estimate

@@ -106,8 +106,9 @@ def _bar_error(summary: dict) -> tuple[list[float], list[float]] | None:
     ci, mid = summary.get("speedup_ci95_pct"), summary["speedup_pct"]
     if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
         return [max(mid - ci[0], 0.0)], [max(ci[1] - mid, 0.0)]
-    sd = summary.get("per_round_sd_pp")
-    return ([sd], [sd]) if isinstance(sd, (int, float)) else None
+    sd, rounds = summary.get("per_round_sd_pp"), summary.get("per_round_speedup_pct") or []
+    # one round's recorded 0.0 is no spread: no whisker rather than one of zero length
+    return ([sd], [sd]) if isinstance(sd, (int, float)) and len(rounds) > 1 else None
 
 
 def plot_speedup_bars(recs: list[SessionRecord], path: Path) -> Path | None:

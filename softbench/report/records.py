@@ -106,9 +106,12 @@ def fidelity_reference(summary: dict) -> str:
     """What a fidelity session's dNLLs are measured against: its baseline's name ('exact' on the simulation's and
     the row paths, 'kernel:stock' on the kernel path); '?' where it records none."""
     b = summary.get("baseline")
-    if isinstance(b, dict):
-        return str(b.get("name") or "?")
-    return "?" if b is None else str(b)
+    if isinstance(b, dict) and b.get("name"):
+        return str(b["name"])
+    if isinstance(b, str):
+        return b
+    # a summary that names no baseline: its path says what the dNLLs are against
+    return {"sim": "exact", "row": "exact", "kernel": "kernel:stock"}.get(str(summary.get("path")), "?")
 
 
 def trace_points(rec: SessionRecord) -> list[dict]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from softbench.core.errors import UsageError
 from softbench.kernels.catalog import get_variant
 from softbench.predictions.sessions import SessionRecord
-from softbench.report.fidelity_match import FidelityPoint, best_fidelity, choose_reference, fidelity_points
+from softbench.report.fidelity_match import EXACT, FidelityPoint, best_fidelity, choose_reference, fidelity_points
 from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speedups import PAPER, Speedup, session_speedups
 
@@ -110,13 +110,21 @@ def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionReco
             why[p.variant] = f"variant {p.variant} is not in softbench's catalog, so its operator is unknown"
     # a dNLL at another dtype, or against another reference, is another quantity: one of each for the figure
     at_dtype = [f for f in fidelity_points(fidelity) if f.dtype == out.dtype]
-    out.reference = choose_reference(at_dtype, set(operators.values()))
+    # the baseline's operator does not vote: against its own stock kernel its dNLL is 0 by definition, so a
+    # kernel-path reference can never cover it
+    approximations = {operators[p.variant] for p in newest if p.variant in operators and p.role == "variant"}
+    out.reference = (choose_reference(at_dtype, approximations)
+                     or choose_reference(at_dtype, set(operators.values())))
     fid = [f for f in at_dtype if f.reference == out.reference]
     for p, members in zip(newest, by_key.values()):
         operator = operators.get(p.variant)
         match = best_fidelity(fid, operator, p.backend) if operator else None
         if match is None:
-            if operator:
+            if operator and p.role != "variant" and out.reference not in (EXACT, None):
+                why[p.variant] = (f"variant {p.variant} (operator {operator}): {p.variant} is the stock kernel the "
+                                  f"dNLLs against {out.reference} are measured from (its dNLL is 0 by definition, "
+                                  "not a measurement)")
+            elif operator:
                 elsewhere = sorted({f"{f.dtype} against {f.reference}" for f in fidelity_points(fidelity)
                                     if f.operator == operator} - {f"{out.dtype} against {out.reference}"})
                 why[p.variant] = (f"variant {p.variant} (operator {operator}): no fidelity session among the paths "
@@ -152,7 +160,8 @@ def describe(sf: SpeedFidelity, shapes: Counter, asked: str | None) -> list[str]
              "against FP32 softmax); of those, the kernel path on the same backend first, then the simulation, then "
              "the kernel path on another backend, then the offline whole-row path; a complete session first, then "
              "the newest.",
-             "- Each point names the GPU its latency session ran on; sessions of two boards are drawn apart."]
+             "- Each point names the GPU its latency session ran on: sessions of two boards are kept as separate "
+             "points, which the numbered source lines under the figure tell apart."]
     lines += [f"- not joined: {s}" for s in sf.skipped]
     lines += [f"- not read: {n}" for n in sf.notes]
     if not sf.points:

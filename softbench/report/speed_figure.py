@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from softbench.report.figures import new_figure, save_figure
+from softbench.report.records import REFERENCE_WORDS
 from softbench.report.speed_fidelity import JoinedPoint, SpeedFidelity
 from softbench.report.speedups import PAPER, QUANTITY_NAMES as QUANTITY_LEGEND, Speedup
 
@@ -96,8 +97,8 @@ def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
                         fontsize=7)
         ax.axhline(0.0, color="0.5", lw=0.6)
         ax.axvline(0.0, color="0.5", lw=0.6)
-        ax.set_xlabel(f"dNLL of the variant's operator against {sf.reference} at {sf.dtype}, $10^{{-3}}$ nats/token\n"
-                      "(paired block bootstrap 95% interval)")
+        ax.set_xlabel(f"dNLL of the variant's operator at {sf.dtype}, $10^{{-3}}$ nats/token, against\n"
+                      f"{REFERENCE_WORDS.get(sf.reference, sf.reference)} (paired block bootstrap 95% interval)")
         ax.set_ylabel(f"speed-up against {against_name(against)}, % (95% interval)")
         ax.set_title(f"against {against_name(against)}" + (" (timed in the same session)"
                                                            if against.startswith("ref-") else ""), fontsize=9)

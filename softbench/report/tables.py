@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from softbench.core.shapes import seq_label
@@ -39,6 +40,12 @@ def _paired_cell(paired: dict | None) -> str:
     return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
 
 
+def _first_variant(rec: SessionRecord) -> str:
+    """The variant whose speed-up summary.json heads with: for a sweep run the first it summarized, which need not
+    be the first name given to --variants (protocol.yaml's, and the facts')."""
+    return str(rec.summary.get("variant") or rec.facts.get("variant") or "?")
+
+
 def _further_variants(rec: SessionRecord) -> list[str]:
     """A paired session's variants after its first (sweep variants times several in one run), by label."""
     s = rec.summary
@@ -58,6 +65,18 @@ def _per_round(rec: SessionRecord) -> list[float]:
     return [r["estimate_pct"] for r in rounds if isinstance(r, dict) and r.get("estimate_pct") is not None]
 
 
+def _round_sd(rec: SessionRecord) -> str:
+    """The sd between rounds (population sd, as the paper rounds record it) of the rounds _per_round lists; '-'
+    below two rounds, where a recorded 0.0 is no measurement of spread."""
+    rounds = _per_round(rec)
+    return f"{statistics.pstdev(rounds):.2f}" if len(rounds) > 1 else "-"
+
+
+def _round_cell(rec: SessionRecord) -> str:
+    text = ", ".join(f"{x:+.2f}" for x in _per_round(rec)) or "-"
+    return f"{_first_variant(rec)}: {text}" if _further_variants(rec) and text != "-" else text
+
+
 def _speedup_cell(rec: SessionRecord) -> str:
     """The session's speed-up of its first variant with its 95% interval, then its further variants' (each by
     label): the paired estimate for the paired protocols; for the paper rounds, the pooled medians with the window
@@ -70,8 +89,10 @@ def _speedup_cell(rec: SessionRecord) -> str:
     else:
         cell = _with_interval(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
         cell = cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
-    comps = s.get("comparisons") or {}
-    cell += "".join(f"; {label} {_paired_cell(comps[label].get('paired'))}" for label in _further_variants(rec))
+    comps, further = s.get("comparisons") or {}, _further_variants(rec)
+    if further:  # several variants: each value named
+        cell = f"{_first_variant(rec)} {cell}" + "".join(f"; {label} {_paired_cell(comps[label].get('paired'))}"
+                                                         for label in further)
     return f"{cell}; {warning}" if warning else cell
 
 
@@ -108,12 +129,10 @@ def latency_table(recs: list[SessionRecord], estimate: EstimateAgainst = against
         quantity = session_quantity(r)
         rows.append([marked_name(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
-                     f"{f.get('baseline', '?')} vs {', '.join([str(f.get('variant', '?')), *_further_variants(r)])}",
+                     f"{f.get('baseline', '?')} vs {', '.join([_first_variant(r), *_further_variants(r)])}",
                      QUANTITY_NAMES.get(quantity, quantity),
                      _speedup_cell(r), _null_cell(r), _reference_cell(r, estimate),
-                     # one round has no spread between rounds: its recorded 0.0 is no measurement
-                     fmt(s.get("per_round_sd_pp"), ".2f") if len(s.get("per_round_speedup_pct") or []) > 1 else "-",
-                     ", ".join(f"{x:+.2f}" for x in _per_round(r)) or "-",
+                     _round_sd(r), _round_cell(r),
                      # a run stopped before it timed a kernel records its median as None
                      ", ".join(f"{k} {fmt(v, '.4f')}" for k, v in (s.get("median_ms") or {}).items()) or "-"])
     return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison", "quantity",
