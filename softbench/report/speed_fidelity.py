@@ -109,7 +109,8 @@ def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionReco
         except UsageError:
             why[p.variant] = f"variant {p.variant} is not in softbench's catalog, so its operator is unknown"
     # a dNLL at another dtype, or against another reference, is another quantity: one of each for the figure
-    at_dtype = [f for f in fidelity_points(fidelity) if f.dtype == out.dtype]
+    every = fidelity_points(fidelity)
+    at_dtype = [f for f in every if f.dtype == out.dtype]
     # the baseline's operator does not vote: against its own stock kernel its dNLL is 0 by definition, so a
     # kernel-path reference can never cover it
     approximations = {operators[p.variant] for p in newest if p.variant in operators and p.role == "variant"}
@@ -125,8 +126,8 @@ def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionReco
                                   f"dNLLs against {out.reference} are measured from (its dNLL is 0 by definition, "
                                   "not a measurement)")
             elif operator:
-                elsewhere = sorted({f"{f.dtype} against {f.reference}" for f in fidelity_points(fidelity)
-                                    if f.operator == operator} - {f"{out.dtype} against {out.reference}"})
+                elsewhere = sorted({f"{f.dtype} against {f.reference}" for f in every if f.operator == operator}
+                                   - {f"{out.dtype} against {out.reference}"})
                 why[p.variant] = (f"variant {p.variant} (operator {operator}): no fidelity session among the paths "
                                   f"evaluated operator {operator} at {out.dtype} against {out.reference or 'any'}"
                                   + (f" (only {', '.join(elsewhere)})" if elsewhere else ""))
@@ -155,7 +156,7 @@ def describe(sf: SpeedFidelity, shapes: Counter, asked: str | None) -> list[str]
              "one its kernel ran in; where the variant ran in another than A0 (latency --variant-config), its row "
              "names both.",
              f"- dNLL: at the shape's dtype ({sf.dtype}) and against one reference for every point "
-             f"({sf.reference or 'none found'}: the one under which most of the drawn operators were evaluated, "
+             f"({sf.reference or 'none found'}: the one under which most of the variants' operators were evaluated, "
              "exact attention on a tie; the kernel path measures against its own stock kernel A0, the simulation "
              "against FP32 softmax); of those, the kernel path on the same backend first, then the simulation, then "
              "the kernel path on another backend, then the offline whole-row path; a complete session first, then "
