@@ -153,6 +153,21 @@ def test_the_figure_is_written_and_named_in_the_report(tmp_path):
     assert f"## speed against fidelity at {SHAPE}" in md and f"]({fig.name})" in md
 
 
+def test_one_variant_on_two_boards_is_drawn_in_two_colours():
+    """The A/A nulls (variant A0) of the H200's sessions and of the H100's h15-folded session: two series, two
+    greys, each named by its GPU in the legend; h15-folded's colour is no grey."""
+    from softbench.report.speed_figure import series_colours, series_label
+
+    colours = series_colours(_join().points)
+    a0 = {k: c for k, c in colours.items() if k[0] == "A0"}
+    assert {k[2] for k in a0} == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
+    assert len(set(a0.values())) == len(a0)
+    assert all(not c.startswith("C") for c in a0.values())
+    (folded,) = [k for k in colours if k[0] == "h15-folded"]
+    assert colours[folded].startswith("C")
+    assert series_label(folded) == "h15-folded (triton, H100 80GB HBM3)"
+
+
 def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):
     rep = build_report([REAL_SESSIONS], tmp_path / "bf16", speed_shape="bf16-4K-causal-b1h16d128")
     assert_png(tmp_path / "bf16" / "speed-vs-fidelity-bf16-4K-causal-b1h16d128.png")

@@ -39,6 +39,7 @@ COMMAND = "fidelity"
 # Fault injection for the tests of a dying rank: "R:N" makes rank R exit, as a crashed process would, when it
 # is about to start its (N+1)-th block. Unset in normal use.
 FAULT_ENV = "SOFTBENCH_FAULT_RANK_AFTER_BLOCKS"
+FAULT_DELAY_S = 2.0
 ROWS_FILE = "blocks.jsonl"
 GATE_TOLERANCE_NATS = 0.02  # baseline NLL through softbench's attention and head vs the model's own loss
 
@@ -306,6 +307,9 @@ def fault_check(ranks: distributed.Ranks, blocks_done: int) -> None:
         return
     rank, _, after = spec.partition(":")
     if int(rank) == ranks.rank and blocks_done >= int(after):
+        # die as a rank dies in the middle of a block, not the instant the last gather returns: rank 0 is then still
+        # appending that round's rows when torchrun stops it, and a test of "nothing lost" would race the monitor
+        time.sleep(FAULT_DELAY_S)
         os._exit(17)
 
 

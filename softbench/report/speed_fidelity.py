@@ -162,7 +162,8 @@ def describe(sf: SpeedFidelity, shapes: Counter, asked: str | None) -> list[str]
              "the kernel path on another backend, then the offline whole-row path; a complete session first, then "
              "the newest.",
              "- Each point names the GPU its latency session ran on: sessions of two boards are kept as separate "
-             "points, which the numbered source lines under the figure tell apart."]
+             "points, in a colour of their own (the legend names variant, backend and GPU) and in the numbered source "
+             "lines under the figure."]
     lines += [f"- not joined: {s}" for s in sf.skipped]
     lines += [f"- not read: {n}" for n in sf.notes]
     if not sf.points:

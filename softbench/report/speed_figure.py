@@ -65,6 +65,27 @@ def source_line(i: int, p: JoinedPoint) -> str:
             f"({f.model}, {f.corpus}, {f.dtype}, {f.path} path{', partial' if not f.complete else ''})")
 
 
+def series_key(p: JoinedPoint) -> tuple[str, str, str]:
+    """A colour per variant, backend and board: one variant's speed-ups on an H100 and on an H200 are no
+    replicates of each other, so they are not drawn alike."""
+    return (p.speed.variant, p.speed.backend, p.speed.board)
+
+
+def series_label(key: tuple[str, str, str]) -> str:
+    variant, backend, board = key
+    return f"{variant} ({backend}, {board.removeprefix('NVIDIA ') or 'GPU not recorded'})"
+
+
+def series_colours(points: list[JoinedPoint]) -> dict[tuple[str, str, str], str]:
+    """Each series' colour, in the order the points first name them. A0 in greys, so that the exact kernel reads
+    apart from every approximation's colour."""
+    series = list(dict.fromkeys(series_key(p) for p in points))
+    a0 = [k for k in series if k[0] == "A0"]
+    others = [k for k in series if k[0] != "A0"]
+    return {k: (str(round(0.25 * a0.index(k) % 0.75, 2)) if k in a0 else f"C{others.index(k) % 10}")
+            for k in series}
+
+
 def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
     if not sf.points:
         return None
@@ -75,18 +96,14 @@ def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
     notes += [w for s in sf.skipped for w in textwrap.wrap("not joined: " + s, 190, subsequent_indent="    ")]
     fig = new_figure(6.0 * len(panels), 4.8 + 0.12 * len(notes))
     grid = fig.add_gridspec(2, len(panels), height_ratios=[4.5, 0.8 + 0.12 * len(notes)], hspace=0.35)
-    series = list(dict.fromkeys((p.speed.backend, p.speed.variant) for p in sf.points))
-    # A0 in greys (one per backend), so that the exact kernel reads apart from every approximation's colour
-    a0 = [k for k in series if k[1] == "A0"]
-    others = [k for k in series if k[1] != "A0"]
-    color = {k: (str(0.45 * a0.index(k) % 0.9) if k in a0 else f"C{others.index(k) % 10}") for k in series}
+    color = series_colours(sf.points)
     for pi, against in enumerate(panels):
         ax = fig.add_subplot(grid[0, pi])
         for i, p in enumerate(sf.points):
             s, f = p.speed, p.fidelity
             if s.against != against:
                 continue
-            c = color[(s.backend, s.variant)]
+            c = color[series_key(p)]
             x = MILLI * f.dnll
             ax.errorbar([x], [s.estimate_pct], xerr=_err(x, MILLI * f.ci_low, MILLI * f.ci_high),
                         yerr=_err(s.estimate_pct, s.ci_low, s.ci_high), fmt=MARKERS.get(s.quantity, "D"), color=c,
@@ -102,7 +119,7 @@ def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
         ax.set_ylabel(f"speed-up against {against_name(against)}, % (95% interval)")
         ax.set_title(f"against {against_name(against)}" + (" (timed in the same session)"
                                                            if against.startswith("ref-") else ""), fontsize=9)
-    handles = [Line2D([], [], color=color[k], marker="o", ls="", label=f"{k[1]} ({k[0]})") for k in series]
+    handles = [Line2D([], [], color=c, marker="o", ls="", label=series_label(k)) for k, c in color.items()]
     handles += [Line2D([], [], color="0.3", marker=MARKERS[q], ls="", label=QUANTITY_LEGEND[q]) for q in MARKERS
                 if any(p.speed.quantity == q for p in sf.points)]
     fig.axes[-1].legend(handles=handles, fontsize=7, loc="best", title="hollow: partial session", title_fontsize=7)
