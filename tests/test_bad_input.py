@@ -205,6 +205,8 @@ CASES = [
          says="--variants names the baseline A0, whose A/A null --null already times"),
     case("sweep-baseline-second", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants", "A1,A0",
          "--no-null", says="only the first variant can be the baseline again"),
+    case("sweep-baseline-second-sustained", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants",
+         "A1,A0", "--no-null", "--protocol", "sustained", says="only the first variant can be the baseline again"),
     case("trace-variant-twice", "trace", "run", "--variants", "A0,A0", says="--variants names A0 more than once"),
     case("energy-kv-heads", "energy", "--heads", "3", "--kv-heads", "2", says="multiple"),
     case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from softbench.core.errors import UsageError
+from softbench.core.protocol import InterleavedProtocol, SustainedProtocol
 from softbench.core.shapes import Shape
 from softbench.latency.engine import LatencyOptions, protocol_record
 from softbench.latency.render import configuration_lines
@@ -96,4 +97,14 @@ def test_a_variant_named_twice_in_one_interleaving_is_refused():
     --variants gives the engine more than one, so the sentence names that option (the same as sweep's own)."""
     opts = LatencyOptions(shapes=SHAPE, backend="triton", variant="A1", more_variants=("noexp", "A1"))
     with pytest.raises(UsageError, match="--variants names A1 more than once"):
+        opts.kernel_specs()
+
+
+@pytest.mark.parametrize("protocol", [InterleavedProtocol(), SustainedProtocol()], ids=["interleaved", "sustained"])
+def test_the_baseline_after_the_first_variant_is_refused_by_the_engine(protocol):
+    """The baseline as a later variant would take its label A0 a second time (once a ValueError, exit 70, from the
+    process pool); the engine refuses it whoever builds the options, under either protocol that shares one run."""
+    opts = LatencyOptions(shapes=SHAPE, backend="triton", variant="A1", more_variants=("A0",),
+                          protocol=protocol)
+    with pytest.raises(UsageError, match="only the first variant can be the baseline again"):
         opts.kernel_specs()

@@ -325,3 +325,15 @@ def refuse_repeats(names: tuple[str, ...], where: str, example: str = "A0,A1") -
     if repeated:
         raise UsageError(f"{where} names {', '.join(repeated)} more than once", hint=f"e.g. {where} {example}"
                          if where.startswith("--") else "name each variant once")
+
+
+def refuse_baseline_after_first(baseline: str, variants: tuple[str, ...]) -> None:
+    """Kernels that share one run are labelled A0 (the baseline), A1 (the first variant: A0' where it is the
+    baseline again, its A/A run) and then by their names: the baseline named after the first variant would take
+    the baseline's label A0 a second time."""
+    from softbench.core.errors import UsageError
+
+    if baseline in variants[1:]:
+        raise UsageError(f"--variants names the baseline {baseline} after another variant; in one run only the "
+                         "first variant can be the baseline again (its A/A run)",
+                         hint=f"list {baseline} first, or leave it out and let --null time the A/A null")

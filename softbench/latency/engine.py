@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import UsageError
-from softbench.core.options import refuse_repeats
+from softbench.core.options import refuse_baseline_after_first, refuse_repeats
 from softbench.core.protocol import AnyProtocol, InterleavedProtocol
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
@@ -63,6 +63,7 @@ class LatencyOptions(RunOptions):
         base_label, var_label = self.labels()
         # more than one variant comes from sweep's --variants alone (latency takes one --variant)
         refuse_repeats((self.variant, *self.more_variants), "--variants", "A1,noexp")
+        refuse_baseline_after_first(self.baseline, (self.variant, *self.more_variants))
         if self.variant_options and self.variant == self.baseline:
             raise UsageError("--variant-config runs the variant in another configuration than the baseline; with "
                              "--variant equal to the baseline that would time two configurations, not an A/A null",

@@ -88,7 +88,7 @@ def emulation(protocol_file, dry_run, out_dir):
 @backend_option()
 @click.option("--baseline", default="A0", show_default=True)
 @click.option("--variants", "variants", default="A1,noexp", show_default=True,
-              help="comma-separated variants; interleaved: all in one run against the baseline; sustained and "
+              help="comma-separated variants; interleaved and sustained: all in one run against the baseline; "
                    "paper: each in its own session")
 @run_design_options
 @triton_config_option()
@@ -98,8 +98,9 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
                  references, start_order, processes, null_in_process, triton_config, out_dir):
     """Time each of VARIANTS against BASELINE, with a sorted sweep summary. Under the default interleaved
     protocol every variant, the baseline (its A/A null, --reference) share one interleaving, each cycle in a fresh
-    random order; under sustained and paper each variant is its own latency session. Besides the named variants
-    FA4 emulation settings may be named as emu-f<freq>-s<start> (sm_100 only, paper protocol).
+    random order; under sustained they share one run too, each kernel in its own blocks; under paper each variant
+    is its own latency session. Besides the named variants FA4 emulation settings may be named as
+    emu-f<freq>-s<start> (sm_100 only, paper protocol).
 
     Example: softbench sweep variants --baseline A0 --variants A1,noexp --seq 8K"""
     from softbench.core.console import RichProgress
@@ -160,9 +161,10 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
 
 
 def _check_baseline_among(baseline: str, names: tuple[str, ...], null: bool, kind: str) -> None:
-    """The baseline named in --variants is its A/A run, which --null times already, and which one interleaved run
-    can label only as its first variant (A0'); anywhere else two kernels would share one label."""
+    """The baseline named in --variants is its A/A run, which --null times already, and which a run shared by all
+    the variants (interleaved, sustained) can label only as its first variant (A0')."""
     from softbench.core.errors import UsageError
+    from softbench.core.options import refuse_baseline_after_first
 
     if baseline not in names:
         return
@@ -170,10 +172,8 @@ def _check_baseline_among(baseline: str, names: tuple[str, ...], null: bool, kin
         raise UsageError(f"--variants names the baseline {baseline}, whose A/A null --null already times (it is on "
                          "unless --no-null is given)",
                          hint=f"leave {baseline} out of --variants, or add --no-null")
-    if kind == "interleaved" and names[0] != baseline:
-        raise UsageError(f"--variants names the baseline {baseline} after another variant; in one interleaved run "
-                         "only the first variant can be the baseline again (its A/A run)",
-                         hint=f"list {baseline} first, or leave it out and let --null time the A/A null")
+    if kind != "paper":  # the paper's rounds run each variant in a session of its own
+        refuse_baseline_after_first(baseline, names)
 
 
 def _print_result(session) -> None:
