@@ -210,6 +210,21 @@ def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():
     assert summary["variant"] == "h15-folded" and row["comparison"] == "A0 vs h15-folded, h15-sat"
     assert row["speed-up % [95% interval]"].startswith(f"h15-folded {_pct(summary['comparisons']['h15-folded']['paired'])}; h15-sat ")
 
+def test_the_speedup_figures_name_the_variant_whose_speedup_they_draw():
+    """The figures draw summary.json's speedup_pct, which is the speed-up of the summary's first variant: their
+    comparison (a bar panel's title, a line's legend) names that variant, not protocol.yaml's first --variants name
+    (once h15-sat's +9.99 was drawn as "A0 vs h15-folded", whose own is +10.95)."""
+    from softbench.report.records import lat_group
+
+    for name in ("20261202T034758Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-folded-1-interleaved",
+                 "20261202T053447Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-sat-1-interleaved"):
+        rec = load_session(SESSIONS / name)
+        drawn = rec.summary["variant"]
+        assert rec.summary["speedup_pct"] == rec.summary["comparisons"][drawn]["paired"]["estimate_pct"]
+        assert drawn != rec.facts["variant"]  # the case the figures once mislabelled
+        assert lat_group(rec)[-1] == f"A0 vs {drawn}"
+
+
 def test_report_md_carries_the_new_columns(tmp_path):
     rep = main(["report", str(SUSTAINED), str(NO_NULL), "--out", str(tmp_path / "r")])
     assert rep == 0

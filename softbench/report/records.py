@@ -26,9 +26,16 @@ def kernel_config(rec: SessionRecord, kernel: str | None = None) -> str:
     return label if isinstance(label, str) else ""
 
 
+def first_variant(rec: SessionRecord) -> str:
+    """The variant whose speed-up summary.json heads with (speedup_pct and its interval): for a sweep run the first
+    it summarized, which need not be the first name given to --variants (protocol.yaml's, and the facts'). Every
+    table cell and figure that shows that speed-up names this variant."""
+    return str(rec.summary.get("variant") or rec.facts.get("variant") or "?")
+
+
 def variant_config(rec: SessionRecord) -> str:
     """The configuration the variant ran in where it is not the baseline's (latency --variant-config), else ''."""
-    variant = rec.facts.get("variant")
+    variant = first_variant(rec)
     label = kernel_config(rec, variant) if isinstance(variant, str) else ""
     return label if label != kernel_config(rec) else ""
 
@@ -43,7 +50,7 @@ def bar_label(rec: SessionRecord) -> str:
     options = config.removeprefix("gluon-")
     own = variant_config(rec)
     if own:  # the variant in a configuration of its own: both, the baseline's first
-        options = f"{options} / {rec.facts.get('variant')} {own.removeprefix('gluon-')}"
+        options = f"{options} / {first_variant(rec)} {own.removeprefix('gluon-')}"
     quantity = rec.facts.get("quantity")
     return " ".join(x for x in (stamp, options, quantity if quantity not in (None, "at equal clock") else "") if x)
 
@@ -64,7 +71,7 @@ def raw_records(rec: SessionRecord, name: str) -> list[dict]:
 def lat_group(rec: SessionRecord) -> tuple:
     f = rec.facts
     return (f.get("backend", "?"), f.get("dtype", "?"), mask_label(f.get("causal")),
-            f"{f.get('baseline', '?')} vs {f.get('variant', '?')}")
+            f"{f.get('baseline', '?')} vs {first_variant(rec)}")
 
 
 def loop_name(rec: dict, fallback: Any) -> str:

@@ -11,8 +11,8 @@ from softbench.core.tables import fmt
 from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
-from softbench.report.records import (fidelity_conditions, fidelity_reference, loop_entries, marked_name, mask_label,
-                                      trace_points)
+from softbench.report.records import (fidelity_conditions, fidelity_reference, first_variant, loop_entries, marked_name,
+                                      mask_label, trace_points)
 from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
@@ -38,12 +38,6 @@ def _paired_cell(paired: dict | None) -> str:
     if not paired or paired.get("estimate_pct") is None:
         return f"{NOT_MEASURED} (no pairs)"
     return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
-
-
-def _first_variant(rec: SessionRecord) -> str:
-    """The variant whose speed-up summary.json heads with: for a sweep run the first it summarized, which need not
-    be the first name given to --variants (protocol.yaml's, and the facts')."""
-    return str(rec.summary.get("variant") or rec.facts.get("variant") or "?")
 
 
 def _further_variants(rec: SessionRecord) -> list[str]:
@@ -74,7 +68,7 @@ def _round_sd(rec: SessionRecord) -> str:
 
 def _round_cell(rec: SessionRecord) -> str:
     text = ", ".join(f"{x:+.2f}" for x in _per_round(rec)) or "-"
-    return f"{_first_variant(rec)}: {text}" if _further_variants(rec) and text != "-" else text
+    return f"{first_variant(rec)}: {text}" if _further_variants(rec) and text != "-" else text
 
 
 def _speedup_cell(rec: SessionRecord) -> str:
@@ -91,7 +85,7 @@ def _speedup_cell(rec: SessionRecord) -> str:
         cell = cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
     comps, further = s.get("comparisons") or {}, _further_variants(rec)
     if further:  # several variants: each value named
-        cell = f"{_first_variant(rec)} {cell}" + "".join(f"; {label} {_paired_cell(comps[label].get('paired'))}"
+        cell = f"{first_variant(rec)} {cell}" + "".join(f"; {label} {_paired_cell(comps[label].get('paired'))}"
                                                          for label in further)
     return f"{cell}; {warning}" if warning else cell
 
@@ -129,7 +123,7 @@ def latency_table(recs: list[SessionRecord], estimate: EstimateAgainst = against
         quantity = session_quantity(r)
         rows.append([marked_name(r), str(f.get("backend", "-")), str(f.get("dtype", "-")),
                      seq_label(f["seq"]) if isinstance(f.get("seq"), int) else "-", mask_label(f.get("causal")),
-                     f"{f.get('baseline', '?')} vs {', '.join([_first_variant(r), *_further_variants(r)])}",
+                     f"{f.get('baseline', '?')} vs {', '.join([first_variant(r), *_further_variants(r)])}",
                      QUANTITY_NAMES.get(quantity, quantity),
                      _speedup_cell(r), _null_cell(r), _reference_cell(r, estimate),
                      _round_sd(r), _round_cell(r),
