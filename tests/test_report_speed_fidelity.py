@@ -18,6 +18,7 @@ from softbench.core.errors import UsageError
 from softbench.latency.summary import paired_estimate
 from softbench.predictions.sessions import load_session, load_sessions
 from softbench.report.build import build_report
+from softbench.report.fidelity_match import fidelity_points
 from softbench.report.reestimate import against_reference, paired_units
 from softbench.report.speed_fidelity import choose_shape, join_speed_fidelity
 from softbench.report.tables import speed_fidelity_table
@@ -83,7 +84,9 @@ def test_the_joined_values_are_the_sessions_numbers():
     assert row[12:15] == ["exact", f"{c['dnll']:+.5f}", f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]"]
     # h15-sat's operator was evaluated at BF16 only: not drawn beside an FP8 speed-up, and said so
     (sat,) = [line for line in sf.skipped if line.startswith("variant h15-sat")]
-    assert "rowmax-h15-sat at fp8 against exact (only bf16 against kernel:stock)" in sat
+    assert ("rowmax-h15-sat at fp8 in the figure's evaluation (against exact, SmolLM2-135M-Instruct.Q4_1.gguf on "
+            "austen.txt, blocks of 2048, E4M3: Q, K and V, one scale per tensor, and P at P.V); it was evaluated only "
+            "at bf16 (against kernel:stock (triton A0), ") in sat
 
 
 def test_against_fa3_is_estimated_from_the_sessions_own_units():
@@ -142,6 +145,28 @@ def test_a_missing_join_is_reported(tmp_path, capsys):
     assert main(["report", *map(str, PATHS), "--out", str(out)]) == 0
     assert "speed against fidelity: not joined: variant noexp (operator identity)" in capsys.readouterr().out
     assert "- not joined: variant noexp (operator identity)" in (out / "report.md").read_text()
+
+
+def test_dnlls_of_two_evaluations_are_not_drawn_side_by_side(tmp_path):
+    """Two FP8 simulation sessions of SmolLM2-135M on Austen, both against exact attention: one with E4M3 operands
+    (its exp2 dNLL +0.0173) and one without (exp2 +0.0002, h15-folded +0.0020). A copy of the first that keeps only
+    its exp2 condition once gave A0's dNLL from it beside h15-folded's from the other: the figure now takes one
+    evaluation (the one that covers h15-folded) and draws A0 from that one too."""
+    with_operands = PROJECT / "20261205T205942Z-fidelity-smollm2-135m-sim"
+    without = PROJECT / "20261203T064154Z-fidelity-smollm2-135m-sim"
+    copy = tmp_path / "20261206T230000Z-fidelity-smollm2-135m-sim"
+    shutil.copytree(with_operands, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary["conditions"] = [c for c in summary["conditions"] if c["name"] in ("exact", "sim:exp2")]
+    (copy / "summary.json").write_text(json.dumps(summary))
+    sf = _join([PROJECT / FOLDED, copy, without])
+    drawn = {p.speed.variant: p.fidelity for p in sf.points}
+    assert {f.session for f in drawn.values()} == {without.name}
+    assert drawn["A0"].dnll == _condition(without.name, "sim:exp2")["dnll"]
+    assert drawn["h15-folded"].dnll == _condition(without.name, "sim:rowmax-h15-folded")["dnll"]
+    assert sf.evaluation.fp8 == "E4M3: neither the operands nor P" and sf.evaluation.block_len == 1024
+    # the two sessions differ in what they round and in their blocks: two evaluations, not one
+    assert len({p.evaluation for p in fidelity_points(load_sessions([copy, without]))}) == 2
 
 
 def test_the_figure_is_written_and_named_in_the_report(tmp_path):

@@ -103,11 +103,12 @@ def e4m3_operands(summary: dict) -> bool:
     return summary.get("dtype") == "fp8" and (summary.get("path") == "kernel" or bool(summary.get("fp8_operands")))
 
 
-def _fp8(summary: dict) -> str:
-    """What the FP8 condition takes through E4M3 besides FA4's probability offset. E4M3 operands (the kernel path
-    always, attention.TritonAttention; the simulation with --fp8-operands) bring P rounded at P.V with them, since
-    P.V reads P in V's dtype (kernels.sim.sim_attention, as the kernel); --fp8-storage rounds the weights before
-    the row sums as well."""
+def fp8_rounding(summary: dict) -> str:
+    """What an FP8 session takes through E4M3 besides FA4's probability offset ('' at another dtype). E4M3
+    operands (the kernel path always, attention.TritonAttention; the simulation with --fp8-operands) bring P
+    rounded at P.V with them, since P.V reads P in V's dtype (kernels.sim.sim_attention, as the kernel);
+    --fp8-storage rounds the weights before the row sums as well. Two FP8 dNLLs are comparable only where this is
+    the same: exp2's own moves about tenfold with the operands."""
     if summary.get("dtype") != "fp8":
         return ""
     operands = e4m3_operands(summary)
@@ -116,7 +117,12 @@ def _fp8(summary: dict) -> str:
         rounded.append("P, its row sums included")
     elif operands:
         rounded.append("P at P.V")
-    return f" (E4M3: {', and '.join(rounded)})" if rounded else " (E4M3: neither the operands nor P)"
+    return f"E4M3: {', and '.join(rounded)}" if rounded else "E4M3: neither the operands nor P"
+
+
+def _fp8(summary: dict) -> str:
+    rounding = fp8_rounding(summary)
+    return f" ({rounding})" if rounding else ""
 
 
 def fidelity_markdown(summary: dict) -> str:

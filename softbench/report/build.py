@@ -16,8 +16,8 @@ as such. Figures:
   SM clock on a twin axis; the per-loop numbers of summary.json as a table.
 - fidelity: per session, dNLL with its interval per condition (summary.json `conditions`).
 - speed against fidelity: where both kinds are given, one shape's speed-ups (against A0 and against FA3 where the
-  session timed it) against the dNLL of each variant's operator at the shape's dtype, all against one reference
-  (softbench.report.speed_fidelity, softbench.report.fidelity_match)."""
+  session timed it) against the dNLL of each variant's operator at the shape's dtype, all from one evaluation (one
+  reference, model, text, block length and FP8 rounding; softbench.report.speed_fidelity, .fidelity_match)."""
 
 from __future__ import annotations
 

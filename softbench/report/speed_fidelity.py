@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from softbench.core.errors import UsageError
 from softbench.kernels.catalog import get_variant
 from softbench.predictions.sessions import SessionRecord
-from softbench.report.fidelity_match import EXACT, FidelityPoint, best_fidelity, choose_reference, fidelity_points
+from softbench.report.fidelity_match import (Evaluation, FidelityPoint, best_fidelity, choose_evaluation,
+                                             fidelity_points)
 from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speedups import PAPER, Speedup, session_speedups
 
@@ -37,7 +38,12 @@ class SpeedFidelity:
     skipped: list[str] = field(default_factory=list)  # what could not be joined, one sentence per variant
     notes: list[str] = field(default_factory=list)  # what could not be read from a session
     dtype: str = "?"  # the shape's, and so every drawn dNLL's
-    reference: str | None = None  # what every drawn dNLL is measured against (fidelity_match.choose_reference)
+    evaluation: Evaluation | None = None  # what every drawn dNLL comes from (fidelity_match.choose_evaluation)
+
+    @property
+    def reference(self) -> str | None:
+        """What every drawn dNLL is measured against ('exact', 'kernel:stock')."""
+        return self.evaluation.reference if self.evaluation else None
 
     @property
     def against(self) -> list[str]:
@@ -108,29 +114,32 @@ def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionReco
             operators[p.variant] = get_variant(p.variant).operator
         except UsageError:
             why[p.variant] = f"variant {p.variant} is not in softbench's catalog, so its operator is unknown"
-    # a dNLL at another dtype, or against another reference, is another quantity: one of each for the figure
+    # a dNLL at another dtype, against another reference or from another evaluation (model, text, blocks, FP8
+    # handling) is another quantity: one of each for the figure
     every = fidelity_points(fidelity)
     at_dtype = [f for f in every if f.dtype == out.dtype]
     # the baseline's operator does not vote: against its own stock kernel its dNLL is 0 by definition, so a
     # kernel-path reference can never cover it
     approximations = {operators[p.variant] for p in newest if p.variant in operators and p.role == "variant"}
-    out.reference = (choose_reference(at_dtype, approximations)
-                     or choose_reference(at_dtype, set(operators.values())))
-    fid = [f for f in at_dtype if f.reference == out.reference]
+    out.evaluation = (choose_evaluation(at_dtype, approximations)
+                      or choose_evaluation(at_dtype, set(operators.values())))
+    fid = [f for f in at_dtype if f.evaluation == out.evaluation]
+    chosen = out.evaluation.words() if out.evaluation else "any evaluation"
     for p, members in zip(newest, by_key.values()):
         operator = operators.get(p.variant)
         match = best_fidelity(fid, operator, p.backend) if operator else None
         if match is None:
-            if operator and p.role != "variant" and out.reference not in (EXACT, None):
+            if operator and out.evaluation and p.variant == out.evaluation.stock_variant:
                 why[p.variant] = (f"variant {p.variant} (operator {operator}): {p.variant} is the stock kernel the "
                                   f"dNLLs against {out.reference} are measured from (its dNLL is 0 by definition, "
                                   "not a measurement)")
             elif operator:
-                elsewhere = sorted({f"{f.dtype} against {f.reference}" for f in every if f.operator == operator}
-                                   - {f"{out.dtype} against {out.reference}"})
+                elsewhere = sorted({f"{f.dtype} ({f.evaluation.words() if f.evaluation else '?'})" for f in every
+                                    if f.operator == operator} - {f"{out.dtype} ({chosen})"})
                 why[p.variant] = (f"variant {p.variant} (operator {operator}): no fidelity session among the paths "
-                                  f"evaluated operator {operator} at {out.dtype} against {out.reference or 'any'}"
-                                  + (f" (only {', '.join(elsewhere)})" if elsewhere else ""))
+                                  f"evaluated operator {operator} at {out.dtype} in the figure's evaluation "
+                                  f"({chosen})" + (f"; it was evaluated only at {'; '.join(elsewhere)}"
+                                                   if elsewhere else ""))
             left_out[p.variant].append(p)
             continue
         out.points.append(JoinedPoint(p, operator, match, len(members)))
@@ -155,12 +164,13 @@ def describe(sf: SpeedFidelity, shapes: Counter, asked: str | None) -> list[str]
              "estimator, once those units give back every estimate the session wrote. A point's configuration is the "
              "one its kernel ran in; where the variant ran in another than A0 (latency --variant-config), its row "
              "names both.",
-             f"- dNLL: at the shape's dtype ({sf.dtype}) and against one reference for every point "
-             f"({sf.reference or 'none found'}: the one under which most of the variants' operators were evaluated, "
-             "exact attention on a tie; the kernel path measures against its own stock kernel A0, the simulation "
-             "against FP32 softmax); of those, the kernel path on the same backend first, then the simulation, then "
-             "the kernel path on another backend, then the offline whole-row path; a complete session first, then "
-             "the newest.",
+             f"- dNLL: at the shape's dtype ({sf.dtype}) and from one evaluation for every point "
+             f"({sf.evaluation.words() if sf.evaluation else 'none found'}): one reference (the kernel path measures "
+             "against its own stock kernel A0, the simulation against FP32 softmax), one model, one text in blocks "
+             "of one length, one FP8 handling; the evaluation under which most of the variants' operators were "
+             "evaluated, on a tie exact attention, then one with a complete session, then the newest. Of its "
+             "conditions, the kernel path on the same backend first, then the simulation, then the kernel path on "
+             "another backend, then the offline whole-row path; a complete session first, then the newest.",
              "- Each point names the GPU its latency session ran on: sessions of two boards are kept as separate "
              "points, in a colour of their own (the legend names variant, backend and GPU) and in the numbered source "
              "lines under the figure."]
