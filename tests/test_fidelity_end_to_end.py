@@ -316,20 +316,34 @@ def test_options_beside_resume_are_refused_not_ignored(tiny, tmp_path, capsys):
 
 
 
-def test_a_resume_whose_options_file_holds_a_bad_threshold_is_refused(tiny, tmp_path, capsys):
-    """The option's type refuses a bad --rescale-threshold on the command line; --resume reads it back from the
-    session's options.json, which the same rule guards, in the same words."""
+def test_a_resume_whose_options_file_holds_a_bad_value_is_refused(tiny, tmp_path, capsys):
+    """The options' types refuse a bad value on the command line; --resume reads them back from the session's
+    options.json, which the same rules guard: one sentence that names the file, the session untouched. A value of
+    another type, or no model, once went through to a comparison and out as an internal error (exit 70)."""
     with pytest.raises(KeyboardInterrupt):
         run_fidelity(_opts(tiny, tmp_path / "s", operators=("rowmax-h15",), max_blocks=2), _StopAfter(1))
     (partial,) = list((tmp_path / "s").iterdir())
     stored = json.loads((partial / "options.json").read_text())
-    (partial / "options.json").write_text(json.dumps({**stored, "rescale_threshold": -1.0}))
     before = (partial / "blocks.jsonl").read_text()
-    assert main(["fidelity", "--resume", str(partial)]) == 2
-    err = capsys.readouterr().err
-    assert (f"error: {partial / 'options.json'} holds an option that is refused: --rescale-threshold -1.0 is not a "
-            "finite number of octaves, zero or more") in err, err
-    assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
+    without_model = {k: v for k, v in stored.items() if k != "model"}
+    cases = [
+        ({**stored, "rescale_threshold": -1.0}, 2, "--rescale-threshold -1.0 is not a finite number of octaves, "
+                                                   "zero or more"),
+        ({**stored, "rescale_threshold": None}, 2, "its rescale_threshold is None, which is no number"),
+        ({**stored, "rescale_threshold": "0.5"}, 2, "its rescale_threshold is '0.5', which is no number"),
+        ({**stored, "block_len": True}, 2, "its block_len is True, which is no whole number"),
+        ({**stored, "operators": "rowmax-h15"}, 2, "its operators is 'rowmax-h15', which is no list of names"),
+        (without_model, 2, "it names no model"),
+        # what this machine cannot do keeps its own exit code, and names the file too
+        ({**stored, "device_map": "auto", "path": "kernel"}, 3, "--device-map places the model"),
+    ]
+    for options, code, says in cases:
+        (partial / "options.json").write_text(json.dumps(options))
+        assert main(["fidelity", "--resume", str(partial)]) == code, says
+        err = capsys.readouterr().err
+        assert f"error: {partial / 'options.json'} holds an option that is refused: {says}" in err, err
+        assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
+
 
 def test_an_unwritable_out_is_refused_before_anything_loads(tiny, tmp_path, capsys, monkeypatch):
     from softbench.fidelity import models

@@ -43,3 +43,14 @@ def test_trace_records_its_options_in_their_order():
     assert list(d) == ["shapes", "variants", "backend", "warmup", "calls", "seed", "nsys", "out_dir", "keep_bytes",
                        "timeout_s", "backend_options", "command_line"]
     assert d["out_dir"] == "out" and d["backend_options"] == {"tile": 64}
+
+
+@pytest.mark.parametrize("tau, valid", [(0, True), (0.0, True), (8, True), (2.5, True), (-1.0, False),
+                                        (float("nan"), False), (float("inf"), False), (None, False), ("0.5", False),
+                                        (True, False)])
+def test_the_rescale_threshold_rule_takes_finite_numbers_from_zero(tau, valid):
+    """core.options.valid_tau guards the option and options.json read back by --resume: a value of another type
+    is no threshold (math.isfinite raised TypeError on None, an internal error)."""
+    from softbench.core.options import valid_tau
+
+    assert valid_tau(tau) is valid

@@ -103,7 +103,7 @@ TAU_RULE = "a finite number of octaves, zero or more"
 def valid_tau(tau: float) -> bool:
     """A threshold the kernels read as given: NaN slips past `< 0` (every comparison with it is false) and
     negatives act as 0 while the session records the bad value; NaN and infinity are no JSON either."""
-    return math.isfinite(tau) and tau >= 0
+    return isinstance(tau, (int, float)) and not isinstance(tau, bool) and math.isfinite(tau) and tau >= 0
 
 
 class _Tau(click.ParamType):

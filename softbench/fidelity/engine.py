@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import os
 import time
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from softbench.core.errors import MeasurementError, UnsupportedError, UsageError
+from softbench.core.errors import MeasurementError, SoftbenchError, UnsupportedError, UsageError
 from softbench.core.options import TAU_RULE, valid_tau
 from softbench.runtime import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
@@ -42,6 +44,31 @@ FAULT_ENV = "SOFTBENCH_FAULT_RANK_AFTER_BLOCKS"
 FAULT_DELAY_S = 2.0
 ROWS_FILE = "blocks.jsonl"
 GATE_TOLERANCE_NATS = 0.02  # baseline NLL through softbench's attention and head vs the model's own loss
+
+
+def _fits(value, hint) -> bool:
+    """Whether a JSON value fits a field's type: the types FidelityOptions uses (str, int, float, bool, None and
+    tuple[str, ...] read back as a list). A bool is no number here, though Python counts it as an int."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _type_words(hint) -> str:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_words(h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return "list of names"
+    return {str: "string", int: "whole number", float: "number", bool: "true or false",
+            type(None): "null"}.get(hint, str(hint))
 
 
 @dataclass(frozen=True)
@@ -79,8 +106,17 @@ class FidelityOptions:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FidelityOptions":
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
+        """Options read back from a session's options.json (--resume): a value of the wrong type, or a missing
+        model, is refused in one sentence rather than failing later inside a comparison."""
+        if not isinstance(d, dict):
+            raise UsageError("it holds no mapping of option names to values")
+        hints = typing.get_type_hints(cls)
+        kw = {k: v for k, v in d.items() if k in hints}
+        if not isinstance(kw.get("model"), str):
+            raise UsageError("it names no model")
+        for name, value in kw.items():
+            if not _fits(value, hints[name]):
+                raise UsageError(f"its {name} is {value!r}, which is no {_type_words(hints[name])}")
         kw["operators"] = tuple(kw.get("operators", ()))
         return cls(**kw)
 
@@ -292,12 +328,13 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
     session = Session.open(resume)
     if session.command != COMMAND or not session.has("options.json"):
         raise UsageError(f"{resume} is not a fidelity session")
-    opts = FidelityOptions.from_dict(session.read_json("options.json"))
     try:
+        opts = FidelityOptions.from_dict(session.read_json("options.json"))
         opts.check()
-    except UsageError as e:
-        # the options are the session's, not the command line's: say which file holds the value refused
-        raise UsageError(f"{session.path / 'options.json'} holds an option that is refused: {e}", hint=e.hint) from None
+    except SoftbenchError as e:
+        # the options are the session's, not the command line's: say which file holds the value refused, keeping
+        # the kind of refusal (bad input, or what this machine cannot do) and so its exit code
+        raise type(e)(f"{session.path / 'options.json'} holds an option that is refused: {e}", hint=e.hint) from None
     return session, opts
 
 
