@@ -4,6 +4,7 @@ warm-up."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -182,6 +183,23 @@ def test_one_round_has_no_spread_between_rounds():
     assert json.loads((one / "summary.json").read_text())["per_round_sd_pp"] == 0.0
     assert rows[one.name]["per-round sd pp"] == "-"
     assert rows[ROUNDS.name]["per-round sd pp"] == "6.20"
+
+
+
+def test_a_round_without_an_estimate_is_left_out_of_the_rounds_and_their_spread(tmp_path):
+    """A copy of a paired run of three rounds whose second round could not be estimated (NaN, as too few pairs
+    leave it; None): the row lists the other two and their spread, where the sd once raised out of the report."""
+    for missing in (float("nan"), None):
+        copy = tmp_path / f"{missing}" / NO_NULL.name
+        shutil.copytree(NO_NULL, copy)
+        summary = json.loads((copy / "summary.json").read_text())
+        rounds = summary["comparisons"]["A1"]["per_round"]
+        kept = [rounds[0]["estimate_pct"], rounds[2]["estimate_pct"]]
+        rounds[1]["estimate_pct"] = missing
+        (copy / "summary.json").write_text(json.dumps(summary))
+        row = _cells(latency_table(load_sessions([copy])))[copy.name]
+        assert row["per-round %"] == ", ".join(f"{x:+.2f}" for x in kept)
+        assert row["per-round sd pp"] == f"{abs(kept[0] - kept[1]) / 2:.2f}"
 
 
 def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():

@@ -191,6 +191,12 @@ def test_one_variant_on_two_boards_is_drawn_in_two_colours():
     (folded,) = [k for k in colours if k[0] == "h15-folded"]
     assert colours[folded].startswith("C")
     assert series_label(folded) == "h15-folded (triton, H100 80GB HBM3)"
+    # A0 on two backends and two boards: four greys, none repeated (three shades once cycled)
+    from types import SimpleNamespace
+
+    four = [SimpleNamespace(speed=SimpleNamespace(variant="A0", backend=b, board=g))
+            for b in ("fa4", "triton") for g in ("NVIDIA H100 80GB HBM3", "NVIDIA H200")]
+    assert len(set(series_colours(four).values())) == 4
 
 
 def test_another_shape_on_request_and_an_unrecorded_one_refused(tmp_path):

@@ -82,7 +82,8 @@ def series_colours(points: list[JoinedPoint]) -> dict[tuple[str, str, str], str]
     series = list(dict.fromkeys(series_key(p) for p in points))
     a0 = [k for k in series if k[0] == "A0"]
     others = [k for k in series if k[0] != "A0"]
-    return {k: (str(round(0.25 * a0.index(k) % 0.75, 2)) if k in a0 else f"C{others.index(k) % 10}")
+    # greys from black to a mid grey, spread evenly: as many as there are A0 series, none repeated
+    return {k: (f"{0.6 * a0.index(k) / max(len(a0) - 1, 1):.3f}" if k in a0 else f"C{others.index(k) % 10}")
             for k in series}
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
 from softbench.core.shapes import seq_label
+from softbench.core.stats import population_sd
 from softbench.core.tables import fmt
 from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
@@ -54,16 +54,19 @@ def _per_round(rec: SessionRecord) -> list[float]:
     estimates where it ran rounds."""
     s = rec.summary
     if s.get("per_round_speedup_pct"):
-        return list(s["per_round_speedup_pct"])
-    rounds = ((s.get("comparisons") or {}).get(s.get("variant")) or {}).get("per_round") or []
-    return [r["estimate_pct"] for r in rounds if isinstance(r, dict) and r.get("estimate_pct") is not None]
+        values = list(s["per_round_speedup_pct"])
+    else:
+        rounds = ((s.get("comparisons") or {}).get(s.get("variant")) or {}).get("per_round") or []
+        values = [r.get("estimate_pct") for r in rounds if isinstance(r, dict)]
+    # a round the session could not estimate (None; NaN from too few pairs) is no value to list or spread
+    return [float(x) for x in values if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
 
 
 def _round_sd(rec: SessionRecord) -> str:
     """The sd between rounds (population sd, as the paper rounds record it) of the rounds _per_round lists; '-'
     below two rounds, where a recorded 0.0 is no measurement of spread."""
     rounds = _per_round(rec)
-    return f"{statistics.pstdev(rounds):.2f}" if len(rounds) > 1 else "-"
+    return f"{population_sd(rounds):.2f}" if len(rounds) > 1 else "-"
 
 
 def _round_cell(rec: SessionRecord) -> str:
