@@ -58,6 +58,18 @@ def build_template(root: Path) -> None:
     (root / "onebound.yaml").write_text(predictions_with(comparator="between", threshold=[1]))
     (root / "changed.yaml").write_text(predictions_with(threshold=40))
     (root / "protocol-unknown.yaml").write_text("rounds: 3\ncolour: blue\n")
+    # YAML reads an unquoted 2026-02-30 as a date, and one that does not exist raised out of the loaders (exit 70)
+    (root / "baddate.yaml").write_text("title: 2026-02-30\n" + yaml.safe_dump(PREDICTIONS))
+    (root / "protocol-baddate.yaml").write_text("description: 2026-02-30\nprotocol: {rounds: 1}\n")
+    (root / "protocol-kind-list.yaml").write_text("protocol: {kind: [interleaved]}\ncells:\n  - {seq: 128}\n")
+    (root / "protocol-variant-list.yaml").write_text("protocol: {rounds: 1}\nvariant: [A1]\ncells:\n  - {seq: 128}\n")
+    (root / "protocol-causal-maybe.yaml").write_text("protocol: {rounds: 1}\ncells:\n  - {seq: 128, causal: maybe}\n")
+    # a Chrome trace with an integer past 64 bits, and one nested past Python's recursion limit
+    (root / "trace-huge.json").write_text('{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 1'
+                                          + "0" * 400 + "}]}")
+    (root / "trace-deep.json").write_text("[" * 100000 + "]" * 100000)
+    # a kernel table row longer than its header: pandas once read its first cells as an index
+    (root / "kern-long-row.csv").write_text("Name,Instances,Total Time (ns),Med (ns)\nk,3,100,5,9,9\n")
     (root / "protocol-cells.yaml").write_text("protocol: {rounds: 1}\ncells:\n  - {seq: 256}\n")
     (root / "kern-text.csv").write_text(KERN_HEADER + "50.0,1000,10,100,n/a,90,110,5,kernel_a\n")
     (root / "kern-noheader.csv").write_text("Processing [r.sqlite]...\nSKIPPED: no CUDA kernel data.\n")
@@ -77,6 +89,9 @@ def build_template(root: Path) -> None:
     seal_file(root / "preds.yaml", name="demo", directory=root / "sealed")
     t = root / "tampered"
     shutil.copytree(root / "sealed", t)
+    d = root / "tampered-date"
+    shutil.copytree(root / "sealed", d)
+    (d / "demo.yaml").write_text("title: 2026-02-30\n" + (d / "demo.yaml").read_text())
     (t / "demo.yaml").write_text((t / "demo.yaml").read_text().replace("50.0", "60.0"))
     (root / "binseal").mkdir()
     shutil.copy(root / "sealed" / "demo.yaml", root / "binseal" / "demo.yaml")
@@ -109,6 +124,8 @@ CASES = [
     case("seal-latin1-file", "seal", "latin1.yaml", says="not UTF-8"),
     case("seal-broken-yaml", "seal", "broken.yaml", says="not valid YAML"),
     case("seal-list-not-mapping", "seal", "list.yaml", says="top level must be a mapping"),
+    case("seal-impossible-date", "seal", "baddate.yaml", says="date or time that does not exist"),
+    case("verify-impossible-date", "verify", "tampered-date/demo.yaml", code=6, says="does not match its seal"),
     case("seal-missing-file", "seal", "nothing.yaml", says="does not exist"),
     case("seal-folder", "seal", "empty", says="is a directory"),
     case("seal-bad-name", "seal", "preds.yaml", "--name", "a/b", says="seal name"),
@@ -142,6 +159,14 @@ CASES = [
     case("latency-protocol-cells-and-seq", "latency", "--backend", "sim", "--protocol", "protocol-cells.yaml",
          "--seq", "512", says="lists its own cells"),
     case("energy-protocol-binary", "energy", "--protocol", "binary.bin", says="not UTF-8"),
+    case("latency-protocol-impossible-date", "latency", "--backend", "sim", "--protocol", "protocol-baddate.yaml",
+         says="date or time that does not exist"),
+    case("latency-protocol-kind-list", "latency", "--backend", "sim", "--protocol", "protocol-kind-list.yaml",
+         says="the protocol kind must be a name"),
+    case("latency-protocol-variant-list", "latency", "--backend", "sim", "--protocol", "protocol-variant-list.yaml",
+         says="'variant' must be one name"),
+    case("latency-protocol-causal-maybe", "latency", "--backend", "sim", "--protocol", "protocol-causal-maybe.yaml",
+         says="causal must be true or false"),
     case("sweep-protocol-binary", "sweep", "emulation", "--protocol", "binary.bin", "--dry-run", says="not UTF-8"),
     # --- trace ingest ---------------------------------------------------------------------------------------
     case("ingest-non-numeric-cell", "trace", "ingest", "kern-text.csv", says="'n/a' is not a number"),
@@ -151,6 +176,9 @@ CASES = [
     case("ingest-binary-json", "trace", "ingest", "trace-binary.json", says="not UTF-8"),
     case("ingest-text-duration", "trace", "ingest", "trace-dur.json", says="not a number"),
     case("ingest-junk-sqlite", "trace", "ingest", "junk.sqlite", says="not a readable SQLite export"),
+    case("ingest-huge-integer", "trace", "ingest", "trace-huge.json", says="not a number"),
+    case("ingest-deep-json", "trace", "ingest", "trace-deep.json", says="nests too deeply"),
+    case("ingest-row-longer-than-header", "trace", "ingest", "kern-long-row.csv", says="more cells than its header"),
     case("ingest-unknown-type", "trace", "ingest", "export.xyz", says="unknown export type"),
     case("ingest-missing", "trace", "ingest", "nothing.csv", says="does not exist"),
     # --- an output that cannot be written, refused before anything starts -------------------------------------
@@ -190,6 +218,16 @@ CASES = [
          says="multiple of kv-heads"),
     case("latency-head-dim", "latency", "--backend", "sim", "--head-dim", "12", says="multiple of 8"),
     case("latency-calls-zero", "latency", "--backend", "sim", "--calls", "0", says="'--calls'"),
+    # a seed past 64 bits failed inside the worker after the session had started (exit 5, a partial session); a
+    # negative fidelity seed failed after every block had been evaluated, and again on every --resume
+    case("latency-seed-huge", "latency", *SIM, "--seq", "128", "--seed", "99999999999999999999999", says="'--seed'"),
+    case("fidelity-seed-negative", "fidelity", "--model", "smollm2-135m", "--seed", "-1", says="'--seed'"),
+    # thousands of worker processes from a typo
+    case("latency-processes-huge", "latency", "--backend", "sim", "--seq", "128", "--processes", "100000",
+         says="'--processes'"),
+    case("latency-out-empty", "latency", *SIM, "--seq", "128", "--out", "", says="--out is empty"),
+    case("latency-reference-no-name", "latency", "--backend", "sim", "--seq", "128", "--reference", ",",
+         says="names no reference kernel"),
     case("gates-dtype-unknown", "gates", "--dtype", "fp4", says="'--dtype'"),
     case("energy-two-lengths", "energy", "--seq", "1K", "--seq", "2K", says="one --seq"),
     case("latency-rescale-with-fa4", "latency", "--rescale-threshold", "8", says="--backend sim only"),

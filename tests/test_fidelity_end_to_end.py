@@ -334,6 +334,9 @@ def test_a_resume_whose_options_file_holds_a_bad_value_is_refused(tiny, tmp_path
         ({**stored, "block_len": True}, 2, "its block_len is True, which is no whole number"),
         ({**stored, "operators": "rowmax-h15"}, 2, "its operators is 'rowmax-h15', which is no list of names"),
         (without_model, 2, "it names no model"),
+        ({**stored, "dtype": "fp64"}, 2, "--dtype must be one of bf16, fp16, fp8, not 'fp64'"),
+        ({**stored, "threads": -3}, 2, "--threads must be at least 1, not -3"),
+        ({**stored, "seed": -1}, 2, "--seed must be from 0 to"),
         # what this machine cannot do keeps its own exit code, and names the file too
         ({**stored, "device_map": "auto", "path": "kernel"}, 3, "--device-map places the model"),
     ]
@@ -342,6 +345,13 @@ def test_a_resume_whose_options_file_holds_a_bad_value_is_refused(tiny, tmp_path
         assert main(["fidelity", "--resume", str(partial)]) == code, says
         err = capsys.readouterr().err
         assert f"error: {partial / 'options.json'} holds an option that is refused: {says}" in err, err
+        assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
+    # a file that does not parse, or holds no mapping, in a sentence of its own
+    for text, says in (('{"model": ', "could not be read as JSON"), ("[]", "holds no JSON object (a list)")):
+        (partial / "options.json").write_text(text)
+        assert main(["fidelity", "--resume", str(partial)]) == 2, says
+        err = capsys.readouterr().err
+        assert f"error: {partial / 'options.json'} {says}" in err, err
         assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
 
 

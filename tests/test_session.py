@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,14 @@ def test_concurrent_creates_get_distinct_folders(tmp_path, monkeypatch):
     with ThreadPoolExecutor(8) as pool:
         paths = list(pool.map(lambda _: Session.create(tmp_path, "gates").path, range(16)))
     assert len(set(paths)) == 16 and all((p / "status.json").exists() for p in paths)
+
+
+@pytest.mark.parametrize("text, says", [('{"command": "fid', "could not be read as JSON"),
+                                        ("[]", "holds no JSON object (a list)"),
+                                        (b"\xff\xfe", "could not be read as JSON")])
+def test_opening_a_session_whose_status_does_not_parse_is_refused_in_one_sentence(tmp_path, text, says):
+    """--resume opens a session a user may have edited or a crash cut short: a status.json that does not parse
+    is refused with the file's name (it once raised JSONDecodeError, an internal error)."""
+    (tmp_path / "status.json").write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(UsageError, match=f"{tmp_path / 'status.json'} {re.escape(says)}"):
+        Session.open(tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from softbench.audit.cross import ARCH_CHOICES, NATIVE
-from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from,
+from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
                                     triton_config_option, variant_names)
 
 
@@ -52,7 +52,7 @@ from softbench.core.options import (backend_option, check_triton_config, shape_o
               help="forwards after the compiling one before the profiled launch")
 @click.option("--calls", type=click.IntRange(min=1), default=2, show_default=True,
               help="forwards from the profiled launch on")
-@click.option("--seed", type=int, default=0, show_default=True, help="input seed")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="input seed")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True,
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @triton_config_option()

@@ -96,6 +96,14 @@ def _parse_config_label(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
+# a seed every consumer takes: numpy's generators want it non-negative, torch's manual_seed a 64-bit integer (a
+# larger one failed inside the worker, after the session had started)
+SEED = click.IntRange(0, 2**63 - 1)
+# processes per kernel: each holds its own inputs and CUDA context, and the process offset it measures is read from a
+# few (3 on the H200); the bound keeps a typo from starting thousands of workers
+MAX_PROCESSES = 16
+
+
 # what a conditional-rescale threshold may be, for the option and for options read back from a session's file
 TAU_RULE = "a finite number of octaves, zero or more"
 
@@ -196,7 +204,7 @@ def protocol_options(fn):
                      help="paper: warm-up calls per round [default: 50]"),
         click.option("--order", type=click.Choice(["alternate", "fixed"]), default=None,
                      help="paper: [default: alternate]"),
-        click.option("--seed", type=int, default=None, help="input seed [default: 0]"),
+        click.option("--seed", type=SEED, default=None, help="input seed [default: 0]"),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -264,7 +272,7 @@ def null_asked(ctx: click.Context, proto, baseline: str, variants: tuple[str, ..
 
 def processes_option(fn):
     return click.option(
-        "--processes", type=click.IntRange(min=1), default=1, show_default=True,
+        "--processes", type=click.IntRange(1, MAX_PROCESSES), default=1, show_default=True,
         help="processes per kernel (interleaved protocol): the windows rotate over them, and the headline adds the "
              "speed-up across the pairs of processes with a t interval, which holds the offset between two "
              "processes of one kernel (a few tenths of a percent on the H200) that a run's interval over window "

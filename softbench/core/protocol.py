@@ -226,6 +226,11 @@ def load_yaml_mapping(path: Path | str) -> dict:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise UsageError(f"protocol file {p} is not valid YAML: {e}") from None
+    except ValueError as e:  # an unquoted 2026-02-30 is read as a date, and one that cannot be raises this
+        raise UsageError(f"protocol file {p} holds a value YAML reads as a date or time that does not exist ({e})",
+                         hint="correct the date, or quote the value if it is meant as text") from None
+    except RecursionError:
+        raise UsageError(f"protocol file {p} nests too deeply to be a protocol file") from None
     if not isinstance(data, dict):
         raise UsageError(f"protocol file {p} must hold a mapping at the top level")
     return data
@@ -248,6 +253,8 @@ def any_protocol_from_mapping(data: dict, source: str = "protocol", default_kind
         raise UsageError(f"{source}: 'protocol' must be a mapping")
     section = dict(section)
     kind = section.pop("kind", None)
+    if kind is not None and not isinstance(kind, str):
+        raise UsageError(f"{source}: the protocol kind must be a name ({', '.join(PROTOCOL_KINDS)}), not {kind!r}")
     if kind is None:
         paper_keys = {"windows", "warmup", "order"} & set(section)
         kind = "paper" if paper_keys else (default_kind or "interleaved")
@@ -300,6 +307,11 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
     unknown = set(data) - _PLAN_KEYS
     if unknown:
         raise UsageError(f"{source}: unknown keys {sorted(unknown)} (known: {sorted(_PLAN_KEYS)})")
+    if not isinstance(data.get("protocol") or {}, dict):
+        raise UsageError(f"{source}: 'protocol' must be a mapping")
+    for key in ("baseline", "variant", "backend"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise UsageError(f"{source}: {key!r} must be one name, not {data[key]!r}")
     proto = any_protocol_from_mapping(data.get("protocol") or {}, source)
     defaults = data.get("shape") or {}
     cells = data.get("cells") or []
@@ -312,6 +324,9 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
         if bad:
             where = "shape" if i == 0 else f"cell {i}"
             raise UsageError(f"{source}: {where} has unknown keys {sorted(bad)} (known: {sorted(_SHAPE_KEYS)})")
+    if defaults and not cells:
+        # the shape alone is the file's one cell: left with no cells, the command line's shape would run instead
+        cells = [{}]
     plan = LatencyPlan(proto, dict(defaults), tuple(dict(c) for c in cells), data.get("baseline"),
                        data.get("variant"), data.get("backend"))
     plan.shapes()  # every cell must be a valid shape before anything runs

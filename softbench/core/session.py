@@ -168,8 +168,8 @@ class Session:
         path = Path(path)
         if not (path / STATUS_FILE).exists():
             raise UsageError(f"{path} is not a softbench session (no {STATUS_FILE})")
-        status = json.loads((path / STATUS_FILE).read_text())
-        return cls(path=path, command=status.get("command", "?"))
+        status = _read_mapping(path / STATUS_FILE)
+        return cls(path=path, command=str(status.get("command", "?")))
 
     # --- writing -------------------------------------------------------------------------------------
     def write_json(self, name: str, data: Any) -> Path:
@@ -207,6 +207,11 @@ class Session:
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())
 
+    def read_mapping(self, name: str) -> dict:
+        """A JSON file of the session that a user may have edited (options.json read back by --resume): one that
+        does not parse, or holds no mapping, is refused in one sentence that names it."""
+        return _read_mapping(self.path / name)
+
     def read_records(self, name: str) -> list[dict]:
         p = self.path / name
         return read_jsonl(p) if p.exists() else []
@@ -226,3 +231,13 @@ def find_sessions(paths: Iterable[Path | str]) -> list[Session]:
         else:
             raise UsageError(f"{p} is neither a session nor a folder of sessions")
     return found
+
+
+def _read_mapping(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:  # JSON's and UTF-8's errors are ValueErrors
+        raise UsageError(f"{path} could not be read as JSON ({type(e).__name__}: {e})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} holds no JSON object (a {type(data).__name__})")
+    return data

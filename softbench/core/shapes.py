@@ -22,9 +22,11 @@ class Shape:
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise UsageError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        if not isinstance(self.causal, bool):  # a file's causal: "maybe" would read as true
+            raise UsageError(f"causal must be true or false, got {self.causal!r}")
         for name in ("seq", "batch", "heads", "head_dim"):
             v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise UsageError(f"{name} must be a positive integer, got {v!r}")
         kv = self.n_kv_heads
         if kv < 1 or self.heads % kv:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from, triton_config_option,
-                                    variant_names)
+from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
+                                    triton_config_option, variant_names)
 from softbench.core.protocol import ENERGY_SHAPE_KEYS, EnergyProtocol, load_energy_protocol
 
 
@@ -29,7 +29,7 @@ LOOP_OPTIONS = (
     ("--chunk", click.IntRange(min=1), "calls between synchronizations"),
     ("--ramp-fraction", click.FloatRange(min=0, max=1, min_open=True),
      "start-up ramp: leading kept samples below this share of the kept median"),
-    ("--seed", int, None),
+    ("--seed", SEED, None),
 )
 SHAPE_KEYS = ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim")
 LOOP_KEYS = tuple(f.name for f in fields(EnergyProtocol) if f.name not in ENERGY_SHAPE_KEYS)

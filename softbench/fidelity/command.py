@@ -9,7 +9,7 @@ import sys
 import click
 
 from softbench.core.console import RichProgress
-from softbench.core.options import rescale_threshold_option
+from softbench.core.options import SEED, rescale_threshold_option
 from softbench.core.shapes import DTYPES
 from softbench.fidelity.limits import MIN_BLOCK_LEN, MIN_BLOCKS
 
@@ -56,7 +56,7 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
               help="sim, --dtype fp8: also scale Q, K and V into E4M3 (one scale per tensor), as --path kernel "
                    "--backend triton does at FP8")
 @click.option("--bootstrap", type=click.IntRange(min=100), default=5000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="bootstrap seed")
 @rescale_threshold_option(help="sim: skip the rescale while the running max grows by less than tau (8.0: sm_100 at "
                                "16-bit)")
 @click.option("--tile", type=click.IntRange(min=1), default=128, show_default=True, help="sim: keys per tile")

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from softbench.core.errors import MeasurementError, SoftbenchError, UnsupportedError, UsageError
-from softbench.core.options import TAU_RULE, valid_tau
+from softbench.core.options import SEED, TAU_RULE, valid_tau
+from softbench.core.shapes import DTYPES
 from softbench.runtime import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
 from softbench.fidelity.limits import MIN_BLOCK_LEN
@@ -132,6 +133,15 @@ class FidelityOptions:
             raise UsageError("--bootstrap needs at least 100 replicates for a 95% percentile interval")
         if self.tile < 1:
             raise UsageError("--tile must be positive")
+        # the options' click types refuse these on the command line; options.json read back by --resume comes here
+        if self.dtype not in DTYPES:
+            raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r}")
+        if self.device not in (None, "cpu", "cuda"):
+            raise UsageError(f"--device must be cpu or cuda, not {self.device!r}")
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"--threads must be at least 1, not {self.threads}")
+        if not SEED.min <= self.seed <= SEED.max:
+            raise UsageError(f"--seed must be from {SEED.min} to {SEED.max}, not {self.seed}")
         # the option's type refuses a bad value on the command line; this is for options.json read back by --resume
         # (_open_resume names the file)
         if not valid_tau(self.rescale_threshold):
@@ -328,8 +338,9 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
     session = Session.open(resume)
     if session.command != COMMAND or not session.has("options.json"):
         raise UsageError(f"{resume} is not a fidelity session")
+    stored = session.read_mapping("options.json")  # its own sentence, naming the file, where it does not parse
     try:
-        opts = FidelityOptions.from_dict(session.read_json("options.json"))
+        opts = FidelityOptions.from_dict(stored)
         opts.check()
     except SoftbenchError as e:
         # the options are the session's, not the command line's: say which file holds the value refused, keeping

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (BACKEND_HELP, backend_option, check_triton_config, rescale_threshold_option,
+from softbench.core.options import (SEED, BACKEND_HELP, backend_option, check_triton_config, rescale_threshold_option,
                                     triton_config_option)
 from softbench.core.shapes import DTYPES
 
@@ -28,7 +28,7 @@ from softbench.core.shapes import DTYPES
                    "kernel: the Triton configuration's BLOCK_N, 128 for FA4]")
 @click.option("--multi-seq", type=click.IntRange(min=2), default=512, show_default=True,
               help="sequence length of the multi-tile gates (more than one key tile)")
-@click.option("--seed", type=int, default=0, show_default=True, help="input seed")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="input seed")
 @rescale_threshold_option()
 @triton_config_option()
 @click.option("--reevaluate", "source", type=click.Path(file_okay=False, exists=True), default=None,

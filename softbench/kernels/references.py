@@ -172,6 +172,9 @@ def resolve_references(spec: str, shapes, backend: str, device: Device) -> tuple
             skipped[name] = reason
         return (), skipped
     names = tuple(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
+    if not names:  # "," or "" would otherwise run without a reference as silently as 'none' says it
+        raise UsageError(f"--reference {spec!r} names no reference kernel",
+                         hint=f"name some of {', '.join(REFERENCE_NAMES)}, or auto, or none")
     unknown = [n for n in names if n not in REFERENCE_NAMES]
     if unknown:
         raise UsageError(f"unknown reference kernel {', '.join(unknown)} (known: {', '.join(REFERENCE_NAMES)}, "

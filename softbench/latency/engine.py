@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import UsageError
-from softbench.core.options import refuse_baseline_after_first, refuse_repeats
+from softbench.core.options import MAX_PROCESSES, refuse_baseline_after_first, refuse_repeats
 from softbench.core.protocol import AnyProtocol, InterleavedProtocol
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session, utc_iso
@@ -81,8 +81,8 @@ class LatencyOptions(RunOptions):
                 raise UsageError("--null needs the interleaved or sustained protocol (the paper's rounds pair "
                                  "exactly two kernels; run --variant A0 for its null)")
             specs.append(KernelSpec(self.baseline + "'", self.backend, self.baseline, "null", self.backend_options))
-        if self.processes < 1:
-            raise UsageError(f"--processes {self.processes}: each kernel needs at least one process")
+        if not 1 <= self.processes <= MAX_PROCESSES:
+            raise UsageError(f"--processes {self.processes}: each kernel runs in 1 to {MAX_PROCESSES} processes")
         if self.processes > 1 and self.protocol.kind != "interleaved":
             raise UsageError(f"--processes {self.processes} needs the interleaved protocol, whose windows rotate "
                              f"over a kernel's processes; the {self.protocol.kind} protocol runs each kernel in one")

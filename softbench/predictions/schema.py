@@ -307,9 +307,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_yaml_text(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.constructor.ConstructorError as e:  # a tag the safe loader does not build (!!python/object)
+        raise ValidationError(f"{source} is not plain YAML: {e}", hint="use plain values, no tags") from None
     except yaml.YAMLError as e:
         raise ValidationError(f"{source} is not valid YAML: {e}",
                               hint="quote comparator symbols: comparator: \">=\"") from None
+    except ValueError as e:  # YAML reads an unquoted 2026-02-30 as a date, and a date that cannot be raises this
+        raise ValidationError(f"{source} holds a value YAML reads as a date or time that does not exist ({e})",
+                              hint="correct the date, or quote the value if it is meant as text") from None
     except RecursionError:
         raise ValidationError(f"{source} nests too deeply to be a predictions file") from None
 

@@ -277,6 +277,8 @@ def _explain_mismatch(yaml_path: Path, actual: bytes, record: SealRecord) -> str
         parts.append("diff against the canonical form of the file's own content (the edit is where they differ):\n"
                      + _udiff(canonical_text(content), text, f"{yaml_path.name} (canonical)",
                               f"{yaml_path.name} (now)"))
+    elif content is None:
+        parts.append("no earlier copy to diff against, and the file does not parse, so no prediction can be named")
     else:
         parts.append("no earlier copy to diff against: the change keeps the canonical form; the per-prediction "
                      "lines above say where it is")

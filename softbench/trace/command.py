@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (backend_option, check_triton_config, shape_options, shapes_from, triton_config_option,
-                                    variant_names)
+from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
+                                    triton_config_option, variant_names)
 
 
 @click.group("trace")
@@ -25,7 +25,7 @@ def command():
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--calls", type=click.IntRange(min=1), default=200, show_default=True, help="timed calls per process")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))

@@ -15,8 +15,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import sqlite3
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,7 +112,16 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
         raise UsageError(f"{p}: no cuda_gpu_kern_sum header (Name, Instances, Total Time) found",
                          hint="make it with: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep")
     try:
-        df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False)
+        with warnings.catch_warnings():
+            # a row longer than the header: pandas would take its first cells as an index and shift the rest under
+            # the wrong columns; index_col=False makes that a warning, raised here
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False,
+                             index_col=False)
+    except pd.errors.ParserWarning:
+        raise UsageError(f"{p}: a row of the kernel table has more cells than its header",
+                         hint="export it again: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep") \
+            from None
     except pd.errors.ParserError as e:
         # a copy cut short (a quoted kernel name left open at EOF) or rows with stray cells: pandas can't split it
         detail = str(e).strip().splitlines()[-1].replace("Error tokenizing data. C error: ", "")
@@ -198,6 +209,8 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
         data = json.loads(read_text_file(p, "trace"))
     except json.JSONDecodeError as e:
         raise UsageError(f"{p}: not JSON: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{p}: nests too deeply to be a Chrome trace") from None
     events = data.get("traceEvents", data) if isinstance(data, dict) else data
     if isinstance(events, dict):
         events = []  # a JSON object with no traceEvents: no kernels, which dominant() reports
@@ -206,7 +219,13 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
                          f"\"traceEvents\"), found {type(events).__name__ if events is not None else 'null'}")
 
     def is_number(v) -> bool:
-        return not isinstance(v, bool) and isinstance(v, (int, float)) and np.isfinite(v)
+        # math.isfinite, not numpy's: JSON's integers have no bound, and numpy takes none past 64 bits
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return False
+        try:
+            return math.isfinite(v) and math.isfinite(float(v))
+        except OverflowError:
+            return False
 
     kernels = [e for e in events if isinstance(e, dict) and e.get("cat") == "kernel" and "dur" in e]
     for ev in kernels:
