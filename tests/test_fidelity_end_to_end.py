@@ -347,7 +347,7 @@ def test_a_resume_whose_options_file_holds_a_bad_value_is_refused(tiny, tmp_path
         assert f"error: {partial / 'options.json'} holds an option that is refused: {says}" in err, err
         assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
     # a file that does not parse, or holds no mapping, in a sentence of its own
-    for text, says in (('{"model": ', "could not be read as JSON"), ("[]", "holds no JSON object (a list)")):
+    for text, says in (('{"model": ', "could not be read as JSON"), ("[]", "is a JSON array, not an object")):
         (partial / "options.json").write_text(text)
         assert main(["fidelity", "--resume", str(partial)]) == 2, says
         err = capsys.readouterr().err

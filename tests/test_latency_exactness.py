@@ -54,3 +54,17 @@ def test_without_a_usable_reference_there_is_no_verdict():
     # a baseline whose check gave no finite error is not taken as exact
     check = exactness({"A0": {"rel_error_vs_fp32": float("nan")}, "ref-fa3": {"rel_error_vs_fp32": 0.01}}, roles)
     assert not check["ok"] and "has no error measured" in exactness_line(check)
+
+
+def test_a_summary_edited_out_of_form_has_no_check_rather_than_an_error():
+    """recorded_exactness reads summary.json, which report and evaluate take from any folder: an exactness, kernels
+    or smoke of another form (a number, a mapping without its verdicts, a list) is no check, not an internal
+    error (each once raised TypeError, KeyError or AttributeError); a recorded check reads back as it was."""
+    from softbench.latency.exactness import exactness_warning, recorded_exactness
+
+    summary, _ = _recorded(ROW_SUMS_OVER_THE_ROW)  # recorded before summary.json carried the check: made from smoke
+    check = recorded_exactness(summary)
+    assert exactness_warning(check) and recorded_exactness({**summary, "exactness": check}) == check
+    for edit in ({"exactness": 5}, {"exactness": {"a": "b"}}, {"exactness": {"ok": True, "kernels": {"A0": 1}}},
+                 {"exactness": None, "kernels": [1, 2]}, {"exactness": None, "smoke": {"A0": 3}}):
+        assert recorded_exactness({**summary, **edit}) is None, edit

@@ -271,3 +271,33 @@ def test_sessions_without_a_null_are_listed_as_not_measured():
     # the groups count the measured null only; the others are counted apart
     assert any(line.startswith("- interleaved, four or more kernels, null started first: 1 null(s)") for line in lines)
     assert "- 3 session(s) without an A/A null estimate: listed as not measured" in lines
+
+
+def test_a_damaged_windows_file_is_a_note_and_a_failed_report_leaves_no_folder(tmp_path, monkeypatch):
+    """A copy whose windows.jsonl has a line that is no object, and one whose stamps mix a zone and none: the first
+    is not drawn, with the file and line named; the second is drawn against the window index. A report that fails
+    half way leaves no figures without a report.md: it is drawn beside --out and moved in once complete."""
+    bad = tmp_path / "in" / "bad" / INTERLEAVED.name
+    mixed = tmp_path / "in" / "mixed" / INTERLEAVED.name
+    for copy in (bad, mixed):
+        shutil.copytree(INTERLEAVED, copy)
+    lines = (bad / "windows.jsonl").read_text().splitlines()
+    (bad / "windows.jsonl").write_text("\n".join([lines[0], "5", *lines[2:]]) + "\n")
+    lines = (mixed / "windows.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["utc"] = first["utc"].split("+")[0]
+    (mixed / "windows.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    out = tmp_path / "out"
+    assert main(["report", str(bad.parent), "--out", str(out / "bad")]) == 0
+    assert "line 2 is a JSON number, not an object" in (out / "bad" / "report.md").read_text()
+    assert main(["report", str(mixed.parent), "--out", str(out / "mixed")]) == 0
+    assert (out / "mixed" / f"latency-windows-{INTERLEAVED.name}.png").is_file()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug half way through the report")
+
+    monkeypatch.setattr("softbench.report.build.null_rows", broken)
+    with pytest.raises(RuntimeError):
+        from softbench.report.build import build_report
+        build_report([mixed.parent], out / "failed")
+    assert not (out / "failed").exists() and sorted(p.name for p in out.iterdir()) == ["bad", "mixed"]

@@ -93,7 +93,7 @@ def test_concurrent_creates_get_distinct_folders(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("text, says", [('{"command": "fid', "could not be read as JSON"),
-                                        ("[]", "holds no JSON object (a list)"),
+                                        ("[]", "is a JSON array, not an object"),
                                         (b"\xff\xfe", "could not be read as JSON")])
 def test_opening_a_session_whose_status_does_not_parse_is_refused_in_one_sentence(tmp_path, text, says):
     """--resume opens a session a user may have edited or a crash cut short: a status.json that does not parse

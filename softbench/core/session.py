@@ -78,11 +78,14 @@ def read_jsonl(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             if i == len(lines) - 1:
                 break
             raise UsageError(f"{path}: line {i + 1} is not valid JSON") from None
+        if not isinstance(row, dict):  # every record softbench writes is one object: anything else was edited in
+            raise UsageError(f"{path}: line {i + 1} is a JSON {_json_type(row)}, not an object")
+        rows.append(row)
     return rows
 
 
@@ -239,5 +242,10 @@ def _read_mapping(path: Path) -> dict:
     except (OSError, ValueError, RecursionError) as e:  # JSON's and UTF-8's errors are ValueErrors
         raise UsageError(f"{path} could not be read as JSON ({type(e).__name__}: {e})") from None
     if not isinstance(data, dict):
-        raise UsageError(f"{path} holds no JSON object (a {type(data).__name__})")
+        raise UsageError(f"{path} is a JSON {_json_type(data)}, not an object")
     return data
+
+
+def _json_type(value: Any) -> str:
+    """A parsed JSON value's kind, in JSON's words."""
+    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")

@@ -18,7 +18,8 @@ def exactness(smoke: dict, roles: dict[str, str]) -> dict | None:
     """{reference, reference_error, factor, kernels: {label: {error, ratio, ok}}, ok} from the smoke checks
     (label -> {rel_error_vs_fp32, ...}) and the run's roles; None where no reference kernel has a usable error."""
     def error(label: str) -> float | None:
-        e = (smoke.get(label) or {}).get("rel_error_vs_fp32")
+        entry = smoke.get(label)
+        e = entry.get("rel_error_vs_fp32") if isinstance(entry, dict) else None
         return float(e) if isinstance(e, (int, float)) and math.isfinite(e) else None
 
     refs = {lbl: e for lbl, role in roles.items() if role == "reference" and (e := error(lbl))}
@@ -37,8 +38,18 @@ def exactness(smoke: dict, roles: dict[str, str]) -> dict | None:
 def recorded_exactness(summary: dict) -> dict | None:
     """A latency session's check as summary.json holds it, or, for sessions recorded before it did, made from the
     smoke checks and roles the same summary holds."""
-    roles = {lbl: str(k.get("role")) for lbl, k in (summary.get("kernels") or {}).items()}
-    return summary.get("exactness") or exactness(summary.get("smoke") or {}, roles)
+    recorded = summary.get("exactness")
+    if recorded:
+        # as exactness() writes it; a summary edited into another form has no check to read
+        ok = (isinstance(recorded, dict) and isinstance(recorded.get("kernels"), dict)
+              and all(isinstance(k, dict) and "ok" in k and "ratio" in k for k in recorded["kernels"].values())
+              and "ok" in recorded)
+        return recorded if ok else None
+    kernels = summary.get("kernels")
+    roles = ({lbl: str(k.get("role")) for lbl, k in kernels.items() if isinstance(k, dict)}
+             if isinstance(kernels, dict) else {})
+    smoke = summary.get("smoke")
+    return exactness(smoke if isinstance(smoke, dict) else {}, roles)
 
 
 def exactness_warning(check: dict | None) -> str | None:

@@ -22,8 +22,10 @@ as such. Figures:
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from softbench.core.errors import UsageError
@@ -85,7 +87,27 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
                          hint="give session folders or folders that hold them (each has a status.json)")
     # before the folder too: a shape no session measured is refused with nothing written
     shape = choose_shape([r for r in records if r.command == "latency"], speed_shape)
+    # drawn in a folder of its own beside out_dir and moved in once complete: a report that fails half way (a
+    # session damaged in a way no check foresaw) leaves no figures without their report.md
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.drawing-", dir=out_dir.parent))
+    try:
+        return _move_into(_write_report(records, shape, speed_shape, staging), out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_into(report: Report, out_dir: Path) -> Report:
+    """The staged files into out_dir, report.md last, each by an atomic rename; the report's paths follow them."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    moved = [*report.figures, report.markdown_path] if report.markdown_path else list(report.figures)
+    for f in moved:
+        os.replace(f, out_dir / f.name)
+    return replace(report, out_dir=out_dir, figures=[out_dir / f.name for f in report.figures],
+                   markdown_path=out_dir / report.markdown_path.name if report.markdown_path else None)
+
+
+def _write_report(records: list[SessionRecord], shape: str | None, speed_shape: str | None, out_dir: Path) -> Report:
     report = Report(out_dir=out_dir)
     estimate = ReferenceEstimates()  # each session's estimates against FA3, read once for the three parts that show them
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)

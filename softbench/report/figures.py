@@ -163,6 +163,8 @@ def _window_times(windows: list[dict]) -> list[float]:
         stamps = [_dt.datetime.fromisoformat(w["utc"]) for w in windows]
     except (KeyError, TypeError, ValueError):
         return [float(i) for i in range(len(windows))]
+    if len({t.tzinfo is None for t in stamps}) > 1:  # some with a zone, some without: no common clock to read
+        return [float(i) for i in range(len(windows))]
     t0 = min(stamps)
     return [(t - t0).total_seconds() for t in stamps]
 
