@@ -64,6 +64,8 @@ def build_template(root: Path) -> None:
     (root / "protocol-kind-list.yaml").write_text("protocol: {kind: [interleaved]}\ncells:\n  - {seq: 128}\n")
     (root / "protocol-variant-list.yaml").write_text("protocol: {rounds: 1}\nvariant: [A1]\ncells:\n  - {seq: 128}\n")
     (root / "protocol-causal-maybe.yaml").write_text("protocol: {rounds: 1}\ncells:\n  - {seq: 128, causal: maybe}\n")
+    (root / "protocol-seed-huge.yaml").write_text("protocol: {kind: interleaved, seed: 99999999999999999999999}\n"
+                                                  "cells:\n  - {seq: 128}\n")
     # a Chrome trace with an integer past 64 bits, and one nested past Python's recursion limit
     (root / "trace-huge.json").write_text('{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 1'
                                           + "0" * 400 + "}]}")
@@ -226,6 +228,11 @@ CASES = [
     case("latency-processes-huge", "latency", "--backend", "sim", "--seq", "128", "--processes", "100000",
          says="'--processes'"),
     case("latency-out-empty", "latency", *SIM, "--seq", "128", "--out", "", says="--out is empty"),
+    # a window longer than the budget ran on past it: the budget is checked between windows
+    case("latency-window-past-budget", "latency", "--backend", "sim", "--seq", "128", "--window-ms", "1e12",
+         "--budget-s", "3", says="longer than the measuring budget"),
+    case("latency-protocol-seed-huge", "latency", "--backend", "sim", "--protocol", "protocol-seed-huge.yaml",
+         says="seed must be at most"),
     case("latency-reference-no-name", "latency", "--backend", "sim", "--seq", "128", "--reference", ",",
          says="names no reference kernel"),
     case("gates-dtype-unknown", "gates", "--dtype", "fp4", says="'--dtype'"),

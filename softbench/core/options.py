@@ -7,6 +7,7 @@ import math
 
 import click
 
+from softbench.core.protocol import MAX_SEED
 from softbench.core.shapes import DTYPES, Shape, parse_seq
 
 
@@ -96,9 +97,7 @@ def _parse_config_label(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
-# a seed every consumer takes: numpy's generators want it non-negative, torch's manual_seed a 64-bit integer (a
-# larger one failed inside the worker, after the session had started)
-SEED = click.IntRange(0, 2**63 - 1)
+SEED = click.IntRange(0, MAX_SEED)  # what every consumer of a seed takes (core.protocol.MAX_SEED)
 # processes per kernel: each holds its own inputs and CUDA context, and the process offset it measures is read from a
 # few (3 on the H200); the bound keeps a typo from starting thousands of workers
 MAX_PROCESSES = 16

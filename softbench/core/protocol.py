@@ -21,6 +21,11 @@ import yaml
 from softbench.core.errors import UsageError
 
 
+# the largest seed every consumer takes: torch's manual_seed a signed 64-bit integer, numpy's generators any
+# non-negative one (a larger seed failed inside the worker, after its session had started)
+MAX_SEED = 2**63 - 1
+
+
 def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=(), non_negative_floats=()) -> None:
     for name in positive_ints:
         v = getattr(proto, name)
@@ -30,6 +35,8 @@ def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise UsageError(f"protocol: {name} must be a non-negative integer, got {v!r}")
+        if name.endswith("seed") and v > MAX_SEED:
+            raise UsageError(f"protocol: {name} must be at most {MAX_SEED}, got {v}")
     # finite as well: an infinite budget or window passes `> 0` and then never ends
     for name in positive_floats:
         v = getattr(proto, name)
@@ -132,6 +139,10 @@ class InterleavedProtocol(_ProtocolBase, kind="interleaved", quantity="at equal 
             raise UsageError(f"protocol: min_pairs ({self.min_pairs}) exceeds max_pairs ({self.max_pairs})")
         if self.order not in ("random", "circuit"):
             raise UsageError(f"protocol: the interleaved order must be 'random' or 'circuit', got {self.order!r}")
+        if self.window_ms / 1e3 > self.budget_s:
+            # the budget is checked between windows: one longer than it would run on past it, unbounded
+            raise UsageError(f"protocol: a window of {self.window_ms:g} ms is longer than the measuring budget of "
+                             f"{self.budget_s:g} s", hint="shorten --window-ms or raise --budget-s")
 
 
 @dataclass(frozen=True)
