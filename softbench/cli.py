@@ -73,6 +73,9 @@ def _interrupted() -> int:
     if unfinished:
         for path in unfinished:
             click.echo(f"interrupted: the partial session is kept: {path}", err=True)
+    elif CREATED:  # stopped after its sessions were complete (while printing, or cleaning up)
+        for s in CREATED:
+            click.echo(f"interrupted after the session was complete: {s.path}", err=True)
     else:
         click.echo("interrupted: no session had been started, nothing was written", err=True)
     return 130

@@ -63,6 +63,24 @@ def test_ctrl_c_names_the_partial_session(tmp_path, monkeypatch, capsys):
     assert f"interrupted: the partial session is kept: {made}" in capsys.readouterr().err
 
 
+def test_ctrl_c_after_the_session_is_complete_says_so(tmp_path, monkeypatch, capsys):
+    """Stopped once its session was marked complete: not "nothing was written" (a helper's sweep saw that line
+    beside a complete session), but the session and that it is complete."""
+    monkeypatch.setattr(session_mod, "CREATED", [])
+    set_status = session_mod.Session.set_status
+
+    def then_interrupted(self, *args, **kwargs):
+        set_status(self, *args, **kwargs)
+        if kwargs.get("complete") or (args and args[0]):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(session_mod.Session, "set_status", then_interrupted)
+    assert main(["env", "--record", "--out", str(tmp_path)]) == 130
+    (made,) = tmp_path.iterdir()
+    err = capsys.readouterr().err
+    assert f"interrupted after the session was complete: {made}" in err and "nothing was written" not in err
+
+
 def test_ctrl_c_before_any_session_says_nothing_was_written(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(session_mod, "CREATED", [])
 
