@@ -57,6 +57,8 @@ def build_template(root: Path) -> None:
     (root / "comparator.yaml").write_text(predictions_with(comparator="~="))
     (root / "onebound.yaml").write_text(predictions_with(comparator="between", threshold=[1]))
     (root / "changed.yaml").write_text(predictions_with(threshold=40))
+    (root / "seq-zero.yaml").write_text(predictions_with(scope={"command": "latency", "seq": 0}))
+    (root / "id-float.yaml").write_text(predictions_with(id=1.5))
     (root / "protocol-unknown.yaml").write_text("rounds: 3\ncolour: blue\n")
     # YAML reads an unquoted 2026-02-30 as a date, and one that does not exist raised out of the loaders (exit 70)
     (root / "baddate.yaml").write_text("title: 2026-02-30\n" + yaml.safe_dump(PREDICTIONS))
@@ -127,6 +129,9 @@ CASES = [
     case("seal-broken-yaml", "seal", "broken.yaml", says="not valid YAML"),
     case("seal-list-not-mapping", "seal", "list.yaml", says="top level must be a mapping"),
     case("seal-impossible-date", "seal", "baddate.yaml", says="date or time that does not exist"),
+    # a scope no session can match, sealed without a word before
+    case("seal-scope-seq-zero", "seal", "seq-zero.yaml", says="0 is not a sequence length"),
+    case("seal-id-float", "seal", "id-float.yaml", says="an id is a name or a whole number"),
     case("verify-impossible-date", "verify", "tampered-date/demo.yaml", code=6, says="does not match its seal"),
     case("seal-missing-file", "seal", "nothing.yaml", says="does not exist"),
     case("seal-folder", "seal", "empty", says="is a directory"),

@@ -63,8 +63,9 @@ def parse_seq(text: str) -> int:
     """'16384', '16K' or '16k' -> 16384."""
     t = str(text).strip()
     try:
-        if t[-1:] in ("k", "K"):
-            return int(t[:-1]) * 1024
-        return int(t)
+        seq = int(t[:-1]) * 1024 if t[-1:] in ("k", "K") else int(t)
     except ValueError:
         raise UsageError(f"sequence length {text!r} is not an integer (e.g. 8192 or 8K)") from None
+    if seq < 1:  # a scope of seq 0 would seal a prediction no session can match
+        raise UsageError(f"sequence length {text!r} must be a positive integer (e.g. 8192 or 8K)")
+    return seq

@@ -187,8 +187,11 @@ def _prediction(raw: Any, index: int) -> dict:
     if not isinstance(raw, dict):
         raise ValidationError(f"predictions[{index}] must be a mapping, got {type(raw).__name__}")
     pid_raw = raw.get("id")
-    if isinstance(pid_raw, bool) or not isinstance(pid_raw, (str, int)) or not str(pid_raw).strip():
+    if pid_raw is None or (isinstance(pid_raw, str) and not pid_raw.strip()):
         raise ValidationError(f"predictions[{index}]: field 'id' is missing or empty")
+    if isinstance(pid_raw, bool) or not isinstance(pid_raw, (str, int)):
+        raise ValidationError(f"predictions[{index}]: field 'id' is {pid_raw!r}; an id is a name or a whole number",
+                              hint="quote it: id: \"P1.5\"")
     pid = str(pid_raw).strip()
     if not NAME_RE.match(pid):
         raise ValidationError(f"{_where(pid, 'id')}: use letters, digits, '.', '_' or '-'")
