@@ -487,3 +487,14 @@ def test_the_seal_files_own_lines_are_checked(tmp_path):
             verify(r.yaml_path)
     r.seal_path.write_text(original)
     assert verify(r.yaml_path).record.sha256 == r.sha256
+
+
+def test_a_seal_whose_time_was_edited_into_no_time_does_not_verify(tmp_path):
+    """The seal's time decides which sessions count as evidence; `verify` once passed `sealed_utc: yesterday`,
+    which `evaluate` then refused. Both now stop at the seal file."""
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    text = r.seal_path.read_text()
+    stamp = next(line for line in text.splitlines() if line.startswith("# sealed_utc: "))
+    r.seal_path.write_text(text.replace(stamp, "# sealed_utc: yesterday"))
+    with pytest.raises(SealError, match="its sealed_utc 'yesterday' is no ISO 8601 time"):
+        verify(r.yaml_path)

@@ -319,6 +319,11 @@ def _check_record(seal_path: Path, seal_text: str, record: SealRecord, content: 
     standing as evidence rests on that time. What can be recomputed is (the count, each prediction's hash); the
     rest is compared with the committed seal file whenever that one seals the same bytes, so an edit of its time
     after the commit is caught."""
+    sealed_utc = record.meta.get("sealed_utc")
+    if sealed_utc is not None and parse_utc(sealed_utc) is None:
+        # evaluate counts only sessions after this time: a seal whose time does not read could not be scored
+        raise SealError(f"{seal_path}: its sealed_utc {sealed_utc!r} is no ISO 8601 time; the seal file was edited",
+                        hint="restore it from version control")
     count = record.meta.get("predictions")
     if count is not None and count != str(len(content["predictions"])):
         raise SealError(f"{seal_path} counts {count} predictions where the sealed file holds "
