@@ -233,6 +233,13 @@ CASES = [
     case("latency-processes-huge", "latency", "--backend", "sim", "--seq", "128", "--processes", "100000",
          says="'--processes'"),
     case("latency-out-empty", "latency", *SIM, "--seq", "128", "--out", "", says="--out is empty"),
+    # an empty item was dropped without a word, perhaps a name that was meant
+    case("sweep-variants-empty-item", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A1,,noexp",
+         says="has an empty item"),
+    case("trace-variants-empty-item", "trace", "run", "--variants", "A0,", says="has an empty item"),
+    # the last of two values won without a word
+    case("fidelity-operator-parameter-twice", "fidelity", "--model", "smollm2-135m", "--operator",
+         "rowmax-pot:kmax=5,kmax=6", says="parameter kmax is given twice (5 and 6)"),
     # a window longer than the budget ran on past it: the budget is checked between windows
     case("latency-window-past-budget", "latency", "--backend", "sim", "--seq", "128", "--window-ms", "1e12",
          "--budget-s", "3", says="longer than the measuring budget"),

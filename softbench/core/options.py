@@ -303,6 +303,20 @@ def run_design_options(fn):
     return fn
 
 
+def split_names(text: str | tuple[str, ...], option: str = "--variants", example: str = "A0,A1") -> tuple[str, ...]:
+    """A comma-separated list of kernel names (or the names already split, as a protocol file gives them), each
+    stripped; none at all, or an empty item ('A1,,noexp': a name left out, perhaps one that was meant), refused."""
+    from softbench.core.errors import UsageError
+
+    items = text if isinstance(text, tuple) else str(text).split(",")
+    names = tuple(str(v).strip() for v in items if str(v).strip())
+    if not names:
+        raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
+    if len(names) != len(items):
+        raise UsageError(f"{option} {','.join(map(str, items))!r} has an empty item", hint=f"e.g. {option} {example}")
+    return names
+
+
 def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--variants",
                   example: str = "A0,A1", distinct: bool = False) -> tuple[str, ...]:
     """A comma-separated list of kernel variants (or the names already split, as a protocol file gives them), each
@@ -311,10 +325,7 @@ def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--va
     from softbench.core.errors import UsageError
     from softbench.kernels.catalog import check as check_variant
 
-    items = text if isinstance(text, tuple) else str(text).split(",")
-    names = tuple(v.strip() for v in items if v.strip())
-    if not names:
-        raise UsageError(f"{option} names no variant", hint=f"e.g. {option} {example}")
+    names = split_names(text, option, example)
     for name in names:
         check_variant(backend, name)
     if distinct:

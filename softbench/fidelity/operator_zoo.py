@@ -411,6 +411,8 @@ def parse_operator(text: str) -> Operator:
             known = ", ".join(definition.params) or "none"
             raise UsageError(f"operator {name} has no parameter {key!r} (parameters: {known})",
                              hint=f"did you mean {', '.join(close)}?" if close else None)
+        if key in given and given[key] != value:  # which one was meant? the last would win without a word
+            raise UsageError(f"operator {name}: parameter {key} is given twice ({given[key]} and {value})")
         given[key] = value
     params = {}
     for key, p in definition.params.items():

@@ -110,12 +110,10 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     from softbench.sweep.emulation import parse_variant
     from softbench.sweep.engine import SweepOptions, run_variant_sweep
     from softbench.core.checks import check_memory, check_out_dir, check_sim_time
-    from softbench.core.options import refuse_repeats
+    from softbench.core.options import refuse_repeats, split_names
     from softbench.kernels.references import resolve_references
 
-    names = tuple(v.strip() for v in variants.split(",") if v.strip())
-    if not names:
-        raise UsageError("--variants is empty")
+    names = split_names(variants, "--variants", "A1,noexp")
     refuse_repeats(names, "--variants", "A1,noexp")  # before the machine checks: a typo is no machine's fault
     info, emulation = {}, []
     for name in (baseline, *names):
