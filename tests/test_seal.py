@@ -498,3 +498,21 @@ def test_a_seal_whose_time_was_edited_into_no_time_does_not_verify(tmp_path):
     r.seal_path.write_text(text.replace(stamp, "# sealed_utc: yesterday"))
     with pytest.raises(SealError, match="its sealed_utc 'yesterday' is no ISO 8601 time"):
         verify(r.yaml_path)
+
+
+def test_a_tag_is_told_apart_from_a_repeated_key_in_predictions_and_protocol_files(tmp_path):
+    """One YAML reader for predictions and protocol files (core.textfile.parse_yaml): a tag the safe loader does
+    not build is 'not plain YAML'; a repeated key, which the predictions loader refuses as a constructor error
+    too, keeps the syntax hint rather than the advice about tags."""
+    from softbench.core.protocol import load_yaml_mapping
+
+    twice = write(tmp_path, "twice.yaml", FIRST + "predictions:\n  - id: P9\n")
+    with pytest.raises(UsageError, match="'predictions' appears twice") as e:
+        seal_file(twice, directory=tmp_path / "sealed")
+    assert "not valid YAML" in str(e.value) and "tags" not in (e.value.hint or "")
+    tagged = "x: !!python/object:os.system {}\n"
+    with pytest.raises(UsageError, match="is not plain YAML") as e:
+        seal_file(write(tmp_path, "tagged.yaml", tagged), directory=tmp_path / "sealed")
+    assert e.value.hint == "use plain values, no tags"
+    with pytest.raises(UsageError, match=r"protocol file .*tagged-protocol\.yaml is not plain YAML"):
+        load_yaml_mapping(write(tmp_path, "tagged-protocol.yaml", tagged))

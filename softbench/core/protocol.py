@@ -16,9 +16,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
-import yaml
-
 from softbench.core.errors import UsageError
+from softbench.core.textfile import parse_yaml
 
 
 # the largest seed every consumer takes: torch's manual_seed a signed 64-bit integer, numpy's generators any
@@ -233,15 +232,7 @@ def read_protocol_text(path: Path | str) -> tuple[str, str]:
 
 def load_yaml_mapping(path: Path | str) -> dict:
     text, p = read_protocol_text(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise UsageError(f"protocol file {p} is not valid YAML: {e}") from None
-    except ValueError as e:  # an unquoted 2026-02-30 is read as a date, and one that cannot be raises this
-        raise UsageError(f"protocol file {p} holds a value YAML reads as a date or time that does not exist ({e})",
-                         hint="correct the date, or quote the value if it is meant as text") from None
-    except RecursionError:
-        raise UsageError(f"protocol file {p} nests too deeply to be a protocol file") from None
+    data = parse_yaml(text, f"protocol file {p}", "a protocol file")
     if not isinstance(data, dict):
         raise UsageError(f"protocol file {p} must hold a mapping at the top level")
     return data

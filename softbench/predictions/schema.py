@@ -35,6 +35,7 @@ import yaml
 
 from softbench.core.errors import UsageError
 from softbench.core.shapes import DTYPES, parse_seq
+from softbench.core.textfile import parse_yaml
 from softbench.core.suggest import did_you_mean
 from softbench.predictions.sessions import parse_utc
 from softbench.predictions.vocabulary import evidence_problem, scope_key_problem
@@ -308,18 +309,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def load_yaml_text(text: str, source: str) -> Any:
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.constructor.ConstructorError as e:  # a tag the safe loader does not build (!!python/object)
-        raise ValidationError(f"{source} is not plain YAML: {e}", hint="use plain values, no tags") from None
-    except yaml.YAMLError as e:
-        raise ValidationError(f"{source} is not valid YAML: {e}",
-                              hint="quote comparator symbols: comparator: \">=\"") from None
-    except ValueError as e:  # YAML reads an unquoted 2026-02-30 as a date, and a date that cannot be raises this
-        raise ValidationError(f"{source} holds a value YAML reads as a date or time that does not exist ({e})",
-                              hint="correct the date, or quote the value if it is meant as text") from None
-    except RecursionError:
-        raise ValidationError(f"{source} nests too deeply to be a predictions file") from None
+    return parse_yaml(text, source, "a predictions file", ValidationError, _UniqueKeyLoader,
+                      hint="quote comparator symbols: comparator: \">=\"")
 
 
 def canonical_text(content: dict) -> str:
