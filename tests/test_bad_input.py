@@ -68,6 +68,9 @@ def build_template(root: Path) -> None:
     (root / "protocol-causal-maybe.yaml").write_text("protocol: {rounds: 1}\ncells:\n  - {seq: 128, causal: maybe}\n")
     (root / "protocol-seed-huge.yaml").write_text("protocol: {kind: interleaved, seed: 99999999999999999999999}\n"
                                                   "cells:\n  - {seq: 128}\n")
+    (root / "protocol-paper-seed-huge.yaml").write_text("protocol: {rounds: 1, windows: 1, "
+                                                        "seed: 99999999999999999999999}\ncells:\n  - {seq: 128}\n")
+    (root / "energy-seed-negative.yaml").write_text("seed: -1\n")
     # a Chrome trace with an integer past 64 bits, and one nested past Python's recursion limit
     (root / "trace-huge.json").write_text('{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 1'
                                           + "0" * 400 + "}]}")
@@ -245,6 +248,11 @@ CASES = [
          "--budget-s", "3", says="longer than the measuring budget"),
     case("latency-protocol-seed-huge", "latency", "--backend", "sim", "--protocol", "protocol-seed-huge.yaml",
          says="seed must be at most"),
+    # every protocol with a seed bounds it the same way (core.protocol._check_fields' seeds)
+    case("latency-paper-protocol-seed-huge", "latency", "--backend", "sim", "--protocol",
+         "protocol-paper-seed-huge.yaml", says="seed must be at most"),
+    case("energy-protocol-seed-negative", "energy", "--protocol", "energy-seed-negative.yaml",
+         says="seed must be a non-negative integer"),
     case("latency-reference-no-name", "latency", "--backend", "sim", "--seq", "128", "--reference", ",",
          says="names no reference kernel"),
     case("gates-dtype-unknown", "gates", "--dtype", "fp4", says="'--dtype'"),

@@ -25,17 +25,19 @@ from softbench.core.textfile import parse_yaml
 MAX_SEED = 2**63 - 1
 
 
-def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=(), non_negative_floats=()) -> None:
+def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=(), non_negative_floats=(),
+                  seeds=()) -> None:
     for name in positive_ints:
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise UsageError(f"protocol: {name} must be a positive integer, got {v!r}")
-    for name in non_negative_ints:
+    for name in (*non_negative_ints, *seeds):
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise UsageError(f"protocol: {name} must be a non-negative integer, got {v!r}")
-        if name.endswith("seed") and v > MAX_SEED:
-            raise UsageError(f"protocol: {name} must be at most {MAX_SEED}, got {v}")
+    for name in seeds:  # and no larger than every consumer of a seed takes
+        if getattr(proto, name) > MAX_SEED:
+            raise UsageError(f"protocol: {name} must be at most {MAX_SEED}, got {getattr(proto, name)}")
     # finite as well: an infinite budget or window passes `> 0` and then never ends
     for name in positive_floats:
         v = getattr(proto, name)
@@ -131,7 +133,8 @@ class InterleavedProtocol(_ProtocolBase, kind="interleaved", quantity="at equal 
     def __post_init__(self):
         _check_fields(self, positive_ints=("min_pairs", "max_pairs", "check_every", "rounds")
                       + (("calls",) if self.calls is not None else ()),
-                      non_negative_ints=("untimed", "seed") + (("order_seed",) if self.order_seed is not None else ()),
+                      non_negative_ints=("untimed",),
+                      seeds=("seed",) + (("order_seed",) if self.order_seed is not None else ()),
                       positive_floats=("target_pp", "budget_s", "window_ms"))
         _check_window(self, "warmup_min_s", "warmup_max_s")
         if self.min_pairs > self.max_pairs:
@@ -158,7 +161,7 @@ class SustainedProtocol(_ProtocolBase, _Settled, kind="sustained", quantity="sus
 
     def __post_init__(self):
         super().__post_init__()
-        _check_fields(self, positive_ints=("calls",), non_negative_ints=("seed",), positive_floats=("measure_s",))
+        _check_fields(self, positive_ints=("calls",), seeds=("seed",), positive_floats=("measure_s",))
         if not isinstance(self.cycles, int) or isinstance(self.cycles, bool) or self.cycles < 2:
             raise UsageError(f"protocol: cycles must be an integer of at least 2 (4 blocks for two kernels), "
                              f"got {self.cycles!r}")
@@ -185,6 +188,7 @@ class LatencyProtocol(_ProtocolBase, kind="paper",
             raise UsageError(f"protocol: warmup must be a non-negative integer, got {self.warmup!r}")
         if self.order not in ("alternate", "fixed"):
             raise UsageError(f"protocol: order must be 'alternate' or 'fixed', got {self.order!r}")
+        _check_fields(self, seeds=("seed",))
 
     def round_order(self, first: str, second: str) -> list[tuple[str, str]]:
         """Which variant runs first in each round: (first, second), (second, first), ... when alternating."""
@@ -377,9 +381,7 @@ class EnergyProtocol(_Settled):
         if not self.order:
             raise UsageError("protocol: order names no loops")
         _check_fields(self, positive_ints=("chunk",), non_negative_ints=("trim_start", "trim_end", "warmup"),
-                      positive_floats=("seconds",), non_negative_floats=("idle_s", "pre_s", "post_s"))
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise UsageError(f"protocol: seed must be an integer, got {self.seed!r}")
+                      positive_floats=("seconds",), non_negative_floats=("idle_s", "pre_s", "post_s"), seeds=("seed",))
         # NVML updates its power reading at most every few milliseconds; a finer request would only repeat it
         if not isinstance(self.interval_s, (int, float)) or isinstance(self.interval_s, bool) or self.interval_s < 1e-3:
             raise UsageError(f"protocol: the sampling interval must be at least 1 ms, got {self.interval_s!r} s")
