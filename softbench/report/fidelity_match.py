@@ -21,12 +21,10 @@ from dataclasses import dataclass
 
 from softbench.fidelity.report import fp8_rounding
 from softbench.predictions.sessions import SessionRecord
-from softbench.report.records import fidelity_conditions, fidelity_reference
+from softbench.report.records import EXACT, KERNEL_STOCK, fidelity_conditions, fidelity_reference
 
 
-EXACT = "exact"  # the simulation's and the row path's baseline: attention with FP32 softmax
-KERNEL_STOCK = "kernel:stock"  # the kernel path's baseline: the kernel's own exact variant at the session's dtype
-STOCK_VARIANT = "A0"
+STOCK_VARIANT = "A0"  # the stock kernel's variant, for kernel-path sessions that do not record it
 
 
 @dataclass(frozen=True)
@@ -62,15 +60,18 @@ class FidelityPoint:
     ci_low: float
     ci_high: float
     model: str
-    corpus: str
     dtype: str
     variant: str | None  # the kernel path's variant that ran the operator (A1 for rowmax-h15); None elsewhere
-    evaluation: Evaluation | None = None
+    evaluation: Evaluation
 
     @property
     def reference(self) -> str:
         """What the dNLL is measured against: the session's baseline ('exact', 'kernel:stock')."""
-        return self.evaluation.reference if self.evaluation else "?"
+        return self.evaluation.reference
+
+    @property
+    def corpus(self) -> str:
+        return self.evaluation.corpus
 
 
 def _operator(cond: dict) -> str | None:
@@ -121,11 +122,11 @@ def fidelity_points(recs: list[SessionRecord]) -> list[FidelityPoint]:
             if op is None:
                 continue
             path = str(c.get("path") or s.get("path") or "?")
+            backend = _backend(s, path)
             points.append(FidelityPoint(
-                r.name, r.complete, r.started, name, op, path, _backend(s, path),
+                r.name, r.complete, r.started, name, op, path, backend,
                 float(c["dnll"]), float(c["ci_low"]), float(c["ci_high"]), _label(s.get("model"), "label", "alias"),
-                _label(s.get("corpus"), "name", "source"), str(s.get("dtype", "?")), c.get("variant"),
-                evaluation(s, path, _backend(s, path))))
+                str(s.get("dtype", "?")), c.get("variant"), evaluation(s, path, backend)))
     return points
 
 
@@ -142,7 +143,7 @@ def choose_evaluation(points: list[FidelityPoint], operators: set[str]) -> Evalu
     complete: dict[Evaluation, bool] = {}
     newest: dict[Evaluation, float] = {}
     for p in points:
-        if p.operator in operators and p.evaluation is not None:
+        if p.operator in operators:
             e = p.evaluation
             covered.setdefault(e, set()).add(p.operator)
             complete[e] = complete.get(e, False) or p.complete

@@ -104,9 +104,13 @@ def fidelity_conditions(summary: dict) -> list[tuple[str, dict]]:
     return [(n, c) for n, c in items if all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high"))]
 
 
-# a fidelity session's baselines as a reader needs them named: what its dNLLs are differences from
-REFERENCE_WORDS = {"exact": "exact attention (FP32 softmax)",
-                   "kernel:stock": "the kernel path's own stock kernel (A0) at the session's dtype"}
+# a fidelity session's baselines, as softbench.fidelity.conditions names them (not imported: it pulls in torch,
+# which a report does not otherwise load)
+EXACT = "exact"  # the simulation's and the row path's baseline: attention with FP32 softmax
+KERNEL_STOCK = "kernel:stock"  # the kernel path's baseline: the kernel's own exact variant at the session's dtype
+# ... and as a reader needs them named: what its dNLLs are differences from
+REFERENCE_WORDS = {EXACT: "exact attention (FP32 softmax)",
+                   KERNEL_STOCK: "the kernel path's own stock kernel (A0) at the session's dtype"}
 
 
 def fidelity_reference(summary: dict) -> str:
@@ -118,7 +122,7 @@ def fidelity_reference(summary: dict) -> str:
     if isinstance(b, str):
         return b
     # a summary that names no baseline: its path says what the dNLLs are against
-    return {"sim": "exact", "row": "exact", "kernel": "kernel:stock"}.get(str(summary.get("path")), "?")
+    return {"sim": EXACT, "row": EXACT, "kernel": KERNEL_STOCK}.get(str(summary.get("path")), "?")
 
 
 def trace_points(rec: SessionRecord) -> list[dict]:

@@ -134,7 +134,7 @@ def join_speed_fidelity(latency: list[SessionRecord], fidelity: list[SessionReco
                                   f"dNLLs against {out.reference} are measured from (its dNLL is 0 by definition, "
                                   "not a measurement)")
             elif operator:
-                elsewhere = sorted({f"{f.dtype} ({f.evaluation.words() if f.evaluation else '?'})" for f in every
+                elsewhere = sorted({f"{f.dtype} ({f.evaluation.words()})" for f in every
                                     if f.operator == operator} - {f"{out.dtype} ({chosen})"})
                 why[p.variant] = (f"variant {p.variant} (operator {operator}): no fidelity session among the paths "
                                   f"evaluated operator {operator} at {out.dtype} in the figure's evaluation "

@@ -223,7 +223,7 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return False
         try:
-            return math.isfinite(v) and math.isfinite(float(v))
+            return math.isfinite(v)  # an int past a float's range raises rather than answering
         except OverflowError:
             return False
 
