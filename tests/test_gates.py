@@ -3,6 +3,7 @@
 
 import json
 import math
+import re
 import shutil
 
 import pytest
@@ -422,3 +423,61 @@ def test_reevaluation_refuses_a_damaged_or_partial_source_in_one_sentence(tmp_pa
 def test_reevaluate_flag_takes_no_kernel_options(tmp_path):
     r = run_cli("gates", "--reevaluate", str(tmp_path), "--dtype", "fp8", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "drop --dtype" in r.stderr
+
+
+def _edit_yaml(path, edit):
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+
+
+def _edit_readback(path, edit):
+    data = torch.load(path, weights_only=False)
+    edit(data)
+    torch.save(data, path)
+
+
+# each a damage that once escaped reevaluate_gates as an internal error (AttributeError, KeyError, IndexError)
+DAMAGED_SOURCES = {
+    "protocol without its backend": ("protocol.yaml", lambda p: p.pop("backend"), "'backend' is None, not a name"),
+    "protocol without its variant": ("protocol.yaml", lambda p: p.pop("variant"), "'variant' is None, not a name"),
+    "labels that are no names": ("protocol.yaml", lambda p: p.update(labels=[1, 2]), "not the two kernels' names"),
+    "backend options as a list": ("protocol.yaml", lambda p: p.update(backend_options=[1]), "not a mapping"),
+    "a threshold that is no number": ("protocol.yaml", lambda p: p.update(backend_options={"rescale_threshold": "x"}),
+                                      "rescale threshold 'x' is not a number"),
+    "a third shape": ("protocol.yaml", lambda p: p["shapes"].update(third=p["shapes"]["multi_tile"]),
+                      "not one single_tile and one multi_tile shape"),
+    "a readback of another dtype name": ("readback", lambda d: d.update(out_dtype="nope"), "is not a whole readback"),
+    "a readback whose inputs are text": ("readback", lambda d: d.update(q="x"), "is not a whole readback"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_SOURCES))
+def test_reevaluation_refuses_an_edited_source_in_one_sentence(tmp_path, a1_run, damage):
+    from softbench.core.errors import UsageError
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    where, edit, says = DAMAGED_SOURCES[damage]
+    source = tmp_path / "gpu" / a1_run[0].path.name
+    shutil.copytree(a1_run[0].path, source)
+    if where == "readback":
+        _edit_readback(next(source.glob("readback-A1-*.pt")), edit)
+    else:
+        _edit_yaml(source / where, edit)
+    with pytest.raises(UsageError, match=re.escape(says)):
+        reevaluate_gates(source, tmp_path / "cpu")
+    assert not (tmp_path / "cpu").exists()
+
+
+@pytest.mark.parametrize("env", [{"workers": [1]}, {"workers": {"A1": "x"}}, {"workers": {"A1": {"device": "x"}}},
+                                 {"workers": {"A1": {"device": {"arch": [9, 0]}}}}, [1, 2]])
+def test_reevaluation_reads_past_an_env_without_the_workers_arch(tmp_path, a1_run, env):
+    """env.json only lends the worker's architecture to the rescale threshold (the simulation's is its own option):
+    a file edited into other kinds of value gives no architecture, and the gates are evaluated as recorded."""
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    source = tmp_path / "gpu" / a1_run[0].path.name
+    shutil.copytree(a1_run[0].path, source)
+    (source / "env.json").write_text(json.dumps(env))
+    _, summary = reevaluate_gates(source, tmp_path / "cpu")
+    assert summary["gates"] == a1_run[1]["gates"]

@@ -42,6 +42,7 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
         # a run stopped part-way may have written only some of its readbacks, or cut the last one short
         raise UsageError(f"{source} is not a complete gates session (its status does not say complete), so its "
                          "readbacks are not a whole measurement")
+    _check_protocol(proto, proto_path)
     try:
         base, var = proto["labels"]
         shapes = {k: Shape(**v) for k, v in proto["shapes"].items()}
@@ -56,8 +57,12 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
         raise UsageError(f"{source} lacks the readback files {', '.join(sorted(missing))}",
                          hint="they stay in the session folder the GPU run wrote; copy them back first")
     env = _read(source / "env.json", json.loads) if (source / "env.json").is_file() else {}
-    arch = (env.get("workers", {}).get(var, {}).get("device") or {}).get("arch") if isinstance(env, dict) else None
-    tau = rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
+    arch = _worker_arch(env, var)
+    try:
+        tau = rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
+    except (TypeError, ValueError):  # the simulation's threshold, edited into something that is no number
+        raise UsageError(f"{proto_path} does not describe a gates run: its rescale threshold "
+                         f"{proto['backend_options'].get('rescale_threshold')!r} is not a number") from None
     readbacks = {kind: {label: _load(files[(kind, label)], causal) for label in (base, var)} for kind in shapes}
     # the map the source recorded (one written before maps were recorded was gated against Rowmax-H15)
     gmap = gate_map_named(proto.get("reference"))
@@ -83,6 +88,38 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     return session, summary
 
 
+_SHAPE_KINDS = {"single_tile", "multi_tile"}
+
+
+def _check_protocol(proto: dict, path: Path) -> None:
+    """The fields of a source's protocol.yaml that the re-evaluation reads, each of the kind a gates run writes:
+    an edited or damaged file is refused in one sentence here rather than failing wherever the field is used."""
+    def refuse(what: str):
+        raise UsageError(f"{path} does not describe a gates run: {what}")
+
+    for key in ("backend", "variant", "baseline"):
+        if not isinstance(proto.get(key), str) or not proto[key]:
+            refuse(f"its {key!r} is {proto.get(key)!r}, not a name")
+    labels = proto.get("labels")
+    if not (isinstance(labels, list) and len(labels) == 2 and all(isinstance(x, str) and x for x in labels)):
+        refuse(f"its 'labels' are {labels!r}, not the two kernels' names")
+    if not isinstance(proto.get("backend_options") or {}, dict):
+        refuse(f"its 'backend_options' are {proto['backend_options']!r}, not a mapping")
+    shapes = proto.get("shapes")
+    if not (isinstance(shapes, dict) and set(shapes) == _SHAPE_KINDS and all(isinstance(v, dict) for v in shapes.values())):
+        refuse("its 'shapes' are not one single_tile and one multi_tile shape")
+
+
+def _worker_arch(env, label: str) -> int | None:
+    """The GPU architecture the source's worker for `label` recorded (env.json workers.LABEL.device.arch), or None
+    where the file has no such entry or another kind of value there (the threshold then takes its default)."""
+    for key in ("workers", label, "device", "arch"):
+        if not isinstance(env, dict):
+            return None
+        env = env.get(key)
+    return env if isinstance(env, int) and not isinstance(env, bool) else None
+
+
 def _read(path: Path, parse):
     """A source file's parsed content; one sentence where it cannot be read or parsed."""
     try:
@@ -95,6 +132,7 @@ def _load(path: Path, causal: bool):
     """A readback, or one sentence naming the file where torch cannot load it (cut short, or not a readback)."""
     try:
         return load_readback(path, causal)
-    except (OSError, RuntimeError, EOFError, KeyError, TypeError, ValueError, pickle.UnpicklingError) as e:
+    except (OSError, RuntimeError, EOFError, KeyError, TypeError, ValueError, AttributeError, IndexError,
+            pickle.UnpicklingError) as e:  # the last but one two: a pickle of something other than a readback
         raise UsageError(f"{path} is not a whole readback ({type(e).__name__}); copy it again from the GPU run's "
                          "session") from None
