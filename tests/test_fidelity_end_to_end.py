@@ -355,6 +355,44 @@ def test_a_resume_whose_options_file_holds_a_bad_value_is_refused(tiny, tmp_path
         assert "Traceback" not in err and (partial / "blocks.jsonl").read_text() == before
 
 
+def test_a_resume_whose_run_record_is_damaged_is_refused_before_the_model_loads(tiny, tmp_path, capsys, monkeypatch):
+    """--resume reads run.json back (the token signature, the launches, the wiring check): a file cut short, edited
+    or missing once went through to a KeyError or TypeError after the model had loaded. Now each is one sentence
+    that names the file, before anything loads, and the session is left as it was."""
+    from softbench.fidelity import models
+
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(_opts(tiny, tmp_path / "s", operators=("rowmax-h15",), max_blocks=2), _StopAfter(1))
+    (partial,) = list((tmp_path / "s").iterdir())
+    run_json = partial / "run.json"
+    stored = json.loads(run_json.read_text())
+    before = (partial / "blocks.jsonl").read_text()
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was looked up before run.json was checked")
+
+    monkeypatch.setattr(models, "resolve_model", no_loading)
+    without_signature = {k: v for k, v in stored.items() if k != "token_signature"}
+    cases = [
+        ('{"model": ', f"{run_json} could not be read as JSON"),
+        ("[]", f"{run_json} is a JSON array, not an object"),
+        (json.dumps(without_signature), f"{run_json} is not the record of a fidelity run: its token_signature is None"),
+        (json.dumps({**stored, "launches": "x"}), "its launches are 'x', not a list"),
+        (json.dumps({**stored, "gate": {"passed": "yes"}}), "its wiring check (gate) does not say whether it passed"),
+        (json.dumps({**stored, "gate": {"passed": False}}), "its wiring check (gate) does not say whether it passed"),
+        (None, f"{partial} has no run.json: it stopped before its first block"),
+    ]
+    for text, says in cases:
+        if text is None:
+            run_json.unlink()
+        else:
+            run_json.write_text(text)
+        assert main(["fidelity", "--resume", str(partial)]) == 2, says
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err, err
+        assert (partial / "blocks.jsonl").read_text() == before
+
+
 def test_an_unwritable_out_is_refused_before_anything_loads(tiny, tmp_path, capsys, monkeypatch):
     from softbench.fidelity import models
 

@@ -346,7 +346,39 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
         # the options are the session's, not the command line's: say which file holds the value refused, keeping
         # the kind of refusal (bad input, or what this machine cannot do) and so its exit code
         raise type(e)(f"{session.path / 'options.json'} holds an option that is refused: {e}", hint=e.hint) from None
+    _check_recorded_run(session)
     return session, opts
+
+
+def _whole_gate(gate) -> bool:
+    """A recorded wiring check as _run reads it back: passed or not, and the two losses its refusal quotes (the
+    model's own under either name, older sessions' native_sdpa_loss or native_loss)."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    return (isinstance(gate, dict) and isinstance(gate.get("passed"), bool)
+            and number(gate.get("softbench_baseline_nll"))
+            and number(gate.get("native_loss", gate.get("native_sdpa_loss"))))
+
+
+def _check_recorded_run(session: Session) -> None:
+    """run.json as _open_session and _run read it back on --resume: checked before the model loads, so that a file
+    damaged or edited by hand is refused in one sentence that names it, not in an internal error minutes later."""
+    path = session.path / "run.json"
+    if not session.has("run.json"):
+        raise UsageError(f"{session.path} has no run.json: it stopped before its first block, so there is nothing "
+                         "to resume", hint="start a new session with the same options")
+    recorded = session.read_mapping("run.json")  # its own sentence where it does not parse or is no mapping
+    signature = recorded.get("token_signature")
+    if not (isinstance(signature, str) and signature):
+        refusal = f"its token_signature is {signature!r}, not the token stream's hash"
+    elif not isinstance(recorded.get("launches", []), list):
+        refusal = f"its launches are {recorded['launches']!r}, not a list"
+    elif "gate" in recorded and not _whole_gate(recorded["gate"]):
+        refusal = "its wiring check (gate) does not say whether it passed, and with which losses"
+    else:
+        return
+    raise UsageError(f"{path} is not the record of a fidelity run: {refusal}")
 
 
 def fault_check(ranks: distributed.Ranks, blocks_done: int) -> None:
