@@ -71,6 +71,10 @@ def build_template(root: Path) -> None:
     (root / "protocol-paper-seed-huge.yaml").write_text("protocol: {rounds: 1, windows: 1, "
                                                         "seed: 99999999999999999999999}\ncells:\n  - {seq: 128}\n")
     (root / "energy-seed-negative.yaml").write_text("seed: -1\n")
+    (root / "protocol-calls-huge.yaml").write_text("protocol: {kind: sustained, calls: 1000000000}\n"
+                                                   "cells:\n  - {seq: 128}\n")
+    (root / "protocol-paper-calls-true.yaml").write_text("protocol: {rounds: 1, windows: 1, calls: true}\n"
+                                                         "cells:\n  - {seq: 128}\n")
     # a Chrome trace with an integer past 64 bits, and one nested past Python's recursion limit
     (root / "trace-huge.json").write_text('{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 1'
                                           + "0" * 400 + "}]}")
@@ -251,6 +255,14 @@ CASES = [
     # every protocol with a seed bounds it the same way (core.protocol._check_fields' seeds)
     case("latency-paper-protocol-seed-huge", "latency", "--backend", "sim", "--protocol",
          "protocol-paper-seed-huge.yaml", says="seed must be at most"),
+    # a window of a billion calls held its worker for hours before the first pair: the budget is checked between
+    # windows (core.protocol.MAX_WINDOW_CALLS bounds every protocol's calls, and --calls of latency, sweep, trace)
+    case("latency-calls-huge", "latency", *SIM, "--seq", "128", "--calls", "1000000000", says="'--calls'"),
+    case("trace-calls-huge", "trace", "run", "--calls", "1000000000", says="'--calls'"),
+    case("latency-protocol-calls-huge", "latency", "--backend", "sim", "--protocol", "protocol-calls-huge.yaml",
+         says="calls must be at most 100,000 calls per window"),
+    case("latency-paper-protocol-calls-true", "latency", "--backend", "sim", "--protocol",
+         "protocol-paper-calls-true.yaml", says="calls must be a positive integer, got True"),
     case("energy-protocol-seed-negative", "energy", "--protocol", "energy-seed-negative.yaml",
          says="seed must be a non-negative integer"),
     case("latency-reference-no-name", "latency", "--backend", "sim", "--seq", "128", "--reference", ",",

@@ -7,7 +7,7 @@ import math
 
 import click
 
-from softbench.core.protocol import MAX_SEED
+from softbench.core.protocol import MAX_SEED, MAX_WINDOW_CALLS
 from softbench.core.shapes import DTYPES, Shape, parse_seq
 
 
@@ -184,7 +184,7 @@ def protocol_options(fn):
         click.option("--rounds", type=click.IntRange(min=1), default=None,
                      help="interleaved: repetitions of the whole measurement, each with its own stopping rule "
                           "[default: 1]; paper: rounds [default: 3]"),
-        click.option("--calls", type=click.IntRange(min=1), default=None,
+        click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=None,
                      help="calls per window [default: interleaved: as many as fill --window-ms; others: 100]"),
         click.option("--window-ms", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="interleaved: the length of a window in milliseconds of the baseline's calls, when "

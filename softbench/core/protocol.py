@@ -23,14 +23,22 @@ from softbench.core.textfile import parse_yaml
 # the largest seed every consumer takes: torch's manual_seed a signed 64-bit integer, numpy's generators any
 # non-negative one (a larger seed failed inside the worker, after its session had started)
 MAX_SEED = 2**63 - 1
+# the most calls one timed window holds, fixed or sized from --window-ms: a window is meant to last milliseconds, and
+# 100,000 of the fastest kernel's calls (about 10 us each) already take a second; a count past this is a typo that
+# would hold a worker for hours before the first pair, since the budget is only checked between windows
+MAX_WINDOW_CALLS = 100_000
 
 
 def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=(), non_negative_floats=(),
-                  seeds=()) -> None:
-    for name in positive_ints:
+                  seeds=(), window_calls=()) -> None:
+    for name in (*positive_ints, *window_calls):
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise UsageError(f"protocol: {name} must be a positive integer, got {v!r}")
+    for name in window_calls:
+        if getattr(proto, name) > MAX_WINDOW_CALLS:
+            raise UsageError(f"protocol: {name} must be at most {MAX_WINDOW_CALLS:,} calls per window, got "
+                             f"{getattr(proto, name):,}")
     for name in (*non_negative_ints, *seeds):
         v = getattr(proto, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -131,8 +139,8 @@ class InterleavedProtocol(_ProtocolBase, kind="interleaved", quantity="at equal 
     seed: int = 0
 
     def __post_init__(self):
-        _check_fields(self, positive_ints=("min_pairs", "max_pairs", "check_every", "rounds")
-                      + (("calls",) if self.calls is not None else ()),
+        _check_fields(self, positive_ints=("min_pairs", "max_pairs", "check_every", "rounds"),
+                      window_calls=("calls",) if self.calls is not None else (),
                       non_negative_ints=("untimed",),
                       seeds=("seed",) + (("order_seed",) if self.order_seed is not None else ()),
                       positive_floats=("target_pp", "budget_s", "window_ms"))
@@ -161,7 +169,7 @@ class SustainedProtocol(_ProtocolBase, _Settled, kind="sustained", quantity="sus
 
     def __post_init__(self):
         super().__post_init__()
-        _check_fields(self, positive_ints=("calls",), seeds=("seed",), positive_floats=("measure_s",))
+        _check_fields(self, window_calls=("calls",), seeds=("seed",), positive_floats=("measure_s",))
         if not isinstance(self.cycles, int) or isinstance(self.cycles, bool) or self.cycles < 2:
             raise UsageError(f"protocol: cycles must be an integer of at least 2 (4 blocks for two kernels), "
                              f"got {self.cycles!r}")
@@ -180,15 +188,10 @@ class LatencyProtocol(_ProtocolBase, kind="paper",
     order: str = "alternate"  # alternate: A0A1, A1A0, A0A1, ...; fixed: A0A1 every round
 
     def __post_init__(self):
-        for name in ("rounds", "windows", "calls"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise UsageError(f"protocol: {name} must be a positive integer, got {v!r}")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise UsageError(f"protocol: warmup must be a non-negative integer, got {self.warmup!r}")
+        _check_fields(self, positive_ints=("rounds", "windows"), window_calls=("calls",),
+                      non_negative_ints=("warmup",), seeds=("seed",))
         if self.order not in ("alternate", "fixed"):
             raise UsageError(f"protocol: order must be 'alternate' or 'fixed', got {self.order!r}")
-        _check_fields(self, seeds=("seed",))
 
     def round_order(self, first: str, second: str) -> list[tuple[str, str]]:
         """Which variant runs first in each round: (first, second), (second, first), ... when alternating."""

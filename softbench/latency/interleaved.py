@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from softbench.core.protocol import InterleavedProtocol
+from softbench.core.protocol import MAX_WINDOW_CALLS, InterleavedProtocol
 from softbench.latency.schedule import carryover_circuit, circuit_cycle, random_cycle
 from softbench.latency.summary import paired_estimate
 from softbench.runtime.settle import SettleRule, Settler
@@ -24,7 +24,6 @@ from softbench.runtime.settle import SettleRule, Settler
 
 # calls in the sizing window: enough that one call's launch and the synchronisation do not dominate it
 SIZING_CALLS = 5
-MAX_CALLS = 100_000
 
 
 def size_windows(proto: InterleavedProtocol, baseline_worker, record: Callable[[dict], None]) -> dict:
@@ -35,7 +34,7 @@ def size_windows(proto: InterleavedProtocol, baseline_worker, record: Callable[[
     rec = baseline_worker.request("window", calls=SIZING_CALLS, untimed=proto.untimed)["result"]
     record({"label": baseline_worker.label, "variant": baseline_worker.variant, "predecessor": None,
             "phase": "sizing", "round": -1, "cycle": -1, **rec})
-    calls = int(min(MAX_CALLS, max(1, round(proto.window_ms / rec["ms_per_call"]))))
+    calls = int(min(MAX_WINDOW_CALLS, max(1, round(proto.window_ms / rec["ms_per_call"]))))
     return {"calls": calls, "window_ms_target": proto.window_ms, "sized_from_ms_per_call": rec["ms_per_call"],
             "rule": f"as many of the baseline's calls as fill {proto.window_ms:g} ms (one window of "
                     f"{SIZING_CALLS} calls before the warm-up)"}

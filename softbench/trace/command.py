@@ -10,6 +10,7 @@ import click
 
 from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
                                     triton_config_option, variant_names)
+from softbench.core.protocol import MAX_WINDOW_CALLS
 
 
 @click.group("trace")
@@ -24,7 +25,7 @@ def command():
                 "read exports with `trace ingest`)")
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
-@click.option("--calls", type=click.IntRange(min=1), default=200, show_default=True, help="timed calls per process")
+@click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=200, show_default=True, help="timed calls per process")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
 @triton_config_option()
