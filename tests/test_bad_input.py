@@ -71,6 +71,11 @@ def build_template(root: Path) -> None:
     (root / "protocol-paper-seed-huge.yaml").write_text("protocol: {rounds: 1, windows: 1, "
                                                         "seed: 99999999999999999999999}\ncells:\n  - {seq: 128}\n")
     (root / "energy-seed-negative.yaml").write_text("seed: -1\n")
+    # a warm-up window of null or text once met `<=` in the protocol's check (exit 70)
+    (root / "protocol-warmup-null.yaml").write_text("protocol: {kind: interleaved, warmup_min_s: null}\n"
+                                                    "cells:\n  - {seq: 128}\n")
+    (root / "protocol-settle-text.yaml").write_text("protocol: {kind: sustained, settle_max_s: soon}\n"
+                                                    "cells:\n  - {seq: 128}\n")
     (root / "protocol-calls-huge.yaml").write_text("protocol: {kind: sustained, calls: 1000000000}\n"
                                                    "cells:\n  - {seq: 128}\n")
     (root / "protocol-paper-calls-true.yaml").write_text("protocol: {rounds: 1, windows: 1, calls: true}\n"
@@ -261,6 +266,10 @@ CASES = [
     case("trace-calls-huge", "trace", "run", "--calls", "1000000000", says="'--calls'"),
     case("latency-protocol-calls-huge", "latency", "--backend", "sim", "--protocol", "protocol-calls-huge.yaml",
          says="calls must be at most 100,000 calls per window"),
+    case("latency-protocol-warmup-null", "latency", "--backend", "sim", "--protocol", "protocol-warmup-null.yaml",
+         says="warmup_min_s must be a finite non-negative number, got None"),
+    case("latency-protocol-settle-text", "latency", "--backend", "sim", "--protocol", "protocol-settle-text.yaml",
+         says="settle_max_s must be a finite non-negative number, got 'soon'"),
     case("latency-paper-protocol-calls-true", "latency", "--backend", "sim", "--protocol",
          "protocol-paper-calls-true.yaml", says="calls must be a positive integer, got True"),
     case("energy-protocol-seed-negative", "energy", "--protocol", "energy-seed-negative.yaml",

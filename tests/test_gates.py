@@ -445,6 +445,7 @@ DAMAGED_SOURCES = {
     "backend options as a list": ("protocol.yaml", lambda p: p.update(backend_options=[1]), "not a mapping"),
     "a threshold that is no number": ("protocol.yaml", lambda p: p.update(backend_options={"rescale_threshold": "x"}),
                                       "rescale threshold 'x' is not a number"),
+    "a reference that is a list": ("protocol.yaml", lambda p: p.update(reference=[]), "has no gate reference []"),
     "a third shape": ("protocol.yaml", lambda p: p["shapes"].update(third=p["shapes"]["multi_tile"]),
                       "not one single_tile and one multi_tile shape"),
     "a readback of another dtype name": ("readback", lambda d: d.update(out_dtype="nope"), "is not a whole readback"),

@@ -55,6 +55,22 @@ def test_a_bad_line_in_the_middle_is_an_error(tmp_path):
         read_jsonl(p)
 
 
+def test_a_records_file_of_other_bytes_or_depth_is_refused_in_one_sentence(tmp_path):
+    """A binary file copied over a records file, and a line nested past the JSON parser's depth, once went out as
+    an internal error (UnicodeDecodeError, RecursionError) from every command that reads records, the report's
+    figures among them."""
+    binary = tmp_path / "samples.jsonl"
+    binary.write_bytes(b'{"a": 1}\n' + b"\x00\xff" * 50 + b"\n")
+    with pytest.raises(UsageError, match="is not UTF-8 text .a byte at offset 10 is not., so not JSON lines"):
+        read_jsonl(binary)
+    deep = tmp_path / "windows.jsonl"
+    deep.write_text("[" * 100000 + "]" * 100000 + '\n{"a": 1}\n')
+    with pytest.raises(UsageError, match="line 1 is not valid JSON"):
+        read_jsonl(deep)
+    deep.write_text('{"a": 1}\n' + "[" * 100000)  # the same as a torn last line: dropped
+    assert read_jsonl(deep) == [{"a": 1}]
+
+
 def test_atomic_write_leaves_no_temporary_files(tmp_path):
     atomic_write_json(tmp_path / "s.json", {"b": 2, "a": 1})
     assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1, "b": 2}

@@ -81,6 +81,7 @@ class _ProtocolBase:
 
 def _check_window(proto, low: str, high: str) -> None:
     """A warm-up's window (softbench.runtime.settle.SettleRule): it lasts at least `low`, at most `high` seconds."""
+    _check_fields(proto, non_negative_floats=(low, high))  # numbers first: null or text in a file once met `<=`
     lo, hi = getattr(proto, low), getattr(proto, high)
     if not (0 <= lo <= hi):
         raise UsageError(f"protocol: need 0 <= {low} <= {high}, got {lo}, {hi}")

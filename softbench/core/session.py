@@ -73,13 +73,16 @@ def atomic_write_yaml(path: Path, data: Any) -> None:
 def read_jsonl(path: Path) -> list[dict]:
     """Read a JSON-lines file; a torn last line (a crash mid-write) is dropped, any other bad line is an error."""
     rows: list[dict] = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:  # bytes no record writer made: a binary file copied over it
+        raise UsageError(f"{path} is not UTF-8 text (a byte at offset {e.start} is not), so not JSON lines") from None
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # the latter: a line nested past the parser's depth
             if i == len(lines) - 1:
                 break
             raise UsageError(f"{path}: line {i + 1} is not valid JSON") from None

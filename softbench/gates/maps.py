@@ -85,7 +85,7 @@ def gate_map_named(name: str | None) -> GateMap:
 
     if name is None:
         return H15
-    if name not in GATE_MAPS:
+    if not isinstance(name, str) or name not in GATE_MAPS:  # a list edited into a session is no key either
         raise UsageError(f"this softbench has no gate reference {name!r}",
                          hint=f"known: {', '.join(GATE_MAPS)}")
     return GATE_MAPS[name]
