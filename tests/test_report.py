@@ -9,10 +9,12 @@ import math
 from pathlib import Path
 
 import yaml
+import pytest
 from PIL import Image
 
 from softbench.cli import main
 from softbench.report.build import build_report
+from tests.repo_tools import copy_sessions
 
 REAL_SESSIONS = Path(__file__).resolve().parent / "data" / "sessions"  # copies of recorded sessions (small files)
 
@@ -205,3 +207,60 @@ def test_speedup_bars_name_each_session_and_carry_its_interval():
     # one round records an sd of 0.0, which is no spread: no whisker rather than a whisker of zero
     assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.0, "per_round_speedup_pct": [5.0]}) is None
     assert _bar_error({"speedup_pct": 5.0}) is None
+
+
+# committed sessions, one of each kind of summary the report reads fields from
+_TRACE = "20261130T121826Z-trace-bf16-causal-4K-8K-16K-fa4-A0-A1"
+_PAPER = "20261130T143110Z-latency-bf16-8K-causal-b1h16d128-fa4-A0-vs-A1"
+_INTERLEAVED = "20261206T092804Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved"
+_GOOD = "20261206T092914Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-noexp-interleaved"
+
+# (session, file, edit, what the reason names): each once ended the whole report in an internal error
+_EDITED_FIELDS = {
+    "a trace table that is text": (_TRACE, "summary.json", lambda d: d.update(table="x"), "AttributeError"),
+    "a trace row's baseline as a list": (_TRACE, "summary.json", lambda d: d["table"][0].update(baseline=[]),
+                                         "unhashable type: 'list'"),
+    "medians that are text": (_PAPER, "summary.json", lambda d: d.update(median_ms="x"), "no attribute 'items'"),
+    "a speed-up that is text": (_PAPER, "summary.json", lambda d: d.update(speedup_pct="x"), "Unknown format code"),
+    "rounds that are a number": (_PAPER, "summary.json", lambda d: d.update(per_round_speedup_pct=-1),
+                                 "'int' object is not iterable"),
+    "comparisons that are text": (_INTERLEAVED, "summary.json", lambda d: d.update(comparisons="x"),
+                                  "no attribute 'items'"),
+    "a null's comparison that is null": (_INTERLEAVED, "summary.json",
+                                         lambda d: d["comparisons"].update({"A0'": None}), "no attribute 'get'"),
+    "an exactness verdict that is null": (_INTERLEAVED, "summary.json", lambda d: d["exactness"].update(ok=None),
+                                          "StopIteration"),
+    "kernels that are text": (_INTERLEAVED, "summary.json", lambda d: d.update(kernels="x"), "no attribute"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(_EDITED_FIELDS))
+def test_a_session_with_a_field_of_the_wrong_kind_is_left_out_and_the_rest_drawn(tmp_path, capsys, edit):
+    name, filename, change, says = _EDITED_FIELDS[edit]
+    src = copy_sessions(sorted({name, _GOOD}), tmp_path / "sessions")
+    path = src / name / filename
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    out = tmp_path / "report"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "internal error" not in printed
+    md = (out / "report.md").read_text()
+    (line,) = [ln for ln in md.splitlines() if ln.startswith(f"- `{name}`")]
+    assert "of a kind the report cannot read" in line and says in line and "left out of every table" in line
+    assert (out / f"latency-windows-{_GOOD}.png").exists()  # the good session is still drawn
+    assert not (out / f"latency-windows-{name}.png").exists()
+
+
+def test_a_figure_that_cannot_draw_a_value_is_named_and_the_report_goes_on(tmp_path):
+    """A negative per-round sd passes the tables (they print it) but not matplotlib's whiskers: the bars figure is
+    named as not drawn, and the rest of the report is written."""
+    src = copy_sessions([_PAPER, _GOOD], tmp_path / "sessions")
+    path = src / _PAPER / "summary.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "per_round_sd_pp": -1}))
+    rep = build_report([src], tmp_path / "out")
+    reasons = [why for name, why in rep.unknown if name == "latency-speedup-bars.png"]
+    assert reasons == ["a session holds a value of a kind this figure cannot draw (ValueError: 'yerr' must not "
+                       "contain negative values)"]
+    assert (tmp_path / "out" / "latency-speedup-vs-seq.png") in rep.figures and rep.markdown_path.exists()

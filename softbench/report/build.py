@@ -35,6 +35,7 @@ from softbench.predictions.sessions import SessionRecord, load_sessions
 from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.nulls import NULL_COLUMNS, null_rows, null_summary, null_table_rows
+from softbench.report.readable import DATA_ERRORS, split_readable
 from softbench.report.records import marked_name, safe_name
 from softbench.report.reestimate import ReferenceEstimates
 from softbench.report.replication import REPLICATION_COLUMNS, replication_rows, replication_summary, replications
@@ -85,6 +86,8 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
     if not records:
         raise UsageError(f"no sessions at {', '.join(map(str, paths))}",
                          hint="give session folders or folders that hold them (each has a status.json)")
+    estimate = ReferenceEstimates()  # each session's estimates against FA3, read once for every part that shows them
+    records, unreadable = split_readable(records, estimate)
     # before the folder too: a shape no session measured is refused with nothing written
     shape = choose_shape([r for r in records if r.command == "latency"], speed_shape)
     # drawn in a folder of its own beside out_dir and moved in once complete: a report that fails half way (a
@@ -92,7 +95,7 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.drawing-", dir=out_dir.parent))
     try:
-        return _move_into(_write_report(records, shape, speed_shape, staging), out_dir)
+        return _move_into(_write_report(records, unreadable, estimate, shape, speed_shape, staging), out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -107,9 +110,10 @@ def _move_into(report: Report, out_dir: Path) -> Report:
                    markdown_path=out_dir / report.markdown_path.name if report.markdown_path else None)
 
 
-def _write_report(records: list[SessionRecord], shape: str | None, speed_shape: str | None, out_dir: Path) -> Report:
+def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRecord, str]],
+                  estimate: ReferenceEstimates, shape: str | None, speed_shape: str | None, out_dir: Path) -> Report:
     report = Report(out_dir=out_dir)
-    estimate = ReferenceEstimates()  # each session's estimates against FA3, read once for the three parts that show them
+    report.unknown += [(marked_name(r), why) for r, why in unreadable]
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)
     for r in records:
         by_kind[r.command].append(r)
@@ -123,6 +127,11 @@ def _write_report(records: list[SessionRecord], shape: str | None, speed_shape: 
             done = draw(fig_path)
         except UsageError as e:  # a damaged records file: say so and carry on with the other sessions
             report.unknown.append((marked_name(rec) if rec else fig_path.name, f"{what}: {e}"))
+            return
+        except DATA_ERRORS as e:  # a field only a figure reads, of a kind it cannot draw (readable.py)
+            report.unknown.append((marked_name(rec) if rec else fig_path.name,
+                                   (f"figure {fig_path.name}: " if rec else "") + "a session holds a value of a kind "
+                                   f"this figure cannot draw ({type(e).__name__}: {e})"))
             return
         if done is not None:
             report.figures.append(done)
