@@ -24,7 +24,6 @@ def read_text_file(path: Path | str, what: str, error: type[SoftbenchError] = Us
         raise error(f"{what} {p} cannot be read: {e.strerror}") from None
 
 
-
 def parse_yaml(text: str, source: str, what: str, error: type[SoftbenchError] = UsageError, loader=None,
                hint: str | None = None) -> Any:
     """YAML `text` through a safe loader (yaml.SafeLoader unless `loader`, a subclass, is given). `source` names

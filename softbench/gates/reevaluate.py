@@ -106,7 +106,8 @@ def _check_protocol(proto: dict, path: Path) -> None:
     if not isinstance(proto.get("backend_options") or {}, dict):
         refuse(f"its 'backend_options' are {proto['backend_options']!r}, not a mapping")
     shapes = proto.get("shapes")
-    if not (isinstance(shapes, dict) and set(shapes) == _SHAPE_KINDS and all(isinstance(v, dict) for v in shapes.values())):
+    if not (isinstance(shapes, dict) and set(shapes) == _SHAPE_KINDS
+            and all(isinstance(v, dict) for v in shapes.values())):
         refuse("its 'shapes' are not one single_tile and one multi_tile shape")
 
 
@@ -133,6 +134,6 @@ def _load(path: Path, causal: bool):
     try:
         return load_readback(path, causal)
     except (OSError, RuntimeError, EOFError, KeyError, TypeError, ValueError, AttributeError, IndexError,
-            pickle.UnpicklingError) as e:  # the last but one two: a pickle of something other than a readback
+            pickle.UnpicklingError) as e:  # AttributeError, IndexError: a pickle of something other than a readback
         raise UsageError(f"{path} is not a whole readback ({type(e).__name__}); copy it again from the GPU run's "
                          "session") from None

@@ -25,7 +25,8 @@ def command():
                 "read exports with `trace ingest`)")
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
-@click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=200, show_default=True, help="timed calls per process")
+@click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=200, show_default=True,
+              help="timed calls per process")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
 @triton_config_option()
