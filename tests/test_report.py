@@ -163,6 +163,22 @@ def test_damaged_sessions_are_listed_and_the_rest_is_drawn(tmp_path):
     assert "summary.json unreadable" in why["broken-latency"]
 
 
+def test_a_records_file_replaced_by_a_folder_is_named_and_the_rest_is_drawn(tmp_path, capsys):
+    """A folder where a session's windows.jsonl belongs once ended the whole report with the machine's error (exit
+    74, "Is a directory"), as if the disk had failed."""
+    src = tmp_path / "sessions"
+    good = latency_session(src, "bf16", 8192, True, 3.0)
+    folder = latency_session(src, "fp8", 8192, True, 9.0)
+    (folder / "windows.jsonl").unlink()
+    (folder / "windows.jsonl").mkdir()
+    out = tmp_path / "out"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    assert "Is a directory" not in capsys.readouterr().err
+    md = (out / "report.md").read_text()
+    assert "windows.jsonl is a folder, not a JSON-lines file of records" in md
+    assert (out / f"latency-windows-{good.name}.png").exists()
+
+
 def test_trace_report(tmp_path):
     src = tmp_path / "sessions"
     # a variant other than the table's default names (A0, A1): the row must read the names the session recorded

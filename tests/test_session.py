@@ -71,6 +71,15 @@ def test_a_records_file_of_other_bytes_or_depth_is_refused_in_one_sentence(tmp_p
     assert read_jsonl(deep) == [{"a": 1}]
 
 
+def test_a_records_file_replaced_by_a_folder_is_refused_in_one_sentence(tmp_path):
+    """A folder where a records file belongs (a copy gone wrong) once left the commands as the machine's error,
+    exit 74, as if the disk had failed: it is bad input, exit 2, and the sentence says which file."""
+    folder = tmp_path / "pairs.jsonl"
+    folder.mkdir()
+    with pytest.raises(UsageError, match=r"pairs\.jsonl is a folder, not a JSON-lines file of records"):
+        read_jsonl(folder)
+
+
 def test_atomic_write_leaves_no_temporary_files(tmp_path):
     atomic_write_json(tmp_path / "s.json", {"b": 2, "a": 1})
     assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1, "b": 2}

@@ -77,6 +77,8 @@ def read_jsonl(path: Path) -> list[dict]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e:  # bytes no record writer made: a binary file copied over it
         raise UsageError(f"{path} is not UTF-8 text (a byte at offset {e.start} is not), so not JSON lines") from None
+    except IsADirectoryError:  # a copy gone wrong, not a failing disk: bad input rather than the machine's error
+        raise UsageError(f"{path} is a folder, not a JSON-lines file of records") from None
     for i, line in enumerate(lines):
         if not line.strip():
             continue
