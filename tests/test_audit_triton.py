@@ -9,7 +9,7 @@ import pytest
 
 from softbench.audit import cross
 from softbench.audit.engine import driver_env
-from softbench.core.errors import UnsupportedError, UsageError
+from softbench.core.errors import UnsupportedError
 from softbench.kernels.capability import Device
 
 # found, not imported: the interpreter test modules set TRITON_INTERPRET before anything imports triton, and

@@ -173,6 +173,18 @@ def test_quantity_missing_is_a_deviation(tmp_path):
     assert "threshold quantity registers.A0 missing" in kinds[("regs", "quantity-missing")]
 
 
+def test_a_quantity_past_a_floats_range_is_no_number(tmp_path):
+    """JSON's integers have no bound: a summary edited to hold one past a float's range once ended evaluate in an
+    internal error (OverflowError from math.isfinite) instead of the deviation any other non-number gets."""
+    d = latency(tmp_path, "fp8-huge", "fp8", 12.0)
+    summary = json.loads((d / "summary.json").read_text())
+    (d / "summary.json").write_text(json.dumps({**summary, "speedup_pct": 10 ** 400}))
+    v, ev = verdicts(load_sessions([tmp_path]))
+    assert v["fp8"].verdict == "unverified"
+    (detail,) = [d.detail for d in ev.deviations if (d.prediction, d.kind) == ("fp8", "quantity-missing")]
+    assert "speedup_pct is not a finite number" in detail
+
+
 def test_partial_sessions_only_with_the_flag_and_labelled(tmp_path):
     latency(tmp_path, "fp8-partial", "fp8", 12.0, complete=False)
     records = load_sessions([tmp_path])

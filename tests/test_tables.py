@@ -12,6 +12,8 @@ def test_fmt_formats_numbers_and_passes_the_rest_through():
     # a count read as a float (ncu's registers per thread) prints as the count; a fraction under "d" does not fit
     # the spec and prints as it is
     assert fmt(7, "d") == "7" and fmt(7.0, "d") == "7" and fmt(7.5, "d") == "7.5"
+    # a JSON integer past a float's range prints as it is under a float's spec (format() raised OverflowError)
+    assert fmt(10 ** 400, ".2f") == "1" + "0" * 400
 
 
 def test_md_table_escapes_bars_in_cells_only():

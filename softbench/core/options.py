@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import functools
-import math
 
 import click
 
+from softbench.core.numbers import finite
 from softbench.core.protocol import MAX_SEED, MAX_WINDOW_CALLS
 from softbench.core.shapes import DTYPES, Shape, parse_seq
 
@@ -110,7 +110,7 @@ TAU_RULE = "a finite number of octaves, zero or more"
 def valid_tau(tau: float) -> bool:
     """A threshold the kernels read as given: NaN slips past `< 0` (every comparison with it is false) and
     negatives act as 0 while the session records the bad value; NaN and infinity are no JSON either."""
-    return isinstance(tau, (int, float)) and not isinstance(tau, bool) and math.isfinite(tau) and tau >= 0
+    return finite(tau) is not None and tau >= 0
 
 
 class _Tau(click.ParamType):
@@ -322,7 +322,6 @@ def variant_names(text: str | tuple[str, ...], backend: str, option: str = "--va
     """A comma-separated list of kernel variants (or the names already split, as a protocol file gives them), each
     one the backend builds (checked before anything starts). `distinct`: a name may come once (a list of kernels
     to measure, each into a folder of its own), unlike energy's --order, which repeats them on purpose."""
-    from softbench.core.errors import UsageError
     from softbench.kernels.catalog import check as check_variant
 
     names = split_names(text, option, example)

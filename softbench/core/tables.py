@@ -16,7 +16,7 @@ def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
         v = int(v)
     try:
         return format(v, spec)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # the last: a JSON integer past a float's range under "f"
         return str(v)
 
 

@@ -27,7 +27,7 @@ import os
 import time
 import types
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from softbench.core.errors import MeasurementError, SoftbenchError, UnsupportedError, UsageError
@@ -37,6 +37,7 @@ from softbench.runtime import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
 from softbench.fidelity.limits import MIN_BLOCK_LEN
 from softbench.core.session import Session, utc_iso
+from softbench.core.numbers import is_real
 
 COMMAND = "fidelity"
 # Fault injection for the tests of a dying rank: "R:N" makes rank R exit, as a crashed process would, when it
@@ -57,7 +58,7 @@ def _fits(value, hint) -> bool:
     if typing.get_origin(hint) is tuple:
         return isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)
     if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return is_real(value)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, hint)
@@ -353,12 +354,9 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
 def _whole_gate(gate) -> bool:
     """A recorded wiring check as _run reads it back: passed or not, and the two losses its refusal quotes (the
     model's own under either name, older sessions' native_sdpa_loss or native_loss)."""
-    def number(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-
     return (isinstance(gate, dict) and isinstance(gate.get("passed"), bool)
-            and number(gate.get("softbench_baseline_nll"))
-            and number(gate.get("native_loss", gate.get("native_sdpa_loss"))))
+            and is_real(gate.get("softbench_baseline_nll"))
+            and is_real(gate.get("native_loss", gate.get("native_sdpa_loss"))))
 
 
 def _check_recorded_run(session: Session) -> None:

@@ -8,7 +8,7 @@ check softbench had then."""
 
 from __future__ import annotations
 
-import math
+from softbench.core.numbers import finite
 
 EXACT_ERROR_FACTOR = 1.5
 EXACT_ROLES = ("baseline", "null")
@@ -20,7 +20,7 @@ def exactness(smoke: dict, roles: dict[str, str]) -> dict | None:
     def error(label: str) -> float | None:
         entry = smoke.get(label)
         e = entry.get("rel_error_vs_fp32") if isinstance(entry, dict) else None
-        return float(e) if isinstance(e, (int, float)) and math.isfinite(e) else None
+        return finite(e)
 
     refs = {lbl: e for lbl, role in roles.items() if role == "reference" and (e := error(lbl))}
     if not refs:

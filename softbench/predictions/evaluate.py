@@ -29,7 +29,6 @@ Rules (also in the command's help):
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 
 from softbench.core.errors import UsageError
 from softbench.core.session import utc_iso
+from softbench.core.numbers import finite
 from softbench.predictions.sessions import SessionRecord, parse_utc
 from softbench.predictions.vocabulary import PROVENANCE_KEYS
 
@@ -122,18 +122,12 @@ def scope_mismatch(scope: dict, rec: SessionRecord) -> str | None:
     return f"{key} absent" if have is _MISSING else f"{key}={have!r}"
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
 def _value_of(rec: SessionRecord, path: str) -> tuple[float | None, str | None]:
     """(value, problem): the number at `path` in the summary, or why there is none."""
     v = resolve(rec.summary, path)
     if v is _MISSING or v is None:
         return None, f"quantity {path} missing"
-    n = _number(v)
+    n = finite(v)
     if n is None:
         return None, f"quantity {path} is not a finite number ({v!r})"
     return n, None

@@ -16,8 +16,9 @@ from softbench.report.reestimate import ReferenceEstimates
 from softbench.report.replication import replications
 from softbench.report.tables import energy_table, fidelity_table, latency_table, trace_table
 
-# what reading a value of the wrong kind raises in the tables' code (StopIteration: next() over an empty choice)
-DATA_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, StopIteration)
+# what reading a value of the wrong kind raises in the tables' code (StopIteration: next() over an empty choice;
+# OverflowError: a JSON integer past a float's range met by a float format or float())
+DATA_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, StopIteration, OverflowError)
 
 
 def _latency(r: SessionRecord, estimate: ReferenceEstimates) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.session import read_jsonl
+from softbench.core.numbers import finite
 from softbench.predictions.evaluate import kernel_option
 from softbench.predictions.sessions import SessionRecord, folder_time
 
@@ -101,7 +102,7 @@ def fidelity_conditions(summary: dict) -> list[tuple[str, dict]]:
                  for i, c in enumerate(conds) if isinstance(c, dict)]
     else:
         items = []
-    return [(n, c) for n, c in items if all(isinstance(c.get(k), (int, float)) for k in ("dnll", "ci_low", "ci_high"))]
+    return [(n, c) for n, c in items if all(finite(c.get(k)) is not None for k in ("dnll", "ci_low", "ci_high"))]
 
 
 # a fidelity session's baselines, as softbench.fidelity.conditions names them (not imported: it pulls in torch,

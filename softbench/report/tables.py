@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from softbench.core.shapes import seq_label
 from softbench.core.stats import population_sd
 from softbench.core.tables import fmt
+from softbench.core.numbers import finite, is_real
 from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
@@ -59,7 +60,7 @@ def _per_round(rec: SessionRecord) -> list[float]:
         rounds = ((s.get("comparisons") or {}).get(s.get("variant")) or {}).get("per_round") or []
         values = [r.get("estimate_pct") for r in rounds if isinstance(r, dict)]
     # a round the session could not estimate (None; NaN from too few pairs) is no value to list or spread
-    return [float(x) for x in values if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)]
+    return [x for x in map(finite, values) if x is not None]
 
 
 def _round_sd(rec: SessionRecord) -> str:
@@ -143,7 +144,7 @@ def _numeric_leaves(d: dict, prefix: str = "", depth: int = 2) -> dict[str, floa
     for k, v in d.items():
         if isinstance(v, dict) and depth > 1:
             out.update(_numeric_leaves(v, f"{prefix}{k}.", depth - 1))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        elif is_real(v):
             out[f"{prefix}{k}"] = v
     return out
 

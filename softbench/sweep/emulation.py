@@ -12,7 +12,6 @@ so every setting is the stock kernel with only those constants changed."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -23,6 +22,7 @@ from softbench.kernels.catalog import EMULATION_NAME, check
 from softbench.kernels.patch import Edit, Patch
 from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
 from softbench.core.shapes import Shape
+from softbench.core.numbers import finite
 
 FRAGMENT = 32  # elements per fragment in apply_exp2_convert (frg_tile)
 DEFAULT_RES = 4  # apply_exp2_convert's default ex2_emu_res; flash_fwd_sm100.py never passes another value
@@ -64,7 +64,7 @@ class EmulationSetting:
         if not isinstance(self.stock, bool):
             raise UsageError(f"emulation setting: stock must be true or false, got {self.stock!r}")
         p = self.paper_beta_pct
-        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p)):
+        if p is not None and finite(p) is None:
             raise UsageError(f"emulation setting: paper_beta_pct must be a number (a percentage), got {p!r}")
 
     @property

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 import sqlite3
 import warnings
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from softbench.core.errors import UsageError
+from softbench.core.numbers import finite
 
 
 @dataclass
@@ -187,7 +187,7 @@ def read_kernels_sqlite(path: Path | str) -> KernelTable:
         durations: dict[str, list[float]] = {}
         for name, start, end in con.execute(query):
             # SQLite columns are not typed strictly: a damaged or hand-made export can hold NULL or text here
-            if not all(isinstance(v, (int, float)) and np.isfinite(v) for v in (start, end)):
+            if not all(finite(v) is not None for v in (start, end)):
                 raise UsageError(f"{p}: kernel {str(name)!r} has a start/end of {start!r}/{end!r}, "
                                  "not timestamps in nanoseconds")
             if end < start:
@@ -218,22 +218,13 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
         raise UsageError(f"{p}: not a Chrome trace: expected a list of trace events (or an object with one under "
                          f"\"traceEvents\"), found {type(events).__name__ if events is not None else 'null'}")
 
-    def is_number(v) -> bool:
-        # math.isfinite, not numpy's: JSON's integers have no bound, and numpy takes none past 64 bits
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return False
-        try:
-            return math.isfinite(v)  # an int past a float's range raises rather than answering
-        except OverflowError:
-            return False
-
     kernels = [e for e in events if isinstance(e, dict) and e.get("cat") == "kernel" and "dur" in e]
     for ev in kernels:
         # checked before sorting: one string "ts" among numbers would make the sort itself fail
         name, ts, dur = ev.get("name", "?"), ev.get("ts", 0), ev["dur"]
-        if not is_number(ts):
+        if finite(ts) is None:
             raise UsageError(f"{p}: kernel event {name!r} has a start time (ts) {ts!r} that is not a number")
-        if not is_number(dur):
+        if finite(dur) is None:
             raise UsageError(f"{p}: kernel event {name!r} has a duration {dur!r} that is not a number")
         if dur < 0:
             raise UsageError(f"{p}: kernel event {name!r} has a negative duration {dur!r}")
