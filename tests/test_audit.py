@@ -545,3 +545,17 @@ def test_source_stalls_need_a_native_run_under_softbenchs_ncu(tmp_path, fake_too
     r = cli("audit", "--backend", "triton", "--arch", "sm_90a", "--source-stalls", "--out", str(tmp_path / "s"))
     assert r.returncode == 2 and "--source-stalls samples the launch" in r.stderr, r.stderr
 
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not text", b"[" * 100000 + b"]" * 100000, b"[1, 2]", b'{"ok": tru'])
+def test_a_childs_result_file_that_does_not_read_as_a_mapping_is_none(tmp_path, content):
+    """The child's result file as the driver reads it back: bytes that are no UTF-8 or nest past the parser's depth
+    once left read_result as an internal error (UnicodeDecodeError, RecursionError), and a JSON list went on to
+    callers that take a mapping. Each is no result, so the driver reports the child's failure instead."""
+    from softbench.audit.tools import read_result
+
+    path = tmp_path / "result.json"
+    path.write_bytes(content)
+    assert read_result(path) == {}
+    path.write_text('{"variant": "A1"}')
+    assert read_result(path) == {"variant": "A1"}

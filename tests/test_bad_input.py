@@ -71,6 +71,13 @@ def build_template(root: Path) -> None:
     (root / "protocol-paper-seed-huge.yaml").write_text("protocol: {rounds: 1, windows: 1, "
                                                         "seed: 99999999999999999999999}\ncells:\n  - {seq: 128}\n")
     (root / "energy-seed-negative.yaml").write_text("seed: -1\n")
+    # a sampling interval of NaN and a ramp fraction of true passed their checks; an interval or a budget past a
+    # float's range passed `< inf` and ended in an internal error (OverflowError) where it first met a float
+    (root / "energy-interval-nan.yaml").write_text("interval_ms: .nan\n")
+    (root / "energy-interval-huge.yaml").write_text("interval_ms: 1" + "0" * 400 + "\n")
+    (root / "energy-ramp-true.yaml").write_text("ramp_fraction: true\n")
+    (root / "protocol-budget-huge.yaml").write_text("protocol: {kind: interleaved, budget_s: 1" + "0" * 400 + "}\n"
+                                                    "cells:\n  - {seq: 128}\n")
     # a warm-up window of null or text once met `<=` in the protocol's check (exit 70)
     (root / "protocol-warmup-null.yaml").write_text("protocol: {kind: interleaved, warmup_min_s: null}\n"
                                                     "cells:\n  - {seq: 128}\n")
@@ -274,6 +281,14 @@ CASES = [
          "protocol-paper-calls-true.yaml", says="calls must be a positive integer, got True"),
     case("energy-protocol-seed-negative", "energy", "--protocol", "energy-seed-negative.yaml",
          says="seed must be a non-negative integer"),
+    case("energy-protocol-interval-nan", "energy", "--protocol", "energy-interval-nan.yaml",
+         says="interval_ms must be a finite number of at least 1, got nan"),
+    case("energy-protocol-interval-huge", "energy", "--protocol", "energy-interval-huge.yaml",
+         says="interval_ms must be a finite number of at least 1"),
+    case("energy-protocol-ramp-true", "energy", "--protocol", "energy-ramp-true.yaml",
+         says="ramp_fraction must be in (0, 1], got True"),
+    case("latency-protocol-budget-huge", "latency", "--backend", "sim", "--protocol", "protocol-budget-huge.yaml",
+         says="budget_s must be a finite positive number"),
     case("latency-reference-no-name", "latency", "--backend", "sim", "--seq", "128", "--reference", ",",
          says="names no reference kernel"),
     case("gates-dtype-unknown", "gates", "--dtype", "fp4", says="'--dtype'"),

@@ -13,7 +13,7 @@ from conftest import run_cli
 
 from softbench.cli import main
 from softbench.core.errors import SealError
-from softbench.core.session import utc_iso
+from softbench.core.utc import utc_iso
 from softbench.predictions.evaluate import evaluate, holds
 from softbench.predictions.sessions import load_sessions
 from softbench.predictions.schema import normalize
@@ -494,7 +494,7 @@ def test_a_session_with_a_time_at_the_calendars_edge_or_a_folder_for_a_file_is_n
 
 
 def test_a_folder_stamp_that_is_no_date_tells_no_time():
-    from softbench.predictions.sessions import folder_time
+    from softbench.core.utc import folder_time
 
     assert folder_time("20261205T193888Z-latency-x") is None
     assert folder_time("20261205T193858Z-latency-x").isoformat() == "2026-12-05T19:38:58+00:00"

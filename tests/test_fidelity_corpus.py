@@ -159,6 +159,9 @@ def test_json_lines_corpus(tmp_path):
     (tmp_path / "broken.jsonl").write_text('{"text": "ok"\n')
     with pytest.raises(UsageError, match="line 1 is not JSON"):
         corpus.load_corpus(str(tmp_path / "broken.jsonl"))
+    (tmp_path / "deep.jsonl").write_text('"first"\n' + "[" * 100000 + "]" * 100000 + "\n")  # once RecursionError
+    with pytest.raises(UsageError, match="line 2 nests too deeply"):
+        corpus.load_corpus(str(tmp_path / "deep.jsonl"))
 
 
 def test_a_folder_saved_by_datasets(tmp_path):

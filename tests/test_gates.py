@@ -412,6 +412,10 @@ def test_reevaluation_refuses_a_damaged_or_partial_source_in_one_sentence(tmp_pa
     (broken / "protocol.yaml").write_text("labels: [a\n")
     with pytest.raises(UsageError, match="protocol.yaml cannot be read"):
         reevaluate_gates(broken, tmp_path / "cpu")
+    # nested past the parser's depth: once an internal error (RecursionError)
+    (broken / "protocol.yaml").write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(UsageError, match=r"protocol.yaml cannot be read \(RecursionError\)"):
+        reevaluate_gates(broken, tmp_path / "cpu")
     partial = copy("partial")
     status = json.loads((partial / "status.json").read_text())
     (partial / "status.json").write_text(json.dumps({**status, "complete": False, "state": "partial"}))

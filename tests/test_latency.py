@@ -391,3 +391,12 @@ def test_a_run_stopped_before_its_first_pair_prints_no_pooled_figure():
     assert first == "A1 vs A0, speed-up at equal clock (interleaved protocol): not measured"
     summary["comparisons"]["A1"]["pooled_speedup_pct"] = 2.5
     assert paired_headline(summary)[0].endswith("; pooled medians +2.50%")
+
+
+def test_a_matrix_cell_prints_an_interval_only_where_both_bounds_are_numbers():
+    """A bound of NaN (too few pairs) on one side once printed as "[+1.00, +nan]"."""
+    from softbench.latency.render import _with_interval
+
+    assert _with_interval(2.5, [1.0, 4.0]) == "+2.50 [+1.00, +4.00]"
+    assert _with_interval(2.5, [1.0, float("nan")]) == "+2.50"
+    assert _with_interval(2.5, None) == "+2.50" and _with_interval(None, [1.0, 4.0]) == "-"

@@ -179,6 +179,21 @@ def test_a_records_file_replaced_by_a_folder_is_named_and_the_rest_is_drawn(tmp_
     assert (out / f"latency-windows-{good.name}.png").exists()
 
 
+def test_the_timeline_takes_the_median_of_a_cycles_windows_as_the_summaries_do(tmp_path):
+    """Two windows of a kernel in one cycle: their median is their mean (numpy's and the summaries' rule); the
+    timeline once took the upper one, so its pairs differed from the session's own."""
+    from softbench.predictions.sessions import load_session
+    from softbench.report.figures import protocol_timeline
+
+    windows = [{"round": 0, "cycle": 0, "label": label, "phase": "measure", "ms_per_call": ms, "t_s": t}
+               for label, ms, t in (("A0", 1.0, 0.0), ("A0", 1.2, 0.1), ("A1", 1.0, 0.2))]
+    d = make_session(tmp_path, "s", "latency", {"protocol_kind": "interleaved", "baseline": "A0",
+                                                  "comparisons": {"A1": {"role": "variant"}}},
+                     records={"windows.jsonl": windows})
+    (t, pct), = protocol_timeline(load_session(d))["pairs"]["A1"]
+    assert pct == pytest.approx(10.0) and t == pytest.approx(0.1)
+
+
 def test_trace_report(tmp_path):
     src = tmp_path / "sessions"
     # a variant other than the table's default names (A0, A1): the row must read the names the session recorded
@@ -223,6 +238,8 @@ def test_speedup_bars_name_each_session_and_carry_its_interval():
     # one round records an sd of 0.0, which is no spread: no whisker rather than a whisker of zero
     assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.0, "per_round_speedup_pct": [5.0]}) is None
     assert _bar_error({"speedup_pct": 5.0}) is None
+    # an interval of NaN bounds (too few pairs) draws no whisker, as the speed/fidelity figure draws none
+    assert _bar_error({"speedup_pct": 5.0, "speedup_ci95_pct": [float("nan"), float("nan")]}) is None
 
 
 # committed sessions, one of each kind of summary the report reads fields from
@@ -248,9 +265,8 @@ _EDITED_FIELDS = {
                                           "StopIteration"),
     "kernels that are text": (_INTERLEAVED, "summary.json", lambda d: d.update(kernels="x"), "no attribute"),
     # JSON's integers have no bound; a float format or float() meets one past a float's range with OverflowError
-    "an interval bound past a float's range": (_INTERLEAVED, "summary.json",
-                                              lambda d: d["speedup_ci95_pct"].__setitem__(0, 10 ** 400),
-                                              "OverflowError"),
+    "a speed-up past a float's range": (_INTERLEAVED, "summary.json", lambda d: d.update(speedup_pct=10 ** 400),
+                                        "OverflowError"),
 }
 
 

@@ -326,6 +326,19 @@ def test_replace_archives_the_old_pair_where_it_still_verifies(tmp_path):
     assert not again.created and len(list((sealed / "replaced").iterdir())) == 1
 
 
+def test_the_archive_of_a_replaced_seal_is_named_by_its_time_in_utc(tmp_path):
+    """A seal whose sealed_utc was written with another offset was archived under that offset's local hour read
+    as UTC (strftime of the time as given): 10:00+02:00 went to 100000Z rather than 080000Z."""
+    from softbench.predictions.seal import _archive_dir
+
+    sealed = tmp_path / "sealed"
+    first = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
+    text = first.seal_path.read_text()
+    stamp = first.record.meta["sealed_utc"]
+    first.seal_path.write_text(text.replace(stamp, "2026-12-06T10:00:00.000+02:00"))
+    assert _archive_dir(sealed, first.seal_path).name == f"20261206T080000Z-{first.sha256[:12]}"
+
+
 def test_a_sealed_file_edited_in_place_is_refused_not_called_sealed(tmp_path):
     # sealing the edited file itself once compared the edit with itself and answered "already sealed"
     sealed = tmp_path / "sealed"

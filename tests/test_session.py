@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from softbench.core.errors import UsageError
-from softbench.core.session import Session, atomic_write_json, find_sessions, read_jsonl
+from softbench.core.session import (Session, atomic_write_json, file_label, find_sessions, pair_labels,
+                                    read_jsonl)
 
 
 def test_session_folders_are_never_reused(tmp_path):
@@ -126,3 +127,9 @@ def test_opening_a_session_whose_status_does_not_parse_is_refused_in_one_sentenc
     (tmp_path / "status.json").write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(UsageError, match=f"{tmp_path / 'status.json'} {re.escape(says)}"):
         Session.open(tmp_path)
+
+
+def test_the_a_a_null_labels_its_second_process_apart_and_files_carry_no_quote():
+    assert pair_labels("A0", "A1") == ("A0", "A1")
+    assert pair_labels("A0", "A0") == ("A0", "A0'")
+    assert file_label(pair_labels("A0", "A0")[1]) == "A0b"

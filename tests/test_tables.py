@@ -1,6 +1,6 @@
 """softbench.core.tables: the printers' one number formatter and Markdown helpers."""
 
-from softbench.core.tables import fmt, md_heading, md_table
+from softbench.core.tables import fmt, fmt_interval, md_heading, md_table
 
 
 def test_fmt_formats_numbers_and_passes_the_rest_through():
@@ -27,3 +27,11 @@ def test_md_heading_warns_of_a_partial_session():
     assert partial == ["# T", "", "**PARTIAL SESSION**: worker crashed", ""]
     assert md_heading("T", {})[2] == "**PARTIAL SESSION**: not finished"
     assert md_heading("T", {}, complete_if_unsaid=True) == ["# T", ""]
+
+
+def test_fmt_interval_prints_two_finite_bounds_or_says_there_are_none():
+    assert fmt_interval([-0.3, 0.53]) == "[-0.30, +0.53]"
+    assert fmt_interval((0.00012, 0.00368), "+.5f") == "[+0.00012, +0.00368]"
+    assert fmt_interval([float("nan"), float("nan")]) == "none (too few pairs)"
+    assert fmt_interval([1.0, float("nan")], none="") == ""
+    assert fmt_interval(None, none="-") == "-"

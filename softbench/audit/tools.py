@@ -119,7 +119,9 @@ def run_tool(argv: list[str], env: dict | None, timeout: float, log: Path | None
 
 
 def read_result(path: Path) -> dict:
+    """A child's result file, or {} where it left none that reads (the caller reports the child's failure)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # ValueError: JSON's and UTF-8's errors both
         return {}
+    return data if isinstance(data, dict) else {}

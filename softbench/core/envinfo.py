@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from softbench import __version__
-from softbench.core.session import utc_iso
+from softbench.core.utc import utc_iso
 
 PACKAGES = ("torch", "flash-attn-4", "nvidia-cutlass-dsl", "quack-kernels", "apache-tvm-ffi", "triton",
             "transformers", "nvidia-ml-py", "numpy", "pandas")

@@ -25,3 +25,12 @@ def finite(value: Any) -> float | None:
     except OverflowError:
         return None
     return number if math.isfinite(number) else None
+
+
+def finite_interval(ci: Any) -> tuple[float, float] | None:
+    """A recorded interval [low, high] as two finite floats, or None where there is none: absent, bounds of NaN (a
+    session with too few pairs records those), or a value of another kind."""
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        return None
+    low, high = finite(ci[0]), finite(ci[1])
+    return None if low is None or high is None else (low, high)

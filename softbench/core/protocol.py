@@ -10,13 +10,12 @@ protocol it ran. Three latency protocols, each answering a different question on
 
 from __future__ import annotations
 
-import math
-
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
 from softbench.core.errors import UsageError
+from softbench.core.numbers import finite
 from softbench.core.textfile import parse_yaml
 
 
@@ -46,14 +45,15 @@ def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats
     for name in seeds:  # and no larger than every consumer of a seed takes
         if getattr(proto, name) > MAX_SEED:
             raise UsageError(f"protocol: {name} must be at most {MAX_SEED}, got {getattr(proto, name)}")
-    # finite as well: an infinite budget or window passes `> 0` and then never ends
+    # finite as well: an infinite budget or window passes `> 0` and then never ends, and an integer past a float's
+    # range passes `< inf` and then fails the first time it meets a float
     for name in positive_floats:
         v = getattr(proto, name)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < math.inf:
+        if finite(v) is None or not v > 0:
             raise UsageError(f"protocol: {name} must be a finite positive number, got {v!r}")
     for name in non_negative_floats:
         v = getattr(proto, name)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v < math.inf:
+        if finite(v) is None or not v >= 0:
             raise UsageError(f"protocol: {name} must be a finite non-negative number, got {v!r}")
 
 
@@ -387,9 +387,9 @@ class EnergyProtocol(_Settled):
         _check_fields(self, positive_ints=("chunk",), non_negative_ints=("trim_start", "trim_end", "warmup"),
                       positive_floats=("seconds",), non_negative_floats=("idle_s", "pre_s", "post_s"), seeds=("seed",))
         # NVML updates its power reading at most every few milliseconds; a finer request would only repeat it
-        if not isinstance(self.interval_s, (int, float)) or isinstance(self.interval_s, bool) or self.interval_s < 1e-3:
+        if finite(self.interval_s) is None or self.interval_s < 1e-3:
             raise UsageError(f"protocol: the sampling interval must be at least 1 ms, got {self.interval_s!r} s")
-        if not isinstance(self.ramp_fraction, (int, float)) or not 0 < self.ramp_fraction <= 1:
+        if finite(self.ramp_fraction) is None or not 0 < self.ramp_fraction <= 1:
             raise UsageError(f"protocol: ramp_fraction must be in (0, 1], got {self.ramp_fraction!r}")
         _check_fields(self, positive_ints=tuple(k for k in ("batch", "heads", "kv_heads", "head_dim")
                                                 if getattr(self, k) is not None))
@@ -437,8 +437,8 @@ def energy_protocol_from_mapping(data: dict, source: str = "protocol") -> Energy
                            else tuple(map(str, order)) if isinstance(order, list) else order)
     if "interval_ms" in values:
         ms = values.pop("interval_ms")
-        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 1:
-            raise UsageError(f"{source}: interval_ms must be a number of at least 1, got {ms!r}")
+        if finite(ms) is None or ms < 1:
+            raise UsageError(f"{source}: interval_ms must be a finite number of at least 1, got {ms!r}")
         values["interval_s"] = ms / 1e3
     if "seq" in values:
         values["seq"] = tuple(str(v) for v in (values["seq"] if isinstance(values["seq"], list) else [values["seq"]]))

@@ -7,7 +7,6 @@ it is partial."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
@@ -19,21 +18,13 @@ from typing import Any, Iterable
 import yaml
 
 from softbench.core.errors import UsageError
+from softbench.core.utc import utc_iso, utc_stamp
 
 STATUS_FILE = "status.json"
 # the sessions this process made, in order: the CLI names the unfinished ones when a run is interrupted
 CREATED: list["Session"] = []
 _UMASK = os.umask(0)
 os.umask(_UMASK)
-
-
-def utc_stamp(now: _dt.datetime | None = None) -> str:
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%SZ")
-
-
-def utc_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _json_default(obj: Any):
@@ -135,6 +126,16 @@ def _end_torn_line(f) -> None:
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def null_label(label: str) -> str:
+    """The A/A null's second label: the same kernel in another process, named apart by a quote (A0')."""
+    return label + "'"
+
+
+def pair_labels(baseline: str, variant: str) -> tuple[str, str]:
+    """A comparison's two labels; a variant that is the baseline itself (the A/A null) takes null_label."""
+    return (baseline, variant) if baseline != variant else (baseline, null_label(variant))
 
 
 def file_label(label: str) -> str:

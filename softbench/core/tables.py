@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from softbench.core.numbers import finite_interval
+
 
 def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
     """`v` formatted by `spec`; None as `none`; a whole float under "d" as the integer; booleans and values `spec`
@@ -18,6 +20,12 @@ def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
         return format(v, spec)
     except (TypeError, ValueError, OverflowError):  # the last: a JSON integer past a float's range under "f"
         return str(v)
+
+
+def fmt_interval(ci: Any, spec: str = "+.2f", none: str = "none (too few pairs)") -> str:
+    """A recorded 95% interval as '[+5.29, +6.12]'; `none` where the session has none (too few pairs: NaN)."""
+    bounds = finite_interval(ci)
+    return none if bounds is None else f"[{bounds[0]:{spec}}, {bounds[1]:{spec}}]"
 
 
 def md_table(columns: Sequence[str], rows: Iterable[Sequence[str]], bar: str | None = None) -> list[str]:

@@ -175,6 +175,8 @@ def _jsonl_text(p: Path) -> str:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise UsageError(f"{p} line {n} is not JSON: {e.msg}") from None
+        except RecursionError:  # a line nested past the JSON parser's depth
+            raise UsageError(f"{p} line {n} nests too deeply to be a corpus record") from None
         if isinstance(obj, dict) and isinstance(obj.get(TEXT_COLUMN), str):
             parts.append(obj[TEXT_COLUMN])
         elif isinstance(obj, str):

@@ -36,7 +36,8 @@ from softbench.core.shapes import DTYPES
 from softbench.runtime import distributed
 from softbench.fidelity.conditions import Condition, build_conditions
 from softbench.fidelity.limits import MIN_BLOCK_LEN
-from softbench.core.session import Session, utc_iso
+from softbench.core.session import Session
+from softbench.core.utc import utc_iso
 from softbench.core.numbers import is_real
 
 COMMAND = "fidelity"

@@ -48,7 +48,8 @@ def run_gates(opts: GatesOptions, progress: Callable[[str], None] | None = None,
     """Run both kernels' readbacks at one tile and at several, evaluate the gates and record a session.
     Returns (session, summary). `runner(label, backend, variant, options)` makes a worker (a process by default)."""
     from softbench.core.envinfo import collect_env
-    from softbench.core.session import Session, utc_iso
+    from softbench.core.session import Session
+    from softbench.core.utc import utc_iso
 
     say = progress or (lambda _msg: None)
     runner = runner or default_runner  # looked up at call time, so a test can swap it

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from softbench.core.errors import UsageError
 from softbench.core.runoptions import RunOptions
+from softbench.core.session import pair_labels
 from softbench.core.shapes import Shape
 
 
@@ -30,7 +31,7 @@ class GatesOptions(RunOptions):
                      kv_heads=self.kv_heads, head_dim=self.head_dim)
 
     def labels(self) -> tuple[str, str]:
-        return (self.baseline, self.variant) if self.baseline != self.variant else (self.baseline, self.variant + "'")
+        return pair_labels(self.baseline, self.variant)
 
     def tag(self) -> str:
         return f"{self.shape(self.multi_seq).tag()}-{self.backend}-{self.variant}-vs-{self.baseline}"

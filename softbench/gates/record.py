@@ -11,7 +11,7 @@ GATES_FILE = "gates.json"
 
 def record_gates(session, summary: dict, gates: list[Gate], tau: float, storage: Storage, shapes: dict) -> None:
     """Write gates.json, the summary and the status of a completed gates session."""
-    from softbench.core.session import utc_iso
+    from softbench.core.utc import utc_iso
 
     session.write_json(GATES_FILE, {"gates": [g.to_dict() for g in gates], "rescale_threshold": tau,
                                     "envelope": list(ENVELOPE)})

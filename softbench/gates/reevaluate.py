@@ -28,7 +28,8 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     """Returns (session, summary) like run_gates. Refuses a source that is not a complete gates session or whose
     readback files are missing (they are large and not always kept with a session)."""
     from softbench.core.envinfo import collect_env
-    from softbench.core.session import Session, utc_iso
+    from softbench.core.session import Session
+    from softbench.core.utc import utc_iso
 
     source = Path(source)
     proto_path = source / "protocol.yaml"
@@ -125,7 +126,8 @@ def _read(path: Path, parse):
     """A source file's parsed content; one sentence where it cannot be read or parsed."""
     try:
         return parse(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError) as e:  # JSON's and UTF-8's errors are ValueErrors
+    # JSON's and UTF-8's errors are ValueErrors; RecursionError: a file nested past the parsers' depth
+    except (OSError, ValueError, RecursionError, yaml.YAMLError) as e:
         raise UsageError(f"{path} cannot be read ({type(e).__name__}); the source session is damaged") from None
 
 

@@ -18,8 +18,9 @@ from softbench.core.errors import UsageError
 from softbench.core.options import MAX_PROCESSES, refuse_baseline_after_first, refuse_repeats
 from softbench.core.protocol import AnyProtocol, InterleavedProtocol
 from softbench.core.runoptions import RunOptions
-from softbench.core.session import Session, utc_iso
+from softbench.core.session import Session, null_label, pair_labels
 from softbench.core.shapes import Shape
+from softbench.core.utc import utc_iso
 from softbench.runtime.client import WorkerProcess
 from softbench.runtime.kernels import KernelSpec, close_all, prepare_all, start_workers
 from softbench.runtime.session_runner import session_run
@@ -57,7 +58,7 @@ class LatencyOptions(RunOptions):
 
     def labels(self) -> tuple[str, str]:
         # the A/A null runs one variant in two processes: give them distinct labels
-        return (self.baseline, self.variant) if self.baseline != self.variant else (self.baseline, self.variant + "'")
+        return pair_labels(self.baseline, self.variant)
 
     def kernel_specs(self) -> list[KernelSpec]:
         base_label, var_label = self.labels()
@@ -80,7 +81,7 @@ class LatencyOptions(RunOptions):
             if self.protocol.kind == "paper":
                 raise UsageError("--null needs the interleaved or sustained protocol (the paper's rounds pair "
                                  "exactly two kernels; run --variant A0 for its null)")
-            specs.append(KernelSpec(self.baseline + "'", self.backend, self.baseline, "null", self.backend_options))
+            specs.append(KernelSpec(null_label(self.baseline), self.backend, self.baseline, "null", self.backend_options))
         if not 1 <= self.processes <= MAX_PROCESSES:
             raise UsageError(f"--processes {self.processes}: each kernel runs in 1 to {MAX_PROCESSES} processes")
         if self.processes > 1 and self.protocol.kind != "interleaved":

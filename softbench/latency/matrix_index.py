@@ -5,9 +5,9 @@ name every cell or control run that has no session. The cells' own sessions stay
 
 from __future__ import annotations
 
-from datetime import datetime
 
-from softbench.core.session import Session, utc_iso
+from softbench.core.session import Session
+from softbench.core.utc import parse_utc, utc_iso
 from softbench.latency.summary import median_or_none
 
 COMMAND = "matrix"
@@ -58,7 +58,7 @@ def aa_estimate(entry: dict) -> tuple[float | None, list | None]:
 
 
 def _seconds(utc: str) -> float:
-    return datetime.fromisoformat(utc).timestamp()
+    return parse_utc(utc).timestamp()  # one recorded without an offset is UTC, not this machine's local time
 
 
 def control_comparison(sessions: list[dict]) -> dict:

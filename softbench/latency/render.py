@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.core.tables import fmt, md_heading, md_table
+from softbench.core.tables import fmt, fmt_interval, md_heading, md_table
 from softbench.latency.exactness import exactness_line
 
 LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
@@ -43,8 +43,7 @@ def latency_headline(summary: dict) -> str:
 def _estimate(paired: dict | None) -> str:
     if not paired:
         return "not measured"
-    lo, hi = paired["ci95_pct"]
-    interval = (f"[{lo:+.2f}, {hi:+.2f}]" if lo == lo and hi == hi else "(no interval: too few pairs)")
+    interval = fmt_interval(paired.get("ci95_pct"), none="(no interval: too few pairs)")
     return f"{paired['estimate_pct']:+.2f}% {interval} over {paired['n_pairs']} pairs"
 
 
@@ -214,9 +213,8 @@ CONTROL_COLUMNS = ["rank", "GPU", "A/A together %", "A/A alone %", "baseline ms 
 def _with_interval(value, ci) -> str:
     if value is None:
         return "-"
-    lo, hi = ci if ci else (None, None)
-    inside = f" [{fmt(lo, '+.2f')}, {fmt(hi, '+.2f')}]" if lo is not None and lo == lo else ""
-    return f"{value:+.2f}{inside}"
+    interval = fmt_interval(ci, none="")  # a cell with no interval shows the estimate alone
+    return f"{value:+.2f} {interval}" if interval else f"{value:+.2f}"
 
 
 def matrix_rows(index: dict) -> list[list[str]]:

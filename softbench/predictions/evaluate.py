@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.errors import UsageError
-from softbench.core.session import utc_iso
+from softbench.core.utc import parse_utc, utc_iso
 from softbench.core.numbers import finite
-from softbench.predictions.sessions import SessionRecord, parse_utc
+from softbench.predictions.sessions import SessionRecord
 from softbench.predictions.vocabulary import PROVENANCE_KEYS
 
 MET, FAILED, UNVERIFIED = "met", "failed", "unverified"
@@ -254,10 +254,6 @@ class Evaluation:
                 "counts": self.counts()}
 
 
-def _fmt_utc(t: _dt.datetime) -> str:
-    return t.astimezone(_dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
 def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | None,
                      until: _dt.datetime | None = None) -> str | None:
     """Why a session that the measured part of the scope takes may still not count; None when it counts. Every
@@ -273,9 +269,9 @@ def exclusion_reason(scope: dict, rec: SessionRecord, sealed: _dt.datetime | Non
         if rec.started is None:
             reasons.append("records no start time, so it cannot be shown to have started after the seal")
         elif rec.started < sealed:
-            reasons.append(f"started {_fmt_utc(rec.started)}, before the seal ({_fmt_utc(sealed)})")
+            reasons.append(f"started {utc_iso(rec.started)}, before the seal ({utc_iso(sealed)})")
     if until is not None and rec.started is not None and rec.started >= until:
-        reasons.append(f"started {_fmt_utc(rec.started)}, after the prediction's window (until {_fmt_utc(until)})")
+        reasons.append(f"started {utc_iso(rec.started)}, after the prediction's window (until {utc_iso(until)})")
     return "; ".join(reasons) or None
 
 
@@ -400,7 +396,7 @@ def evaluate(content: dict, records: list[SessionRecord], include_partial: bool 
     excluded: list[Exclusion] = []
     verdicts = [_score(p, records, include_partial, deviations, excluded, sealed) for p in content["predictions"]]
     sessions = [{"session": r.name, "command": r.command, "complete": r.complete, "problems": list(r.problems),
-                 "started_utc": _fmt_utc(r.started) if r.started else None} for r in records]
+                 "started_utc": utc_iso(r.started) if r.started else None} for r in records]
     return Evaluation(predictions=verdicts, deviations=deviations, sessions=sessions, include_partial=include_partial,
                       excluded=excluded, sealed_utc=sealed_utc)
 

@@ -37,7 +37,7 @@ from softbench.core.errors import UsageError
 from softbench.core.shapes import DTYPES, parse_seq
 from softbench.core.textfile import parse_yaml
 from softbench.core.suggest import did_you_mean
-from softbench.predictions.sessions import parse_utc
+from softbench.core.utc import parse_utc
 from softbench.predictions.vocabulary import evidence_problem, scope_key_problem
 
 SINGLE_COMPARATORS = (">", ">=", "<", "<=")

@@ -23,9 +23,9 @@ from pathlib import Path
 from softbench import __version__
 from softbench.core.checks import check_out_dir
 from softbench.core.errors import SealError, UsageError
-from softbench.core.session import atomic_write_text, utc_iso
+from softbench.core.session import atomic_write_text
+from softbench.core.utc import parse_utc, utc_iso, utc_stamp
 from softbench.core.textfile import read_text_file
-from softbench.predictions.sessions import parse_utc
 from softbench.predictions.schema import (NAME_RE, canonical_bytes, canonical_text, check_recorded, load_yaml_text,
                                           natural_key, normalize, prediction_hashes, sha256_hex)
 
@@ -114,8 +114,10 @@ def _archive_dir(directory: Path, seal_path: Path) -> Path:
         try:
             old = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
             digest = old.sha256[:12]
-            stamp = _dt.datetime.fromisoformat(old.meta["sealed_utc"]).strftime("%Y%m%dT%H%M%SZ")
-        except (SealError, KeyError, ValueError):
+            sealed = parse_utc(old.meta["sealed_utc"])
+            if sealed is not None:  # its own offset, if edited to carry one, converted: the stamp is in UTC
+                stamp = utc_stamp(sealed)
+        except (SealError, KeyError):
             pass  # a damaged seal is archived as it is, under a neutral name
     dest = directory / "replaced" / f"{stamp}-{digest}"
     # two incomplete pairs replaced in turn share the neutral name: the second must not overwrite the first

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import yaml
 
 from softbench.core.errors import UsageError
 from softbench.core.session import STATUS_FILE
+from softbench.core.utc import folder_time, parse_utc
 from softbench.predictions.vocabulary import CODE_KEYS, SHAPE_KEYS
 
 
@@ -86,20 +86,6 @@ def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None 
     return facts
 
 
-_FOLDER_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
-
-
-def parse_utc(text: Any) -> _dt.datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        # in UTC from here on, so that no later comparison or print meets an offset at the calendar's edge
-        return (t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)).astimezone(_dt.timezone.utc)
-    except (ValueError, OverflowError):
-        return None
-
-
 def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.datetime | None:
     """The earliest time a session records about its own start. The earliest, because a session that could have
     begun before a seal must not count as evidence after it; the folder's stamp (Session.create, to the second,
@@ -109,17 +95,6 @@ def session_start(name: str, summary: dict, protocol: dict, env: dict) -> _dt.da
     times.append(folder_time(name))
     known = [t for t in times if t is not None]
     return min(known) if known else None
-
-
-def folder_time(name: str) -> _dt.datetime | None:
-    """The UTC time stamp that starts a session folder's name (Session.create: 20261202T114756Z-...), or None."""
-    m = _FOLDER_STAMP.match(name)
-    if not m:
-        return None
-    try:
-        return _dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=_dt.timezone.utc)
-    except ValueError:  # the shape of a stamp, not a date (20261205T193888Z): the folder tells no time
-        return None
 
 
 def load_session(path: Path | str) -> SessionRecord:

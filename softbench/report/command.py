@@ -23,7 +23,7 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
-    from softbench.core.session import utc_stamp
+    from softbench.core.utc import utc_stamp
 
     target = check_out_dir(out_dir or f"out/report-{utc_stamp()}")
     with err.status("drawing figures"):

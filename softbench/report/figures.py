@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import statistics
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from softbench.core.numbers import finite, finite_interval
 from softbench.core.shapes import seq_label
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import (REFERENCE_WORDS, bar_label, fidelity_conditions, fidelity_reference, lat_group,
@@ -103,12 +105,12 @@ def plot_speedup_vs_seq(recs: list[SessionRecord], path: Path) -> Path | None:
 def _bar_error(summary: dict) -> tuple[list[float], list[float]] | None:
     """A bar's whisker: the paired 95% interval where the session has one (interleaved, sustained), else the
     per-round sd (the paper's rounds), else none."""
-    ci, mid = summary.get("speedup_ci95_pct"), summary["speedup_pct"]
-    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+    ci, mid = finite_interval(summary.get("speedup_ci95_pct")), summary["speedup_pct"]
+    if ci is not None:  # NaN bounds (too few pairs) draw no whisker, as in the speed/fidelity figure
         return [max(mid - ci[0], 0.0)], [max(ci[1] - mid, 0.0)]
-    sd, rounds = summary.get("per_round_sd_pp"), summary.get("per_round_speedup_pct") or []
+    sd, rounds = finite(summary.get("per_round_sd_pp")), summary.get("per_round_speedup_pct") or []
     # one round's recorded 0.0 is no spread: no whisker rather than one of zero length
-    return ([sd], [sd]) if isinstance(sd, (int, float)) and len(rounds) > 1 else None
+    return ([sd], [sd]) if sd is not None and len(rounds) > 1 else None
 
 
 def plot_speedup_bars(recs: list[SessionRecord], path: Path) -> Path | None:
@@ -171,7 +173,7 @@ def _window_times(windows: list[dict]) -> list[float]:
 
 def plot_windows(rec: SessionRecord, path: Path) -> Path | None:
     windows = raw_records(rec, "windows.jsonl")
-    windows = [w for w in windows if isinstance(w.get("ms_per_call"), (int, float))]
+    windows = [w for w in windows if finite(w.get("ms_per_call")) is not None]
     if not windows:
         return None
     times = _window_times(windows)
@@ -185,7 +187,7 @@ def plot_windows(rec: SessionRecord, path: Path) -> Path | None:
     for i, (label, pts) in enumerate(sorted(by_label.items())):
         color = f"C{i % 10}"
         ax.plot([t for t, _ in pts], [w["ms_per_call"] for _, w in pts], "o", color=color, ms=4, label=label)
-        clk = [(t, w["gpu_sm_clock_mhz"]) for t, w in pts if isinstance(w.get("gpu_sm_clock_mhz"), (int, float))]
+        clk = [(t, w["gpu_sm_clock_mhz"]) for t, w in pts if finite(w.get("gpu_sm_clock_mhz")) is not None]
         if clk:
             any_clock = True
             clock_ax.plot([t for t, _ in clk], [c for _, c in clk], "x", color=color, alpha=0.5, ms=4,
@@ -201,7 +203,7 @@ def plot_windows(rec: SessionRecord, path: Path) -> Path | None:
 def plot_energy(rec: SessionRecord, path: Path) -> Path | None:
     # idle samples are taken before each loop, away from its time axis: the trace shows the loops only
     samples = [s for s in raw_records(rec, "samples.jsonl")
-               if isinstance(s.get("time_s"), (int, float)) and isinstance(s.get("power_w"), (int, float))
+               if finite(s.get("time_s")) is not None and finite(s.get("power_w")) is not None
                and s.get("phase") != "idle"]
     if not samples:
         return None
@@ -223,7 +225,7 @@ def plot_energy(rec: SessionRecord, path: Path) -> Path | None:
         pts.sort(key=lambda s: s["time_s"])
         ax.plot([s["time_s"] for s in pts], [s["power_w"] for s in pts], style, color=color, lw=1.2,
                 label=f"loop {name}")
-        clk = [s for s in pts if isinstance(s.get("sm_clock_mhz"), (int, float))]
+        clk = [s for s in pts if finite(s.get("sm_clock_mhz")) is not None]
         if clk:
             clock_ax.plot([s["time_s"] for s in clk], [s["sm_clock_mhz"] for s in clk], ".", color=color, ms=2,
                           alpha=0.5)
@@ -290,7 +292,7 @@ def protocol_timeline(rec: SessionRecord) -> dict | None:
     if kind not in ("interleaved", "sustained"):
         return None
     windows = [w for w in raw_records(rec, "windows.jsonl") if w.get("phase") in ("measure", "warmup", "settle")
-               and isinstance(w.get("t_s"), (int, float))]
+               and finite(w.get("t_s")) is not None]
     if not windows:
         return None
     t0 = min(w["t_s"] for w in windows)
@@ -305,11 +307,12 @@ def protocol_timeline(rec: SessionRecord) -> dict | None:
         b = cells.get((*rc, base))
         if not b:
             continue
-        b_ms = sorted(w["ms_per_call"] for w in b)[len(b) // 2]
+        # the middle of an even count is the mean of the two middle windows, as the summaries' medians take it
+        b_ms = statistics.median(w["ms_per_call"] for w in b)
         for label in s.get("comparisons", {}):
             o = cells.get((*rc, label))
             if o:
-                o_ms = sorted(w["ms_per_call"] for w in o)[len(o) // 2]
+                o_ms = statistics.median(w["ms_per_call"] for w in o)
                 t = (sum(w["t_s"] for w in b + o) / len(b + o)) - t0
                 pairs[label].append((t, 100.0 * (b_ms / o_ms - 1.0)))
     return {"kind": kind, "quantity": s.get("quantity"), "baseline": base, "pairs": dict(pairs),

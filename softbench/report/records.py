@@ -9,7 +9,8 @@ from typing import Any
 from softbench.core.session import read_jsonl
 from softbench.core.numbers import finite
 from softbench.predictions.evaluate import kernel_option
-from softbench.predictions.sessions import SessionRecord, folder_time
+from softbench.core.utc import folder_time
+from softbench.predictions.sessions import SessionRecord
 
 
 LOOP_KEYS = ("loop", "label", "kernel", "variant")  # how energy samples name the loop they belong to

@@ -14,10 +14,10 @@ where those units give back what the session wrote); this module only groups the
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
+from softbench.core.numbers import finite_interval
 from softbench.core.stats import paired_mean_t_estimate
 from softbench.core.tables import fmt
 from softbench.predictions.sessions import SessionRecord
@@ -71,9 +71,7 @@ def _null_of(points: list[Speedup], references: list[str]) -> float | None:
 
 def _interval(p: Speedup) -> tuple[float, float] | None:
     """The session's own 95% interval; None where it has none (too few pairs: NaN bounds)."""
-    if p.ci_low is None or p.ci_high is None or not math.isfinite(p.ci_high - p.ci_low):
-        return None
-    return p.ci_low, p.ci_high
+    return finite_interval((p.ci_low, p.ci_high))
 
 
 def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS,

@@ -5,11 +5,11 @@ which latency and fidelity sessions (shape, model, corpus, dtype) the point come
 
 from __future__ import annotations
 
-import math
-import re
 import textwrap
 from pathlib import Path
 
+from softbench.core.numbers import finite_interval
+from softbench.core.utc import STAMP_PATTERN
 from softbench.report.figures import new_figure, save_figure
 from softbench.report.records import REFERENCE_WORDS
 from softbench.report.speed_fidelity import JoinedPoint, SpeedFidelity
@@ -17,7 +17,6 @@ from softbench.report.speedups import PAPER, QUANTITY_NAMES as QUANTITY_LEGEND, 
 
 MARKERS = {"at equal clock": "o", "sustained": "s", PAPER: "^"}
 MILLI = 1e3  # dNLL drawn in 10^-3 nats/token: the operators' effects are of that size
-_STAMP = re.compile(r"^\d{8}T\d{6}Z")
 
 
 def against_name(label: str) -> str:
@@ -27,7 +26,7 @@ def against_name(label: str) -> str:
 
 def stamp(session: str) -> str:
     """A session by its folder's time stamp (the rest of the name repeats the shape and variants)."""
-    m = _STAMP.match(session)
+    m = STAMP_PATTERN.match(session)
     return m.group(0) if m else session
 
 
@@ -50,9 +49,8 @@ def configs_differ(s: Speedup) -> bool:
 
 def _err(value: float, lo, hi) -> list[list[float]] | None:
     # an interval the session left undefined (too few pairs: NaN) is not drawn rather than drawn as zero
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return None
-    return [[max(value - lo, 0.0)], [max(hi - value, 0.0)]]
+    bounds = finite_interval((lo, hi))
+    return None if bounds is None else [[max(value - bounds[0], 0.0)], [max(bounds[1] - value, 0.0)]]
 
 
 def source_line(i: int, p: JoinedPoint) -> str:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from softbench.core.shapes import seq_label
 from softbench.core.stats import population_sd
-from softbench.core.tables import fmt
 from softbench.core.numbers import finite, is_real
+from softbench.core.tables import fmt, fmt_interval
 from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
@@ -31,8 +31,7 @@ def _with_interval(estimate, ci) -> str:
     """'+5.71 [+5.29, +6.12]': a speed-up in percent and its 95% interval ('-' where there is no estimate)."""
     if estimate is None:
         return "-"
-    lo, hi = (ci if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None))
-    return f"{estimate:+.2f} {_interval(lo, hi, '+.2f')}"
+    return f"{estimate:+.2f} {fmt_interval(ci)}"
 
 
 def _paired_cell(paired: dict | None) -> str:
@@ -197,10 +196,6 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
                       "call %", "non-kernel %"], rows)
 
 
-def _interval(lo, hi, spec: str) -> str:
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return "none (too few pairs)"
-    return f"[{lo:{spec}}, {hi:{spec}}]"
 
 
 def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
@@ -211,9 +206,9 @@ def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
         ran = f" (ran {f.variant})" if f.variant and f.variant != s.variant else ""
         rows.append([str(i + 1), point_name(p), s.board or "-", configuration(s) or "-", s.backend, s.quantity,
                      against_name(s.against),
-                     fmt(s.estimate_pct, "+.2f"), _interval(s.ci_low, s.ci_high, "+.2f"),
+                     fmt(s.estimate_pct, "+.2f"), fmt_interval((s.ci_low, s.ci_high)),
                      s.session + ("" if s.complete else " (partial)"), p.operator, f.condition + ran,
-                     f.reference, fmt(f.dnll, "+.5f"), _interval(f.ci_low, f.ci_high, "+.5f"),
+                     f.reference, fmt(f.dnll, "+.5f"), fmt_interval((f.ci_low, f.ci_high), "+.5f"),
                      f"{f.session}{'' if f.complete else ' (partial)'}: {f.model}, {f.corpus}, {f.dtype}"])
     return TableData(f"speed against fidelity at {sf.shape_tag}",
                      ["#", "kernel", "GPU", "configuration", "backend", "quantity", "against", "speed-up %",

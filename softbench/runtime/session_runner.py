@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from softbench.core.session import Session, file_label, utc_iso
+from softbench.core.session import Session, file_label
+from softbench.core.utc import utc_iso
 
 
 class Terminated(KeyboardInterrupt):

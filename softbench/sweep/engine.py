@@ -17,7 +17,8 @@ from softbench.runtime.session_runner import describe_failure
 from softbench.latency.engine import LatencyOptions, Progress
 from softbench.core.protocol import LatencyProtocol
 from softbench.core.runoptions import RunOptions
-from softbench.core.session import Session, utc_iso
+from softbench.core.session import Session
+from softbench.core.utc import utc_iso
 from softbench.core.shapes import Shape
 
 RESULTS_FILE = "results.jsonl"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
+from softbench.core.tables import fmt_interval  # noqa: E402
 from softbench.predictions.sessions import load_session  # noqa: E402
 from softbench.report.records import kernel_config, variant_config  # noqa: E402
 from softbench.report.reestimate import against_reference  # noqa: E402
@@ -30,9 +31,8 @@ def pct(est: dict | None) -> str:
     """+0.21% [-0.30, +0.53]: a paired estimate and its 95% interval, as the session's tables print them."""
     if not est or est.get("estimate_pct") is None:
         return "n/a"
-    lo, hi = est.get("ci95_pct") or (None, None)
-    interval = f" [{lo:+.2f}, {hi:+.2f}]" if lo is not None and hi is not None else ""
-    return f"{est['estimate_pct']:+.2f}%{interval}"
+    interval = fmt_interval(est.get("ci95_pct"), none="")  # none: too few pairs (NaN bounds) or not recorded
+    return f"{est['estimate_pct']:+.2f}%" + (f" {interval}" if interval else "")
 
 
 def protocol_budget(protocol: dict) -> str:
