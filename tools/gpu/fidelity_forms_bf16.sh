@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 15, third deliverable, written 2026-12-06 12:35 UTC and sealed before its first run
+# (sealed/fidelity-forms-bf16.yaml). Model NLL through the BF16 forward that `softbench latency --backend triton`
+# times on sm_90 (the Gluon 16-bit default): each Rowmax-H15 form against the same kernel's exact A0, one operator
+# per session, SmolLM2-135M on Austen under the shared protocol of fidelity_common.sh (97 blocks of 2048). Until now
+# h15-folded and the hybrids went through a kernel only in the CPU interpreter (20 blocks of 512). Fidelity does not
+# depend on the board: any sm_90 GPU runs it. Two steps, each under a call's ten minutes (about 100-150 s an
+# operator):
+#   1  h15-folded, then A1 (a fresh A1 beside it, so that tools/analysis/operator_fidelity.py pairs the two on the
+#      same blocks of the same stock kernel)
+#   2  the hybrids h15-1of4 and h15-1of2 (Rowmax-H15 on one score in four, and in two; the MUFU on the rest)
+# Prerequisites in the same lease: the staged model (`. /tmp/softbench-model/env.sh`, tools/stage_model.sh).
+# Run from the project root: bash tools/gpu/fidelity_forms_bf16.sh STEP [SESSIONS_DIR].
+STEP=${1:?usage: fidelity_forms_bf16.sh STEP [SESSIONS_DIR] (STEP 1 or 2)}
+shift
+. "$(dirname "$0")/fidelity_common.sh"  # OUTDIR, common, sb, status
+case "$STEP" in
+  1) operators=(rowmax-h15-folded rowmax-h15) ;;
+  2) operators=(rowmax-h15-1of4 rowmax-h15-1of2) ;;
+  *) echo "STEP must be 1 or 2" >&2; exit 2 ;;
+esac
+t0=$SECONDS
+for op in "${operators[@]}"; do
+  sb fidelity "${common[@]}" --path kernel --backend triton --operator "$op" || status=1
+done
+echo "step $STEP: ${operators[*]} through the BF16 kernel took $((SECONDS - t0)) s"
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/fidelity-forms-bf16-$STEP.tgz" -C "$OUTDIR" $(cd "$OUTDIR" && ls -d *-fidelity-* 2>/dev/null)
+  echo "packed: $OUT/fidelity-forms-bf16-$STEP.tgz"
+fi
+exit $status
