@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, third deliverable, written 2026-12-06 12:35 UTC and sealed before its first run
+# Issue 15, third deliverable, written 2026-12-06 12:20-12:25 UTC and sealed before its first run
 # (sealed/fidelity-forms-bf16.yaml). Model NLL through the BF16 forward that `softbench latency --backend triton`
 # times on sm_90 (the Gluon 16-bit default): each Rowmax-H15 form against the same kernel's exact A0, one operator
 # per session, SmolLM2-135M on Austen under the shared protocol of fidelity_common.sh (97 blocks of 2048). Until now
