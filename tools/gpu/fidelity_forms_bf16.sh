@@ -9,15 +9,21 @@
 #   1  h15-folded, then A1 (a fresh A1 beside it, so that tools/analysis/operator_fidelity.py pairs the two on the
 #      same blocks of the same stock kernel)
 #   2  the hybrids h15-1of4 and h15-1of2 (Rowmax-H15 on one score in four, and in two; the MUFU on the rest)
+#   3  (added 12:37, sealed first: sealed/fidelity-forms-bf16-kjv.yaml) the four of steps 1 and 2 on the second
+#      corpus, the King James Bible (tools/kjv_text.sh's text, carried as .gpu/kjv/kjv.txt unless KJV_TEXT names it)
 # Prerequisites in the same lease: the staged model (`. /tmp/softbench-model/env.sh`, tools/stage_model.sh).
 # Run from the project root: bash tools/gpu/fidelity_forms_bf16.sh STEP [SESSIONS_DIR].
-STEP=${1:?usage: fidelity_forms_bf16.sh STEP [SESSIONS_DIR] (STEP 1 or 2)}
+STEP=${1:?usage: fidelity_forms_bf16.sh STEP [SESSIONS_DIR] (STEP 1, 2 or 3)}
 shift
 . "$(dirname "$0")/fidelity_common.sh"  # OUTDIR, common, sb, status
 case "$STEP" in
   1) operators=(rowmax-h15-folded rowmax-h15) ;;
   2) operators=(rowmax-h15-1of4 rowmax-h15-1of2) ;;
-  *) echo "STEP must be 1 or 2" >&2; exit 2 ;;
+  3) operators=(rowmax-h15-folded rowmax-h15 rowmax-h15-1of4 rowmax-h15-1of2)
+     kjv=${KJV_TEXT:-.gpu/kjv/kjv.txt}
+     [ -f "$kjv" ] || { echo "no KJV text at $kjv (bash tools/kjv_text.sh $kjv, then carry it)" >&2; exit 2; }
+     for i in "${!common[@]}"; do [ "${common[$i]}" = --corpus ] && common[i + 1]=$kjv; done ;;
+  *) echo "STEP must be 1, 2 or 3" >&2; exit 2 ;;
 esac
 t0=$SECONDS
 for op in "${operators[@]}"; do
