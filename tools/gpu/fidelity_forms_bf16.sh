@@ -9,7 +9,7 @@
 #   1  h15-folded, then A1 (a fresh A1 beside it, so that tools/analysis/operator_fidelity.py pairs the two on the
 #      same blocks of the same stock kernel)
 #   2  the hybrids h15-1of4 and h15-1of2 (Rowmax-H15 on one score in four, and in two; the MUFU on the rest)
-#   3  (added 12:37, sealed first: sealed/fidelity-forms-bf16-kjv.yaml) the four of steps 1 and 2 on the second
+#   3  (added 12:33-12:36, sealed first: sealed/fidelity-forms-bf16-kjv.yaml) the four of steps 1 and 2 on the second
 #      corpus, the King James Bible (tools/kjv_text.sh's text, carried as .gpu/kjv/kjv.txt unless KJV_TEXT names it)
 # Prerequisites in the same lease: the staged model (`. /tmp/softbench-model/env.sh`, tools/stage_model.sh).
 # Run from the project root: bash tools/gpu/fidelity_forms_bf16.sh STEP [SESSIONS_DIR].
