@@ -194,11 +194,13 @@ def process_pairs(windows: list[dict], baseline: str, gated: list[str], processe
     # each window's time with the replica that ran it, so that the pairing carries both
     tagged = [{**w, "ms_and_replica": (w["ms_per_call"], w.get("replica", 0))} for w in windows]
     for label in gated:
-        groups: dict[tuple[int, int], list[float]] = defaultdict(list)
+        groups: dict[tuple[int, int], tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
         for (b_ms, b_rep), (o_ms, o_rep) in zip(*pairs_by_cycle(tagged, baseline, label, "ms_and_replica", slot)):
-            groups[(b_rep, o_rep)].append(100.0 * (b_ms / o_ms - 1.0))
-        pairs = [{"baseline_replica": b, "replica": o, "n_pairs": len(v), "median_pct": float(np.median(v))}
-                 for (b, o), v in sorted(groups.items())]
+            groups[(b_rep, o_rep)][0].append(b_ms)
+            groups[(b_rep, o_rep)][1].append(o_ms)
+        pairs = [{"baseline_replica": b, "replica": o, "n_pairs": len(b_ms),
+                  "median_pct": float(np.median(stats.pair_speedups_pct(b_ms, o_ms)))}
+                 for (b, o), (b_ms, o_ms) in sorted(groups.items())]
         across = stats.paired_mean_t_estimate([p["median_pct"] for p in pairs]).to_dict() if pairs else None
         spread = float(np.std([p["median_pct"] for p in pairs], ddof=1)) if len(pairs) > 1 else None
         out["comparisons"][label] = {"pairs_of_processes": pairs, "across": across, "sd_between_pp": spread}
