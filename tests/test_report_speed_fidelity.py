@@ -300,3 +300,19 @@ def test_a_report_estimates_each_session_against_fa3_once(tmp_path, monkeypatch)
     assert cells[INTERLEAVED].startswith("FA3: ") and "not estimated" not in cells[INTERLEAVED]
     sf = _join()
     assert {p.speed.session for p in sf.points if p.speed.against == "ref-fa3"} == {INTERLEAVED, SUSTAINED, FOLDED}
+
+
+def test_the_x_labels_are_wrapped_to_their_panels(tmp_path, monkeypatch):
+    """The kernel path's reference is a long phrase: on one line, the two panels' x labels ran into each other
+    (BF16 causal 8K, h15-folded against A0 and against FA3 on an H100, its dNLL through the Gluon kernel)."""
+    from softbench.report import speed_figure
+
+    drawn = []
+    monkeypatch.setattr(speed_figure, "save_figure", lambda fig, path: drawn.append(fig) or path)
+    paths = [PROJECT / "20261206T090527Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-interleaved",
+             PROJECT / "20261206T122653Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"]
+    sf = _join(paths, "bf16-8K-causal-b1h16d128")
+    assert speed_figure.plot_speed_fidelity(sf, tmp_path / "f.png") is not None
+    labels = [ax.get_xlabel() for ax in drawn[0].axes if ax.get_xlabel()]
+    assert len(labels) == 2 and "own stock kernel" in labels[0]
+    assert all(len(line) <= speed_figure.XLABEL_CHARS for label in labels for line in label.splitlines())

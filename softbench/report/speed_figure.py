@@ -17,6 +17,7 @@ from softbench.report.speedups import PAPER, QUANTITY_NAMES as QUANTITY_LEGEND, 
 
 MARKERS = {"at equal clock": "o", "sustained": "s", PAPER: "^"}
 MILLI = 1e3  # dNLL drawn in 10^-3 nats/token: the operators' effects are of that size
+XLABEL_CHARS = 75  # a line of the x label at 8 pt within a panel 6 inches wide
 
 
 def against_name(label: str) -> str:
@@ -94,7 +95,7 @@ def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
     notes = [source_line(i + 1, p) for i, p in enumerate(sf.points)]
     notes += [w for s in sf.skipped for w in textwrap.wrap("not joined: " + s, 190, subsequent_indent="    ")]
     fig = new_figure(6.0 * len(panels), 4.8 + 0.12 * len(notes))
-    grid = fig.add_gridspec(2, len(panels), height_ratios=[4.5, 0.8 + 0.12 * len(notes)], hspace=0.35)
+    grid = fig.add_gridspec(2, len(panels), height_ratios=[4.5, 0.8 + 0.12 * len(notes)], hspace=0.5)  # 3-line x labels
     color = series_colours(sf.points)
     for pi, against in enumerate(panels):
         ax = fig.add_subplot(grid[0, pi])
@@ -113,8 +114,11 @@ def plot_speed_fidelity(sf: SpeedFidelity, path: Path) -> Path | None:
                         fontsize=7)
         ax.axhline(0.0, color="0.5", lw=0.6)
         ax.axvline(0.0, color="0.5", lw=0.6)
-        ax.set_xlabel(f"dNLL of the variant's operator at {sf.dtype}, $10^{{-3}}$ nats/token, against\n"
-                      f"{REFERENCE_WORDS.get(sf.reference, sf.reference)} (paired block bootstrap 95% interval)")
+        # wrapped to the panel's width: the kernel path's reference is named in a long phrase, and two panels'
+        # labels side by side otherwise run into each other
+        ax.set_xlabel(textwrap.fill(f"dNLL of the variant's operator at {sf.dtype}, $10^{{-3}}$ nats/token, against "
+                                    f"{REFERENCE_WORDS.get(sf.reference, sf.reference)} (paired block bootstrap 95% "
+                                    "interval)", XLABEL_CHARS), fontsize=8)
         ax.set_ylabel(f"speed-up against {against_name(against)}, % (95% interval)")
         ax.set_title(f"against {against_name(against)}" + (" (timed in the same session)"
                                                            if against.startswith("ref-") else ""), fontsize=9)
