@@ -26,12 +26,14 @@ case "$STEP" in
   *) echo "STEP must be 1, 2 or 3" >&2; exit 2 ;;
 esac
 t0=$SECONDS
-for op in "${operators[@]}"; do
-  sb fidelity "${common[@]}" --path kernel --backend triton --operator "$op" || status=1
-done
-echo "step $STEP: ${operators[*]} through the BF16 kernel took $((SECONDS - t0)) s"
-if [ -n "${OUT:-}" ]; then
+pack() {  # after every operator: a call cut short at its limit still brings back the sessions it finished
+  [ -n "${OUT:-}" ] || return 0
   tar czf "$OUT/fidelity-forms-bf16-$STEP.tgz" -C "$OUTDIR" $(cd "$OUTDIR" && ls -d *-fidelity-* 2>/dev/null)
   echo "packed: $OUT/fidelity-forms-bf16-$STEP.tgz"
-fi
+}
+for op in "${operators[@]}"; do
+  sb fidelity "${common[@]}" --path kernel --backend triton --operator "$op" || status=1
+  pack
+done
+echo "step $STEP: ${operators[*]} through the BF16 kernel took $((SECONDS - t0)) s"
 exit $status
