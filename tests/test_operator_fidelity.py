@@ -72,10 +72,26 @@ def test_sessions_on_other_blocks_or_baselines_do_not_pair():
                                            _point(folded, "rowmax-h15-folded")) is None
 
 
-def test_a_partial_session_says_how_many_blocks_it_holds():
-    rows = operator_fidelity.table(SESSIONS).splitlines()
-    (kjv_kernel,) = [r for r in rows if "| kjv | kernel (triton) | cuda | bf16 | 2048 |" in r]
-    assert "(partial, 29 of 97 blocks)" in kjv_kernel and "`20261202T041056Z`" in kjv_kernel
+KJV_KERNEL = "| kjv | kernel (triton) | cuda | bf16 | 2048 |"
+KJV_PARTIAL_FOLDED = "20261202T041056Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"  # cut at 29 of 97 blocks
+KJV_WHOLE_FOLDED = "20261206T132357Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"
+
+
+def _kjv_kernel_row(folder: Path) -> str:
+    (row,) = [r for r in operator_fidelity.table(folder).splitlines() if KJV_KERNEL in r]
+    return row
+
+
+def test_a_partial_session_says_how_many_blocks_it_holds_until_a_whole_one_supersedes_it(tmp_path):
+    # the KJV through the GPU kernel before 2026-12-06: h15-folded's only session is the partial one
+    for name in (KJV_PARTIAL_FOLDED, "20261202T040743Z-fidelity-SmolLM2-135M-Instruct.Q4_1-kernel-triton"):
+        (tmp_path / name).symlink_to(SESSIONS / name)
+    row = _kjv_kernel_row(tmp_path)
+    assert "+0.00291 [+0.00157, +0.00417] (partial, 29 of 97 blocks)" in row and KJV_PARTIAL_FOLDED[:16] in row
+    # with the whole session of 2026-12-06 beside it, the session with more complete blocks gives the cell
+    (tmp_path / KJV_WHOLE_FOLDED).symlink_to(SESSIONS / KJV_WHOLE_FOLDED)
+    row = _kjv_kernel_row(tmp_path)
+    assert "partial" not in row and KJV_WHOLE_FOLDED[:16] in row and KJV_PARTIAL_FOLDED[:16] not in row
 
 
 def test_the_readme_table_is_what_the_sessions_give():
