@@ -546,7 +546,6 @@ def test_source_stalls_need_a_native_run_under_softbenchs_ncu(tmp_path, fake_too
     assert r.returncode == 2 and "--source-stalls samples the launch" in r.stderr, r.stderr
 
 
-
 @pytest.mark.parametrize("content", [b"\xff\xfe not text", b"[" * 100000 + b"]" * 100000, b"[1, 2]", b'{"ok": tru'])
 def test_a_childs_result_file_that_does_not_read_as_a_mapping_is_none(tmp_path, content):
     """The child's result file as the driver reads it back: bytes that are no UTF-8 or nest past the parser's depth

@@ -53,8 +53,8 @@ from softbench.audit.profile import (CounterSetup, counter_setup, export_source_
 from softbench.audit.summary import summarize_audit
 from softbench.audit.tools import Tools, locate_tools, read_result, run_tool
 from softbench.core.session import Session
-from softbench.core.utc import utc_iso
 from softbench.core.shapes import Shape
+from softbench.core.utc import utc_iso
 from softbench.runtime.session_runner import describe_failure
 
 # FA4's forward kernels are CuTe DSL kernels named after their class (FlashAttentionForwardSm80/90/100/120);

@@ -25,8 +25,8 @@ from softbench.energy.summary import summarize_energy, summarize_loop
 from softbench.core.nvml import GpuReading, PowerSampler
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session
-from softbench.core.utc import utc_iso
 from softbench.core.shapes import Shape
+from softbench.core.utc import utc_iso
 from softbench.runtime.session_runner import describe_failure
 
 SAMPLES_FILE = "samples.jsonl"

@@ -81,7 +81,8 @@ class LatencyOptions(RunOptions):
             if self.protocol.kind == "paper":
                 raise UsageError("--null needs the interleaved or sustained protocol (the paper's rounds pair "
                                  "exactly two kernels; run --variant A0 for its null)")
-            specs.append(KernelSpec(null_label(self.baseline), self.backend, self.baseline, "null", self.backend_options))
+            specs.append(KernelSpec(null_label(self.baseline), self.backend, self.baseline, "null",
+                                    self.backend_options))
         if not 1 <= self.processes <= MAX_PROCESSES:
             raise UsageError(f"--processes {self.processes}: each kernel runs in 1 to {MAX_PROCESSES} processes")
         if self.processes > 1 and self.protocol.kind != "interleaved":

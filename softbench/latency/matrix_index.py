@@ -5,7 +5,6 @@ name every cell or control run that has no session. The cells' own sessions stay
 
 from __future__ import annotations
 
-
 from softbench.core.session import Session
 from softbench.core.utc import parse_utc, utc_iso
 from softbench.latency.summary import median_or_none

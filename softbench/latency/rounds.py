@@ -6,8 +6,8 @@ why it is kept only for reproducing the paper."""
 from __future__ import annotations
 
 from softbench.core.session import Session
-from softbench.core.utc import utc_iso
 from softbench.core.shapes import Shape
+from softbench.core.utc import utc_iso
 from softbench.latency.summary import summarize_latency
 from softbench.runtime.kernels import prepare_all
 from softbench.runtime.session_runner import session_run

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from softbench.core.errors import UsageError
-from softbench.core.utc import parse_utc, utc_iso
 from softbench.core.numbers import finite
+from softbench.core.utc import parse_utc, utc_iso
 from softbench.predictions.sessions import SessionRecord
 from softbench.predictions.vocabulary import PROVENANCE_KEYS
 

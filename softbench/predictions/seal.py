@@ -24,8 +24,8 @@ from softbench import __version__
 from softbench.core.checks import check_out_dir
 from softbench.core.errors import SealError, UsageError
 from softbench.core.session import atomic_write_text
-from softbench.core.utc import parse_utc, utc_iso, utc_stamp
 from softbench.core.textfile import read_text_file
+from softbench.core.utc import parse_utc, utc_iso, utc_stamp
 from softbench.predictions.schema import (NAME_RE, canonical_bytes, canonical_text, check_recorded, load_yaml_text,
                                           natural_key, normalize, prediction_hashes, sha256_hex)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from softbench.core.session import read_jsonl
 from softbench.core.numbers import finite
-from softbench.predictions.evaluate import kernel_option
+from softbench.core.session import read_jsonl
 from softbench.core.utc import folder_time
+from softbench.predictions.evaluate import kernel_option
 from softbench.predictions.sessions import SessionRecord
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from softbench.core.numbers import finite, is_real
 from softbench.core.shapes import seq_label
 from softbench.core.stats import population_sd
-from softbench.core.numbers import finite, is_real
 from softbench.core.tables import fmt, fmt_interval
 from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
@@ -194,8 +194,6 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
     return TableData("trace sessions (kernel duration against call latency)",
                      ["session", "source", "seq", "mask", "comparison", "kernel us", "call us", "kernel-only %",
                       "call %", "non-kernel %"], rows)
-
-
 
 
 def speed_fidelity_table(sf: SpeedFidelity) -> TableData:

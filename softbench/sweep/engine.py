@@ -18,8 +18,8 @@ from softbench.latency.engine import LatencyOptions, Progress
 from softbench.core.protocol import LatencyProtocol
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import Session
-from softbench.core.utc import utc_iso
 from softbench.core.shapes import Shape
+from softbench.core.utc import utc_iso
 
 RESULTS_FILE = "results.jsonl"
 

@@ -26,8 +26,8 @@ from softbench.core.runoptions import RunOptions
 from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
 from softbench.trace.summary import b4_rows, non_kernel_pct
 from softbench.core.session import Session
-from softbench.core.utc import utc_iso
 from softbench.core.shapes import Shape, seq_label
+from softbench.core.utc import utc_iso
 from softbench.runtime.session_runner import describe_failure
 
 POINTS_FILE = "points.jsonl"
