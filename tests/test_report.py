@@ -300,3 +300,19 @@ def test_a_figure_that_cannot_draw_a_value_is_named_and_the_report_goes_on(tmp_p
     assert reasons == ["a session holds a value of a kind this figure cannot draw (ValueError: 'yerr' must not "
                        "contain negative values)"]
     assert (tmp_path / "out" / "latency-speedup-vs-seq.png") in rep.figures and rep.markdown_path.exists()
+
+
+def test_a_window_of_zero_time_leaves_its_pair_off_the_timeline(tmp_path):
+    """A records file edited to a window of 0 ms: its cycle has no speed-up to draw; once it ended the report with a
+    division by zero."""
+    from softbench.predictions.sessions import load_session
+    from softbench.report.figures import protocol_timeline
+
+    windows = [{"round": 0, "cycle": c, "label": label, "phase": "measure", "ms_per_call": ms, "t_s": t}
+               for c, label, ms, t in ((0, "A0", 1.1, 0.0), (0, "A1", 1.0, 0.1), (1, "A0", 1.1, 0.2),
+                                       (1, "A1", 0, 0.3))]
+    d = make_session(tmp_path, "s", "latency", {"protocol_kind": "interleaved", "baseline": "A0",
+                                                  "comparisons": {"A1": {"role": "variant"}}},
+                     records={"windows.jsonl": windows})
+    (t, pct), = protocol_timeline(load_session(d))["pairs"]["A1"]
+    assert pct == pytest.approx(10.0) and t == pytest.approx(0.05)

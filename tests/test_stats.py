@@ -57,3 +57,12 @@ def test_bootstrap_indices_shared_across_conditions():
 def test_mad_outliers_flags_only_the_outlier():
     mask = stats.mad_outliers([1.0, 1.01, 0.99, 1.0, 1.02, 5.0])
     assert mask.tolist() == [False] * 5 + [True]
+
+
+def test_change_pct_is_none_where_there_is_nothing_to_divide_by():
+    assert stats.change_pct(110.0, 100.0) == pytest.approx(10.0)
+    assert stats.change_pct(90.0, 100.0) == pytest.approx(-10.0)
+    assert stats.change_pct(1.0, 0) is None and stats.change_pct(None, 1.0) is None
+    assert stats.change_pct(1.0, None) is None
+    # a speed-up is the baseline's time relative to the variant's
+    assert stats.change_pct(1.2, 1.0) == pytest.approx(stats.speedup_pct(1.2, 1.0))

@@ -21,6 +21,15 @@ def median(values: Sequence[float]) -> float:
     return float(np.median(a))
 
 
+def change_pct(value: float | None, reference: float | None) -> float | None:
+    """Percent by which `value` lies above `reference`, 100 * (value / reference - 1); None where either is
+    missing or the reference is zero, so a caller reading back a summary gets no division error. A speed-up is
+    this with the baseline's time as the value and the variant's as the reference."""
+    if value is None or reference is None or reference == 0:
+        return None
+    return 100.0 * (value / reference - 1.0)
+
+
 def speedup_pct(baseline_ms: float, variant_ms: float) -> float:
     """Percent by which `variant` is faster than `baseline`: positive means the variant takes less time."""
     if baseline_ms <= 0 or variant_ms <= 0:

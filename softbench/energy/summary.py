@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from softbench.core.errors import MeasurementError
+from softbench.core.stats import change_pct
 
 METHODS = ("sampled", "sampled_in_loop", "sampled_no_ramp", "counter")
 
@@ -156,11 +157,9 @@ def summarize_energy(loops: Sequence[dict], baseline: str) -> dict:
         }
         if len(recs) >= 2:
             first, last = recs[0], recs[-1]
-            variants[name]["drift_first_to_last_pct"] = {
-                m: 100.0 * (last["energy_per_forward_mj"][m] / first["energy_per_forward_mj"][m] - 1.0)
-                for m in METHODS
-                if first["energy_per_forward_mj"].get(m) and last["energy_per_forward_mj"].get(m) is not None
-            }
+            drift = {m: change_pct(last["energy_per_forward_mj"].get(m), first["energy_per_forward_mj"].get(m))
+                     for m in METHODS}
+            variants[name]["drift_first_to_last_pct"] = {m: d for m, d in drift.items() if d is not None}
     ratios: dict[str, dict] = {}
     base = variants.get(baseline)
     if base is not None:

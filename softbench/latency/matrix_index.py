@@ -6,6 +6,7 @@ name every cell or control run that has no session. The cells' own sessions stay
 from __future__ import annotations
 
 from softbench.core.session import Session
+from softbench.core.stats import change_pct
 from softbench.core.utc import parse_utc, utc_iso
 from softbench.latency.summary import median_or_none
 
@@ -73,7 +74,7 @@ def control_comparison(sessions: list[dict]) -> dict:
                      "together_aa": t_aa, "together_aa_ci95": t_ci, "alone_aa": a_aa, "alone_aa_ci95": a_ci,
                      "together_baseline_ms": t_ms, "alone_baseline_ms": a_ms,
                      # above 0: the baseline ran slower while the neighbours ran
-                     "together_vs_alone_pct": 100.0 * (t_ms / a_ms - 1.0) if t_ms and a_ms else None,
+                     "together_vs_alone_pct": change_pct(t_ms, a_ms),
                      "together_sm_clock_mhz": t.get("sm_clock_mhz_median"),
                      "alone_sm_clock_mhz": a.get("sm_clock_mhz_median")})
     spans = [(_seconds(e["measured_from_utc"]), _seconds(e["measured_to_utc"])) for e in sessions

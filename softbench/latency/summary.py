@@ -172,7 +172,7 @@ def carryover_pct(windows: list[dict], median_ms: dict[str, float], value_key: s
     after: dict[str, list[float]] = defaultdict(list)
     for w in windows:
         if w.get("predecessor") is not None:
-            after[w["predecessor"]].append(100.0 * (w[value_key] / median_ms[w["label"]] - 1.0))
+            after[w["predecessor"]].append(stats.change_pct(w[value_key], median_ms[w["label"]]))
     return {"method": "median of 100 (window / its kernel's median - 1) over the windows after each kernel",
             "after_pct": {p: float(np.median(v)) for p, v in sorted(after.items())},
             "windows": {p: len(v) for p, v in sorted(after.items())}}

@@ -36,6 +36,7 @@ from typing import Any
 
 from softbench.core.errors import UsageError
 from softbench.core.numbers import finite
+from softbench.core.stats import change_pct
 from softbench.core.utc import parse_utc, utc_iso
 from softbench.predictions.sessions import SessionRecord
 from softbench.predictions.vocabulary import PROVENANCE_KEYS
@@ -142,7 +143,7 @@ def measured_value(pred: dict, rec: SessionRecord) -> tuple[float | None, str | 
         return None, problem
     if ref == 0:
         return None, f"relative_to {pred['relative_to']} is zero"
-    return 100.0 * (value / ref - 1.0), None
+    return change_pct(value, ref), None
 
 
 def threshold_values(pred: dict, rec: SessionRecord) -> tuple[list[float] | None, str | None]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from softbench.core.numbers import finite, finite_interval
 from softbench.core.shapes import seq_label
+from softbench.core.stats import change_pct
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import (REFERENCE_WORDS, bar_label, fidelity_conditions, fidelity_reference, lat_group,
                                       loop_name, marked_name, mask_label, raw_records, trace_points)
@@ -314,7 +315,9 @@ def protocol_timeline(rec: SessionRecord) -> dict | None:
             if o:
                 o_ms = statistics.median(w["ms_per_call"] for w in o)
                 t = (sum(w["t_s"] for w in b + o) / len(b + o)) - t0
-                pairs[label].append((t, 100.0 * (b_ms / o_ms - 1.0)))
+                speedup = change_pct(b_ms, o_ms)  # the other kernel's speed-up over the baseline
+                if speedup is not None:
+                    pairs[label].append((t, speedup))
     return {"kind": kind, "quantity": s.get("quantity"), "baseline": base, "pairs": dict(pairs),
             "roles": {lbl: c.get("role") for lbl, c in s.get("comparisons", {}).items()},
             "windows": [(w["t_s"] - t0, w["label"], w.get("phase"), w.get("gpu_sm_clock_mhz"), w.get("gpu_power_w"))
