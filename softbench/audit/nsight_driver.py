@@ -30,6 +30,7 @@ if __name__ == "__main__":
 
 # after the path is fixed, so that nothing below can pick up a shadowing module
 from softbench.audit.child import compiled_forward, harvest_compiled_cubins, serve_request  # noqa: E402
+from softbench.audit.tools import read_result  # noqa: E402
 
 ANNOTATION = "attention"
 FUNCTION = "attention_forward"
@@ -83,7 +84,7 @@ def run(req: dict, result_path: Path) -> dict:
             results.to_dataframe().to_csv(frame_file, index=False)
     except Exception as e:  # nsight-python's own errors; the report it wrote may still be read
         nsight_error = f"{type(e).__name__}: {e}"
-    child = json.loads(child_result.read_text()) if child_result.is_file() else {}
+    child = read_result(child_result)  # {} where the profiled process was cut short before it wrote a whole one
     report = report_path(req)
     out = {**child, "collector": "nsight-python", "nsight_python": _version(),
            "report": str(report) if report.is_file() else None, "nsight_frame": frame_file,

@@ -4,7 +4,6 @@ to run any of them that survives a hang or a missing executable."""
 from __future__ import annotations
 
 import glob
-import json
 import os
 import signal
 import subprocess
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from softbench.core.datafile import DamagedFile, load_mapping
 from softbench.core.errors import UsageError
 from softbench.kernels.triton_compile import bundled_tool_dir
 
@@ -121,7 +121,6 @@ def run_tool(argv: list[str], env: dict | None, timeout: float, log: Path | None
 def read_result(path: Path) -> dict:
     """A child's result file, or {} where it left none that reads (the caller reports the child's failure)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # ValueError: JSON's and UTF-8's errors both
+        return load_mapping(path)
+    except DamagedFile:
         return {}
-    return data if isinstance(data, dict) else {}

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from softbench.core.datafile import DamagedFile, json_type, load_mapping
 from softbench.core.errors import UsageError
 from softbench.core.utc import utc_iso, utc_stamp
 
@@ -80,7 +81,7 @@ def read_jsonl(path: Path) -> list[dict]:
                 break
             raise UsageError(f"{path}: line {i + 1} is not valid JSON") from None
         if not isinstance(row, dict):  # every record softbench writes is one object: anything else was edited in
-            raise UsageError(f"{path}: line {i + 1} is a JSON {_json_type(row)}, not an object")
+            raise UsageError(f"{path}: line {i + 1} is a JSON {json_type(row)}, not an object")
         rows.append(row)
     return rows
 
@@ -244,14 +245,8 @@ def find_sessions(paths: Iterable[Path | str]) -> list[Session]:
 
 def _read_mapping(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:  # JSON's and UTF-8's errors are ValueErrors
-        raise UsageError(f"{path} could not be read as JSON ({type(e).__name__}: {e})") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path} is a JSON {_json_type(data)}, not an object")
-    return data
+        return load_mapping(path)
+    except DamagedFile as e:
+        raise UsageError(str(e)) from None
 
 
-def _json_type(value: Any) -> str:
-    """A parsed JSON value's kind, in JSON's words."""
-    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")

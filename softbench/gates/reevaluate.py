@@ -7,21 +7,19 @@ result stays traceable to the GPU run; the readback files themselves stay with t
 
 from __future__ import annotations
 
-import json
 import pickle
 from pathlib import Path
 
-import yaml
-
+from softbench.core.datafile import DamagedFile, load_mapping
 from softbench.core.errors import UsageError
 from softbench.core.session import STATUS_FILE
-from softbench.kernels.patch import sha256_file
+from softbench.core.shapes import Shape
 from softbench.gates.engine import evaluate
 from softbench.gates.maps import gate_map_named
 from softbench.gates.options import GatesOptions, rescale_threshold
 from softbench.gates.readback import load_readback, readback_path
 from softbench.gates.record import record_gates
-from softbench.core.shapes import Shape
+from softbench.kernels.patch import sha256_file
 
 
 def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
@@ -35,10 +33,10 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     proto_path = source / "protocol.yaml"
     if not proto_path.is_file():
         raise UsageError(f"{source} is not a session folder (no protocol.yaml)")
-    proto = _read(proto_path, yaml.safe_load)
+    proto = _read(proto_path)
     if not isinstance(proto, dict) or proto.get("command") != "gates":
         raise UsageError(f"{source} is not a gates session")
-    status = _read(source / STATUS_FILE, json.loads) if (source / STATUS_FILE).is_file() else {}
+    status = _read(source / STATUS_FILE) if (source / STATUS_FILE).is_file() else {}
     if not (isinstance(status, dict) and status.get("complete")):
         # a run stopped part-way may have written only some of its readbacks, or cut the last one short
         raise UsageError(f"{source} is not a complete gates session (its status does not say complete), so its "
@@ -57,7 +55,7 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     if missing:
         raise UsageError(f"{source} lacks the readback files {', '.join(sorted(missing))}",
                          hint="they stay in the session folder the GPU run wrote; copy them back first")
-    env = _read(source / "env.json", json.loads) if (source / "env.json").is_file() else {}
+    env = _read(source / "env.json") if (source / "env.json").is_file() else {}
     arch = _worker_arch(env, var)
     try:
         tau = rescale_threshold(proto["backend"], arch, multi.dtype, proto.get("backend_options") or {})
@@ -122,13 +120,15 @@ def _worker_arch(env, label: str) -> int | None:
     return env if isinstance(env, int) and not isinstance(env, bool) else None
 
 
-def _read(path: Path, parse):
-    """A source file's parsed content; one sentence where it cannot be read or parsed."""
+def _read(path: Path) -> dict | None:
+    """A source file's mapping; None where it parses to something else (the caller's check names what it should
+    have been); one sentence where it cannot be read or parsed."""
     try:
-        return parse(path.read_text())
-    # JSON's and UTF-8's errors are ValueErrors; RecursionError: a file nested past the parsers' depth
-    except (OSError, ValueError, RecursionError, yaml.YAMLError) as e:
-        raise UsageError(f"{path} cannot be read ({type(e).__name__}); the source session is damaged") from None
+        return load_mapping(path)
+    except DamagedFile as e:
+        if e.cause is None:
+            return None
+        raise UsageError(f"{path} cannot be read ({e.cause}); the source session is damaged") from None
 
 
 def _load(path: Path, causal: bool):

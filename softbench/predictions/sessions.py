@@ -4,13 +4,11 @@ and environment, the facts a prediction's scope is matched against, and the earl
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from softbench.core.datafile import DamagedFile, load_mapping
 from softbench.core.errors import UsageError
 from softbench.core.session import STATUS_FILE
 from softbench.core.utc import folder_time, parse_utc
@@ -53,14 +51,10 @@ def _read_mapping(path: Path, problems: list[str]) -> dict:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError, RecursionError) as e:  # JSON's and UTF-8's errors are ValueErrors
-        problems.append(f"{path.name} unreadable ({type(e).__name__})")
+        return load_mapping(path)
+    except DamagedFile as e:
+        problems.append(f"{path.name} unreadable ({e.cause})" if e.cause else f"{path.name} holds no mapping")
         return {}
-    if not isinstance(data, dict):
-        problems.append(f"{path.name} holds no mapping")
-        return {}
-    return data
 
 
 def _scalar(v: Any) -> bool:
