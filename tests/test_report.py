@@ -74,6 +74,11 @@ def test_latency_report(tmp_path):
         assert_png(p)
     md = rep.markdown_path.read_text()
     assert "(partial)" in md and "2026T-latency-fp8-8192-noncausal" in md and "+13.00" in md
+    # a folder's name carries the mask as one hyphen-free word; a table names it in words
+    (table,) = [t for t in rep.tables if t.title == "latency sessions"]
+    masks = {r[0]: r[table.columns.index("mask")] for r in table.rows}
+    assert masks["2026T-latency-fp8-8192-noncausal"] == "non-causal"
+    assert masks["2026T-latency-fp8-8192-causal"] == "causal"
     assert not list(out.glob(".*tmp")), "temporary files left behind"
 
 

@@ -9,6 +9,16 @@ from softbench.core.errors import UsageError
 DTYPES = ("bf16", "fp16", "fp8")
 
 
+def mask_tag(causal: bool) -> str:
+    """The mask in a tag or a session folder's name: one word without a hyphen, since hyphens part a tag's fields."""
+    return "causal" if causal else "noncausal"
+
+
+def mask_words(causal: bool) -> str:
+    """The mask as a table or a sentence names it."""
+    return "causal" if causal else "non-causal"
+
+
 @dataclass(frozen=True)
 class Shape:
     dtype: str = "bf16"
@@ -45,7 +55,7 @@ class Shape:
         return full / 2.0 if self.causal else full
 
     def tag(self) -> str:
-        mask = "causal" if self.causal else "noncausal"
+        mask = mask_tag(self.causal)
         kv = f"kv{self.n_kv_heads}" if self.n_kv_heads != self.heads else ""
         return f"{self.dtype}-{seq_label(self.seq)}-{mask}-b{self.batch}h{self.heads}{kv}d{self.head_dim}"
 

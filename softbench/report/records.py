@@ -8,6 +8,7 @@ from typing import Any
 
 from softbench.core.numbers import finite
 from softbench.core.session import read_jsonl
+from softbench.core.shapes import mask_words
 from softbench.core.utc import folder_time
 from softbench.predictions.evaluate import kernel_option
 from softbench.predictions.sessions import SessionRecord
@@ -58,7 +59,7 @@ def bar_label(rec: SessionRecord) -> str:
 
 
 def mask_label(causal: Any) -> str:
-    return {True: "causal", False: "noncausal"}.get(causal, "?")
+    return mask_words(causal) if isinstance(causal, bool) else "?"
 
 
 def safe_name(text: str) -> str:

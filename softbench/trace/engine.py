@@ -26,7 +26,7 @@ from softbench.core.runoptions import RunOptions
 from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
 from softbench.trace.summary import b4_rows, non_kernel_pct
 from softbench.core.session import Session
-from softbench.core.shapes import Shape, seq_label
+from softbench.core.shapes import Shape, mask_tag, seq_label
 from softbench.core.utc import utc_iso
 from softbench.runtime.session_runner import describe_failure
 
@@ -103,7 +103,7 @@ def run_trace(opts: TraceOptions, progress: Progress | None = None) -> Session:
     progress = progress or Progress()
     progress.start(len(opts.shapes) * len(opts.variants))
     first = opts.shapes[0]
-    mask = "causal" if first.causal else "noncausal"
+    mask = mask_tag(first.causal)
     lengths = "-".join(seq_label(s.seq) for s in opts.shapes)
     session = Session.create(opts.out_dir, "trace", f"{first.dtype}-{mask}-{lengths}-{opts.backend}-{'-'.join(opts.variants)}")
     tool = {"source": "nsys", "nsys": opts.nsys, "nsys_version": nsys_version(opts.nsys)} if opts.nsys else \

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from softbench.core.shapes import mask_words, seq_label
 from softbench.core.tables import fmt, md_heading, md_table
-from softbench.core.shapes import seq_label
 
 B4_COLUMNS = ["seq", "mask", "kernel us (base / var)", "call latency us (base / var)", "kernel-only", "call latency",
               "non-kernel % (base / var)"]
@@ -19,7 +19,7 @@ def b4_table_rows(summary: dict) -> list[list[str]]:
     for r in summary.get("table", []):
         b, v = r["baseline"], r["variant"]
         k, c, nk = r["kernel_us"], r["call_latency_us"], r["non_kernel_pct"]
-        rows.append([seq_label(r["seq"]), "causal" if r["causal"] else "non-causal",
+        rows.append([seq_label(r["seq"]), mask_words(r["causal"]),
                      f"{fmt(k.get(b), '.3f')} / {fmt(k.get(v), '.3f')}", f"{fmt(c.get(b), '.3f')} / {fmt(c.get(v), '.3f')}",
                      _pct(r.get("kernel_only_speedup_pct")), _pct(r.get("call_latency_speedup_pct")),
                      f"{fmt(nk.get(b), '.1f')} / {fmt(nk.get(v), '.1f')}"])

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
+from softbench.core.shapes import mask_words  # noqa: E402
 from softbench.core.tables import fmt_interval  # noqa: E402
 from softbench.predictions.sessions import load_session  # noqa: E402
 from softbench.report.records import kernel_config, variant_config  # noqa: E402
@@ -55,7 +56,7 @@ def row(path: Path, reference: str) -> str:
     base, variant = s["baseline"], s.get("variant")
     medians = s["kernels"]
     ratio = medians[reference]["median_ms"] / medians[base]["median_ms"]  # > 1: A0 the faster
-    shape = f"{str(f['dtype']).upper()} {'causal' if f['causal'] else 'non-causal'} {int(f['seq']) // 1024}K"
+    shape = f"{str(f['dtype']).upper()} {mask_words(f['causal'])} {int(f['seq']) // 1024}K"
     budget = protocol_budget(s["protocol"])
     if (f.get("processes_per_kernel") or 1) > 1:
         budget += f", {f['processes_per_kernel']} processes per kernel"
