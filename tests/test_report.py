@@ -259,7 +259,8 @@ _EDITED_FIELDS = {
     "a trace row's baseline as a list": (_TRACE, "summary.json", lambda d: d["table"][0].update(baseline=[]),
                                          "unhashable type: 'list'"),
     "medians that are text": (_PAPER, "summary.json", lambda d: d.update(median_ms="x"), "no attribute 'items'"),
-    "a speed-up that is text": (_PAPER, "summary.json", lambda d: d.update(speedup_pct="x"), "Unknown format code"),
+    "a speed-up that is text": (_PAPER, "summary.json", lambda d: d.update(speedup_pct="x"),
+                                "the estimate 'x' is not a number"),
     "rounds that are a number": (_PAPER, "summary.json", lambda d: d.update(per_round_speedup_pct=-1),
                                  "'int' object is not iterable"),
     "comparisons that are text": (_INTERLEAVED, "summary.json", lambda d: d.update(comparisons="x"),
@@ -321,3 +322,16 @@ def test_a_window_of_zero_time_leaves_its_pair_off_the_timeline(tmp_path):
                      records={"windows.jsonl": windows})
     (t, pct), = protocol_timeline(load_session(d))["pairs"]["A1"]
     assert pct == pytest.approx(10.0) and t == pytest.approx(0.05)
+
+
+def test_a_speed_up_recorded_as_a_flag_leaves_its_session_out(tmp_path):
+    """`"speedup_pct": true` once printed in the latency table as a speed-up of +1.00%."""
+    src = tmp_path / "sessions"
+    good = latency_session(src, "bf16", 8192, True, 3.0)
+    flag = latency_session(src, "fp8", 8192, True, 9.0)
+    summary = json.loads((flag / "summary.json").read_text())
+    (flag / "summary.json").write_text(json.dumps({**summary, "speedup_pct": True}))
+    rep = build_report([src], tmp_path / "out")
+    (table,) = [t for t in rep.tables if t.title == "latency sessions"]
+    assert [r[0] for r in table.rows] == [good.name]
+    assert flag.name in {name for name, _ in rep.unknown}

@@ -1,6 +1,8 @@
 """softbench.core.tables: the printers' one number formatter and Markdown helpers."""
 
-from softbench.core.tables import fmt, fmt_interval, md_heading, md_table
+import pytest
+
+from softbench.core.tables import NO_INTERVAL, fmt, fmt_estimate, fmt_interval, md_heading, md_table
 
 
 def test_fmt_formats_numbers_and_passes_the_rest_through():
@@ -35,3 +37,19 @@ def test_fmt_interval_prints_two_finite_bounds_or_says_there_are_none():
     assert fmt_interval([float("nan"), float("nan")]) == "none (too few pairs)"
     assert fmt_interval([1.0, float("nan")], none="") == ""
     assert fmt_interval(None, none="-") == "-"
+
+
+def test_fmt_estimate_prints_an_estimate_with_its_interval_where_it_has_one():
+    assert fmt_estimate(5.714, [5.29, 6.12]) == "+5.71 [+5.29, +6.12]"
+    assert fmt_estimate(0.21, [-0.3, 0.53], unit="%") == "+0.21% [-0.30, +0.53]"
+    assert fmt_estimate(0.21, [float("nan")] * 2) == "+0.21"  # too few pairs: the estimate alone
+    assert fmt_estimate(0.21, None, no_interval=NO_INTERVAL) == "+0.21 none (too few pairs)"
+    assert fmt_estimate(None, [1, 2]) == "-" and fmt_estimate(None, None, missing="n/a") == "n/a"
+
+
+@pytest.mark.parametrize("estimate", ["abc", [1], True, {"a": 1}])
+def test_fmt_estimate_refuses_an_estimate_that_is_no_number(estimate):
+    """A flag once printed as the speed-up +1.00; text, lists and mappings raise as before, so that the report
+    leaves the session out rather than print them where a measurement belongs."""
+    with pytest.raises(TypeError, match="is not a number"):
+        fmt_estimate(estimate, None)

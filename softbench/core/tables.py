@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from softbench.core.numbers import finite_interval
+from softbench.core.numbers import finite_interval, is_real
 
 
 def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
@@ -22,10 +22,27 @@ def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
         return str(v)
 
 
-def fmt_interval(ci: Any, spec: str = "+.2f", none: str = "none (too few pairs)") -> str:
+NO_INTERVAL = "none (too few pairs)"  # what a session records as NaN bounds: too few pairs for an interval
+
+
+def fmt_interval(ci: Any, spec: str = "+.2f", none: str = NO_INTERVAL) -> str:
     """A recorded 95% interval as '[+5.29, +6.12]'; `none` where the session has none (too few pairs: NaN)."""
     bounds = finite_interval(ci)
     return none if bounds is None else f"[{bounds[0]:{spec}}, {bounds[1]:{spec}}]"
+
+
+def fmt_estimate(estimate: Any, ci: Any, spec: str = "+.2f", unit: str = "", missing: str = "-",
+                 no_interval: str = "") -> str:
+    """'+5.71 [+5.29, +6.12]': an estimate (`unit` after it) with its recorded 95% interval; `missing` where there
+    is no estimate; where it has no interval, the estimate alone, or followed by `no_interval` when that is given.
+    An estimate of another kind (text, a list, a bool) raises TypeError: unlike fmt's cells, an estimate printed as
+    it stands would pass for a measurement, so the report leaves its session out instead."""
+    if estimate is None:
+        return missing
+    if not is_real(estimate):
+        raise TypeError(f"the estimate {estimate!r} is not a number")
+    interval = fmt_interval(ci, spec, none=no_interval)
+    return f"{format(estimate, spec)}{unit}" + (f" {interval}" if interval else "")
 
 
 def md_table(columns: Sequence[str], rows: Iterable[Sequence[str]], bar: str | None = None) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.core.tables import fmt, fmt_interval, md_heading, md_table
+from softbench.core.tables import fmt, fmt_estimate, md_heading, md_table
 from softbench.latency.exactness import exactness_line
 
 LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
@@ -43,8 +43,9 @@ def latency_headline(summary: dict) -> str:
 def _estimate(paired: dict | None) -> str:
     if not paired:
         return "not measured"
-    interval = fmt_interval(paired.get("ci95_pct"), none="(no interval: too few pairs)")
-    return f"{paired['estimate_pct']:+.2f}% {interval} over {paired['n_pairs']} pairs"
+    estimate = fmt_estimate(paired.get("estimate_pct"), paired.get("ci95_pct"), unit="%",
+                            no_interval="(no interval: too few pairs)")
+    return f"{estimate} over {paired.get('n_pairs', '?')} pairs"
 
 
 def process_pair_lines(summary: dict) -> list[str]:
@@ -210,19 +211,12 @@ CONTROL_COLUMNS = ["rank", "GPU", "A/A together %", "A/A alone %", "baseline ms 
                    "together vs alone %", "SM MHz together / alone"]
 
 
-def _with_interval(value, ci) -> str:
-    if value is None:
-        return "-"
-    interval = fmt_interval(ci, none="")  # a cell with no interval shows the estimate alone
-    return f"{value:+.2f} {interval}" if interval else f"{value:+.2f}"
-
-
 def matrix_rows(index: dict) -> list[list[str]]:
     rows = [[str(e["cell"]), e.get("shape_tag") or "?", e.get("phase") or "", fmt(e.get("rank"), "d"),
              fmt(e.get("gpu"), "d"),
              (e.get("gpu_uuid") or "-")[:12], e.get("state") or "?",
-             _with_interval(e.get("speedup_pct"), e.get("speedup_ci95_pct")),
-             _with_interval(e.get("null_pct"), e.get("null_ci95_pct")),
+             fmt_estimate(e.get("speedup_pct"), e.get("speedup_ci95_pct")),
+             fmt_estimate(e.get("null_pct"), e.get("null_ci95_pct")),
              fmt(e.get("sm_clock_mhz_median"), ".0f"), fmt(e.get("power_w_median"), ".0f"), e["session"]]
             for e in index["sessions"]]
     rows += [[str(m["cell"]), "", m.get("phase") or "", str(m["rank"]), "", "", "no session", "", "", "", "", ""]
@@ -231,8 +225,8 @@ def matrix_rows(index: dict) -> list[list[str]]:
 
 
 def control_rows(index: dict) -> list[list[str]]:
-    return [[str(g["rank"]), fmt(g.get("gpu"), "d"), _with_interval(g["together_aa"], g["together_aa_ci95"]),
-             _with_interval(g["alone_aa"], g["alone_aa_ci95"]), fmt(g["together_baseline_ms"], ".4f"),
+    return [[str(g["rank"]), fmt(g.get("gpu"), "d"), fmt_estimate(g["together_aa"], g["together_aa_ci95"]),
+             fmt_estimate(g["alone_aa"], g["alone_aa_ci95"]), fmt(g["together_baseline_ms"], ".4f"),
              fmt(g["alone_baseline_ms"], ".4f"), fmt(g["together_vs_alone_pct"], "+.2f"),
              f"{fmt(g['together_sm_clock_mhz'], '.0f')} / {fmt(g['alone_sm_clock_mhz'], '.0f')}"]
             for g in index["control"]["gpus"]]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from softbench.core.numbers import finite, is_real
 from softbench.core.shapes import seq_label
 from softbench.core.stats import population_sd
-from softbench.core.tables import fmt, fmt_interval
+from softbench.core.tables import NO_INTERVAL, fmt, fmt_estimate, fmt_interval
 from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
@@ -27,17 +27,10 @@ class TableData:
     rows: list[list[str]]
 
 
-def _with_interval(estimate, ci) -> str:
-    """'+5.71 [+5.29, +6.12]': a speed-up in percent and its 95% interval ('-' where there is no estimate)."""
-    if estimate is None:
-        return "-"
-    return f"{estimate:+.2f} {fmt_interval(ci)}"
-
-
 def _paired_cell(paired: dict | None) -> str:
     if not paired or paired.get("estimate_pct") is None:
         return f"{NOT_MEASURED} (no pairs)"
-    return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
+    return fmt_estimate(paired["estimate_pct"], paired.get("ci95_pct"), no_interval=NO_INTERVAL)
 
 
 def _further_variants(rec: SessionRecord) -> list[str]:
@@ -82,9 +75,9 @@ def _speedup_cell(rec: SessionRecord) -> str:
     # a baseline that is not exact attention qualifies every speed-up of its run: said in the cell itself
     warning = exactness_warning(recorded_exactness(s))
     if session_quantity(rec) != PAPER:
-        cell = _with_interval(s.get("speedup_pct"), s.get("speedup_ci95_pct"))
+        cell = fmt_estimate(s.get("speedup_pct"), s.get("speedup_ci95_pct"), no_interval=NO_INTERVAL)
     else:
-        cell = _with_interval(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
+        cell = fmt_estimate(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"), no_interval=NO_INTERVAL)
         cell = cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
     comps, further = s.get("comparisons") or {}, _further_variants(rec)
     if further:  # several variants: each value named
@@ -99,7 +92,7 @@ def _null_cell(rec: SessionRecord) -> str:
     paired = ((rec.summary.get("comparisons") or {}).get(null) or {}).get("paired") if null else None
     if not paired or paired.get("estimate_pct") is None:
         return null_absent(rec)
-    return _with_interval(paired["estimate_pct"], paired.get("ci95_pct"))
+    return fmt_estimate(paired["estimate_pct"], paired.get("ci95_pct"), no_interval=NO_INTERVAL)
 
 
 def _reference_cell(rec: SessionRecord, estimate: EstimateAgainst) -> str:

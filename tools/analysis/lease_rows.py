@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 from softbench.core.shapes import mask_words  # noqa: E402
-from softbench.core.tables import fmt_interval  # noqa: E402
+from softbench.core.tables import fmt_estimate  # noqa: E402
 from softbench.predictions.sessions import load_session  # noqa: E402
 from softbench.report.records import kernel_config, variant_config  # noqa: E402
 from softbench.report.reestimate import against_reference  # noqa: E402
@@ -30,10 +30,10 @@ HEADER = ("| shape | configuration | budget | A0 / FA3 (medians) | A0 against FA
 
 def pct(est: dict | None) -> str:
     """+0.21% [-0.30, +0.53]: a paired estimate and its 95% interval, as the session's tables print them."""
-    if not est or est.get("estimate_pct") is None:
+    if not est:
         return "n/a"
-    interval = fmt_interval(est.get("ci95_pct"), none="")  # none: too few pairs (NaN bounds) or not recorded
-    return f"{est['estimate_pct']:+.2f}%" + (f" {interval}" if interval else "")
+    # without an interval (too few pairs: NaN bounds, or none recorded) the estimate stands alone
+    return fmt_estimate(est.get("estimate_pct"), est.get("ci95_pct"), unit="%", missing="n/a")
 
 
 def protocol_budget(protocol: dict) -> str:
