@@ -166,3 +166,12 @@ def test_a_cross_compile_whose_sass_cannot_be_read_ends_partial_with_an_error_ex
     (session,) = tmp_path.iterdir()
     status = json.loads((session / "status.json").read_text())
     assert status["complete"] is False and status["state"] == "partial"
+
+
+def test_the_compile_cli_reads_a_gluon_label_pasted_with_a_space_as_a_gluon_label(capsys):
+    """`--label " gluon-..."` once went to the Triton kernel's parser, which refused it as no Triton label."""
+    from softbench.kernels.triton_compile import run
+
+    assert run(["fp8", "128", "A0", "--label", " gluon-n128s2-bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "not a Gluon configuration label" in err and "Triton" not in err.split("(expected")[0]

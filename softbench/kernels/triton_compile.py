@@ -479,14 +479,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--label", help="a whole configuration by its label, e.g. m128n64w8s2-tma-r128-hg8 or "
                    "gluon-n128s2-c240l24-hg8 (the Gluon kernel) (instead of --config and the flags)")
     a = p.parse_args(argv)
+    label = (a.label or "").strip()  # a label pasted with a space must still pick the Gluon kernel's parser
     shape = Shape(dtype=a.dtype, seq=a.seq, causal=a.causal, head_dim=a.head_dim)
-    if a.label and a.label.startswith("gluon"):
+    if label.startswith("gluon"):
         from softbench.kernels.gluon_config import GluonConfig
 
-        print(json.dumps(cross_compile(shape, a.variant, GluonConfig.from_label(a.label), a.arch), indent=1))
+        print(json.dumps(cross_compile(shape, a.variant, GluonConfig.from_label(label), a.arch), indent=1))
         return 0
-    if a.label:
-        config = KernelConfig.from_label(a.label)
+    if label:
+        config = KernelConfig.from_label(label)
     elif a.config:
         parts = [int(x) for x in a.config.split(",")]
         config = KernelConfig(*parts[:4], v_kmajor=bool(parts[4]) if len(parts) > 4 else a.dtype == "fp8")
