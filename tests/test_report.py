@@ -335,3 +335,28 @@ def test_a_speed_up_recorded_as_a_flag_leaves_its_session_out(tmp_path):
     (table,) = [t for t in rep.tables if t.title == "latency sessions"]
     assert [r[0] for r in table.rows] == [good.name]
     assert flag.name in {name for name, _ in rep.unknown}
+
+
+_SUSTAINED = "20261206T091118Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-noexp-sustained"
+
+
+@pytest.mark.parametrize("value", [[], "x", 0, -1.0, True])
+def test_a_block_of_the_wrong_kind_is_named_in_its_records_file_and_the_session_kept(tmp_path, value):
+    """A block's median_ms edited to [] once left the whole session out, with a reason that blamed summary.json or
+    protocol.yaml; 0 and -1 gave speed-ups against FA3 from a time that is none. The session's own estimates
+    against A0 stay in the table; the estimate against FA3 is not made, and its reason names blocks.jsonl."""
+    from softbench.report.reestimate import against_reference
+
+    src = copy_sessions([_SUSTAINED], tmp_path / "sessions")
+    path = src / _SUSTAINED / "blocks.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[-1]["median_ms"] = value
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = build_report([src], tmp_path / "out")
+    assert not [why for name, why in rep.unknown if name == _SUSTAINED]
+    (table,) = [t for t in rep.tables if t.title == "latency sessions"]
+    assert [r[0] for r in table.rows] == [_SUSTAINED]
+    from softbench.predictions.sessions import load_session
+    estimates, why = against_reference(load_session(src / _SUSTAINED), "ref-fa3")
+    assert estimates == {} and "its units in blocks.jsonl cannot be paired: a unit of " in why
+    assert f"has median_ms {value!r}, not a time" in why

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 
 from softbench.core.errors import UsageError
+from softbench.core.numbers import finite
 from softbench.latency.summary import paired_estimate
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import raw_records
@@ -31,6 +32,24 @@ def paired_units(rec: SessionRecord) -> tuple[list[dict], str, str | None]:
     order = (s.get("run") or {}).get("order") or {}
     circuit = bool(order.get("circuit")) or (s.get("protocol") or {}).get("order") == "circuit"
     return windows, "ms_per_call", "predecessor" if circuit else None
+
+
+def _unit_problem(units: list[dict], key: str, slot: str | None) -> str | None:
+    """What makes a recorded unit unpairable, in words, or None: a records row edited to a value of another kind
+    is named here, in the records file it came from, instead of failing later as a fault of the summary."""
+    for u in units:
+        label, value = u.get("label"), u.get(key)
+        if not isinstance(label, str):
+            return f"a unit's label is {label!r}, not a kernel's name"
+        for field, n in (("round", u.get("round", 0)), ("cycle", u.get("cycle"))):  # a unit without a round: 0
+            if not (isinstance(n, int) and not isinstance(n, bool)):
+                return f"a unit of {label} has {field} {n!r}, not a count"
+        if slot and not isinstance(u.get(slot), (str, type(None))):
+            return f"a unit of {label} has {slot} {u.get(slot)!r}, not a kernel's name"
+        ms = finite(value)
+        if ms is None or ms <= 0:
+            return f"a unit of {label} has {key} {value!r}, not a time"
+    return None
 
 
 def _same(a, b) -> bool:
@@ -64,6 +83,10 @@ def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dic
         return {}, f"its units are unreadable ({e})"
     if not units:
         return {}, "it holds no recorded units (windows.jsonl or blocks.jsonl) to pair"
+    problem = _unit_problem(units, key, slot)
+    if problem:
+        source = "blocks.jsonl" if kind == "sustained" else "windows.jsonl"
+        return {}, f"its units in {source} cannot be paired: {problem}"
     for label, comp in (s.get("comparisons") or {}).items():
         if not _reproduces(comp.get("paired"), paired_estimate(units, base, label, kind, key, slot)):
             return {}, f"its recorded units do not give back its own estimate of {label} against {base}"
