@@ -360,3 +360,22 @@ def test_a_block_of_the_wrong_kind_is_named_in_its_records_file_and_the_session_
     estimates, why = against_reference(load_session(src / _SUSTAINED), "ref-fa3")
     assert estimates == {} and "its units in blocks.jsonl cannot be paired: a unit of " in why
     assert f"has median_ms {value!r}, not a time" in why
+
+
+def test_a_block_time_near_a_floats_limit_gives_a_reason_and_no_numpy_warning(tmp_path):
+    """median_ms 1e308 is a finite time, but its ratios overflow: the numpy warnings reached the user's terminal."""
+    import warnings
+
+    from softbench.predictions.sessions import load_session
+    from softbench.report.reestimate import against_reference
+
+    src = copy_sessions([_SUSTAINED], tmp_path / "sessions")
+    path = src / _SUSTAINED / "blocks.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[-1]["median_ms"] = 1e308
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimates, why = against_reference(load_session(src / _SUSTAINED), "ref-fa3")
+    assert estimates == {} and "do not give back its own estimate" in why
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from softbench.core.errors import UsageError
 from softbench.core.numbers import finite
 from softbench.latency.summary import paired_estimate
@@ -87,6 +89,13 @@ def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dic
     if problem:
         source = "blocks.jsonl" if kind == "sustained" else "windows.jsonl"
         return {}, f"its units in {source} cannot be paired: {problem}"
+    with np.errstate(all="ignore"):  # a time near a float's limit overflows its ratios: the check below says so
+        return _estimates(s, units, key, slot, reference, kind, base)
+
+
+def _estimates(s: dict, units: list[dict], key: str, slot: str | None, reference: str, kind: str,
+               base: str) -> tuple[dict[str, dict], str | None]:
+    """against_reference's estimates from units already checked: first the session's own, then the reference's."""
     for label, comp in (s.get("comparisons") or {}).items():
         if not _reproduces(comp.get("paired"), paired_estimate(units, base, label, kind, key, slot)):
             return {}, f"its recorded units do not give back its own estimate of {label} against {base}"
