@@ -395,8 +395,12 @@ def test_a_run_stopped_before_its_first_pair_prints_no_pooled_figure():
 
 def test_a_matrix_cell_prints_an_interval_only_where_both_bounds_are_numbers():
     """A bound of NaN (too few pairs) on one side once printed as "[+1.00, +nan]"."""
-    from softbench.latency.render import _with_interval
+    from softbench.latency.render import matrix_rows
 
-    assert _with_interval(2.5, [1.0, 4.0]) == "+2.50 [+1.00, +4.00]"
-    assert _with_interval(2.5, [1.0, float("nan")]) == "+2.50"
-    assert _with_interval(2.5, None) == "+2.50" and _with_interval(None, [1.0, 4.0]) == "-"
+    def cells(speedup, ci):
+        entry = {"cell": 0, "session": "s", "speedup_pct": speedup, "speedup_ci95_pct": ci}
+        return matrix_rows({"sessions": [entry], "missing": []})[0][7]
+
+    assert cells(2.5, [1.0, 4.0]) == "+2.50 [+1.00, +4.00]"
+    assert cells(2.5, [1.0, float("nan")]) == "+2.50"
+    assert cells(2.5, None) == "+2.50" and cells(None, [1.0, 4.0]) == "-"
