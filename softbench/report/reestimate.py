@@ -78,7 +78,6 @@ def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dic
     """({label: paired estimate of that kernel against `reference`}, None) for the baseline and the variants of
     `rec`, or ({}, why not) in one sentence."""
     s = rec.summary
-    kind, base = s.get("protocol_kind"), s.get("baseline")
     try:
         units, key, slot = paired_units(rec)
     except UsageError as e:  # a damaged records file
@@ -87,15 +86,16 @@ def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dic
         return {}, "it holds no recorded units (windows.jsonl or blocks.jsonl) to pair"
     problem = _unit_problem(units, key, slot)
     if problem:
-        source = "blocks.jsonl" if kind == "sustained" else "windows.jsonl"
+        source = "blocks.jsonl" if s.get("protocol_kind") == "sustained" else "windows.jsonl"
         return {}, f"its units in {source} cannot be paired: {problem}"
     with np.errstate(all="ignore"):  # a time near a float's limit overflows its ratios: the check below says so
-        return _estimates(s, units, key, slot, reference, kind, base)
+        return _estimates(s, units, key, slot, reference)
 
 
-def _estimates(s: dict, units: list[dict], key: str, slot: str | None, reference: str, kind: str,
-               base: str) -> tuple[dict[str, dict], str | None]:
+def _estimates(s: dict, units: list[dict], key: str, slot: str | None,
+               reference: str) -> tuple[dict[str, dict], str | None]:
     """against_reference's estimates from units already checked: first the session's own, then the reference's."""
+    kind, base = s.get("protocol_kind"), s.get("baseline")
     for label, comp in (s.get("comparisons") or {}).items():
         if not _reproduces(comp.get("paired"), paired_estimate(units, base, label, kind, key, slot)):
             return {}, f"its recorded units do not give back its own estimate of {label} against {base}"
