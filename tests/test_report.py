@@ -184,18 +184,24 @@ def test_a_records_file_replaced_by_a_folder_is_named_and_the_rest_is_drawn(tmp_
     assert (out / f"latency-windows-{good.name}.png").exists()
 
 
-def test_the_timeline_takes_the_median_of_a_cycles_windows_as_the_summaries_do(tmp_path):
-    """Two windows of a kernel in one cycle: their median is their mean (numpy's and the summaries' rule); the
-    timeline once took the upper one, so its pairs differed from the session's own."""
+def _timeline_pairs(tmp_path, windows: list[tuple[int, str, float, float]]) -> list[tuple[float, float]]:
+    """The protocol timeline's (time, speed-up) pairs of A1 for an interleaved session of these measured windows,
+    each (cycle, label, ms per call, t_s)."""
     from softbench.predictions.sessions import load_session
     from softbench.report.figures import protocol_timeline
 
-    windows = [{"round": 0, "cycle": 0, "label": label, "phase": "measure", "ms_per_call": ms, "t_s": t}
-               for label, ms, t in (("A0", 1.0, 0.0), ("A0", 1.2, 0.1), ("A1", 1.0, 0.2))]
+    rows = [{"round": 0, "cycle": c, "label": label, "phase": "measure", "ms_per_call": ms, "t_s": t}
+            for c, label, ms, t in windows]
     d = make_session(tmp_path, "s", "latency", {"protocol_kind": "interleaved", "baseline": "A0",
                                                   "comparisons": {"A1": {"role": "variant"}}},
-                     records={"windows.jsonl": windows})
-    (t, pct), = protocol_timeline(load_session(d))["pairs"]["A1"]
+                     records={"windows.jsonl": rows})
+    return protocol_timeline(load_session(d))["pairs"]["A1"]
+
+
+def test_the_timeline_takes_the_median_of_a_cycles_windows_as_the_summaries_do(tmp_path):
+    """Two windows of a kernel in one cycle: their median is their mean (numpy's and the summaries' rule); the
+    timeline once took the upper one, so its pairs differed from the session's own."""
+    (t, pct), = _timeline_pairs(tmp_path, [(0, "A0", 1.0, 0.0), (0, "A0", 1.2, 0.1), (0, "A1", 1.0, 0.2)])
     assert pct == pytest.approx(10.0) and t == pytest.approx(0.1)
 
 
@@ -311,16 +317,8 @@ def test_a_figure_that_cannot_draw_a_value_is_named_and_the_report_goes_on(tmp_p
 def test_a_window_of_zero_time_leaves_its_pair_off_the_timeline(tmp_path):
     """A records file edited to a window of 0 ms: its cycle has no speed-up to draw; once it ended the report with a
     division by zero."""
-    from softbench.predictions.sessions import load_session
-    from softbench.report.figures import protocol_timeline
-
-    windows = [{"round": 0, "cycle": c, "label": label, "phase": "measure", "ms_per_call": ms, "t_s": t}
-               for c, label, ms, t in ((0, "A0", 1.1, 0.0), (0, "A1", 1.0, 0.1), (1, "A0", 1.1, 0.2),
-                                       (1, "A1", 0, 0.3))]
-    d = make_session(tmp_path, "s", "latency", {"protocol_kind": "interleaved", "baseline": "A0",
-                                                  "comparisons": {"A1": {"role": "variant"}}},
-                     records={"windows.jsonl": windows})
-    (t, pct), = protocol_timeline(load_session(d))["pairs"]["A1"]
+    (t, pct), = _timeline_pairs(tmp_path, [(0, "A0", 1.1, 0.0), (0, "A1", 1.0, 0.1), (1, "A0", 1.1, 0.2),
+                                           (1, "A1", 0, 0.3)])
     assert pct == pytest.approx(10.0) and t == pytest.approx(0.05)
 
 
@@ -340,23 +338,29 @@ def test_a_speed_up_recorded_as_a_flag_leaves_its_session_out(tmp_path):
 _SUSTAINED = "20261206T091118Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-noexp-sustained"
 
 
+def _sustained_with_last_block(tmp_path, median_ms) -> Path:
+    """A copy of the committed sustained session whose last block's median_ms is edited to `median_ms`."""
+    src = copy_sessions([_SUSTAINED], tmp_path / "sessions")
+    path = src / _SUSTAINED / "blocks.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[-1]["median_ms"] = median_ms
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return src
+
+
 @pytest.mark.parametrize("value", [[], "x", 0, -1.0, True])
 def test_a_block_of_the_wrong_kind_is_named_in_its_records_file_and_the_session_kept(tmp_path, value):
     """A block's median_ms edited to [] once left the whole session out, with a reason that blamed summary.json or
     protocol.yaml; 0 and -1 gave speed-ups against FA3 from a time that is none. The session's own estimates
     against A0 stay in the table; the estimate against FA3 is not made, and its reason names blocks.jsonl."""
+    from softbench.predictions.sessions import load_session
     from softbench.report.reestimate import against_reference
 
-    src = copy_sessions([_SUSTAINED], tmp_path / "sessions")
-    path = src / _SUSTAINED / "blocks.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    rows[-1]["median_ms"] = value
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    src = _sustained_with_last_block(tmp_path, value)
     rep = build_report([src], tmp_path / "out")
     assert not [why for name, why in rep.unknown if name == _SUSTAINED]
     (table,) = [t for t in rep.tables if t.title == "latency sessions"]
     assert [r[0] for r in table.rows] == [_SUSTAINED]
-    from softbench.predictions.sessions import load_session
     estimates, why = against_reference(load_session(src / _SUSTAINED), "ref-fa3")
     assert estimates == {} and "its units in blocks.jsonl cannot be paired: a unit of " in why
     assert f"has median_ms {value!r}, not a time" in why
@@ -369,11 +373,7 @@ def test_a_block_time_near_a_floats_limit_gives_a_reason_and_no_numpy_warning(tm
     from softbench.predictions.sessions import load_session
     from softbench.report.reestimate import against_reference
 
-    src = copy_sessions([_SUSTAINED], tmp_path / "sessions")
-    path = src / _SUSTAINED / "blocks.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    rows[-1]["median_ms"] = 1e308
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    src = _sustained_with_last_block(tmp_path, 1e308)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimates, why = against_reference(load_session(src / _SUSTAINED), "ref-fa3")
