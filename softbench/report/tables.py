@@ -27,10 +27,21 @@ class TableData:
     rows: list[list[str]]
 
 
-def _paired_cell(paired: dict | None) -> str:
+def _latency_estimate(estimate, ci) -> str:
+    """A latency session's estimate with its interval; a session too short for an interval says so in the cell,
+    since a bare number there would read as a resolved one."""
+    return fmt_estimate(estimate, ci, no_interval=NO_INTERVAL)
+
+
+def _recorded_pair(paired: dict | None) -> str | None:
+    """A comparison's recorded paired estimate as a cell; None where it has no estimate."""
     if not paired or paired.get("estimate_pct") is None:
-        return f"{NOT_MEASURED} (no pairs)"
-    return fmt_estimate(paired["estimate_pct"], paired.get("ci95_pct"), no_interval=NO_INTERVAL)
+        return None
+    return _latency_estimate(paired["estimate_pct"], paired.get("ci95_pct"))
+
+
+def _paired_cell(paired: dict | None) -> str:
+    return _recorded_pair(paired) or f"{NOT_MEASURED} (no pairs)"
 
 
 def _further_variants(rec: SessionRecord) -> list[str]:
@@ -75,9 +86,9 @@ def _speedup_cell(rec: SessionRecord) -> str:
     # a baseline that is not exact attention qualifies every speed-up of its run: said in the cell itself
     warning = exactness_warning(recorded_exactness(s))
     if session_quantity(rec) != PAPER:
-        cell = fmt_estimate(s.get("speedup_pct"), s.get("speedup_ci95_pct"), no_interval=NO_INTERVAL)
+        cell = _latency_estimate(s.get("speedup_pct"), s.get("speedup_ci95_pct"))
     else:
-        cell = fmt_estimate(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"), no_interval=NO_INTERVAL)
+        cell = _latency_estimate(s.get("speedup_pct"), s.get("bootstrap_ci95_pct"))
         cell = cell if s.get("speedup_pct") is None else f"{cell} (pooled medians, window bootstrap)"
     comps, further = s.get("comparisons") or {}, _further_variants(rec)
     if further:  # several variants: each value named
@@ -90,9 +101,7 @@ def _null_cell(rec: SessionRecord) -> str:
     """The session's own A/A null against its baseline, or why there is none."""
     null = session_null(rec)
     paired = ((rec.summary.get("comparisons") or {}).get(null) or {}).get("paired") if null else None
-    if not paired or paired.get("estimate_pct") is None:
-        return null_absent(rec)
-    return fmt_estimate(paired["estimate_pct"], paired.get("ci95_pct"), no_interval=NO_INTERVAL)
+    return _recorded_pair(paired) or null_absent(rec)
 
 
 def _reference_cell(rec: SessionRecord, estimate: EstimateAgainst) -> str:

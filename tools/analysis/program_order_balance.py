@@ -25,6 +25,12 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
+
+from softbench.core.shapes import mask_words  # noqa: E402
 
 
 def program_tile(pid: int, n_m: int, head_group: int, causal: bool) -> tuple[int, int]:
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed", type=float, default=1.7, help="fixed cost per query block, in key tiles")
     a = p.parse_args(argv)
     bh = a.batch * a.heads
-    print(f"seq {a.seq}, {bh} batch x heads, {'causal' if a.causal else 'non-causal'}, {a.slots} slots, "
+    print(f"seq {a.seq}, {bh} batch x heads, {mask_words(a.causal)}, {a.slots} slots, "
           f"fixed cost {a.fixed} tiles per block")
     print("head group | ideal | greedy (vs ideal) | rounds (vs ideal) | dynamic (vs ideal)")
     for hg in (1, 2, 4, 8, 16):

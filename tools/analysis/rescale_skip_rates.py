@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout
 
 import torch  # noqa: E402
 
-from softbench.core.shapes import Shape  # noqa: E402
+from softbench.core.shapes import Shape, mask_words  # noqa: E402
 from softbench.kernels.gluon_config import LAZY_THRESHOLD  # noqa: E402
 from softbench.kernels.inputs import make_inputs  # noqa: E402
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             tmax = tile_maxima(inputs.q[0, :, h].float(), inputs.k[0, :, h].float(), causal)
             for rule in rules:
                 rates[rule] += warp_skip_rate(rule, tmax) / args.heads
-        print(f"| {'causal' if causal else 'non-causal'} | " + " | ".join(f"{rates[r]:.1%}" for r in rules) + " |")
+        print(f"| {mask_words(causal)} | " + " | ".join(f"{rates[r]:.1%}" for r in rules) + " |")
     return 0
 
 
