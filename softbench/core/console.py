@@ -48,17 +48,24 @@ def table(title: str, columns: list[str], rows: list[list[str]], width: int | No
     one column per row, headed by the rows' first cells (a static SASS table of 20 instruction families and two
     variants would otherwise be cut into columns one letter wide at 80 columns)."""
     width = out.width if width is None else width
-    if _words_width(columns, rows) > width:
-        turned_columns, turned_rows = turned(columns, rows)
-        if _words_width(turned_columns, turned_rows) <= width:
-            columns, rows = turned_columns, turned_rows
+    if _words_width(columns, rows) > width and fits(columns, rows, width):
+        columns, rows = turned(columns, rows)
     t = Table(title=title)
-    for c in columns:
-        # fold: a long session name continues on the next line instead of being cut to "sess..."
-        t.add_column(c, overflow="fold")
+    for j, c in enumerate(columns):
+        # fold: a long session name continues on the next line instead of being cut to "sess..."; a short one in
+        # the first column (a session's start stamp, a kernel's label) names its row and is kept whole, so that
+        # it can be copied, where rich would otherwise squeeze it with the rest
+        name = _longest_word([r[0] for r in rows if r]) if j == 0 else 0
+        t.add_column(c, overflow="fold", min_width=name if name <= _NAME_MAX else None)
     for r in rows:
         t.add_row(*r)
     return t
+
+
+def fits(columns: list[str], rows: list[list[str]], width: int | None = None) -> bool:
+    """Whether table() shows every header and cell word whole at `width` (default out's), as it stands or turned."""
+    width = out.width if width is None else width
+    return _words_width(columns, rows) <= width or _words_width(*turned(columns, rows)) <= width
 
 
 def turned(columns: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
@@ -68,9 +75,15 @@ def turned(columns: list[str], rows: list[list[str]]) -> tuple[list[str], list[l
             [[c] + [r[j] if j < len(r) else "" for r in rows] for j, c in enumerate(columns) if j > 0])
 
 
+_NAME_MAX = 24  # the longest first-column word kept whole: a start stamp is 16 characters
+
+
+def _longest_word(cells: list[str]) -> int:
+    return max((len(w) for cell in cells for w in str(cell).split()), default=0)
+
+
 def _words_width(columns: list[str], rows: list[list[str]]) -> int:
     """The narrowest width at which rich's default box shows every word of every header and cell whole: each
     column as wide as its longest word, plus a padding of one on each side and one border per column and one more."""
-    words = [max((len(w) for cell in [c] + [r[j] for r in rows if j < len(r)] for w in str(cell).split()), default=0)
-             for j, c in enumerate(columns)]
+    words = [_longest_word([c] + [r[j] for r in rows if j < len(r)]) for j, c in enumerate(columns)]
     return sum(words) + 3 * len(columns) + 1

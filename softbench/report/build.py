@@ -34,11 +34,12 @@ from softbench.core.tables import md_table
 from softbench.predictions.sessions import SessionRecord, load_sessions
 from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
-from softbench.report.nulls import NULL_COLUMNS, null_rows, null_summary, null_table_rows
+from softbench.report.nulls import NULL_COLUMNS, NULL_NARROW, null_rows, null_summary, null_table_rows
 from softbench.report.readable import DATA_ERRORS, split_readable
 from softbench.report.records import marked_name, safe_name
 from softbench.report.reestimate import ReferenceEstimates
-from softbench.report.replication import REPLICATION_COLUMNS, replication_rows, replication_summary, replications
+from softbench.report.replication import (REPLICATION_COLUMNS, REPLICATION_NARROW, replication_rows,
+                                          replication_summary, replications)
 from softbench.report.speed_fidelity import choose_shape, describe, join_speed_fidelity, latency_shapes
 from softbench.report.speed_figure import plot_speed_fidelity
 from softbench.report.tables import (TableData, energy_table, fidelity_table, latency_table, speed_fidelity_table,
@@ -143,13 +144,13 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
         report.tables.append(latency_table(lat, estimate))
         nulls = null_rows(lat)
         if nulls:
-            report.tables.append(TableData("A/A nulls", NULL_COLUMNS, null_table_rows(nulls)))
+            report.tables.append(TableData("A/A nulls", NULL_COLUMNS, null_table_rows(nulls), narrow=NULL_NARROW))
             report.sections.append(("A/A nulls across sessions", null_summary(nulls)))
         if any((r.summary or {}).get("references") for r in lat):
             groups, left_out = replications(lat, estimate=estimate)
             if groups:
                 report.tables.append(TableData("against the reference across sessions", REPLICATION_COLUMNS,
-                                               replication_rows(groups)))
+                                               replication_rows(groups), narrow=REPLICATION_NARROW))
             report.sections.append(("against the reference across sessions: how it is made",
                                     replication_summary(groups, left_out)))
         add(lambda p: plot_speedup_vs_seq(lat, p), out_dir / "latency-speedup-vs-seq.png")

@@ -23,13 +23,18 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
+    from softbench.report.console_view import console_view, left_out_note
     from softbench.core.utc import utc_stamp
 
     target = check_out_dir(out_dir or f"out/report-{utc_stamp()}")
     with err.status("drawing figures"):
         rep = build_report(paths, target, speed_shape=speed_shape)
     for t in rep.tables:
-        out.print(table(t.title, t.columns, t.rows))
+        view = console_view(t, out.width)
+        out.print(table(t.title, view.columns, view.rows))
+        note = left_out_note(t, view, str(rep.markdown_path))
+        if note:
+            out.print(note)
     for name, why in rep.unknown:
         out.print(f"not drawn: {name}: {why}")
     for note in rep.notes:

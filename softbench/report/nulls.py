@@ -110,6 +110,7 @@ def _null_row(r: SessionRecord, s: dict, null: str | None, where: str) -> NullRo
 
 NULL_COLUMNS = ["session", "protocol", "dtype", "kernels", "start order", "null first", "A/A null %", "95% CI",
                 "covers 0"]
+NULL_NARROW = ("session", "protocol", "A/A null %", "95% CI", "covers 0")  # a narrow console's columns
 
 
 def null_table_rows(rows: list[NullRow]) -> list[list[str]]:

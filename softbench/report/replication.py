@@ -121,6 +121,9 @@ def replications(recs: list[SessionRecord], min_sessions: int = MIN_SESSIONS,
 REPLICATION_COLUMNS = ["GPU", "shape", "quantity", "kernel", "configuration", "against", "sessions",
                        "mean % [95% t, across sessions]", "sd between sessions pp", "own half-width pp (median)",
                        "range %", "A/A nulls %", "sessions (start stamps)"]
+# a narrow console's columns (softbench.report.console_view)
+REPLICATION_NARROW = ("GPU", "shape", "quantity", "kernel", "against", "sessions", "mean % [95% t, across sessions]",
+                      "A/A nulls %")
 
 
 def _span(values, spec: str = "+.2f") -> str:

@@ -25,6 +25,9 @@ class TableData:
     title: str
     columns: list[str]
     rows: list[list[str]]
+    # the columns that carry the result: all that a console too narrow for the whole table shows
+    # (softbench.report.console_view); report.md always has every column
+    narrow: tuple[str, ...] = ()
 
 
 def _latency_estimate(estimate, ci) -> str:
@@ -137,7 +140,9 @@ def latency_table(recs: list[SessionRecord], estimate: EstimateAgainst = against
     return TableData("latency sessions", ["session", "backend", "dtype", "seq", "mask", "comparison", "quantity",
                                           "speed-up % [95% interval]", "A/A null % [95% interval]",
                                           "variant vs reference % [95% interval]", "per-round sd pp",
-                                          "per-round %", "median ms"], rows)
+                                          "per-round %", "median ms"], rows,
+                     narrow=("session", "dtype", "seq", "mask", "comparison", "quantity", "speed-up % [95% interval]",
+                             "A/A null % [95% interval]", "variant vs reference % [95% interval]"))
 
 
 def _numeric_leaves(d: dict, prefix: str = "", depth: int = 2) -> dict[str, float]:
@@ -166,7 +171,8 @@ def energy_table(recs: list[SessionRecord], max_fields: int = 8) -> TableData:
             leaves = _numeric_leaves(x)
             keys = sorted(leaves, key=_rank)[:max_fields]
             rows.append([marked_name(r), name, ", ".join(f"{k} {fmt(leaves[k], '.4g')}" for k in keys) or "-"])
-    return TableData("energy sessions", ["session", "loop", "numbers (summary.json)"], rows)
+    return TableData("energy sessions", ["session", "loop", "numbers (summary.json)"], rows,
+                     narrow=("session", "loop", "numbers (summary.json)"))
 
 
 def fidelity_table(recs: list[SessionRecord]) -> TableData:
@@ -178,7 +184,8 @@ def fidelity_table(recs: list[SessionRecord]) -> TableData:
                          fmt(c["dnll"], "+.5f"), f"[{c['ci_low']:+.5f}, {c['ci_high']:+.5f}]",
                          fmt(100 * (math.exp(c["dnll"]) - 1), "+.3f"), "yes" if resolved else "no"])
     return TableData("fidelity sessions", ["session", "condition", "dNLL against", "dtype", "dNLL", "95% interval",
-                                           "ppl change %", "resolved"], rows)
+                                           "ppl change %", "resolved"], rows,
+                     narrow=("session", "condition", "dNLL against", "dNLL", "95% interval", "resolved"))
 
 
 def trace_table(recs: list[SessionRecord]) -> TableData:
@@ -195,7 +202,8 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
                          f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}"])
     return TableData("trace sessions (kernel duration against call latency)",
                      ["session", "source", "seq", "mask", "comparison", "kernel us", "call us", "kernel-only %",
-                      "call %", "non-kernel %"], rows)
+                      "call %", "non-kernel %"], rows,
+                     narrow=("session", "seq", "mask", "comparison", "kernel-only %", "call %"))
 
 
 def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
@@ -213,4 +221,6 @@ def speed_fidelity_table(sf: SpeedFidelity) -> TableData:
     return TableData(f"speed against fidelity at {sf.shape_tag}",
                      ["#", "kernel", "GPU", "configuration", "backend", "quantity", "against", "speed-up %",
                       "95% interval", "latency session", "operator", "fidelity condition", "dNLL against", "dNLL",
-                      "dNLL 95% interval", "fidelity session"], rows)
+                      "dNLL 95% interval", "fidelity session"], rows,
+                     narrow=("#", "kernel", "quantity", "against", "speed-up %", "95% interval", "operator", "dNLL",
+                             "dNLL 95% interval"))
