@@ -316,6 +316,7 @@ KERN_SUM_HEADER = HEADERS["2024"]
     ("50,1000,inf,500,500,400,600,10,k1\n", r"column 'Instances': 'inf' is not a finite number"),
     ("50,1000,2,500,-5,400,600,10,k1\n", r"column 'Med \(ns\)': '-5' is negative"),
     ("50,1000,2.5,500,500,400,600,10,k1\n", r"'2.5' is not a whole number of instances"),
+    ("50,1000,0,500,500,400,600,10,k1\n", r"column 'Instances': a kernel listed with 0 instances"),
 ])
 def test_a_damaged_kern_sum_csv_is_refused(cli, tmp_path, body, message):
     f = tmp_path / "k.csv"
@@ -350,6 +351,8 @@ def test_a_damaged_sqlite_export_is_refused(cli, tmp_path, start, end, message):
     ({"traceEvents": [{"cat": "kernel", "name": "k", "ts": "1", "dur": 3},
                       {"cat": "kernel", "name": "k", "ts": 2, "dur": 3}]}, r"start time \(ts\) '1' that is not a number"),
     ({"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": -5}]}, "negative duration -5"),
+    ({"traceEvents": [{"cat": "kernel", "name": None, "ts": 1, "dur": 5}]}, "has the name None, not a kernel's name"),
+    ({"traceEvents": [{"cat": "kernel", "name": 7, "ts": 1, "dur": 5}]}, "has the name 7, not a kernel's name"),
 ])
 def test_a_damaged_chrome_trace_is_refused(cli, tmp_path, doc, message):
     f = tmp_path / "t.json"

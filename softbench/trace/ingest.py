@@ -156,6 +156,8 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
                 raise UsageError(f"{where}: {v!r} is negative", hint=hint)
             if key == "instances" and not x.is_integer():
                 raise UsageError(f"{where}: {v!r} is not a whole number of instances", hint=hint)
+            if key == "instances" and x == 0:  # nsys lists only kernels that ran: a row of none is damaged
+                raise UsageError(f"{where}: a kernel listed with 0 instances", hint=hint)
             return x
 
         rows.append(KernelRow(name=rec["name"], instances=int(num("instances") or 0), total_ns=num("total_ns") or 0.0,
@@ -206,7 +208,7 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
 
     p = Path(path)
     try:
-        data = json.loads(read_text_file(p, "trace"))
+        data = json.loads(read_text_file(p, "trace", max_bytes=None))  # a long profile's trace runs to gigabytes
     except json.JSONDecodeError as e:
         raise UsageError(f"{p}: not JSON: {e}") from None
     except RecursionError:
@@ -222,6 +224,8 @@ def read_chrome_trace(path: Path | str) -> KernelTable:
     for ev in kernels:
         # checked before sorting: one string "ts" among numbers would make the sort itself fail
         name, ts, dur = ev.get("name", "?"), ev.get("ts", 0), ev["dur"]
+        if not isinstance(name, str) or not name:  # a null or numeric name would be listed as "None" or "0"
+            raise UsageError(f"{p}: a kernel event at ts {ts!r} has the name {name!r}, not a kernel's name")
         if finite(ts) is None:
             raise UsageError(f"{p}: kernel event {name!r} has a start time (ts) {ts!r} that is not a number")
         if finite(dur) is None:
