@@ -248,6 +248,15 @@ CASES = [
     # negative fidelity seed failed after every block had been evaluated, and again on every --resume
     case("latency-seed-huge", "latency", *SIM, "--seq", "128", "--seed", "99999999999999999999999", says="'--seed'"),
     case("fidelity-seed-negative", "fidelity", "--model", "smollm2-135m", "--seed", "-1", says="'--seed'"),
+    # torch took the count as a C int: an internal error (exit 70) after the model had loaded
+    case("fidelity-threads-huge", "fidelity", "--model", "smollm2-135m", "--threads", "99999999999999999999",
+         says="'--threads'"),
+    case("fidelity-bootstrap-huge", "fidelity", "--model", "smollm2-135m", "--bootstrap", "10000000000",
+         says="'--bootstrap'"),
+    case("fidelity-gguf-file-empty", "fidelity", "--model", "smollm2-135m", "--gguf-file", "",
+         says="--gguf-file is empty"),
+    # read until the memory ran out
+    case("seal-device", "seal", "/dev/zero", says="not a regular file"),
     # thousands of worker processes from a typo
     case("latency-processes-huge", "latency", "--backend", "sim", "--seq", "128", "--processes", "100000",
          says="'--processes'"),

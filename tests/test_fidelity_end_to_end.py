@@ -98,6 +98,29 @@ def test_interrupted_run_resumes_from_its_block_file(tiny, tmp_path):
     assert resumed["baseline"]["nll"] == pytest.approx(fresh["baseline"]["nll"], abs=1e-12)
 
 
+def test_ctrl_c_during_a_resume_names_the_session_it_keeps(tiny, tmp_path, capsys, monkeypatch):
+    """A resumed session is this run's as much as a new one: stopped again, the CLI said "no session had been
+    started, nothing was written" under the engine's own "partial session: ..." line."""
+    from softbench.core import session as session_mod
+
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(_opts(tiny, tmp_path, operators=("rowmax-h15",), max_blocks=3), _StopAfter(1))
+    (partial,) = tmp_path.iterdir()
+    monkeypatch.setattr(session_mod, "CREATED", [])
+    append = Session.append
+
+    def stopped_at_the_next_block(self, name, record):
+        if name == "blocks.jsonl":
+            raise KeyboardInterrupt
+        append(self, name, record)
+
+    monkeypatch.setattr(Session, "append", stopped_at_the_next_block)
+    assert main(["fidelity", "--resume", str(partial)]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted: the partial session is kept: {partial}" in err and "no session had been started" not in err
+    assert json.loads((partial / "status.json").read_text())["state"] == "partial"
+
+
 def test_resume_refuses_a_changed_token_stream(tiny, tmp_path):
     s = run_fidelity(_opts(tiny, tmp_path, operators=("rowmax-h15",), max_blocks=1))
     opts = json.loads((s.path / "options.json").read_text())

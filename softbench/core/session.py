@@ -22,7 +22,7 @@ from softbench.core.errors import UsageError
 from softbench.core.utc import utc_iso, utc_stamp
 
 STATUS_FILE = "status.json"
-# the sessions this process made, in order: the CLI names the unfinished ones when a run is interrupted
+# the sessions this process made or resumed, in order: the CLI names the unfinished ones when a run is interrupted
 CREATED: list["Session"] = []
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -180,6 +180,14 @@ class Session:
             raise UsageError(f"{path} is not a softbench session (no {STATUS_FILE})")
         status = _read_mapping(path / STATUS_FILE)
         return cls(path=path, command=str(status.get("command", "?")))
+
+    def resume(self) -> None:
+        """Mark a session read back from disk as running again (--resume), and count it among this process's
+        sessions, so that an interrupt names it as the partial session it keeps rather than saying none was
+        started."""
+        self.set_status(complete=False, state="running", reason="resumed")
+        if self not in CREATED:
+            CREATED.append(self)
 
     # --- writing -------------------------------------------------------------------------------------
     def write_json(self, name: str, data: Any) -> Path:

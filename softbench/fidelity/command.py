@@ -55,7 +55,9 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
 @click.option("--fp8-operands", is_flag=True,
               help="sim, --dtype fp8: also scale Q, K and V into E4M3 (one scale per tensor), as --path kernel "
                    "--backend triton does at FP8")
-@click.option("--bootstrap", type=click.IntRange(min=100), default=5000, show_default=True)
+# each resample is a row of block indices: a million of them over 97 blocks are 0.8 GB of indices alone
+@click.option("--bootstrap", type=click.IntRange(min=100, max=1_000_000), default=5000, show_default=True,
+              help="bootstrap resamples of the blocks")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="bootstrap seed")
 @rescale_threshold_option(help="sim: skip the rescale while the running max grows by less than tau (8.0: sm_100 at "
                                "16-bit)")
@@ -71,7 +73,8 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
                    "CPUs: torchrun --nproc-per-node N -m softbench fidelity ... runs the same over gloo)")
 @click.option("--device-map", type=click.Choice(["auto"]), default=None,
               help="one model across the GPUs of this host (accelerate places the layers); sim and row paths")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch")
+# torch takes the count as a C int; far past any machine's cores it overflowed into an internal error
+@click.option("--threads", type=click.IntRange(min=1, max=4096), default=None, help="CPU threads for torch")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
               help="continue an interrupted session with its own options (of the others only --offline and "
@@ -118,6 +121,8 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
     if resume is None:
         if not model:
             raise UsageError("--model is required (or --resume SESSION_DIR)")
+        if gguf_file == "":  # an empty name would otherwise pass for no --gguf-file at all
+            raise UsageError("--gguf-file is empty: name a GGUF file inside --model's folder, or leave the option out")
         from softbench.fidelity.corpus import portable_spec
         from softbench.fidelity.models import portable_name
 

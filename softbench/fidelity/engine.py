@@ -456,7 +456,7 @@ def _open_session(opts: FidelityOptions, prep: Prepared, session: Session | None
                          "same model, tokenizer and corpus are needed to resume")
     prep.run = {**prep.run, **{k: recorded[k] for k in ("gate", "created_utc") if k in recorded},
                 "launches": [*recorded.get("launches", []), launch]}
-    session.set_status(complete=False, state="running", reason="resumed")
+    session.resume()
     return session
 
 
