@@ -81,6 +81,9 @@ def test_pick_kernel_falls_back_to_the_largest_function():
     fn, how = sass.pick_kernel(fns, "NoSuchKernel")
     assert fn.name == ATT and "no function matches" in how
     assert sass.pick_kernel([], KERNEL_RX)[0] is None
+    # a pattern the user named has no fallback: the largest function would be audited under its name
+    assert sass.pick_kernel(fns, "NoSuchKernel", fallback=False) == (None, "no function matches /NoSuchKernel/")
+    assert sass.pick_kernel(fns, KERNEL_RX, fallback=False)[0].name == ATT
 
 
 def test_per_element_with_noexp_reference():

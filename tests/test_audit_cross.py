@@ -153,3 +153,19 @@ def test_real_cross_compile_of_a0_and_a1_for_sm_100a(cli, tmp_path):
     assert rec["run"]["hardware_info_stand_in"]["used"] is True and rec["run"]["compile_s"] > 0
     assert "compiled for sm_100a" in r.stdout
     print(f"cross-compile audit of A0 and A1: {wall:.0f} s")
+
+
+def test_a_named_kernel_pattern_that_matches_nothing_ends_the_audit_unmeasured(tmp_path, fake_tools):  # noqa: F811
+    """--kernel-regex is taken at its word: a pattern that matches no function in the SASS fails the variant,
+    naming the functions there are, where the largest function was audited and recorded as if it matched."""
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), arch="sm_100a", use_ncu=False,
+                           kernel_regex="zzz", kernel_regex_given=True))
+    (rec,) = [json.loads(line) for line in (s.path / "variants.jsonl").read_text().splitlines()]
+    assert rec["errors"]["sass"].startswith("no function matches /zzz/ in the SASS of ") and "its functions: " in \
+        rec["errors"]["sass"]
+    status = s.status()
+    assert not status["complete"] and "nothing was measured of A0" in status["reason"]
+    # the same pattern as a default (a kernel renamed since) falls back to the largest function, and says so
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",), arch="sm_100a", use_ncu=False, kernel_regex="zzz"))
+    (rec,) = [json.loads(line) for line in (s.path / "variants.jsonl").read_text().splitlines()]
+    assert "no function matches /zzz/; largest of" in rec["kernel_choice"] and s.status()["complete"]

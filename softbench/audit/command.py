@@ -105,6 +105,7 @@ def command(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, vari
                         source_stalls=source_stalls, ncu_path=ncu_path,
                         collector=collector, counter_reader=counter_reader,
                         cuobjdump_path=cuobjdump_path, kernel_regex=kernel_regex or DEFAULT_KERNEL_REGEX[backend],
+                        kernel_regex_given=kernel_regex is not None,
                         backend_options=dict(triton_config),
                         warmup=warmup, calls=calls, seed=seed, timeout_s=timeout_s, out_dir=Path(out_dir),
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

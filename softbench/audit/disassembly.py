@@ -54,10 +54,14 @@ def sass_step(session: Session, opts: AuditOptions, variant: str, dump: Path, to
                 resources.update(sass_mod.parse_resource_usage(text))
             else:
                 rec["errors"]["resources"] = f"cuobjdump --dump-resource-usage failed: {text.strip()[:300]}"
-    fn, how = sass_mod.pick_kernel([f for f, _ in functions], opts.kernel_regex)
+    # a pattern the user gave is taken at its word: the largest function in its place would be audited under
+    # a name it does not have
+    fn, how = sass_mod.pick_kernel([f for f, _ in functions], opts.kernel_regex, fallback=not opts.kernel_regex_given)
     rec["functions"] = [{"name": f.name, "instructions": len(f), "cubin": c.name} for f, c in functions]
     if fn is None:
-        raise MeasurementError(f"no function found in the SASS of {', '.join(p.name for p in cubins)}")
+        names = sorted({f.name for f, _ in functions})
+        raise MeasurementError(f"{how} in the SASS of {', '.join(p.name for p in cubins)}"
+                               + (f" (its functions: {', '.join(names)})" if names else ""))
     cubin = next(c for f, c in functions if f is fn)
     _write_sass(session, variant, dumps[cubin])
     rec.update(kernel=fn.name, kernel_choice=how, kernel_cubin=cubin.name,

@@ -101,6 +101,7 @@ class AuditOptions(RunOptions):
     cuobjdump_path: str | None = None
     tool_dirs: tuple[str, ...] | None = None  # None: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, Nsight Compute
     kernel_regex: str = DEFAULT_KERNEL_REGEX["fa4"]
+    kernel_regex_given: bool = False  # --kernel-regex named: no fallback to the largest function where none matches
     warmup: int = 3
     calls: int = 2
     seed: int = 0

@@ -214,16 +214,20 @@ def count_opcodes(fn: SassFunction) -> dict[str, int]:
     return dict(Counter(i.opcode for i in fn.instructions).most_common())
 
 
-def pick_kernel(functions: list[SassFunction], pattern: str | None) -> tuple[SassFunction | None, str]:
-    """The attention kernel: the largest function whose name matches `pattern` (a regular expression), else
-    the largest function of all. Returns the function and how it was chosen."""
+def pick_kernel(functions: list[SassFunction], pattern: str | None,
+                fallback: bool = True) -> tuple[SassFunction | None, str]:
+    """The attention kernel: the largest function whose name matches `pattern` (a regular expression), else,
+    with `fallback` (a default pattern, which a renamed kernel may no longer match), the largest function of all.
+    Returns the function (None where there is none to take) and how it was chosen, or why not."""
     if not functions:
-        return None, "no functions in the dump"
+        return None, "no function"
     if pattern:
         rx = re.compile(pattern)
         matching = [f for f in functions if rx.search(f.name)]
         if matching:
             return max(matching, key=len), f"largest of {len(matching)} function(s) matching /{pattern}/"
+        if not fallback:
+            return None, f"no function matches /{pattern}/"
     return max(functions, key=len), (f"no function matches /{pattern}/; " if pattern else "") + \
         f"largest of {len(functions)} function(s)"
 
