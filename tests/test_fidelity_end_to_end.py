@@ -299,16 +299,32 @@ def test_a_resume_after_a_torn_last_line_completes(tiny, tmp_path):
 
 def test_a_damaged_block_file_still_leaves_the_session_marked_partial(tiny, tmp_path, capsys):
     """When blocks.jsonl cannot be read, the tables cannot be rewritten either; the session must still say
-    'partial' (with why), not 'running' as if a process were still at work on it."""
-    s = run_fidelity(_opts(tiny, tmp_path, operators=("rowmax-h15",), max_blocks=2))
+    'partial' (with why), not 'running' as if a process were still at work on it. A resume refuses such a file
+    before it touches the session."""
+
+    class DamagedThenStopped(Progress):
+        def block(self, index, rows):
+            (blocks,) = (tmp_path / "run").glob("*/blocks.jsonl")
+            lines = blocks.read_text().splitlines(keepends=True)
+            blocks.write_text("".join([lines[0], "not json\n", *lines[1:]]))
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(_opts(tiny, tmp_path / "run", operators=("rowmax-h15",), max_blocks=2), DamagedThenStopped())
+    (partial,) = (tmp_path / "run").iterdir()
+    status = Session.open(partial).status()
+    assert status["state"] == "partial" and not status["complete"]
+    assert "blocks.csv and summary.json could not be rewritten" in status["reason"]
+    assert "line 2 is not valid JSON" in status["reason"]
+
+    s = run_fidelity(_opts(tiny, tmp_path / "done", operators=("rowmax-h15",), max_blocks=2))
     lines = (s.path / "blocks.jsonl").read_text().splitlines(keepends=True)
     lines[1] = "not json\n"
     (s.path / "blocks.jsonl").write_text("".join(lines))
+    before = (s.path / "status.json").read_text()
     assert main(["fidelity", "--resume", str(s.path)]) == 2
     assert "line 2 is not valid JSON" in capsys.readouterr().err
-    status = s.status()
-    assert status["state"] == "partial" and not status["complete"]
-    assert "blocks.csv and summary.json could not be rewritten (the same error)" in status["reason"]
+    assert (s.path / "status.json").read_text() == before  # refused before anything was marked
 
 
 def test_a_session_started_with_relative_paths_resumes_from_another_folder(tiny, tmp_path, monkeypatch):
@@ -414,6 +430,19 @@ def test_a_resume_whose_run_record_is_damaged_is_refused_before_the_model_loads(
         err = capsys.readouterr().err
         assert says in err and "Traceback" not in err, err
         assert (partial / "blocks.jsonl").read_text() == before
+    # the recorded rows, which the resumed summary is built on: a NaN or a string went through to a session marked
+    # complete with nan in its table
+    run_json.write_text(json.dumps(stored))
+    blocks = partial / "blocks.jsonl"
+    row = json.loads(before.splitlines()[-1])
+    for key, value, says in (("jsd", float("nan"), "has jsd nan, not a finite number"),
+                             ("nll", "1.5", "has nll '1.5', not a finite number"),
+                             ("n_tokens", 0, "has n_tokens 0, not a positive whole number"),
+                             ("block", -1, "has no block number and condition name")):
+        blocks.write_text(before + json.dumps({**row, key: value}) + "\n")
+        assert main(["fidelity", "--resume", str(partial)]) == 2, says
+        err = capsys.readouterr().err
+        assert f"error: {blocks}: the row of block" in err and says in err and "Traceback" not in err, err
 
 
 def test_an_unwritable_out_is_refused_before_anything_loads(tiny, tmp_path, capsys, monkeypatch):

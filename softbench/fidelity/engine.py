@@ -349,6 +349,10 @@ def _open_resume(resume: Path) -> tuple[Session, FidelityOptions]:
         # the kind of refusal (bad input, or what this machine cannot do) and so its exit code
         raise type(e)(f"{session.path / 'options.json'} holds an option that is refused: {e}", hint=e.hint) from None
     _check_recorded_run(session)
+    from softbench.fidelity.summary import check_rows
+
+    # the resumed run builds its summary on these rows: checked now, before the model loads
+    check_rows(session.read_records(ROWS_FILE), str(session.path / ROWS_FILE))
     return session, opts
 
 

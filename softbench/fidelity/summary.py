@@ -23,10 +23,28 @@ import math
 
 import numpy as np
 
+from softbench.core.errors import UsageError
+from softbench.core.numbers import finite
 from softbench.core.stats import bootstrap_indices, paired_block_bootstrap
 from softbench.fidelity.limits import MIN_BLOCKS
 
 VOCAB_METRICS = ("kl_forward", "kl_reverse", "jsd", "top1_agreement")
+
+
+def check_rows(rows: list[dict], source: str) -> None:
+    """Refuse the recorded rows of a session (blocks.jsonl, `source`) where one is not what the engine writes: a
+    resumed run would otherwise carry a NaN or a string into a summary it marks complete."""
+    for r in rows:
+        block, condition = r.get("block"), r.get("condition")
+        where = f"{source}: the row of block {block!r}, condition {condition!r}"
+        if type(block) is not int or block < 0 or not isinstance(condition, str):
+            raise UsageError(f"{where} has no block number and condition name as the engine writes them")
+        if type(r.get("n_tokens")) is not int or r["n_tokens"] < 1:
+            raise UsageError(f"{where} has n_tokens {r.get('n_tokens')!r}, not a positive whole number")
+        for key in ("nll", *(k for k in VOCAB_METRICS if k in r)):
+            if finite(r.get(key)) is None:
+                raise UsageError(f"{where} has {key} {r.get(key)!r}, not a finite number",
+                                 hint="the session's recorded blocks are damaged; start a new session")
 
 
 def latest_rows(rows: list[dict]) -> dict[tuple[int, str], dict]:
