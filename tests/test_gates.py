@@ -418,9 +418,15 @@ def test_reevaluation_refuses_a_damaged_or_partial_source_in_one_sentence(tmp_pa
         reevaluate_gates(broken, tmp_path / "cpu")
     partial = copy("partial")
     status = json.loads((partial / "status.json").read_text())
-    (partial / "status.json").write_text(json.dumps({**status, "complete": False, "state": "partial"}))
-    with pytest.raises(UsageError, match="not a complete gates session"):
-        reevaluate_gates(partial, tmp_path / "cpu")
+    swapped = copy("swapped")  # one kernel's single-tile readback replaced by its multi-tile one
+    small, large = sorted(swapped.glob("readback-A1-*.pt"), key=lambda p: p.stat().st_size)
+    shutil.copy(large, small)
+    with pytest.raises(UsageError, match=f"and {small.name} in .* hold different inputs, so they are not the two"):
+        reevaluate_gates(swapped, tmp_path / "cpu")
+    for complete in (False, "no", 1):  # only JSON true is complete: a truthy string passed a partial run
+        (partial / "status.json").write_text(json.dumps({**status, "complete": complete, "state": "partial"}))
+        with pytest.raises(UsageError, match="not a complete gates session"):
+            reevaluate_gates(partial, tmp_path / "cpu")
     assert not (tmp_path / "cpu").exists()
 
 

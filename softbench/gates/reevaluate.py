@@ -17,7 +17,7 @@ from softbench.core.shapes import Shape
 from softbench.gates.engine import evaluate
 from softbench.gates.maps import gate_map_named
 from softbench.gates.options import GatesOptions, rescale_threshold
-from softbench.gates.readback import load_readback, readback_path
+from softbench.gates.readback import load_readback, readback_path, same_inputs
 from softbench.gates.record import record_gates
 from softbench.kernels.patch import sha256_file
 
@@ -37,7 +37,7 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
     if not isinstance(proto, dict) or proto.get("command") != "gates":
         raise UsageError(f"{source} is not a gates session")
     status = _read(source / STATUS_FILE) if (source / STATUS_FILE).is_file() else {}
-    if not (isinstance(status, dict) and status.get("complete")):
+    if not (isinstance(status, dict) and status.get("complete") is True):  # "no" written by hand is no true
         # a run stopped part-way may have written only some of its readbacks, or cut the last one short
         raise UsageError(f"{source} is not a complete gates session (its status does not say complete), so its "
                          "readbacks are not a whole measurement")
@@ -63,6 +63,10 @@ def reevaluate_gates(source: Path, out_dir: Path, command_line: str = ""):
         raise UsageError(f"{proto_path} does not describe a gates run: its rescale threshold "
                          f"{proto['backend_options'].get('rescale_threshold')!r} is not a number") from None
     readbacks = {kind: {label: _load(files[(kind, label)], causal) for label in (base, var)} for kind in shapes}
+    for kind in shapes:  # here nothing ran: inputs that differ are files swapped or copied in, not two processes
+        if not same_inputs(readbacks[kind][base], readbacks[kind][var]):
+            raise UsageError(f"{files[(kind, base)].name} and {files[(kind, var)].name} in {source} hold different "
+                             "inputs, so they are not the two readbacks of one run")
     # the map the source recorded (one written before maps were recorded was gated against Rowmax-H15)
     gmap = gate_map_named(proto.get("reference"))
     gates = evaluate(readbacks["single_tile"], readbacks["multi_tile"], base, var, tau, gmap)
