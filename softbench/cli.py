@@ -30,7 +30,22 @@ COMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
+class CommandGroup(click.Group):
+    """A group of commands (softbench itself, sweep, trace): given none, one sentence naming them rather than the
+    whole help as an error (click raises its help text as the usage error)."""
+
+    def parse_args(self, ctx, args):
+        if not args and not ctx.resilient_parsing:
+            from softbench.core.errors import UsageError
+
+            names = self.list_commands(ctx)
+            raise UsageError(f"{ctx.command_path} needs a {'sub' if ctx.parent else ''}command: "
+                             f"{', '.join(names[:-1])} or {names[-1]}",
+                             hint=f"{ctx.command_path} --help says what each does")
+        return super().parse_args(ctx, args)
+
+
+class LazyGroup(CommandGroup):
     def list_commands(self, ctx):
         return sorted(COMMANDS)
 

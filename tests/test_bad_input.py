@@ -78,6 +78,11 @@ def build_template(root: Path) -> None:
     (root / "energy-ramp-true.yaml").write_text("ramp_fraction: true\n")
     (root / "protocol-budget-huge.yaml").write_text("protocol: {kind: interleaved, budget_s: 1" + "0" * 400 + "}\n"
                                                     "cells:\n  - {seq: 128}\n")
+    (root / "sweep-shape-text.yaml").write_text("shape: abc\nsettings: [{freq: 1, start_frg: 0}]\n")
+    (root / "sweep-shape-colour.yaml").write_text("shape: {seq: 128, colour: red}\n"
+                                                  "settings: [{freq: 1, start_frg: 0}]\n")
+    (root / "protocol-budget-day.yaml").write_text("protocol: {kind: interleaved, budget_s: 1.0e+12}\n"
+                                                   "cells:\n  - {seq: 128}\n")
     # a warm-up window of null or text once met `<=` in the protocol's check (exit 70)
     (root / "protocol-warmup-null.yaml").write_text("protocol: {kind: interleaved, warmup_min_s: null}\n"
                                                     "cells:\n  - {seq: 128}\n")
@@ -160,9 +165,9 @@ CASES = [
     case("seal-different-content-same-name", "seal", "changed.yaml", "--name", "demo", code=6,
          says="already holds different sealed content"),
     # --- verify and evaluate --------------------------------------------------------------------------------
-    case("verify-missing", "verify", "sealed/nothing.yaml", code=6, says="does not exist"),
+    case("verify-missing", "verify", "sealed/nothing.yaml", says="does not exist"),
     case("verify-tampered", "verify", "tampered/demo.yaml", code=6, says="does not match its seal"),
-    case("verify-binary-seal-file", "verify", "binseal/demo.yaml", code=6, says="not UTF-8"),
+    case("verify-binary-seal-file", "verify", "binseal/demo.yaml", says="not UTF-8"),
     case("evaluate-tampered", "evaluate", "tampered/demo.yaml", "--sessions", "sessions", code=6),
     case("evaluate-no-sessions", "evaluate", "sealed/demo.yaml", says="no sessions given"),
     case("evaluate-file-as-sessions", "evaluate", "sealed/demo.yaml", "--sessions", "somefile",
@@ -225,6 +230,10 @@ CASES = [
     case("gates-multi-seq-too-large", "gates", "--backend", "sim", "--multi-seq", "100000000", says="needs about"),
     case("trace-seq-too-large", "trace", "run", "--seq", "1000000000", says="needs about"),
     case("audit-seq-too-large", "audit", "--seq", "1000000000", says="needs about"),
+    # taken, then only the missing GPU refused them: a GPU would have waited forever or held the board for hours
+    case("audit-timeout-nan", "audit", "--timeout", "nan", says="not a finite number"),
+    case("audit-timeout-inf", "audit", "--timeout", "inf", says="not a finite number"),
+    case("audit-calls-huge", "audit", "--calls", "100000000000", says="'--calls'"),
     case("latency-seq-too-large", "latency", *SIM, "--seq", "1000000000", says="needs about"),
     # --- names: suggestions only when close -----------------------------------------------------------------
     case("gates-variant-nonsense", "gates", "--backend", "sim", "--variant", "nonsense", says="unknown",
@@ -305,18 +314,24 @@ CASES = [
     case("latency-rescale-with-fa4", "latency", "--rescale-threshold", "8", says="--backend sim only"),
     case("latency-rescale-nan", "latency", "--backend", "sim", "--rescale-threshold", "nan", says="finite number"),
     case("gates-rescale-negative", "gates", "--backend", "sim", "--rescale-threshold", "-1", says="finite number"),
-    case("latency-budget-inf", "latency", *SIM[:2], "--seq", "128", "--budget-s", "inf", says="finite positive"),
-    case("energy-seconds-inf", "energy", "--seconds", "inf", says="finite positive"),
+    case("latency-budget-inf", "latency", *SIM[:2], "--seq", "128", "--budget-s", "inf",
+         says="'--budget-s': 'inf' is not a finite number"),
+    case("energy-seconds-inf", "energy", "--seconds", "inf", says="'--seconds': 'inf' is not a finite number"),
     case("energy-seq-zero", "energy", "--seq", "0", says="positive integer"),
     case("sweep-variant-twice", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A1,noexp,A1",
          says="--variants names A1 more than once"),
-    # the baseline among the variants would share a label with it (a bug's exit 70 and a folder, once)
+    # the baseline among the variants would share a label with it (a bug's exit 70 and a folder, once); alone it
+    # ran an A/A-only sweep while beside others it was refused: now never one of them, however given
     case("sweep-baseline-with-null", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants", "A1,A0",
-         says="--variants names the baseline A0, whose A/A null --null already times"),
+         says="--variants names the baseline A0, which is never one of the variants"),
     case("sweep-baseline-second", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants", "A1,A0",
-         "--no-null", says="only the first variant can be the baseline again"),
+         "--no-null", says="--variants names the baseline A0, which is never one of the variants"),
     case("sweep-baseline-second-sustained", "sweep", "variants", "--backend", "sim", "--seq", "128", "--variants",
-         "A1,A0", "--no-null", "--protocol", "sustained", says="only the first variant can be the baseline again"),
+         "A1,A0", "--no-null", "--protocol", "sustained", says="which is never one of the variants"),
+    case("sweep-baseline-alone", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A0",
+         says="--variants names the baseline A0, which is never one of the variants"),
+    case("sweep-baseline-alone-paper", "sweep", "variants", *SIM, "--seq", "128", "--variants", "A0", "--no-null",
+         says="which is never one of the variants"),
     case("trace-variant-twice", "trace", "run", "--variants", "A0,A0", says="--variants names A0 more than once"),
     case("energy-kv-heads", "energy", "--heads", "3", "--kv-heads", "2", says="multiple"),
     case("sweep-sim-hours", "sweep", "variants", "--backend", "sim", says="would take at least"),
@@ -329,6 +344,61 @@ CASES = [
     case("report-speed-shape-unrecorded", "report", "sessions", "--speed-fidelity-shape", "fp8-9K",
          says="no latency session among the paths measured shape 'fp8-9K'"),
     case("gates-reevaluate-not-a-session", "gates", "--reevaluate", "empty", says="empty"),
+    # --- auto and none stand alone in --reference (once "unknown reference kernel auto, none (known: ..., auto,
+    # none)") --------------------------------------------------------------------------------------------------
+    case("latency-reference-auto-and-none", "latency", *SIM, "--seq", "128", "--reference", "auto,none",
+         says="--reference auto,none: auto and none stand alone and cannot be combined with other kernels"),
+    case("latency-reference-none-and-fa3", "latency", *SIM, "--seq", "128", "--reference", "none,fa3",
+         says="none stands alone"),
+    case("sweep-reference-fa3-and-auto", "sweep", "variants", *SIM, "--seq", "128", "--reference", "fa3,auto",
+         says="auto stands alone"),
+    # a sweep file's shape of the wrong type came back in Python's words ("argument after ** must be a mapping")
+    case("sweep-emulation-shape-text", "sweep", "emulation", "--dry-run", "--protocol", "sweep-shape-text.yaml",
+         says="sweep-shape-text.yaml: shape must be a mapping of the shape's fields (dtype, seq,"),
+    case("sweep-emulation-shape-unknown-key", "sweep", "emulation", "--dry-run", "--protocol",
+         "sweep-shape-colour.yaml", says="shape has unknown keys ['colour']"),
+    # a group without its subcommand printed its whole help as the error
+    case("sweep-no-subcommand", "sweep", says="softbench sweep needs a subcommand: emulation or variants"),
+    case("trace-no-subcommand", "trace", says="softbench trace needs a subcommand: ingest or run"),
+    case("no-command", says="softbench needs a command: audit, energy,"),
+    # an empty value: once the current folder ("protocol file . is a folder", a report under ./out), or taken as not
+    # given (the default reference kernels, the default protocol)
+    case("latency-protocol-empty", "latency", *SIM[:2], "--seq", "128", "--protocol", "", says="--protocol is empty"),
+    case("sweep-protocol-empty", "sweep", "variants", *SIM[:2], "--seq", "128", "--protocol", "",
+         says="--protocol is empty"),
+    case("latency-reference-empty", "latency", *SIM, "--seq", "128", "--reference", "", says="--reference is empty"),
+    case("energy-protocol-empty", "energy", "--protocol", "", says="--protocol is empty"),
+    case("sweep-emulation-protocol-empty", "sweep", "emulation", "--dry-run", "--protocol", "",
+         says="--protocol is empty"),
+    case("sweep-emulation-out-empty", "sweep", "emulation", "--out", "", says="--out is empty"),
+    case("report-out-empty", "report", "sessions", "--out", "", says="--out is empty"),
+    case("report-speed-shape-empty", "report", "sessions", "--speed-fidelity-shape", "",
+         says="--speed-fidelity-shape is empty"),
+    case("ingest-empty-path", "trace", "ingest", "", says="an argument of softbench trace ingest is empty"),
+    # NaN passes every bound click checks; the refusal named the protocol's field (and "nan s" for milliseconds)
+    case("latency-budget-nan", "latency", *SIM[:2], "--seq", "128", "--budget-s", "nan",
+         says="'--budget-s': 'nan' is not a finite number"),
+    case("latency-window-nan", "latency", *SIM[:2], "--seq", "128", "--window-ms", "nan",
+         says="'--window-ms': 'nan' is not a finite number"),
+    case("latency-target-nan", "latency", *SIM[:2], "--seq", "128", "--target-pp", "nan",
+         says="'--target-pp': 'nan' is not a finite number"),
+    case("energy-interval-nan", "energy", "--interval-ms", "nan", says="'--interval-ms': 'nan' is not a finite number"),
+    case("energy-ramp-nan", "energy", "--ramp-fraction", "nan", says="'--ramp-fraction': 'nan' is not a finite"),
+    case("energy-idle-nan", "energy", "--idle-s", "nan", says="'--idle-s': 'nan' is not a finite number"),
+    # nonsense on any machine, once refused only by this machine's lack of a GPU (exit 3), or run until killed
+    case("energy-seconds-past-a-day", "energy", "--seconds", "1e12", says="'--seconds': 1000000000000.0 is not in "
+         "the range 0<x<=86400 s"),
+    case("energy-trims-leave-nothing", "energy", "--trim-start", "1000", "--trim-end", "1000", "--seconds", "1",
+         says="trimming 1000 + 1000 samples leaves nothing"),
+    case("trace-warmup-huge", "trace", "run", "--warmup", "100000000000000000000", says="'--warmup'"),
+    case("latency-rounds-huge", "latency", *SIM[:2], "--seq", "128", "--rounds", "99999999999999999999",
+         says="'--rounds': 99999999999999999999 is not in the range 1<=x<=1000"),
+    case("latency-budget-past-a-day", "latency", *SIM[:2], "--seq", "128", "--budget-s", "1e12",
+         says="'--budget-s'"),
+    case("latency-protocol-budget-past-a-day", "latency", "--backend", "sim", "--protocol",
+         "protocol-budget-day.yaml", says="budget_s must be at most 86,400 s (a day), got 1000000000000.0"),
+    case("sweep-fa4-protocol-missing", "sweep", "variants", "--seq", "128", "--protocol", "nothing.yaml",
+         says="does not exist"),
 ]
 
 

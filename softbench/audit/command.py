@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 
 from softbench.audit.cross import ARCH_CHOICES, NATIVE
-from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
-                                    triton_config_option, variant_names)
+from softbench.core.options import (SEED, WARMUP_CALLS, Finite, backend_option, check_triton_config, shape_options,
+                                    shapes_from, triton_config_option, variant_names)
+from softbench.core.protocol import MAX_SECONDS, MAX_WINDOW_CALLS
 
 
 @click.command("audit")
@@ -48,12 +49,12 @@ from softbench.core.options import (SEED, backend_option, check_triton_config, s
               help="the cuobjdump executable [default: found]")
 @click.option("--kernel-regex", default=None, help="regular expression naming the attention kernel "
               "[default: FlashAttentionForwardSm for fa4, _attn_fwd for triton]")
-@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
+@click.option("--warmup", type=WARMUP_CALLS, default=3, show_default=True,
               help="forwards after the compiling one before the profiled launch")
-@click.option("--calls", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=2, show_default=True,
               help="forwards from the profiled launch on")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="input seed")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=600, show_default=True,
+@click.option("--timeout", "timeout_s", type=Finite(1, MAX_SECONDS, unit="s"), default=600, show_default=True,
               help="seconds allowed to each process (compile and run, under ncu or not)")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))

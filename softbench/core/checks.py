@@ -50,12 +50,17 @@ def _refuse_unwritable(shown: Path, folder: Path, option: str) -> None:
                          hint=f"give {option} a place you can write")
 
 
+def refuse_empty(value, option: str, hint: str) -> None:
+    """Refuse an empty or blank value, as an unset shell variable gives it, naming the option: taken as it is,
+    Path("") is the current folder, and an empty value read as one not given at all."""
+    if isinstance(value, str) and not value.strip():
+        raise UsageError(f"{option} is empty", hint=hint)
+
+
 def check_out_dir(path: Path | str, option: str = "--out") -> Path:
     """Refuse an output folder that cannot be made or written: a file, a path under a file, a read-only folder.
     Nothing is created (a probe file is made and removed in the nearest existing folder)."""
-    if isinstance(path, str) and not path.strip():
-        # Path("") is the current folder: an empty value (an unset shell variable) would write sessions there
-        raise UsageError(f"{option} is empty", hint=f"give {option} a folder path, e.g. {option} sessions")
+    refuse_empty(path, option, f"give {option} a folder path, e.g. {option} sessions")
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UsageError(f"{option} {p} is a file, not a folder", hint=f"give {option} a folder path")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import click
 
 from softbench.core.numbers import finite
-from softbench.core.protocol import MAX_SEED, MAX_WINDOW_CALLS
+from softbench.core.protocol import MAX_REPEATS, MAX_SECONDS, MAX_SEED, MAX_WINDOW_CALLS
 from softbench.core.shapes import DTYPES, Shape, parse_seq
 
 
@@ -98,6 +99,51 @@ def _parse_config_label(ctx, param, value):
 
 
 SEED = click.IntRange(0, MAX_SEED)  # what every consumer of a seed takes (core.protocol.MAX_SEED)
+
+
+class Finite(click.FloatRange):
+    """click's FloatRange, finite: click's takes nan (it fails no comparison with a bound, so no bound refuses it)
+    and inf, which a protocol then refused in its own field's words rather than the option's, or ran with until
+    killed. `unit` follows the range in --help and in a refusal."""
+
+    def __init__(self, min: float | None = None, max: float | None = None, min_open: bool = False, unit: str = ""):
+        super().__init__(min=min, max=max, min_open=min_open)
+        self.unit = unit
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+    def _describe_range(self) -> str:
+        return f"{super()._describe_range()} {self.unit}".strip()
+
+
+# a duration on the command line: more than 0 s (or 0 and more), at most core.protocol.MAX_SECONDS (a day)
+SECONDS = Finite(0, MAX_SECONDS, min_open=True, unit="s")
+SECONDS_OR_ZERO = Finite(0, MAX_SECONDS, unit="s")
+# warm-up calls: bounded as a window's calls are (a count past it is a typo that holds the GPU for hours)
+WARMUP_CALLS = click.IntRange(0, MAX_WINDOW_CALLS)
+
+
+def nonempty(example: str):
+    """A click callback that refuses an empty value (core.checks.refuse_empty) while the command line is read,
+    before any check of the machine; `example` is a value to offer in the hint."""
+    def callback(ctx, param, value):
+        from softbench.core.checks import refuse_empty
+
+        if isinstance(param, click.Option):
+            name, hint = param.opts[0], f"give {param.opts[0]} a value, e.g. {param.opts[0]} {example}"
+        else:
+            name, hint = f"an argument of {ctx.command_path}", f"e.g. {ctx.command_path} {example}"
+        for v in value if isinstance(value, tuple) else (value,):
+            refuse_empty(v, name, hint)
+        return value
+
+    return callback
+
+
 # processes per kernel: each holds its own inputs and CUDA context, and the process offset it measures is read from a
 # few (3 on the H200); the bound keeps a typo from starting thousands of workers
 MAX_PROCESSES = 16
@@ -178,28 +224,29 @@ def protocol_options(fn):
     protocol is refused by `apply_protocol_flags` rather than silently ignored."""
     opts = [
         click.option("--protocol", "protocol_name", default="interleaved", show_default=True, metavar="NAME|FILE",
+                     callback=nonempty("sustained"),
                      help="interleaved (the speed-up at equal clock: windows of every kernel alternated ABBA), "
                           "sustained (each kernel in settled blocks: the speed-up under the board's power cap), "
                           "paper (the paper's rounds, B.3: both effects mixed), or a YAML protocol file"),
-        click.option("--rounds", type=click.IntRange(min=1), default=None,
+        click.option("--rounds", type=click.IntRange(1, MAX_REPEATS), default=None,
                      help="interleaved: repetitions of the whole measurement, each with its own stopping rule "
                           "[default: 1]; paper: rounds [default: 3]"),
         click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=None,
                      help="calls per window [default: interleaved: as many as fill --window-ms; others: 100]"),
-        click.option("--window-ms", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--window-ms", type=Finite(0, min_open=True, unit="ms"), default=None,
                      help="interleaved: the length of a window in milliseconds of the baseline's calls, when "
                           "--calls is not given [default: 8]"),
-        click.option("--target-pp", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--target-pp", type=Finite(0, min_open=True), default=None,
                      help="interleaved: stop when every 95%% interval is within +-this many points [default: 0.25]"),
-        click.option("--budget-s", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--budget-s", type=SECONDS, default=None,
                      help="interleaved: seconds of measuring per round at most [default: 30]"),
-        click.option("--cycles", type=click.IntRange(min=2), default=None,
+        click.option("--cycles", type=click.IntRange(2, MAX_REPEATS), default=None,
                      help="sustained: blocks per kernel, in ABBA order [default: 4]"),
-        click.option("--measure-s", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--measure-s", type=SECONDS, default=None,
                      help="sustained: measured seconds per block, after settling [default: 4]"),
-        click.option("--windows", type=click.IntRange(min=1), default=None,
+        click.option("--windows", type=click.IntRange(1, MAX_REPEATS), default=None,
                      help="paper: windows per kernel per round [default: 7]"),
-        click.option("--warmup", type=click.IntRange(min=0), default=None,
+        click.option("--warmup", type=WARMUP_CALLS, default=None,
                      help="paper: warm-up calls per round [default: 50]"),
         click.option("--order", type=click.Choice(["alternate", "fixed"]), default=None,
                      help="paper: [default: alternate]"),
@@ -246,11 +293,29 @@ def references_asked(ctx: click.Context, proto) -> str:
     return ctx.params["references"]
 
 
+def _references(ctx, param, value: str) -> str:
+    """A click callback: --reference neither empty (read as not given, it ran the default) nor auto or none
+    beside kernel names (each of them stands for the whole list). The names themselves are checked against the
+    machine by softbench.kernels.references.resolve_references."""
+    nonempty("auto")(ctx, param, value)
+    items = [v.strip().lower() for v in value.split(",")]
+    alone = [v for v in items if v in ("auto", "none")]
+    if alone and len(items) > 1:
+        from softbench.core.errors import UsageError
+
+        raise UsageError(f"--reference {value}: {' and '.join(alone)} stand{'s' if len(alone) == 1 else ''} alone "
+                         "and cannot be combined with other kernels",
+                         hint="give --reference auto or --reference none alone, or kernel names, e.g. "
+                              "--reference fa3,sdpa")
+    return value
+
+
 def reference_option(fn):
     return click.option(
-        "--reference", "references", default="auto", show_default=True, metavar="LIST",
-        help="exact reference kernels timed in the same run, comma-separated from fa3, fa4, sdpa; 'auto': the "
-             "fastest exact kernel this machine has (FlashAttention-3 on Hopper where installed); 'none'")(fn)
+        "--reference", "references", default="auto", show_default=True, metavar="LIST", callback=_references,
+        help="exact reference kernels timed in the same run, comma-separated from fa3, fa4, sdpa; 'auto' (alone): "
+             "the fastest exact kernel this machine has (FlashAttention-3 on Hopper where installed); 'none' "
+             "(alone)")(fn)
 
 
 def null_option(fn):

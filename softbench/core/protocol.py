@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from softbench.core.errors import UsageError
 from softbench.core.numbers import finite
+from softbench.core.shapes import SHAPE_KEYS, check_shape_mapping
 from softbench.core.textfile import parse_yaml
 
 
@@ -26,6 +27,20 @@ MAX_SEED = 2**63 - 1
 # 100,000 of the fastest kernel's calls (about 10 us each) already take a second; a count past this is a typo that
 # would hold a worker for hours before the first pair, since the budget is only checked between windows
 MAX_WINDOW_CALLS = 100_000
+# the longest any duration of a protocol may be (a budget, a block, a loop, a warm-up): a day. Past it a value is a
+# typo, and it ran until killed (a budget of 1e12 s); the command line's options take the same bound
+MAX_SECONDS = 86_400
+# the most repetitions of a measurement (rounds, windows per round, blocks per kernel): 1,000 rounds of the default
+# 30 s budget already take 8 hours; 10^20 of them ran until killed
+MAX_REPEATS = 1_000
+# field -> (its largest value, the words after that value in a refusal), whichever protocol has the field; warm-up
+# calls and the calls between two synchronizations are bounded as a window's calls are
+LIMITS = {
+    **{name: (MAX_SECONDS, "s (a day)") for name in ("budget_s", "measure_s", "seconds", "idle_s", "pre_s", "post_s",
+                                                     "warmup_min_s", "warmup_max_s", "settle_min_s", "settle_max_s")},
+    **{name: (MAX_REPEATS, "") for name in ("rounds", "windows", "cycles")},
+    **{name: (MAX_WINDOW_CALLS, "calls") for name in ("warmup", "chunk")},
+}
 
 
 def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats=(), non_negative_floats=(),
@@ -55,6 +70,11 @@ def _check_fields(proto, positive_ints=(), non_negative_ints=(), positive_floats
         v = getattr(proto, name)
         if finite(v) is None or not v >= 0:
             raise UsageError(f"protocol: {name} must be a finite non-negative number, got {v!r}")
+    for name in (*positive_ints, *non_negative_ints, *positive_floats, *non_negative_floats):
+        limit, unit = LIMITS.get(name, (None, ""))
+        if limit is not None and getattr(proto, name) > limit:
+            raise UsageError(f"protocol: {name} must be at most {f'{limit:,} {unit}'.strip()}, got "
+                             f"{getattr(proto, name)!r}")
 
 
 PROTOCOL_KINDS: dict[str, type] = {}  # kind -> protocol class, filled by each class statement below
@@ -170,10 +190,11 @@ class SustainedProtocol(_ProtocolBase, _Settled, kind="sustained", quantity="sus
 
     def __post_init__(self):
         super().__post_init__()
-        _check_fields(self, window_calls=("calls",), seeds=("seed",), positive_floats=("measure_s",))
         if not isinstance(self.cycles, int) or isinstance(self.cycles, bool) or self.cycles < 2:
             raise UsageError(f"protocol: cycles must be an integer of at least 2 (4 blocks for two kernels), "
                              f"got {self.cycles!r}")
+        _check_fields(self, window_calls=("calls",), seeds=("seed",), positive_floats=("measure_s",),
+                      positive_ints=("cycles",))
 
 
 @dataclass(frozen=True)
@@ -291,22 +312,13 @@ class LatencyPlan:
     backend: str | None = None
 
     def shapes(self):
-        from softbench.core.shapes import Shape, parse_seq
+        from softbench.core.shapes import shape_from_mapping
 
-        out = []
-        for i, cell in enumerate(self.cells):
-            merged = {**self.shape_defaults, **cell}
-            if "seq" in merged:
-                merged["seq"] = parse_seq(merged["seq"])
-            try:
-                out.append(Shape(**merged))
-            except TypeError as e:
-                raise UsageError(f"protocol cell {i + 1}: {e}") from None
-        return tuple(out)
+        return tuple(shape_from_mapping({**self.shape_defaults, **cell}, f"protocol cell {i + 1}")
+                     for i, cell in enumerate(self.cells))
 
 
 _PLAN_KEYS = {"name", "description", "protocol", "shape", "cells", "baseline", "variant", "backend"}
-_SHAPE_KEYS = {"dtype", "seq", "causal", "batch", "heads", "kv_heads", "head_dim"}
 
 
 def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPlan:
@@ -325,15 +337,10 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
     proto = any_protocol_from_mapping(data.get("protocol") or {}, source)
     defaults = data.get("shape") or {}
     cells = data.get("cells") or []
-    if not isinstance(defaults, dict) or not isinstance(cells, list):
-        raise UsageError(f"{source}: 'shape' must be a mapping and 'cells' a list of mappings")
+    if not isinstance(cells, list):
+        raise UsageError(f"{source}: 'cells' must be a list of mappings of the shape's fields")
     for i, cell in enumerate([defaults, *cells]):
-        if not isinstance(cell, dict):
-            raise UsageError(f"{source}: cell {i} is not a mapping")
-        bad = set(cell) - _SHAPE_KEYS
-        if bad:
-            where = "shape" if i == 0 else f"cell {i}"
-            raise UsageError(f"{source}: {where} has unknown keys {sorted(bad)} (known: {sorted(_SHAPE_KEYS)})")
+        check_shape_mapping(cell, f"{source}: " + ("shape" if i == 0 else f"cell {i}"))
     if defaults and not cells:
         # the shape alone is the file's one cell: left with no cells, the command line's shape would run instead
         cells = [{}]
@@ -341,9 +348,6 @@ def latency_plan_from_mapping(data: dict, source: str = "protocol") -> LatencyPl
                        data.get("variant"), data.get("backend"))
     plan.shapes()  # every cell must be a valid shape before anything runs
     return plan
-
-
-ENERGY_SHAPE_KEYS = ("dtype", "seq", "causal", "batch", "heads", "kv_heads", "head_dim")
 
 
 @dataclass(frozen=True)
@@ -388,7 +392,9 @@ class EnergyProtocol(_Settled):
                       positive_floats=("seconds",), non_negative_floats=("idle_s", "pre_s", "post_s"), seeds=("seed",))
         # NVML updates its power reading at most every few milliseconds; a finer request would only repeat it
         if finite(self.interval_s) is None or self.interval_s < 1e-3:
-            raise UsageError(f"protocol: the sampling interval must be at least 1 ms, got {self.interval_s!r} s")
+            # in milliseconds, as --interval-ms and a file's interval_ms give it
+            got = f"{self.interval_s * 1e3:g} ms" if finite(self.interval_s) is not None else repr(self.interval_s)
+            raise UsageError(f"protocol: the sampling interval must be a finite number of at least 1 ms, got {got}")
         if finite(self.ramp_fraction) is None or not 0 < self.ramp_fraction <= 1:
             raise UsageError(f"protocol: ramp_fraction must be in (0, 1], got {self.ramp_fraction!r}")
         _check_fields(self, positive_ints=tuple(k for k in ("batch", "heads", "kv_heads", "head_dim")
@@ -407,7 +413,7 @@ class EnergyProtocol(_Settled):
 
     def loop_settings(self) -> dict:
         """The loops' settings by field name: everything but the shape keys."""
-        return {k: v for k, v in asdict(self).items() if k not in ENERGY_SHAPE_KEYS}
+        return {k: v for k, v in asdict(self).items() if k not in SHAPE_KEYS}
 
     def check_trim(self) -> None:
         """The paper's trim must leave samples of every loop. Checked on the settings a run uses, not on a

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from softbench.core.errors import UsageError
 
 DTYPES = ("bf16", "fp16", "fp8")
+# a shape's fields, as a protocol or sweep file names them
+SHAPE_KEYS = ("dtype", "seq", "causal", "batch", "heads", "kv_heads", "head_dim")
 
 
 def mask_tag(causal: bool) -> str:
@@ -79,3 +81,26 @@ def parse_seq(text: str) -> int:
     if seq < 1:  # a scope of seq 0 would seal a prediction no session can match
         raise UsageError(f"sequence length {text!r} must be a positive integer (e.g. 8192 or 8K)")
     return seq
+
+
+def check_shape_mapping(data, where: str) -> None:
+    """A shape as a file gives it must be a mapping of SHAPE_KEYS: anything else once reached Shape(**data) and
+    came back as Python's words ("argument after ** must be a mapping"). `where` names it in the refusal."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{where} must be a mapping of the shape's fields ({', '.join(SHAPE_KEYS)}), not {data!r}")
+    unknown = sorted(set(data) - set(SHAPE_KEYS))
+    if unknown:
+        raise UsageError(f"{where} has unknown keys {unknown} (known: {', '.join(SHAPE_KEYS)})")
+
+
+def shape_from_mapping(data, where: str) -> Shape:
+    """The Shape a file's mapping describes, its seq as 8192 or 8K (check_shape_mapping's refusals first); a
+    refusal names `where`."""
+    check_shape_mapping(data, where)
+    values = dict(data)
+    try:
+        if "seq" in values:
+            values["seq"] = parse_seq(values["seq"])
+        return Shape(**values)
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}", hint=e.hint) from None

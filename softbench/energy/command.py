@@ -4,35 +4,35 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import click
 
-from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
-                                    triton_config_option, variant_names)
-from softbench.core.protocol import ENERGY_SHAPE_KEYS, EnergyProtocol, load_energy_protocol
+from softbench.core.options import (SECONDS, SECONDS_OR_ZERO, SEED, WARMUP_CALLS, Finite, backend_option,
+                                    check_triton_config, nonempty, shape_options, shapes_from, triton_config_option,
+                                    variant_names)
+from softbench.core.protocol import MAX_WINDOW_CALLS, EnergyProtocol, load_energy_protocol
 
 
 # the loop options: (flag, type, help), each named as its EnergyProtocol field; their defaults are the loops' own, so
 # a protocol file and the command line start from the same values
 LOOP_OPTIONS = (
     ("--order", str, "loops in this order, comma-separated; one worker per kernel serves all its loops"),
-    ("--seconds", click.FloatRange(min=0, min_open=True), "length of each timed loop"),
-    ("--interval-ms", click.FloatRange(min=1), "requested NVML sampling interval"),
+    ("--seconds", SECONDS, "length of each timed loop"),
+    ("--interval-ms", Finite(1, unit="ms"), "requested NVML sampling interval"),
     ("--trim-start", click.IntRange(min=0), "samples dropped at the start of each loop's stream (the paper's trim)"),
     ("--trim-end", click.IntRange(min=0), "samples dropped at the end of each loop's stream"),
-    ("--idle-s", click.FloatRange(min=0), "idle power sampled before every loop (0: none)"),
-    ("--pre-s", click.FloatRange(min=0), "sampling starts this long before the loop"),
-    ("--post-s", click.FloatRange(min=0), "and stops this long after it"),
-    ("--warmup", click.IntRange(min=0), None),
-    ("--chunk", click.IntRange(min=1), "calls between synchronizations"),
-    ("--ramp-fraction", click.FloatRange(min=0, max=1, min_open=True),
+    ("--idle-s", SECONDS_OR_ZERO, "idle power sampled before every loop (0: none)"),
+    ("--pre-s", SECONDS_OR_ZERO, "sampling starts this long before the loop"),
+    ("--post-s", SECONDS_OR_ZERO, "and stops this long after it"),
+    ("--warmup", WARMUP_CALLS, None),
+    ("--chunk", click.IntRange(1, MAX_WINDOW_CALLS), "calls between synchronizations"),
+    ("--ramp-fraction", Finite(0, 1, min_open=True),
      "start-up ramp: leading kept samples below this share of the kept median"),
     ("--seed", SEED, None),
 )
 SHAPE_KEYS = ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim")
-LOOP_KEYS = tuple(f.name for f in fields(EnergyProtocol) if f.name not in ENERGY_SHAPE_KEYS)
+LOOP_KEYS = tuple(EnergyProtocol().loop_settings())
 
 
 def loop_options(fn):
@@ -55,6 +55,7 @@ def loop_options(fn):
                 "machine `softbench latency --backend sim` runs instead)")
 @loop_options
 @click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False), default=None,
+              callback=nonempty("energy"),
               help="YAML file of these options (a path, or a packaged protocol by name: energy); options given here override it")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
@@ -80,6 +81,7 @@ def command(ctx, protocol_file, triton_config, out_dir, **_given):
     check_triton_config(triton_config, backend)
     loops["order"] = variant_names(loops["order"], backend, option="--order", example="A0,A1,A1,A0")
     protocol = EnergyProtocol(**loops)
+    protocol.check_trim()  # trims that leave no sample are bad input on any machine: heard before NVML's absence
     if len(seqs) != 1:
         raise UsageError("energy takes one --seq (run it once per length)")
     # the shape's own checks (a zero length, heads that do not divide) are bad input, to be heard before the

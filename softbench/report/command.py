@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import click
 
+from softbench.core.options import nonempty
+
 
 @click.command("report")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="folder for report.md and the PNGs [default: out/report-<utc-stamp>]")
 @click.option("--speed-fidelity-shape", "speed_shape", default=None, metavar="TAG",
+              callback=nonempty("fp8-8K-causal-b1h16d128"),
               help="the shape of the speed-against-fidelity figure, as session folders spell it "
                    "(e.g. fp8-8K-causal-b1h16d128) [default: the shape most latency sessions measured]")
 def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None):
@@ -26,7 +29,8 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     from softbench.report.console_view import console_view, left_out_note
     from softbench.core.utc import utc_stamp
 
-    target = check_out_dir(out_dir or f"out/report-{utc_stamp()}")
+    # an empty --out is refused by check_out_dir, not taken for the default
+    target = check_out_dir(f"out/report-{utc_stamp()}" if out_dir is None else out_dir)
     with err.status("drawing figures"):
         rep = build_report(paths, target, speed_shape=speed_shape)
     for t in rep.tables:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (backend_option, check_triton_config, null_asked, protocol_from_cli,
+from softbench.cli import CommandGroup
+from softbench.core.options import (backend_option, check_triton_config, nonempty, null_asked, protocol_from_cli,
                                     references_asked, run_design_options, shape_options, shapes_from,
                                     triton_config_option)
 
@@ -18,13 +19,14 @@ def _command_line() -> str:
     return "softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-@click.group("sweep")
+@click.group("sweep", cls=CommandGroup)
 def command():
     """Sweep kernel variants against one baseline with the latency engine."""
 
 
 @command.command("emulation")
 @click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False), default=None,
+              callback=nonempty("emulation-sweep-paper"),
               help="YAML sweep file [default: protocols/emulation-sweep-paper.yaml]")
 @click.option("--dry-run", is_flag=True, help="print every setting with its beta and run nothing")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
@@ -32,11 +34,14 @@ def emulation(protocol_file, dry_run, out_dir):
     """FA4's exp2 emulation settings (sm_100 only), each a patched stock kernel timed against stock FA4.
 
     beta, the share of exponentials computed by FA4's polynomial, comes from FA4's own predicate."""
+    from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.core.errors import UnsupportedError
     from softbench.sweep.emulation import PAPER_PROTOCOL, check_patch_applies, load_sweep
     from softbench.sweep.render import SETTINGS_COLUMNS, settings_rows
 
+    if not dry_run:  # a bad --out is no machine's fault: heard before the plan, and before the GPU's checks
+        check_out_dir(out_dir)
     path = protocol_file or PAPER_PROTOCOL
     sweep = load_sweep(path)
     records, problems = [], {}
@@ -115,6 +120,9 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
 
     names = split_names(variants, "--variants", "A1,noexp")
     refuse_repeats(names, "--variants", "A1,noexp")  # before the machine checks: a typo is no machine's fault
+    _refuse_baseline_among(baseline, names)
+    check_triton_config(triton_config, backend)
+    check_out_dir(out_dir)
     info, emulation = {}, []
     for name in (baseline, *names):
         setting = parse_variant(name)  # FA4 emulation settings by name, e.g. emu-f16-s1
@@ -126,6 +134,14 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
     shapes = shapes_from(dtype, seqs, causal, batch, heads, kv_heads, head_dim)
     if emulation and backend != "fa4":
         raise UsageError(f"{', '.join(emulation)}: FA4 emulation settings exist only with --backend fa4")
+    for shape in shapes:
+        check_memory(shape, backend)
+    ctx = click.get_current_context()
+    _plan, proto = protocol_from_cli(ctx)  # the protocol's options are bad input on any machine: heard first
+    if backend == "sim":  # as latency does: a sweep of hours on a CPU is refused with its estimate
+        check_sim_time(shapes, proto)
+    if emulation and proto.kind != "paper":
+        raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
     for shape in shapes:  # refuse before anything runs
         if backend != "sim":
             device = detect_device()
@@ -133,18 +149,7 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
                       or (fa4_emulation_reason(device) if emulation else None))
             if reason:
                 raise UnsupportedError(f"{shape.tag()}: {reason}")
-    check_triton_config(triton_config, backend)
-    check_out_dir(out_dir)
-    for shape in shapes:
-        check_memory(shape, backend)
-    ctx = click.get_current_context()
-    _plan, proto = protocol_from_cli(ctx)
-    if backend == "sim":  # as latency does: a sweep of hours on a CPU is refused with its estimate
-        check_sim_time(shapes, proto)
-    if emulation and proto.kind != "paper":
-        raise UsageError("FA4 emulation settings are swept under the paper protocol only (add --protocol paper)")
     null = null_asked(ctx, proto, baseline, names)
-    _check_baseline_among(baseline, names, null, proto.kind)
     refs, _skipped = resolve_references(references_asked(ctx, proto), shapes, backend,
                                         detect_device(prefer_cuda=backend != "sim"))
     for shape in shapes:  # one sweep (a summary session plus one session per variant) per length
@@ -158,20 +163,16 @@ def variants_cmd(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend,
         _print_result(session)
 
 
-def _check_baseline_among(baseline: str, names: tuple[str, ...], null: bool, kind: str) -> None:
-    """The baseline named in --variants is its A/A run, which --null times already, and which a run shared by all
-    the variants (interleaved, sustained) can label only as its first variant (A0')."""
+def _refuse_baseline_among(baseline: str, names: tuple[str, ...]) -> None:
+    """The baseline is never one of --variants, alone or beside others (once, --variants A0 alone ran an A/A-only
+    sweep while A0,A1 was refused): its A/A null is what --null times, on by default."""
     from softbench.core.errors import UsageError
-    from softbench.core.options import refuse_baseline_after_first
 
-    if baseline not in names:
-        return
-    if null:
-        raise UsageError(f"--variants names the baseline {baseline}, whose A/A null --null already times (it is on "
-                         "unless --no-null is given)",
-                         hint=f"leave {baseline} out of --variants, or add --no-null")
-    if kind != "paper":  # the paper's rounds run each variant in a session of its own
-        refuse_baseline_after_first(baseline, names)
+    if baseline in names:
+        raise UsageError(f"--variants names the baseline {baseline}, which is never one of the variants",
+                         hint=f"leave {baseline} out: its A/A null runs anyway under the interleaved and sustained "
+                              f"protocols (--null, on by default); for the paper's rounds, softbench latency "
+                              f"--protocol paper --variant {baseline}")
 
 
 def _print_result(session) -> None:

@@ -21,7 +21,7 @@ from softbench.core.options import refuse_repeats
 from softbench.kernels.catalog import EMULATION_NAME, check
 from softbench.kernels.patch import Edit, Patch
 from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
-from softbench.core.shapes import Shape
+from softbench.core.shapes import Shape, shape_from_mapping
 from softbench.core.numbers import finite
 
 FRAGMENT = 32  # elements per fragment in apply_exp2_convert (frg_tile)
@@ -202,10 +202,7 @@ def load_sweep(path: Path | str) -> EmulationSweep:
     unknown = set(data) - known
     if unknown:
         raise UsageError(f"{path}: unknown keys {sorted(unknown)} (known: {sorted(known)})")
-    try:
-        shape = Shape(**(data.get("shape") or {}))
-    except TypeError as e:
-        raise UsageError(f"{path}: bad shape: {e}") from None
+    shape = shape_from_mapping(data.get("shape") or {}, f"{path}: shape")
     protocol = latency_protocol_from_mapping({"protocol": data.get("protocol") or {}}, str(path))
     res = data.get("res", DEFAULT_RES)
     columns = data.get("columns", DEFAULT_COLUMNS)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (SEED, backend_option, check_triton_config, shape_options, shapes_from,
-                                    triton_config_option, variant_names)
+from softbench.cli import CommandGroup
+from softbench.core.options import (SEED, WARMUP_CALLS, backend_option, check_triton_config, nonempty, shape_options,
+                                    shapes_from, triton_config_option, variant_names)
 from softbench.core.protocol import MAX_WINDOW_CALLS
 
 
-@click.group("trace")
+@click.group("trace", cls=CommandGroup)
 def command():
     """Trace kernels with Nsight Systems (or torch.profiler), or read Nsight exports."""
 
@@ -24,7 +25,7 @@ def command():
                 "on a CUDA GPU as well (a trace records GPU kernels, so every backend needs one; on a CPU machine "
                 "read exports with `trace ingest`)")
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
-@click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
+@click.option("--warmup", type=WARMUP_CALLS, default=50, show_default=True, help="untimed calls per process")
 @click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=200, show_default=True,
               help="timed calls per process")
 @click.option("--seed", type=SEED, default=0, show_default=True)
@@ -84,7 +85,8 @@ for _p in run.params:  # the shared option's help speaks of one session per leng
 
 
 @command.command("ingest")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False),
+                callback=nonempty("report_cuda_gpu_kern_sum.csv"))
 @click.option("--json", "as_json", is_flag=True, help="print the kernels as JSON instead of tables")
 def ingest(files, as_json):
     """Read Nsight Systems exports: cuda_gpu_kern_sum CSV, SQLite (nsys export --type sqlite), or a
