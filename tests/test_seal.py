@@ -84,6 +84,13 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
+def handmade_seal(data: bytes, filename: str) -> str:
+    """A seal file written by hand for `data`, with every line softbench seal writes, so that verify reads it."""
+    meta = {"format": "softbench-seal/1", "sealed_utc": "2026-12-06T00:00:00.000+00:00", "git_commit": "none",
+            "git_dirty": "unknown", "source": "by hand", "softbench": "0", "predictions": 1}
+    return SealRecord(hashlib.sha256(data).hexdigest(), filename, meta).to_text()
+
+
 def test_canonical_form_is_stable_under_key_order_comments_and_whitespace():
     a = canonical_bytes(normalize(yaml.safe_load(FIRST)))
     b = canonical_bytes(normalize(yaml.safe_load(SECOND)))
@@ -184,7 +191,7 @@ def test_edited_seal_hash_or_handmade_pair_is_refused(tmp_path):
     # a pair made by hand: the hash fits the bytes, but the bytes are not what seal writes
     handmade = FIRST.encode()
     r.yaml_path.write_bytes(handmade)
-    r.seal_path.write_text(f"{hashlib.sha256(handmade).hexdigest()}  demo.yaml\n")
+    r.seal_path.write_text(handmade_seal(handmade, "demo.yaml"))
     with pytest.raises(SealError, match="not in canonical form"):
         verify(r.yaml_path)
 
@@ -476,7 +483,7 @@ def test_resealing_identical_content_after_its_window_closed_is_still_a_no_op(tm
 def test_a_handmade_pair_that_is_not_utf8_is_refused_in_one_sentence(tmp_path):
     y = tmp_path / "h.yaml"
     y.write_bytes(b"predictions: \xff\n")
-    (tmp_path / "h.sha256").write_text(f"{hashlib.sha256(y.read_bytes()).hexdigest()}  h.yaml\n")
+    (tmp_path / "h.sha256").write_text(handmade_seal(y.read_bytes(), "h.yaml"))
     with pytest.raises(SealError, match="not UTF-8 text"):
         verify(y)
 
@@ -504,12 +511,12 @@ def test_the_seal_files_own_lines_are_checked(tmp_path):
 
 def test_a_seal_whose_time_was_edited_into_no_time_does_not_verify(tmp_path):
     """The seal's time decides which sessions count as evidence; `verify` once passed `sealed_utc: yesterday`,
-    which `evaluate` then refused. Both now stop at the seal file."""
+    which `evaluate` then refused. Both now stop at the seal file, as at any damaged seal: bad input (2)."""
     r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
     text = r.seal_path.read_text()
     stamp = next(line for line in text.splitlines() if line.startswith("# sealed_utc: "))
     r.seal_path.write_text(text.replace(stamp, "# sealed_utc: yesterday"))
-    with pytest.raises(SealError, match="its sealed_utc 'yesterday' is no ISO 8601 time"):
+    with pytest.raises(UsageError, match="its sealed_utc 'yesterday' is not an ISO 8601 time"):
         verify(r.yaml_path)
 
 

@@ -20,7 +20,7 @@ Rules (also in the command's help):
 - Provenance: scope keys naming the code or the protocol that ran (`source_sha256`, `git_commit` from env.json,
   `protocol.<field>`) are checked after the others; a session that matches everything else but differs there
   is listed as excluded with what it recorded, not silently dropped.
-- Partial sessions (status.json complete=false) are skipped unless asked for, and are labelled when used.
+- Partial sessions (status.json complete other than true) are skipped unless asked for, and are labelled when used.
 - Each in-scope session with the evidence and a numeric value is scored on its own; a prediction is met only
   when it holds in every such session, failed when it fails in any, and unverified when none gives a value.
 - Deviations record what did not go as planned: in scope but evidence or quantity missing, values that are not

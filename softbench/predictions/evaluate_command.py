@@ -27,9 +27,9 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     every session in scope that supplies its evidence and quantity; unverified when no such session exists. Sessions
     out of scope are ignored; partial ones are skipped unless --include-partial. Exit status is 0 whatever the
     verdicts (they are results)."""
-    from softbench.core.checks import check_out_file
+    from softbench.core.checks import check_out_file, refuse_empty
     from softbench.core.console import out, table
-    from softbench.core.errors import SealError, UsageError
+    from softbench.core.errors import UsageError
     from softbench.predictions.evaluate import evaluate, evaluation_document
     from softbench.predictions.sessions import load_sessions
     from softbench.predictions.seal import verify
@@ -38,12 +38,11 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     paths = list(sessions) + list(more_sessions)
     if not paths:
         raise UsageError("no sessions given", hint="softbench evaluate SEALED --sessions sessions")
-    if json_file:
+    if json_file is not None:  # not `if json_file`: an empty value is refused, not taken as no --json
+        refuse_empty(json_file, "--json", "give --json a file path, e.g. --json verdicts.json")
         check_out_file(json_file, "--json")
     v = verify(sealed)
-    sealed_utc = v.record.meta.get("sealed_utc")
-    if not sealed_utc:
-        raise SealError(f"{v.seal_path} records no sealed_utc, so no session can be shown to come after the seal")
+    sealed_utc = v.record.meta["sealed_utc"]  # verify refuses a seal without one
     records = load_sessions(paths)
     if json_file:
         _refuse_overwriting_evidence(Path(json_file), v, records)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from softbench import __version__
-from softbench.core.checks import check_out_dir
+from softbench.core.checks import check_out_dir, refuse_empty
 from softbench.core.errors import SealError, UsageError
 from softbench.core.session import atomic_write_text
 from softbench.core.textfile import read_text_file
@@ -31,6 +31,22 @@ from softbench.predictions.schema import (NAME_RE, canonical_bytes, canonical_te
 
 SEAL_FORMAT = "softbench-seal/1"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+# the lines seal_file always writes: a seal without one of them was not written by softbench seal, and evaluate
+# needs sealed_utc (which sessions count) and git_commit (which commit the seal may not predate)
+REQUIRED_META = ("format", "sealed_utc", "git_commit", "git_dirty", "source", "softbench", "predictions")
+# a commit as git_state records it: SHA-1 or, in a SHA-256 repository, 64 hex digits; `none` outside any
+_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64}|none)$")
+# what seal_file writes in the lines a reader relies on: (what it is, whether a value fits)
+_META_VALUES = {
+    "format": (f"{SEAL_FORMAT!r}, the only format this softbench reads", lambda v: v == SEAL_FORMAT),
+    "sealed_utc": ("an ISO 8601 time", lambda v: parse_utc(v) is not None),
+    "git_commit": ("a commit of 40 or 64 hex digits, or none", _COMMIT.match),
+    "git_dirty": ("true, false or unknown", lambda v: v in ("true", "false", "unknown")),
+    "predictions": ("a count", lambda v: v.isascii() and v.isdigit()),
+}
+# a seal is written as <name>.sha256 through a temporary .<name>.sha256.<random>.tmp: 100 keeps both far below
+# the 255 bytes a file name may have
+MAX_NAME_CHARS = 100
 
 
 # --- seal files -----------------------------------------------------------------------------------------
@@ -52,22 +68,36 @@ class SealRecord:
 
     @classmethod
     def parse(cls, text: str, source: str) -> "SealRecord":
+        """The record in a seal file's text; UsageError (bad input, not a mismatch) where the text is not a seal
+        as seal_file writes it: the first line, the format, a line it always writes missing, given twice or
+        holding no value of its kind."""
+        damaged = "the seal file was damaged; restore it from version control"
         lines = text.splitlines()
         first = lines[0].split() if lines else []
         if len(first) != 2 or not _HEX.match(first[0]):
-            raise SealError(f"{source}: the first line must be '<sha256 hex>  <name>.yaml'",
-                            hint="the seal file was damaged; restore it from version control")
+            raise UsageError(f"{source}: the first line must be '<sha256 hex>  <name>.yaml'", hint=damaged)
         meta: dict = {}
         preds: dict = {}
         for line in lines[1:]:
             if not line.startswith("# ") or ": " not in line:
                 continue
             key, _, value = line[2:].partition(": ")
-            if key.startswith("prediction."):
-                preds[key[len("prediction."):]] = value.strip()
-            else:
-                meta[key] = value.strip()
+            into, field_ = (preds, key[len("prediction."):]) if key.startswith("prediction.") else (meta, key)
+            if field_ in into:  # the later line would win silently, e.g. a second, earlier sealed_utc
+                raise UsageError(f"{source} gives its {key} line twice", hint=damaged)
+            into[field_] = value.strip()
+        missing = [k for k in REQUIRED_META if k not in meta]
+        if missing:
+            raise UsageError(f"{source} lacks the '# key: value' lines that softbench seal always writes: "
+                             f"{', '.join(missing)}", hint=damaged)
+        for key, (what, fits) in _META_VALUES.items():
+            if not fits(meta[key]):
+                raise UsageError(f"{source}: its {key} {meta[key]!r} is not {what}", hint=damaged)
         return cls(sha256=first[0], filename=first[1].lstrip("*"), meta=meta, predictions=preds)
+
+    @classmethod
+    def read(cls, path: Path) -> "SealRecord":
+        return cls.parse(read_text_file(path, "seal file"), str(path))
 
 
 @dataclass(frozen=True)
@@ -112,12 +142,11 @@ def _archive_dir(directory: Path, seal_path: Path) -> Path:
     stamp, digest = "unsealed", "incomplete"
     if seal_path.exists():
         try:
-            old = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
+            old = SealRecord.read(seal_path)
             digest = old.sha256[:12]
-            sealed = parse_utc(old.meta["sealed_utc"])
-            if sealed is not None:  # its own offset, if edited to carry one, converted: the stamp is in UTC
-                stamp = utc_stamp(sealed)
-        except (SealError, KeyError):
+            # its own offset, if edited to carry one, converted: the stamp is in UTC
+            stamp = utc_stamp(parse_utc(old.meta["sealed_utc"]))
+        except UsageError:
             pass  # a damaged seal is archived as it is, under a neutral name
     dest = directory / "replaced" / f"{stamp}-{digest}"
     # two incomplete pairs replaced in turn share the neutral name: the second must not overwrite the first
@@ -152,8 +181,8 @@ def _refuse_edited_pair(yaml_path: Path, seal_path: Path, sealed_bytes: bytes) -
     already sealed, and --replace would archive the edit as the old seal; either way the sealed original is gone
     from the folder, so nothing is sealed until the pair is restored (fail closed)."""
     try:
-        record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
-    except SealError:
+        record = SealRecord.read(seal_path)
+    except UsageError:
         return  # a damaged seal file: --replace archives it as it is
     if sha256_hex(sealed_bytes) != record.sha256:
         raise SealError(f"{yaml_path} was edited after it was sealed (it no longer matches {seal_path.name}), so "
@@ -170,7 +199,12 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
     moved, unchanged, under <directory>/replaced/ and the new seal names the hash it replaces. Identical content
     is a no-op (SealResult.created is False). Everything is validated before anything is written."""
     source = Path(source)
-    name = name or source.stem
+    if name is None:
+        name = source.stem
+    refuse_empty(name, "--name", "give --name a name, or leave --name out to use the file's stem")
+    if len(name) > MAX_NAME_CHARS:
+        raise UsageError(f"seal name {name[:20]!r}... has {len(name)} characters, more than the {MAX_NAME_CHARS} a "
+                         "seal name may have")
     if not NAME_RE.match(name):
         raise UsageError(f"seal name {name!r} may use letters, digits, '.', '_' and '-' only")
     text = read_text_file(source, "predictions file")
@@ -188,7 +222,7 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
         if complete:
             _refuse_edited_pair(yaml_path, seal_path, old)
         if old == data:
-            record = SealRecord.parse(read_text_file(seal_path, "seal file", SealError), str(seal_path))
+            record = SealRecord.read(seal_path)
             return SealResult(yaml_path, seal_path, digest, created=False, record=record)
         check_windows_open(content)  # before the old pair is archived; an identical re-seal above needs no window
         if not replace:
@@ -237,6 +271,8 @@ class Verified:
 
 def _resolve_pair(path: Path | str) -> tuple[Path, Path]:
     p = Path(path)
+    if not p.name:  # '' (which Path reads as '.') or '/': no file to take the pair's name from
+        raise UsageError(f"the sealed file's path {str(path)!r} names no file", hint="give sealed/NAME.yaml")
     if p.suffix == ".sha256":
         return p.with_suffix(".yaml"), p
     if p.suffix in (".yaml", ".yml"):
@@ -291,10 +327,10 @@ def verify(path: Path | str) -> Verified:
     """Recompute the seal of a sealed predictions file; raise SealError, with an explanation, on any mismatch."""
     yaml_path, seal_path = _resolve_pair(path)
     for p in (yaml_path, seal_path):
-        if not p.is_file():
-            raise SealError(f"{p} does not exist", hint="a sealed set is <name>.yaml plus <name>.sha256, written by "
-                                                        "softbench seal")
-    seal_text = read_text_file(seal_path, "seal file", SealError)
+        if not p.is_file():  # bad input (2), not a mismatch (6): there is no seal to verify
+            raise UsageError(f"{p} {'is not a file' if p.exists() else 'does not exist'}",
+                             hint="a sealed set is <name>.yaml plus <name>.sha256, written by softbench seal")
+    seal_text = read_text_file(seal_path, "seal file")
     record = SealRecord.parse(seal_text, str(seal_path))
     if record.filename != yaml_path.name:
         raise SealError(f"{seal_path} seals {record.filename!r}, not {yaml_path.name!r}")
@@ -316,18 +352,27 @@ def verify(path: Path | str) -> Verified:
     return Verified(yaml_path, seal_path, content, record)
 
 
+def _commit_time(commit: str, cwd: Path) -> _dt.datetime | None:
+    """The committer time of `commit` in the repository holding cwd; None where there is no git, no repository
+    or no such commit (a seal copied elsewhere, a shallow clone): then the time cannot be checked."""
+    out = _git(["show", "-s", "--format=%cI", f"{commit}^{{commit}}"], cwd)
+    return parse_utc(out.strip()) if out else None
+
+
 def _check_record(seal_path: Path, seal_text: str, record: SealRecord, content: dict) -> None:
     """The seal file's own lines: the yaml's hash guards the predictions, not the seal's time, and a session's
     standing as evidence rests on that time. What can be recomputed is (the count, each prediction's hash); the
     rest is compared with the committed seal file whenever that one seals the same bytes, so an edit of its time
     after the commit is caught."""
-    sealed_utc = record.meta.get("sealed_utc")
-    if sealed_utc is not None and parse_utc(sealed_utc) is None:
-        # evaluate counts only sessions after this time: a seal whose time does not read could not be scored
-        raise SealError(f"{seal_path}: its sealed_utc {sealed_utc!r} is no ISO 8601 time; the seal file was edited",
+    commit, sealed_utc = record.meta["git_commit"], record.meta["sealed_utc"]
+    made = _commit_time(commit, seal_path.resolve().parent) if commit != "none" else None
+    if made is not None and parse_utc(sealed_utc) < made:
+        # the seal was made at that commit, so after it: an earlier time would let earlier sessions count
+        raise SealError(f"{seal_path}: its sealed_utc {sealed_utc} is earlier than its commit {commit[:12]} "
+                        f"({utc_iso(made)}), at which it was made; the seal file was edited",
                         hint="restore it from version control")
-    count = record.meta.get("predictions")
-    if count is not None and count != str(len(content["predictions"])):
+    count = record.meta["predictions"]
+    if count != str(len(content["predictions"])):
         raise SealError(f"{seal_path} counts {count} predictions where the sealed file holds "
                         f"{len(content['predictions'])}; the seal file was edited")
     if record.predictions and record.predictions != prediction_hashes(content):
@@ -337,7 +382,7 @@ def _check_record(seal_path: Path, seal_text: str, record: SealRecord, content: 
         return
     try:
         before = SealRecord.parse(committed, f"HEAD:{seal_path.name}")
-    except SealError:
+    except UsageError:
         return
     if before.sha256 == record.sha256:  # the same seal as committed, so its lines may not differ
         changed = sorted(k for k in set(before.meta) | set(record.meta) if before.meta.get(k) != record.meta.get(k))

@@ -98,7 +98,9 @@ def load_session(path: Path | str) -> SessionRecord:
     summary = _read_mapping(path / "summary.json", problems)
     protocol = _read_mapping(path / "protocol.yaml", problems)
     env = _read_mapping(path / "env.json", problems)
-    complete = bool(status.get("complete")) and summary.get("complete", True) is not False
+    # only JSON true is complete: "no", "false" or 0, written by hand, read as truthy would pass a partial session
+    # off as complete evidence
+    complete = status.get("complete") is True and summary.get("complete", True) is True
     facts = session_facts(status, summary, protocol, env)
     return SessionRecord(name=path.name, path=str(path), command=str(facts.get("command")),
                          complete=complete, summary=summary, protocol=protocol, facts=facts,
