@@ -264,6 +264,10 @@ CASES = [
          says="'--bootstrap'"),
     case("fidelity-gguf-file-empty", "fidelity", "--model", "smollm2-135m", "--gguf-file", "",
          says="--gguf-file is empty"),
+    # Path("") is the current folder: "--corpus <cwd>: a folder, but not one written by datasets' save_to_disk"
+    case("fidelity-corpus-empty", "fidelity", "--model", "smollm2-135m", "--corpus", "", says="--corpus is empty"),
+    # the seal's name comes from the file's stem, so the refusal named an empty --name the user never gave
+    case("seal-path-empty", "seal", "", says="an argument of softbench seal is empty"),
     # read until the memory ran out
     case("seal-device", "seal", "/dev/zero", says="not a regular file"),
     # thousands of worker processes from a typo

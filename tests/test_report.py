@@ -301,6 +301,22 @@ def test_a_session_with_a_field_of_the_wrong_kind_is_left_out_and_the_rest_drawn
     assert not (out / f"latency-windows-{name}.png").exists()
 
 
+@pytest.mark.parametrize("summary", [None, "", "{}"])
+def test_a_session_without_a_summary_is_left_out_not_guessed(tmp_path, summary):
+    """A latency session whose summary.json is gone (or empty) was tabulated with empty cells as the paper's rounds,
+    a protocol it never ran (its protocol.yaml says interleaved)."""
+    src = copy_sessions([_INTERLEAVED, _GOOD], tmp_path / "sessions")
+    path = src / _INTERLEAVED / "summary.json"
+    path.unlink() if summary is None else path.write_text(summary)
+    out = tmp_path / "report"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    (line,) = [ln for ln in md.splitlines() if ln.startswith(f"- `{_INTERLEAVED}`")]
+    assert "no summary.json that holds a result" in line and "left out of every table" in line
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and _INTERLEAVED in ln]
+    assert rows == [] and any(_GOOD in ln for ln in md.splitlines() if ln.startswith("| "))
+
+
 def test_a_figure_that_cannot_draw_a_value_is_named_and_the_report_goes_on(tmp_path):
     """A negative per-round sd passes the tables (they print it) but not matplotlib's whiskers: the bars figure is
     named as not drawn, and the rest of the report is written."""

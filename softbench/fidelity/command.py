@@ -9,7 +9,7 @@ import sys
 import click
 
 from softbench.core.console import RichProgress
-from softbench.core.options import SEED, rescale_threshold_option
+from softbench.core.options import SEED, nonempty, rescale_threshold_option
 from softbench.core.shapes import DTYPES
 from softbench.fidelity.limits import MIN_BLOCK_LEN, MIN_BLOCKS
 
@@ -25,7 +25,7 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
               "gemma-2-2b, gemma-3-270m, ...), a local model folder, a .gguf file, or a Hugging Face id: from the "
               "local cache, else downloaded into it (HF_HUB_OFFLINE=1 or --offline: the cache only)")
 @click.option("--gguf-file", default=None, help="GGUF file inside --model's folder")
-@click.option("--corpus", default="wikitext-103", show_default=True,
+@click.option("--corpus", default="wikitext-103", show_default=True, callback=nonempty("austen"),
               help="wikitext-103 (through datasets), austen (make setup unpacks it), hf:OWNER/NAME[:CONFIG[:SPLIT]], "
                    "a UTF-8 text file, a .jsonl file (a 'text' field per line), or a folder saved by datasets")
 @click.option("--offline", is_flag=True, help="the Hugging Face cache only: no request (as HF_HUB_OFFLINE=1)")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import click
 
+from softbench.core.options import nonempty
+
 
 @click.command("seal")
-@click.argument("predictions", type=click.Path(dir_okay=False))
+# an empty path first, or the seal's name, taken from its stem, would be what the refusal names
+@click.argument("predictions", type=click.Path(dir_okay=False), callback=nonempty("predictions.yaml"))
 @click.option("--name", default=None, help="sealed name [default: the file's stem]")
 @click.option("--dir", "directory", default="sealed", show_default=True, type=click.Path(file_okay=False))
 @click.option("--replace", is_flag=True,

@@ -41,6 +41,12 @@ def split_readable(records: list[SessionRecord], estimate: ReferenceEstimates
     readable, left_out = [], []
     for r in records:
         probe = PROBES.get(r.command)
+        if probe is not None and not r.summary:
+            # the tables read every figure from the summary: without one they would show empty cells and guess the
+            # protocol (a latency session that names none was read as the paper's rounds)
+            why = "; ".join(r.problems) or "missing, or holds nothing"
+            left_out.append((r, f"no summary.json that holds a result ({why}); left out of every table and figure"))
+            continue
         try:
             if probe is not None:
                 probe(r, estimate)
