@@ -53,6 +53,15 @@ def test_a_seal_name_too_long_for_a_file_or_empty_is_refused_before_anything_is_
     assert done.returncode == 0 and (out / f"{'a' * 100}.sha256").is_file(), done.stderr
 
 
+def test_a_sealed_file_replaced_by_a_huge_one_does_not_match_and_is_not_read(tmp_path):
+    """seal reads no predictions file over 16 MiB, so a sealed file that large was replaced: a mismatch (6), said
+    without reading it whole into memory."""
+    sealed = copy_seal(tmp_path / "sealed")
+    with sealed.open("r+b") as f:
+        f.truncate(17 << 20)  # sparse: nothing written to the disk
+    refused(run_cli("verify", str(sealed)), 6, "does not match its seal: it is 17 MiB, more than any predictions file")
+
+
 def test_a_missing_seal_is_bad_input_not_a_mismatch(tmp_path):
     missing = str(tmp_path / "nonexist.yaml")
     refused(run_cli("verify", missing), 2, "does not exist")

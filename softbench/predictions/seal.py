@@ -24,7 +24,7 @@ from softbench import __version__
 from softbench.core.checks import check_out_dir, refuse_empty
 from softbench.core.errors import SealError, UsageError
 from softbench.core.session import atomic_write_text
-from softbench.core.textfile import read_text_file
+from softbench.core.textfile import MAX_TEXT_BYTES, read_text_file
 from softbench.core.utc import parse_utc, utc_iso, utc_stamp
 from softbench.predictions.schema import (NAME_RE, canonical_bytes, canonical_text, check_recorded, load_yaml_text,
                                           natural_key, normalize, prediction_hashes, sha256_hex)
@@ -334,6 +334,10 @@ def verify(path: Path | str) -> Verified:
     record = SealRecord.parse(seal_text, str(seal_path))
     if record.filename != yaml_path.name:
         raise SealError(f"{seal_path} seals {record.filename!r}, not {yaml_path.name!r}")
+    if yaml_path.stat().st_size > MAX_TEXT_BYTES:  # seal reads no larger predictions file: this one was replaced
+        raise SealError(f"{yaml_path} does not match its seal: it is {yaml_path.stat().st_size / 2**20:.0f} MiB, "
+                        f"more than any predictions file softbench seals ({MAX_TEXT_BYTES >> 20} MiB)",
+                        hint="a sealed file is never edited; restore it, or seal new predictions under a new name")
     actual = yaml_path.read_bytes()
     if sha256_hex(actual) != record.sha256:
         raise SealError(f"{yaml_path} does not match its seal\n{_explain_mismatch(yaml_path, actual, record)}",
