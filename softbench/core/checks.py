@@ -69,7 +69,9 @@ def check_out_dir(path: Path | str, option: str = "--out") -> Path:
 
 
 def check_out_file(path: Path | str, option: str) -> Path:
-    """The same refusals for an output file: its folder must be writable, and the path must not be a folder."""
+    """The same refusals for an output file: not empty, its folder must be writable, and the path must not be a
+    folder."""
+    refuse_empty(path, option, f"give {option} a file path")
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"{option} {p} is a folder, not a file", hint=f"give {option} a file path")

@@ -48,15 +48,17 @@ def table(title: str, columns: list[str], rows: list[list[str]], width: int | No
     one column per row, headed by the rows' first cells (a static SASS table of 20 instruction families and two
     variants would otherwise be cut into columns one letter wide at 80 columns)."""
     width = out.width if width is None else width
-    if _words_width(columns, rows) > width and fits(columns, rows, width):
-        columns, rows = turned(columns, rows)
+    if _words_width(columns, rows) > width:
+        turned_columns, turned_rows = turned(columns, rows)
+        if _words_width(turned_columns, turned_rows) <= width:
+            columns, rows = turned_columns, turned_rows
+    # a short name in the first column (a session's start stamp, a kernel's label) names its row and is kept
+    # whole, so that it can be copied, where rich would otherwise squeeze it with the rest
+    name = _longest_word([r[0] for r in rows if r])
     t = Table(title=title)
     for j, c in enumerate(columns):
-        # fold: a long session name continues on the next line instead of being cut to "sess..."; a short one in
-        # the first column (a session's start stamp, a kernel's label) names its row and is kept whole, so that
-        # it can be copied, where rich would otherwise squeeze it with the rest
-        name = _longest_word([r[0] for r in rows if r]) if j == 0 else 0
-        t.add_column(c, overflow="fold", min_width=name if name <= _NAME_MAX else None)
+        # fold: a long session name continues on the next line instead of being cut to "sess..."
+        t.add_column(c, overflow="fold", min_width=name if j == 0 and name <= _NAME_MAX else None)
     for r in rows:
         t.add_row(*r)
     return t

@@ -28,9 +28,10 @@ def read_text_file(path: Path | str, what: str, error: type[SoftbenchError] = Us
     if not p.is_file():
         raise error(f"{what} {p} is not a regular file (a device, a pipe or a socket)")
     try:
-        if max_bytes is not None and p.stat().st_size > max_bytes:
-            raise error(f"{what} {p} is {p.stat().st_size / 2**20:.0f} MiB, more than the {max_bytes >> 20} MiB "
-                        f"any {what} could hold")
+        size = p.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise error(f"{what} {p} is {size / 2**20:.0f} MiB, more than the {max_bytes >> 20} MiB any {what} "
+                        "could hold")
         return p.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{what} {p} is not UTF-8 text (a binary file?)") from None

@@ -24,7 +24,8 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
 @click.option("--model", default=None, help="alias (smollm2-135m, qwen2.5-1.5b, mistral-7b, llama-3.1-8b, "
               "gemma-2-2b, gemma-3-270m, ...), a local model folder, a .gguf file, or a Hugging Face id: from the "
               "local cache, else downloaded into it (HF_HUB_OFFLINE=1 or --offline: the cache only)")
-@click.option("--gguf-file", default=None, help="GGUF file inside --model's folder")
+@click.option("--gguf-file", default=None, callback=nonempty("model.Q4_K_M.gguf"),
+              help="GGUF file inside --model's folder")
 @click.option("--corpus", default="wikitext-103", show_default=True, callback=nonempty("austen"),
               help="wikitext-103 (through datasets), austen (make setup unpacks it), hf:OWNER/NAME[:CONFIG[:SPLIT]], "
                    "a UTF-8 text file, a .jsonl file (a 'text' field per line), or a folder saved by datasets")
@@ -121,8 +122,6 @@ def command(model, gguf_file, corpus, offline, block_len, max_blocks, path, back
     if resume is None:
         if not model:
             raise UsageError("--model is required (or --resume SESSION_DIR)")
-        if gguf_file == "":  # an empty name would otherwise pass for no --gguf-file at all
-            raise UsageError("--gguf-file is empty: name a GGUF file inside --model's folder, or leave the option out")
         from softbench.fidelity.corpus import portable_spec
         from softbench.fidelity.models import portable_name
 

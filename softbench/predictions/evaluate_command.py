@@ -27,7 +27,7 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     every session in scope that supplies its evidence and quantity; unverified when no such session exists. Sessions
     out of scope are ignored; partial ones are skipped unless --include-partial. Exit status is 0 whatever the
     verdicts (they are results)."""
-    from softbench.core.checks import check_out_file, refuse_empty
+    from softbench.core.checks import check_out_file
     from softbench.core.console import out, table
     from softbench.core.errors import UsageError
     from softbench.predictions.evaluate import evaluate, evaluation_document
@@ -38,8 +38,7 @@ def command(sealed: str, more_sessions: tuple[str, ...], sessions: tuple[str, ..
     paths = list(sessions) + list(more_sessions)
     if not paths:
         raise UsageError("no sessions given", hint="softbench evaluate SEALED --sessions sessions")
-    if json_file is not None:  # not `if json_file`: an empty value is refused, not taken as no --json
-        refuse_empty(json_file, "--json", "give --json a file path, e.g. --json verdicts.json")
+    if json_file is not None:  # not `if json_file`: check_out_file refuses an empty value, not taken as no --json
         check_out_file(json_file, "--json")
     v = verify(sealed)
     sealed_utc = v.record.meta["sealed_utc"]  # verify refuses a seal without one

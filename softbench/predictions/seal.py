@@ -334,8 +334,9 @@ def verify(path: Path | str) -> Verified:
     record = SealRecord.parse(seal_text, str(seal_path))
     if record.filename != yaml_path.name:
         raise SealError(f"{seal_path} seals {record.filename!r}, not {yaml_path.name!r}")
-    if yaml_path.stat().st_size > MAX_TEXT_BYTES:  # seal reads no larger predictions file: this one was replaced
-        raise SealError(f"{yaml_path} does not match its seal: it is {yaml_path.stat().st_size / 2**20:.0f} MiB, "
+    size = yaml_path.stat().st_size
+    if size > MAX_TEXT_BYTES:  # seal reads no larger predictions file: this one was replaced
+        raise SealError(f"{yaml_path} does not match its seal: it is {size / 2**20:.0f} MiB, "
                         f"more than any predictions file softbench seals ({MAX_TEXT_BYTES >> 20} MiB)",
                         hint="a sealed file is never edited; restore it, or seal new predictions under a new name")
     actual = yaml_path.read_bytes()

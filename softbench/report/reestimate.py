@@ -24,10 +24,15 @@ from softbench.report.records import raw_records
 EstimateAgainst = Callable[[SessionRecord, str], tuple[dict[str, dict], str | None]]
 
 
+def units_file(summary: dict) -> str:
+    """The records file that holds a latency session's paired units: the sustained protocol's blocks, else windows."""
+    return "blocks.jsonl" if summary.get("protocol_kind") == "sustained" else "windows.jsonl"
+
+
 def paired_units(rec: SessionRecord) -> tuple[list[dict], str, str | None]:
     """(units, the field that holds ms per call, the pairing slot) as the latency engine summarized them."""
     s = rec.summary
-    if s.get("protocol_kind") == "sustained":
+    if units_file(s) == "blocks.jsonl":
         return raw_records(rec, "blocks.jsonl"), "median_ms", None
     windows = [w for w in raw_records(rec, "windows.jsonl") if w.get("phase") in ("measure", None)]
     # the carry-over circuit pairs windows that followed the same kernel; the other orders pair per cycle
@@ -86,8 +91,7 @@ def against_reference(rec: SessionRecord, reference: str) -> tuple[dict[str, dic
         return {}, "it holds no recorded units (windows.jsonl or blocks.jsonl) to pair"
     problem = _unit_problem(units, key, slot)
     if problem:
-        source = "blocks.jsonl" if s.get("protocol_kind") == "sustained" else "windows.jsonl"
-        return {}, f"its units in {source} cannot be paired: {problem}"
+        return {}, f"its units in {units_file(s)} cannot be paired: {problem}"
     with np.errstate(all="ignore"):  # a time near a float's limit overflows its ratios: the check below says so
         return _estimates(s, units, key, slot, reference)
 
