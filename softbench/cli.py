@@ -12,6 +12,7 @@ import click
 
 from softbench import __version__
 from softbench.core.errors import SoftbenchError
+from softbench.core.options import CommandGroup
 
 # command name -> module defining `command` (a click.Command); each command lives in its own package
 COMMANDS = {
@@ -28,21 +29,6 @@ COMMANDS = {
     "report": "softbench.report.command",
     "env": "softbench.env.command",
 }
-
-
-class CommandGroup(click.Group):
-    """A group of commands (softbench itself, sweep, trace): given none, one sentence naming them rather than the
-    whole help as an error (click raises its help text as the usage error)."""
-
-    def parse_args(self, ctx, args):
-        if not args and not ctx.resilient_parsing:
-            from softbench.core.errors import UsageError
-
-            names = self.list_commands(ctx)
-            raise UsageError(f"{ctx.command_path} needs a {'sub' if ctx.parent else ''}command: "
-                             f"{', '.join(names[:-1])} or {names[-1]}",
-                             hint=f"{ctx.command_path} --help says what each does")
-        return super().parse_args(ctx, args)
 
 
 class LazyGroup(CommandGroup):

@@ -100,6 +100,8 @@ def build_template(root: Path) -> None:
     (root / "kern-long-row.csv").write_text("Name,Instances,Total Time (ns),Med (ns)\nk,3,100,5,9,9\n")
     (root / "protocol-cells.yaml").write_text("protocol: {rounds: 1}\ncells:\n  - {seq: 256}\n")
     (root / "kern-text.csv").write_text(KERN_HEADER + "50.0,1000,10,100,n/a,90,110,5,kernel_a\n")
+    (root / "kern-short-row.csv").write_text(KERN_HEADER + "50.0,1000,10,100,90,80,110,5,kernel_a\n"
+                                             "50.0,1000,10,100,90,80,110,5\n")
     (root / "kern-noheader.csv").write_text("Processing [r.sqlite]...\nSKIPPED: no CUDA kernel data.\n")
     (root / "trace.nsys-rep").write_bytes(b"\x00report")
     (root / "trace-bad.json").write_text("{\"traceEvents\": [")
@@ -209,6 +211,8 @@ CASES = [
     case("ingest-junk-sqlite", "trace", "ingest", "junk.sqlite", says="not a readable SQLite export"),
     case("ingest-huge-integer", "trace", "ingest", "trace-huge.json", says="not a number"),
     case("ingest-deep-json", "trace", "ingest", "trace-deep.json", says="nests too deeply"),
+    case("ingest-row-shorter-than-header", "trace", "ingest", "kern-short-row.csv",
+         says="line 3: a row of the kernel table has no kernel name"),
     case("ingest-row-longer-than-header", "trace", "ingest", "kern-long-row.csv", says="more cells than its header"),
     case("ingest-unknown-type", "trace", "ingest", "export.xyz", says="unknown export type"),
     case("ingest-missing", "trace", "ingest", "nothing.csv", says="does not exist"),
@@ -379,6 +383,12 @@ CASES = [
     case("report-speed-shape-empty", "report", "sessions", "--speed-fidelity-shape", "",
          says="--speed-fidelity-shape is empty"),
     case("ingest-empty-path", "trace", "ingest", "", says="an argument of softbench trace ingest is empty"),
+    # a path to read from, empty: click's own check had said that the folder '' does not exist
+    case("report-path-empty", "report", "", says="an argument of softbench report is empty"),
+    case("evaluate-sessions-empty", "evaluate", "sealed/x.yaml", "--sessions", "", says="--sessions is empty"),
+    case("evaluate-dir-empty", "evaluate", "sealed/x.yaml", "", says="an argument of softbench evaluate is empty"),
+    case("gates-reevaluate-empty", "gates", "--reevaluate", "", says="--reevaluate is empty"),
+    case("fidelity-resume-empty", "fidelity", "--resume", "", says="--resume is empty"),
     # NaN passes every bound click checks; the refusal named the protocol's field (and "nan s" for milliseconds)
     case("latency-budget-nan", "latency", *SIM[:2], "--seq", "128", "--budget-s", "nan",
          says="'--budget-s': 'nan' is not a finite number"),

@@ -58,7 +58,7 @@ def test_alias_downloads_from_the_hub_then_runs_offline_from_the_cache(tmp_path)
 
         empty = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "empty")}
         offline = _cli([*run, "--offline", "--out", str(tmp_path / "s3")], empty, tmp_path)
-        assert offline.returncode == 2 and len(hub.requests) == asked
+        assert offline.returncode == 3 and len(hub.requests) == asked  # this machine may not download: exit 3
         assert "HF_HUB_OFFLINE" in offline.stderr and "no request was made" in offline.stderr
         assert "Traceback" not in offline.stderr and not (tmp_path / "s3").exists()
 

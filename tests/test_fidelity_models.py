@@ -74,7 +74,7 @@ def test_uncached_hub_id_offline_makes_no_request_and_names_hf_hub_offline(tmp_p
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     src = models.resolve_model("softbench-test/no-such-model")
-    with pytest.raises(UsageError) as e:
+    with pytest.raises(UnsupportedError) as e:  # exit 3: a connected machine would download it
         models.load_config(src)
     assert "not in the local Hugging Face cache" in str(e.value) and "HF_HUB_OFFLINE=1" in str(e.value)
     assert "no request was made" in str(e.value)
@@ -130,3 +130,36 @@ def test_support_reasons():
     with pytest.raises(UnsupportedError) as e:
         models.check_supported(cfg, "kernel", 2048, "bf16", CPU)
     assert "--path sim" in e.value.hint and "--backend sim" not in str(e.value)
+
+
+def _hub_error(kind: str, status: int):
+    """The error huggingface_hub raises for an answer of `status`, wrapped as transformers wraps it (an OSError
+    whose cause is the Hub's error)."""
+    httpx = pytest.importorskip("httpx2", reason="huggingface_hub's HTTP client")
+    from huggingface_hub import errors as hf_errors
+
+    response = httpx.Response(status, request=httpx.Request("GET", "https://hub.example/org/m/resolve/main/config.json"))
+    cause = getattr(hf_errors, kind)(f"{status} from the Hub", response=response)
+    wrapped = OSError(f"org/m: {status}")
+    wrapped.__cause__ = cause
+    return wrapped
+
+
+def test_a_name_the_hub_refuses_is_bad_input_and_a_download_this_machine_cannot_make_is_exit_3(monkeypatch):
+    """Which side a failed load is on decides its exit code: a missing or gated repository is the user's to mend
+    (2); no copy in the cache of a machine that may not (HF_HUB_OFFLINE) or cannot (no answer) download is this
+    machine's limit (3), since the same command runs on a connected machine."""
+    from softbench.fidelity import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    gated = hub.load_error("model org/m", _hub_error("GatedRepoError", 401), "a local folder")
+    missing = hub.load_error("model org/m", _hub_error("RepositoryNotFoundError", 404), "a local folder")
+    unreachable = hub.load_error("model org/m", OSError("We couldn't connect to 'https://hub.example'"), "a folder")
+    assert type(gated) is UsageError and gated.exit_code == 2 and "gated" in str(gated)
+    assert type(missing) is UsageError and "no such repository" in str(missing)
+    assert type(unreachable) is UnsupportedError and unreachable.exit_code == 3
+    assert "could not be downloaded" in str(unreachable) and "HF_HUB_OFFLINE=1" in unreachable.hint
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline, the same answer from the Hub is never asked for
+    offline = hub.load_error("model org/m", _hub_error("RepositoryNotFoundError", 404), "a local folder")
+    assert type(offline) is UnsupportedError and "no request was made" in str(offline)

@@ -1,4 +1,5 @@
-"""Click option groups shared by several commands (shape options, protocol options)."""
+"""What several commands share on the command line: click option groups (shape options, protocol options), types
+and callbacks for values, and the group class of commands with subcommands."""
 
 from __future__ import annotations
 
@@ -127,21 +128,39 @@ SECONDS_OR_ZERO = Finite(0, MAX_SECONDS, unit="s")
 WARMUP_CALLS = click.IntRange(0, MAX_WINDOW_CALLS)
 
 
+def _refuse_empty_value(value, ctx, param, example: str) -> None:
+    """core.checks.refuse_empty, naming the option (or the command whose argument it is) as the user wrote it."""
+    from softbench.core.checks import refuse_empty
+
+    if isinstance(param, click.Option):
+        name, hint = param.opts[0], f"give {param.opts[0]} a value, e.g. {param.opts[0]} {example}"
+    else:
+        name, hint = f"an argument of {ctx.command_path}", f"e.g. {ctx.command_path} {example}"
+    refuse_empty(value, name, hint)
+
+
 def nonempty(example: str):
     """A click callback that refuses an empty value (core.checks.refuse_empty) while the command line is read,
     before any check of the machine; `example` is a value to offer in the hint."""
     def callback(ctx, param, value):
-        from softbench.core.checks import refuse_empty
-
-        if isinstance(param, click.Option):
-            name, hint = param.opts[0], f"give {param.opts[0]} a value, e.g. {param.opts[0]} {example}"
-        else:
-            name, hint = f"an argument of {ctx.command_path}", f"e.g. {ctx.command_path} {example}"
         for v in value if isinstance(value, tuple) else (value,):
-            refuse_empty(v, name, hint)
+            _refuse_empty_value(v, ctx, param, example)
         return value
 
     return callback
+
+
+class ExistingPath(click.Path):
+    """click.Path(exists=True) for a path to read from, which says that an empty value is empty: click's own check
+    would say that the path '' does not exist (callbacks such as nonempty's run only after that check)."""
+
+    def __init__(self, example: str, **kwargs):
+        super().__init__(exists=True, **kwargs)
+        self.example = example
+
+    def convert(self, value, param, ctx):
+        _refuse_empty_value(value, ctx, param, self.example)
+        return super().convert(value, param, ctx)
 
 
 # processes per kernel: each holds its own inputs and CUDA context, and the process offset it measures is read from a
@@ -419,3 +438,18 @@ def refuse_baseline_after_first(baseline: str, variants: tuple[str, ...]) -> Non
         raise UsageError(f"--variants names the baseline {baseline} after another variant; in one run only the "
                          "first variant can be the baseline again (its A/A run)",
                          hint=f"list {baseline} first, or leave it out and let --null time the A/A null")
+
+
+class CommandGroup(click.Group):
+    """A group of commands (softbench itself, sweep, trace): given none, one sentence naming them rather than the
+    whole help as an error (click raises its help text as the usage error)."""
+
+    def parse_args(self, ctx, args):
+        if not args and not ctx.resilient_parsing:
+            from softbench.core.errors import UsageError
+
+            names = self.list_commands(ctx)
+            raise UsageError(f"{ctx.command_path} needs a {'sub' if ctx.parent else ''}command: "
+                             f"{', '.join(names[:-1])} or {names[-1]}",
+                             hint=f"{ctx.command_path} --help says what each does")
+        return super().parse_args(ctx, args)

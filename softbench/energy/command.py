@@ -31,7 +31,8 @@ LOOP_OPTIONS = (
      "start-up ramp: leading kept samples below this share of the kept median"),
     ("--seed", SEED, None),
 )
-SHAPE_KEYS = ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim")
+# the shape as click passes it (seqs: the parsed --seq list); core.shapes.SHAPE_KEYS is a shape as files spell it
+SHAPE_PARAMS = ("dtype", "seqs", "causal", "batch", "heads", "kv_heads", "head_dim")
 LOOP_KEYS = tuple(EnergyProtocol().loop_settings())
 
 
@@ -75,7 +76,7 @@ def command(ctx, protocol_file, triton_config, out_dir, **_given):
     from softbench.energy.render import LOOP_COLUMNS, VARIANT_COLUMNS, loop_rows, ratio_lines, variant_rows
 
     chosen, in_file = _with_protocol(ctx, protocol_file)
-    dtype, seqs, causal, batch, heads, kv_heads, head_dim = (chosen[k] for k in SHAPE_KEYS)
+    dtype, seqs, causal, batch, heads, kv_heads, head_dim = (chosen[k] for k in SHAPE_PARAMS)
     backend = chosen["backend"]
     loops = {k: chosen[k] for k in LOOP_KEYS if k in chosen}  # the settle window: no option, its defaults
     check_triton_config(triton_config, backend)

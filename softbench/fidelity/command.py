@@ -9,7 +9,7 @@ import sys
 import click
 
 from softbench.core.console import RichProgress
-from softbench.core.options import SEED, nonempty, rescale_threshold_option
+from softbench.core.options import SEED, ExistingPath, nonempty, rescale_threshold_option
 from softbench.core.shapes import DTYPES
 from softbench.fidelity.limits import MIN_BLOCK_LEN, MIN_BLOCKS
 
@@ -77,7 +77,7 @@ KERNEL_BACKENDS = ("fa4", "triton")  # as softbench.fidelity.conditions (not imp
 # torch takes the count as a C int; far past any machine's cores it overflowed into an internal error
 @click.option("--threads", type=click.IntRange(min=1, max=4096), default=None, help="CPU threads for torch")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-@click.option("--resume", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--resume", type=ExistingPath("sessions/<fidelity session>", file_okay=False), default=None,
               help="continue an interrupted session with its own options (of the others only --offline and "
                    "--gpus go with it)")
 @click.option("--list-operators", is_flag=True, help="list the operator zoo and exit")

@@ -7,13 +7,16 @@ sets the variable before any of them is imported; softbench also passes local_fi
 makes no request whatever the libraries read at import.
 
 A failure says which of the two happened (offline: nothing was asked of the Hub; online: the Hub was asked and
-what it answered or why it could not be reached) and what to do next, in one sentence and a hint."""
+what it answered or why it could not be reached) and what to do next, in one sentence and a hint. A name the
+Hub does not have, or will not give without a login, is the user's to mend (bad input, exit 2); a copy that
+is not in the cache of a machine that may not or cannot download it is this machine's limit (exit 3), as
+the same command runs on a connected one."""
 
 from __future__ import annotations
 
 import os
 
-from softbench.core.errors import UsageError
+from softbench.core.errors import SoftbenchError, UnsupportedError, UsageError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _TRUE = {"1", "on", "yes", "true"}
@@ -71,10 +74,10 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def load_error(what: str, err: BaseException, local_hint: str) -> UsageError:
+def load_error(what: str, err: BaseException, local_hint: str) -> SoftbenchError:
     """The one-sentence error for `what` (e.g. "model Qwen/Qwen2.5-0.5B") that could not be loaded."""
     if is_offline():
-        return UsageError(f"{what} is not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 (or --offline) "
+        return UnsupportedError(f"{what} is not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 (or --offline) "
                           f"allowed no download, so no request was made ({_first_line(err)})",
                           hint="run once on a connected machine without HF_HUB_OFFLINE (and --offline) to download "
                                f"it into the cache (HF_HOME), or {local_hint}")
@@ -88,7 +91,7 @@ def load_error(what: str, err: BaseException, local_hint: str) -> UsageError:
         return UsageError(f"{what} is not in the local cache and {where} has no such repository or file "
                           f"({_first_line(err)})", hint="check the name (a private or gated repository answers the "
                                                         f"same: log in with hf auth login or HF_TOKEN), or {local_hint}")
-    return UsageError(f"{what} is not in the local cache and could not be downloaded from {where} "
+    return UnsupportedError(f"{what} is not in the local cache and could not be downloaded from {where} "
                       f"({_first_line(err)})",
                       hint="on a machine without a network, set HF_HUB_OFFLINE=1 (or --offline) and use a cached "
                            f"copy; or {local_hint}")

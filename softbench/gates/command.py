@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (SEED, BACKEND_HELP, backend_option, check_triton_config, rescale_threshold_option,
-                                    triton_config_option)
+from softbench.core.options import (SEED, BACKEND_HELP, ExistingPath, backend_option, check_triton_config,
+                                    rescale_threshold_option, triton_config_option)
 from softbench.core.shapes import DTYPES
 
 
@@ -31,7 +31,7 @@ from softbench.core.shapes import DTYPES
 @click.option("--seed", type=SEED, default=0, show_default=True, help="input seed")
 @rescale_threshold_option()
 @triton_config_option()
-@click.option("--reevaluate", "source", type=click.Path(file_okay=False, exists=True), default=None,
+@click.option("--reevaluate", "source", type=ExistingPath("sessions/<gates session>", file_okay=False), default=None,
               help="run no kernel: evaluate the gates again from the readbacks a gates session kept (its folder), "
                    "with this version's gate model, into a new session that names its source")
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))

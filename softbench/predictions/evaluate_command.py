@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
+from softbench.core.options import ExistingPath
+
 
 @click.command("evaluate")
 @click.argument("sealed", type=click.Path(dir_okay=False))
-@click.argument("more_sessions", nargs=-1, type=click.Path(exists=True), metavar="[DIR]...")
-@click.option("--sessions", multiple=True, type=click.Path(exists=True),
+@click.argument("more_sessions", nargs=-1, type=ExistingPath("sealed/NAME.yaml sessions"), metavar="[DIR]...")
+@click.option("--sessions", multiple=True, type=ExistingPath("sessions"),
               help="a session folder or a folder of sessions (repeatable; further paths may follow)")
 @click.option("--include-partial", is_flag=True, help="also use partial sessions (labelled as such)")
 @click.option("--json", "json_file", default=None, type=click.Path(dir_okay=False),

@@ -11,8 +11,9 @@ from typing import Any
 from softbench.core.datafile import DamagedFile, load_mapping
 from softbench.core.errors import UsageError
 from softbench.core.session import STATUS_FILE
+from softbench.core.shapes import SHAPE_KEYS
 from softbench.core.utc import folder_time, parse_utc
-from softbench.predictions.vocabulary import CODE_KEYS, SHAPE_KEYS
+from softbench.predictions.vocabulary import CODE_KEYS
 
 
 @dataclass(frozen=True)

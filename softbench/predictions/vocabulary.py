@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import fields
 
 from softbench.core.protocol import InterleavedProtocol, LatencyProtocol, SustainedProtocol
+from softbench.core.shapes import SHAPE_KEYS
 from softbench.core.suggest import did_you_mean
 
-SHAPE_KEYS = ("dtype", "seq", "causal", "head_dim", "batch", "heads", "kv_heads")
 # read from env.json's "softbench" block (see sessions.session_facts)
 CODE_KEYS = ("source_sha256", "git_commit")
 # read from env.json's "gpu" block: the board a session ran on (its name as torch reports it, e.g. "NVIDIA B200";

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from softbench.core.options import nonempty
+from softbench.core.options import ExistingPath, nonempty
 
 
 @click.command("report")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=ExistingPath("sessions", file_okay=False))
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="folder for report.md and the PNGs [default: out/report-<utc-stamp>]")
 @click.option("--speed-fidelity-shape", "speed_shape", default=None, metavar="TAG",

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import click
 
-from softbench.cli import CommandGroup
-from softbench.core.options import (backend_option, check_triton_config, nonempty, null_asked, protocol_from_cli,
-                                    references_asked, run_design_options, shape_options, shapes_from,
-                                    triton_config_option)
+from softbench.core.options import (CommandGroup, backend_option, check_triton_config, nonempty, null_asked,
+                                    protocol_from_cli, references_asked, run_design_options, shape_options,
+                                    shapes_from, triton_config_option)
 
 
 def _command_line() -> str:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.cli import CommandGroup
-from softbench.core.options import (SEED, WARMUP_CALLS, backend_option, check_triton_config, nonempty, shape_options,
-                                    shapes_from, triton_config_option, variant_names)
+from softbench.core.options import (SEED, WARMUP_CALLS, CommandGroup, backend_option, check_triton_config, nonempty,
+                                    shape_options, shapes_from, triton_config_option, variant_names)
 from softbench.core.protocol import MAX_WINDOW_CALLS
 
 

@@ -102,6 +102,9 @@ def _find_header(lines: list[str]) -> int:
     return -1
 
 
+EXPORT_AGAIN = "export it again: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep"
+
+
 def read_kern_sum_csv(path: Path | str) -> KernelTable:
     import pandas as pd
 
@@ -119,15 +122,12 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
             df = pd.read_csv(io.StringIO("\n".join(lines[start:])), dtype=str, keep_default_na=False,
                              index_col=False)
     except pd.errors.ParserWarning:
-        raise UsageError(f"{p}: a row of the kernel table has more cells than its header",
-                         hint="export it again: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep") \
-            from None
+        raise UsageError(f"{p}: a row of the kernel table has more cells than its header", hint=EXPORT_AGAIN) from None
     except pd.errors.ParserError as e:
         # a copy cut short (a quoted kernel name left open at EOF) or rows with stray cells: pandas can't split it
         detail = str(e).strip().splitlines()[-1].replace("Error tokenizing data. C error: ", "")
         raise UsageError(f"{p}: the kernel table is not valid CSV, perhaps a truncated file ({detail})",
-                         hint="export it again: nsys stats --report cuda_gpu_kern_sum --format csv -o K R.nsys-rep") \
-            from None
+                         hint=EXPORT_AGAIN) from None
     rename = {c: _column_key(c) for c in df.columns if _column_key(c)}
     title = {key: header for header, key in reversed(list(rename.items()))}  # for messages: the export's own words
     df = df.rename(columns=rename)[list(dict.fromkeys(rename.values()))]
@@ -136,7 +136,13 @@ def read_kern_sum_csv(path: Path | str) -> KernelTable:
     rows = []
     for i, rec in enumerate(df.to_dict("records")):
         if not rec.get("name"):
-            continue  # trailing blank lines or notes
+            if any(str(v).strip() for v in rec.values()):
+                # nsys writes the name last, so a row cut short loses it first: dropping the row would leave the
+                # table without that kernel (or with none), read as if it had not run
+                raise UsageError(f"{p}: line {start + 2 + i}: a row of the kernel table has no kernel name (fewer "
+                                 "cells than its header, perhaps a truncated file)",
+                                 hint=EXPORT_AGAIN)
+            continue  # a row of separators alone
 
         def num(key, rec=rec, line=start + 2 + i):
             v = str(rec.get(key, "")).replace(",", "").strip()
