@@ -54,6 +54,9 @@ def build_template(root: Path) -> None:
     (root / "colour.yaml").write_text(predictions_with(scope={"command": "latency", "colour": "blue"}))
     (root / "vibes.yaml").write_text(predictions_with(evidence="vibes"))
     (root / "cmdtypo.yaml").write_text(predictions_with(scope={"command": "latncy"}))
+    # the same typo after another key: that key was judged against the unknown command's records (a KeyError, exit 70)
+    (root / "cmdtypo-late.yaml").write_text(predictions_with(scope={"command": "latncy"}).replace(
+        "command: latncy", "dtype: fp8\n    command: latncy"))
     (root / "comparator.yaml").write_text(predictions_with(comparator="~="))
     (root / "onebound.yaml").write_text(predictions_with(comparator="between", threshold=[1]))
     (root / "changed.yaml").write_text(predictions_with(threshold=40))
@@ -136,10 +139,16 @@ class Case:
     says: str = ""          # a piece of the error line
     no_guess: bool = False  # a name far from every known one: no "did you mean"
     xfail: str = ""         # why it fails now (a change in a package owned elsewhere)
+    env: tuple = ()         # (name, value) pairs for its environment; a value None takes the name out
 
 
-def case(id, *args, code=2, says="", no_guess=False, xfail=""):
-    return Case(id, tuple(args), code, says, no_guess, xfail)
+def case(id, *args, code=2, says="", no_guess=False, xfail="", env=()):
+    return Case(id, tuple(args), code, says, no_guess, xfail, tuple(env))
+
+
+# a machine as a user has it: the tests' conftest turns on Triton's CPU interpreter, with which the Triton forward
+# would run (for hours at these shapes) rather than be refused
+NO_INTERPRETER = (("TRITON_INTERPRET", None),)
 
 
 
@@ -148,6 +157,7 @@ CASES = [
     case("seal-unknown-scope-key", "seal", "colour.yaml", says="'colour'", no_guess=True),
     case("seal-unknown-evidence", "seal", "vibes.yaml", says="'vibes' is not an evidence kind", no_guess=True),
     case("seal-command-typo", "seal", "cmdtypo.yaml", says="'latncy' is not a command"),
+    case("seal-command-typo-after-a-key", "seal", "cmdtypo-late.yaml", says="'latncy' is not a command"),
     case("seal-bad-comparator", "seal", "comparator.yaml", says="comparator"),
     case("seal-between-one-bound", "seal", "onebound.yaml", says="two bounds"),
     case("seal-binary-file", "seal", "binary.bin", says="not UTF-8"),
@@ -346,6 +356,13 @@ CASES = [
     # --- what this machine cannot run: the documented exit code 3, with what to do instead -----------------------
     case("energy-sim-on-cpu", "energy", "--backend", "sim", code=3, says="NVML"),
     case("trace-sim-on-cpu", "trace", "run", "--backend", "sim", "--seq", "128", code=3, says="CUDA GPU"),
+    # the design card's command, and each GPU backend named, on a machine without one: refused before any progress
+    # bar is drawn (an empty bar had left a blank line before the error)
+    case("latency-design-card-on-cpu", "latency", "--dtype", "fp8", "--seq", "16384", "--rounds", "3", code=3,
+         says="no kernel backend can run fp8-16K-causal", env=NO_INTERPRETER),
+    case("latency-fa4-on-cpu", "latency", "--backend", "fa4", "--seq", "128", code=3, says="FA4 needs a CUDA GPU"),
+    case("latency-triton-on-cpu", "latency", "--backend", "triton", "--seq", "128", code=3,
+         says="the Triton forward needs a CUDA GPU", env=NO_INTERPRETER),
     # --- paths that hold no sessions --------------------------------------------------------------------------
     case("report-empty-folder", "report", "empty", says="no sessions"),
     case("report-file", "report", "somefile", says="is a file"),
@@ -437,7 +454,7 @@ def results(tmp_path_factory):
     def run(c: Case):
         cwd = base / c.id
         shutil.copytree(template, cwd)
-        done = run_cli(*c.args, cwd=cwd, env=env)
+        done = run_cli(*c.args, cwd=cwd, env={**env, **dict(c.env)})
         return c.id, (done, tree(cwd))
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
@@ -457,6 +474,7 @@ def test_bad_input(c: Case, results):
     assert "Traceback" not in out, out
     errors = [line for line in done.stderr.splitlines() if line.lower().startswith("error")]
     assert len(errors) == 1 and errors[0].startswith("error: "), done.stderr
+    assert done.stderr.strip() and done.stderr.split("\n", 1)[0].strip(), repr(done.stderr[:200])  # no blank line first
     assert done.returncode == c.code, (done.returncode, done.stderr)
     assert c.says in errors[0], errors[0]
     if c.no_guess:

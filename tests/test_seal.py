@@ -207,6 +207,7 @@ def test_resealing_identical_content_is_a_no_op_and_different_content_is_refused
     with pytest.raises(SealError, match="already holds different sealed content") as e:
         seal_file(changed, name="demo", directory=sealed)
     assert "-    threshold: 0.5" in str(e.value) or "threshold: 0.5" in str(e.value)
+    assert f"--- {r.yaml_path}\n" in str(e.value)  # the diff names the sealed file where it is (--dir), not sealed/
     assert (r.yaml_path.read_bytes(), r.seal_path.read_bytes()) == before
     # an incomplete seal (partner file gone) is refused rather than quietly completed
     r.seal_path.unlink()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from softbench.core.tables import NO_INTERVAL, fmt, fmt_estimate, fmt_interval, md_heading, md_table
+from softbench.core.tables import NO_INTERVAL, fmt, fmt_estimate, fmt_interval, fmt_rate, md_heading, md_table
 
 
 def test_fmt_formats_numbers_and_passes_the_rest_through():
@@ -16,6 +16,14 @@ def test_fmt_formats_numbers_and_passes_the_rest_through():
     assert fmt(7, "d") == "7" and fmt(7.0, "d") == "7" and fmt(7.5, "d") == "7.5"
     # a JSON integer past a float's range prints as it is under a float's spec (format() raised OverflowError)
     assert fmt(10 ** 400, ".2f") == "1" + "0" * 400
+
+
+def test_fmt_rate_keeps_three_significant_digits_of_a_small_rate():
+    """The CPU simulation's rates are thousandths of a TFLOP/s: printed to one decimal they read as 0.0, as if the
+    kernel did no work; a GPU's hundreds keep the caller's format."""
+    assert fmt_rate(0.0053421) == "0.00534" and fmt_rate(12.345) == "12.3"
+    assert fmt_rate(784.34) == "784.3" and fmt_rate(784.34, ".0f") == "784"
+    assert fmt_rate(0) == "0.0" and fmt_rate(None) == "-" and fmt_rate(float("nan")) == "nan"
 
 
 def test_md_table_escapes_bars_in_cells_only():

@@ -23,16 +23,27 @@ class RichProgress:
         self.console = console or err
         self.bar = Progress(*columns, console=self.console, transient=False)
         self.task = None
+        self._shown = False
 
     def __enter__(self):
-        self.bar.__enter__()
         return self
 
     def __exit__(self, *exc):
-        return self.bar.__exit__(*exc)
+        if self._shown:
+            self.bar.stop()
+        return False
+
+    def add_task(self, description: str, **fields):
+        """The bar's one task; the bar is shown from here on, not on entering: a command refused before its first
+        step would otherwise leave an empty bar's line (a blank line) on stderr before its error."""
+        if not self._shown:
+            self.bar.start()
+            self._shown = True
+        self.task = self.bar.add_task(description, **fields)
+        return self.task
 
     def start(self, total_windows: int) -> None:
-        self.task = self.bar.add_task("starting", total=total_windows)
+        self.add_task("starting", total=total_windows)
 
     def message(self, text: str) -> None:
         if self.task is not None:

@@ -256,7 +256,7 @@ def protocol_options(fn):
                      help="interleaved: the length of a window in milliseconds of the baseline's calls, when "
                           "--calls is not given [default: 8]"),
         click.option("--target-pp", type=Finite(0, min_open=True), default=None,
-                     help="interleaved: stop when every 95%% interval is within +-this many points [default: 0.25]"),
+                     help="interleaved: stop when every 95% interval is within +-this many points [default: 0.25]"),
         click.option("--budget-s", type=SECONDS, default=None,
                      help="interleaved: seconds of measuring per round at most [default: 30]"),
         click.option("--cycles", type=click.IntRange(2, MAX_REPEATS), default=None,

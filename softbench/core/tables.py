@@ -25,6 +25,14 @@ def fmt(v: Any, spec: str = ".4f", none: str = "-") -> str:
 NO_INTERVAL = "none (too few pairs)"  # what a session records as NaN bounds: too few pairs for an interval
 
 
+def fmt_rate(v: Any, spec: str = ".1f") -> str:
+    """A rate such as TFLOP/s: by `spec` where that keeps three significant digits, else with three (the CPU
+    simulation's 0.00534 TFLOP/s printed as 0.0 would read as no work at all)."""
+    if is_real(v) and 0 < abs(v) < 100:
+        return format(v, ".3g")
+    return fmt(v, spec)
+
+
 def fmt_interval(ci: Any, spec: str = "+.2f", none: str = NO_INTERVAL) -> str:
     """A recorded 95% interval as '[+5.29, +6.12]'; `none` where the session has none (too few pairs: NaN)."""
     bounds = finite_interval(ci)

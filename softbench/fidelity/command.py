@@ -201,7 +201,7 @@ class BlockProgress(RichProgress):
 
     def start(self, total: int, done: int, label: str) -> None:
         self.label = label
-        self.task = self.bar.add_task(label, total=total, completed=done)
+        self.add_task(label, total=total, completed=done)
 
     def warning(self, text: str) -> None:
         self.console.print(f"[yellow]warning: {text}[/yellow]")

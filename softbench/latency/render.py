@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softbench.core.tables import fmt, fmt_estimate, md_heading, md_table
+from softbench.core.tables import fmt, fmt_estimate, fmt_rate, md_heading, md_table
 from softbench.latency.exactness import exactness_line
 
 LATENCY_COLUMNS = ["kernel", "median ms/call", "TFLOP/s", "windows", "SM clock MHz (median)", "throttled windows"]
@@ -14,7 +14,7 @@ def latency_rows(summary: dict) -> list[list[str]]:
     rows = []
     for label, ms in summary.get("median_ms", {}).items():
         rows.append([
-            label, fmt(ms, ".4f"), fmt(summary["tflops"].get(label), ".1f"),
+            label, fmt(ms, ".4f"), fmt_rate(summary["tflops"].get(label)),
             str(summary["n_windows"].get(label, 0)), fmt(summary["sm_clock_mhz_median"].get(label), ".0f"),
             str(summary["throttled_windows"].get(label, 0)),
         ])
@@ -126,7 +126,7 @@ def paired_headline(summary: dict) -> list[str]:
         vs = summary.get("vs_best_exact", {})
         ratios = "; ".join(f"{lbl} / {best['label']} {vs[lbl]:.3f}" for lbl in [base, *summary.get("variants", [])]
                            if lbl in vs)
-        lines.append(f"fastest exact kernel timed: {best['label']} ({fmt(best.get('tflops'), '.0f')} TFLOP/s); "
+        lines.append(f"fastest exact kernel timed: {best['label']} ({fmt_rate(best.get('tflops'), '.0f')} TFLOP/s); "
                      f"{ratios}" + ("" if refs else " (no reference kernel timed: add --reference)"))
     exact = exactness_line(summary.get("exactness"))
     if exact:
@@ -158,7 +158,7 @@ def paired_rows(summary: dict) -> list[list[str]]:
     vs = summary.get("vs_best_exact", {})
     rows = []
     for label, k in summary.get("kernels", {}).items():
-        row = [label, k["role"], fmt(k["median_ms"], ".4f"), fmt(k["tflops"], ".1f"), fmt(vs.get(label), ".3f"),
+        row = [label, k["role"], fmt(k["median_ms"], ".4f"), fmt_rate(k["tflops"]), fmt(vs.get(label), ".3f"),
                str(k["units"]), fmt(k["sm_clock_mhz_median"], ".0f"), fmt(k["power_w_median"], ".0f"),
                f"{k['power_capped_windows']}/{k['windows']}"]
         if summary.get("protocol_kind") == "sustained":

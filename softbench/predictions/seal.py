@@ -231,7 +231,7 @@ def seal_file(source: Path | str, name: str | None = None, directory: Path | str
                 raise SealError(f"{present} exists without its partner file: the seal under {name!r} is incomplete",
                                 hint="restore the missing file from version control, or pass --replace to archive "
                                      "it and seal anew")
-            diff = _udiff(old.decode("utf-8", "replace"), data.decode("utf-8"), f"sealed/{yaml_path.name}",
+            diff = _udiff(old.decode("utf-8", "replace"), data.decode("utf-8"), str(yaml_path),
                           f"{source} (canonical)")
             raise SealError(f"{yaml_path} already holds different sealed content; a seal is not replaced "
                             f"silently\n{diff}",

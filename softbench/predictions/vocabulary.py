@@ -108,11 +108,13 @@ def _commands_in(scope: dict) -> list[str] | None:
 def scope_key_problem(key: str, scope: dict) -> tuple[str, str | None] | None:
     """None when sessions of the scope's commands record `key`; else (why, hint)."""
     commands = _commands_in(scope)
+    bad = [c for c in commands if c not in RECORDED]
     if key == "command":
-        bad = [c for c in commands if c not in RECORDED]
         if bad:
             return (f"{bad[0]!r} is not a command that records sessions (known: {', '.join(COMMANDS)})",
                     did_you_mean(bad[0], COMMANDS))
+        return None
+    if bad:  # the scope's own `command` is what is wrong, and its check says so, whichever key comes first
         return None
     where = commands or list(COMMANDS)
     head, _, rest = key.partition(".")

@@ -83,7 +83,7 @@ def case_line(case: tuple) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) != 1 or argv[0].startswith("-"):  # --help is not a file to write
         print(__doc__, file=sys.stderr)
         return 2
     with ProcessPoolExecutor(2) as pool:

@@ -260,7 +260,7 @@ def timing(rows: list, fa4: bool, dtypes: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[0].startswith("-"):  # --help, or an option where OUTDIR belongs: not a folder to make
         print(__doc__, file=sys.stderr)
         return 2
     out_dir = Path(argv[0])

@@ -87,4 +87,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):  # --help is not an OUTDIR to make
+        sys.exit(__doc__)
     main(Path(sys.argv[1]))

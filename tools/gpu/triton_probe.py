@@ -124,7 +124,7 @@ def run_one(shape: Shape, inputs, variant: str, label: str, reference: dict) -> 
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) != 1 or argv[0].startswith("-"):  # --help is not an OUTDIR to make
         print(__doc__, file=sys.stderr)
         return 2
     out_dir = Path(argv[0])
