@@ -395,3 +395,45 @@ def test_a_block_time_near_a_floats_limit_gives_a_reason_and_no_numpy_warning(tm
         estimates, why = against_reference(load_session(src / _SUSTAINED), "ref-fa3")
     assert estimates == {} and "do not give back its own estimate" in why
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+class CountingProgress:
+    def __init__(self):
+        self.total, self.done = None, 0
+
+    def planned(self, total):
+        assert self.total is None and self.done == 0, "the total is told once, before any figure"
+        self.total = total
+
+    def drawn(self):
+        self.done += 1
+
+
+def test_without_session_figures_only_the_figures_across_sessions_are_drawn_and_the_rest_counted(tmp_path):
+    src = tmp_path / "sessions"
+    for seq in (4096, 8192):
+        latency_session(src, "fp8", seq, True, speedup=3.0)
+    make_session(src, "f1-fidelity", "fidelity", {"conditions": [
+        {"name": "rowmax-h15", "dnll": 0.002, "ci_low": 0.001, "ci_high": 0.003}], "dtype": "fp8"})
+    full = build_report([src], tmp_path / "full", on_figures=(every := CountingProgress()))
+    assert every.total == every.done == 5  # two across sessions, two window figures, one dNLL figure
+    assert len(full.figures) == 5
+    lean = build_report([src], tmp_path / "lean", session_figures=False, on_figures=(few := CountingProgress()))
+    assert few.total == few.done == 2
+    assert sorted(p.name for p in lean.figures) == ["latency-speedup-bars.png", "latency-speedup-vs-seq.png"]
+    assert sorted(p.name for p in (tmp_path / "lean").glob("*.png")) == sorted(p.name for p in lean.figures)
+    (note,) = [n for n in lean.notes if "--no-session-figures" in n]
+    assert note.startswith("3 figures drawn one per session were left out")
+    assert note in lean.markdown_path.read_text()
+    assert not [n for n in full.notes if "--no-session-figures" in n]
+
+
+def test_report_cli_leaves_out_session_figures_when_asked(tmp_path, capsys):
+    src = tmp_path / "sessions"
+    latency_session(src, "bf16", 4096, False, speedup=2.0)
+    out = tmp_path / "out"
+    assert main(["report", str(src), "--out", str(out), "--no-session-figures"]) == 0
+    printed = capsys.readouterr().out
+    assert "1 figure drawn one per session was left out (--no-session-figures)" in printed
+    assert "2 figures and" in printed
+    assert not list(out.glob("latency-windows-*"))

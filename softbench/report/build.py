@@ -27,6 +27,7 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from softbench.core.errors import UsageError
 from softbench.core.session import atomic_write_text
@@ -79,9 +80,14 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
     return "\n".join(lines)
 
 
-def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> Report:
+def build_report(paths, out_dir: Path | str, speed_shape: str | None = None, session_figures: bool = True,
+                 on_figures: FigureProgress | None = None) -> Report:
     """Read the sessions at `paths`, write figures and report.md under `out_dir`, return what was written.
-    speed_shape: the shape tag of the speed-against-fidelity figure (default: the most common)."""
+    speed_shape: the shape tag of the speed-against-fidelity figure (default: the most common).
+    session_figures: False leaves out the figures drawn one per session (windows, timelines, power, dNLL
+    intervals, trace speed-ups): at about 0.4 s each they are nearly all of a report's time over hundreds of
+    sessions, and the tables and the across-session figures do not need them.
+    on_figures: told how many figures will be drawn, then after each one (a progress bar)."""
     out_dir = Path(out_dir)
     records = load_sessions(paths)  # first: a path that holds no session leaves no empty report folder
     if not records:
@@ -96,7 +102,9 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None) -> 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.drawing-", dir=out_dir.parent))
     try:
-        return _move_into(_write_report(records, unreadable, estimate, shape, speed_shape, staging), out_dir)
+        report = _write_report(records, unreadable, estimate, shape, speed_shape, staging, session_figures,
+                               on_figures or FigureProgress())
+        return _move_into(report, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -111,9 +119,31 @@ def _move_into(report: Report, out_dir: Path) -> Report:
                    markdown_path=out_dir / report.markdown_path.name if report.markdown_path else None)
 
 
+class FigureProgress:
+    """What build_report tells of its drawing; this one tells nobody."""
+
+    def planned(self, total: int) -> None:
+        pass
+
+    def drawn(self) -> None:
+        pass
+
+
+@dataclass
+class _Figure:
+    """One figure to draw: draw(path) returns the path written, or None where there was nothing to draw."""
+    draw: Callable[[Path], Path | None]
+    path: Path
+    rec: SessionRecord | None = None  # the session a per-session figure draws
+    what: str = ""  # the records the figure reads, for the reason it was not drawn
+
+
 def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRecord, str]],
-                  estimate: ReferenceEstimates, shape: str | None, speed_shape: str | None, out_dir: Path) -> Report:
+                  estimate: ReferenceEstimates, shape: str | None, speed_shape: str | None, out_dir: Path,
+                  session_figures: bool, progress: FigureProgress) -> Report:
     report = Report(out_dir=out_dir)
+    planned: list[_Figure] = []  # drawn after the tables, in this order, so that the progress bar has its total
+    not_drawn: list[Path] = []  # the per-session figures that --no-session-figures leaves out
     report.unknown += [(marked_name(r), why) for r, why in unreadable]
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)
     for r in records:
@@ -124,20 +154,10 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
             report.unknown.append((marked_name(r), f"command {r.command!r}: no figures for this kind"))
 
     def add(draw, fig_path: Path, rec: SessionRecord | None = None, what: str = "") -> None:
-        try:
-            done = draw(fig_path)
-        except UsageError as e:  # a damaged records file: say so and carry on with the other sessions
-            report.unknown.append((marked_name(rec) if rec else fig_path.name, f"{what}: {e}"))
-            return
-        except DATA_ERRORS as e:  # a field only a figure reads, of a kind it cannot draw (readable.py)
-            report.unknown.append((marked_name(rec) if rec else fig_path.name,
-                                   (f"figure {fig_path.name}: " if rec else "") + "a session holds a value of a kind "
-                                   f"this figure cannot draw ({type(e).__name__}: {e})"))
-            return
-        if done is not None:
-            report.figures.append(done)
-        elif rec is not None:
-            report.unknown.append((marked_name(rec), f"{what}: nothing to draw"))
+        if rec is None or session_figures:
+            planned.append(_Figure(draw, fig_path, rec, what))
+        else:
+            not_drawn.append(fig_path)
 
     lat = by_kind.get("latency", [])
     if lat:
@@ -187,7 +207,36 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
         why = f"speed against fidelity: not drawn: no {missing} among the paths to join with"
         report.sections.append(("speed against fidelity", [why]))
         report.notes.append(why)
+    progress.planned(len(planned))
+    for fig in planned:
+        _draw(report, fig)
+        progress.drawn()
+    if not_drawn:
+        n = len(not_drawn)
+        why = (f"{n} {'figure' if n == 1 else 'figures'} drawn one per session {'was' if n == 1 else 'were'} left "
+               "out (--no-session-figures): window latencies, timelines, power traces, dNLL intervals and trace "
+               "speed-ups")
+        report.sections.append(("figures left out", [why]))
+        report.notes.append(why)
     report.markdown_path = out_dir / "report.md"
     atomic_write_text(report.markdown_path, _markdown(report, by_kind))
     os.chmod(report.markdown_path, file_mode())
     return report
+
+
+def _draw(report: Report, fig: _Figure) -> None:
+    """Draw one figure into the report; a session that cannot be drawn is named with the reason, and the rest go on."""
+    try:
+        done = fig.draw(fig.path)
+    except UsageError as e:  # a damaged records file: say so and carry on with the other sessions
+        report.unknown.append((marked_name(fig.rec) if fig.rec else fig.path.name, f"{fig.what}: {e}"))
+        return
+    except DATA_ERRORS as e:  # a field only a figure reads, of a kind it cannot draw (readable.py)
+        report.unknown.append((marked_name(fig.rec) if fig.rec else fig.path.name,
+                               (f"figure {fig.path.name}: " if fig.rec else "") + "a session holds a value of a kind "
+                               f"this figure cannot draw ({type(e).__name__}: {e})"))
+        return
+    if done is not None:
+        report.figures.append(done)
+    elif fig.rec is not None:
+        report.unknown.append((marked_name(fig.rec), f"{fig.what}: nothing to draw"))

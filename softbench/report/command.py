@@ -15,7 +15,10 @@ from softbench.core.options import ExistingPath, nonempty
               callback=nonempty("fp8-8K-causal-b1h16d128"),
               help="the shape of the speed-against-fidelity figure, as session folders spell it "
                    "(e.g. fp8-8K-causal-b1h16d128) [default: the shape most latency sessions measured]")
-def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None):
+@click.option("--session-figures/--no-session-figures", default=True, show_default=True,
+              help="draw the figures made one per session (window latencies, timelines, power traces, dNLL "
+                   "intervals); over hundreds of sessions they take nearly all of a report's time")
+def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None, session_figures: bool):
     """Write report.md and PNG figures for the sessions at PATHS (session folders or folders of sessions).
 
     Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock, and
@@ -26,13 +29,14 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
+    from softbench.report.progress import FigureBar
     from softbench.report.console_view import console_view, left_out_note
     from softbench.core.utc import utc_stamp
 
     # an empty --out is refused by check_out_dir, not taken for the default
     target = check_out_dir(f"out/report-{utc_stamp()}" if out_dir is None else out_dir)
-    with err.status("drawing figures"):
-        rep = build_report(paths, target, speed_shape=speed_shape)
+    with err.status("reading sessions") as status, FigureBar(status) as bar:
+        rep = build_report(paths, target, speed_shape=speed_shape, session_figures=session_figures, on_figures=bar)
     for t in rep.tables:
         view = console_view(t, out.width)
         out.print(table(t.title, view.columns, view.rows))
