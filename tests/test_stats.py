@@ -66,3 +66,49 @@ def test_change_pct_is_none_where_there_is_nothing_to_divide_by():
     assert stats.change_pct(1.0, None) is None
     # a speed-up is the baseline's time relative to the variant's
     assert stats.change_pct(1.2, 1.0) == pytest.approx(stats.speedup_pct(1.2, 1.0))
+
+
+def test_an_interval_that_ends_at_zero_is_not_resolved():
+    # resample means of [-1, 0] are -1, -0.5 or 0, each end with probability 1/4: the interval is [-1, 0] exactly
+    res = stats.paired_block_bootstrap([-1.0, 0.0], n_boot=2000, seed=0)
+    assert (res.ci_low, res.ci_high) == (-1.0, 0.0)
+    assert not res.resolved
+    assert stats.paired_block_bootstrap([1.0, 2.0], n_boot=2000, seed=0).resolved
+
+
+def test_mad_outliers_uses_the_normal_consistency_constant():
+    # median 1.5, MAD 1.0: 6.7 lies 5.2 MADs out, modified z 0.6745 * 5.2 = 3.51 > 3.5; 6.6 gives 3.44
+    assert stats.mad_outliers([0, 2, 0, 2, 1, 6.7]).tolist() == [False] * 5 + [True]
+    assert not stats.mad_outliers([0, 2, 0, 2, 1, 6.6]).any()
+
+
+def test_moving_block_length_rounds_the_cube_root():
+    assert [stats.moving_block_length(n) for n in (1, 7, 20, 125, 1000)] == [1, 2, 3, 5, 10]
+
+
+def test_moving_blocks_may_start_anywhere_a_whole_block_fits():
+    idx = stats.moving_block_indices(10, 3, 2000, np.random.default_rng(0))
+    assert idx.shape == (2000, 10)
+    assert set(idx[:, 0].tolist()) == set(range(8))  # starts 0..7: the block 7, 8, 9 included
+    assert ((idx[:, 1] - idx[:, 0]) == 1).all()  # a block runs over consecutive pairs
+
+
+def test_paired_median_gives_an_interval_from_the_minimum_pair_count():
+    few = stats.paired_median_estimate(range(stats.MIN_BOOTSTRAP_PAIRS - 1))
+    assert np.isnan(few.ci_low) and np.isnan(few.ci_high) and "no interval" in few.method
+    enough = stats.paired_median_estimate(range(stats.MIN_BOOTSTRAP_PAIRS))
+    assert np.isfinite(enough.ci_low) and np.isfinite(enough.ci_high) and "moving-block" in enough.method
+    assert enough.ci_low <= enough.estimate_pct == 4.5 <= enough.ci_high
+
+
+def test_window_bootstrap_needs_two_windows_of_each_kernel():
+    assert all(np.isnan(stats.bootstrap_speedup_interval([1.0], [1.0, 1.1])))
+    assert all(np.isnan(stats.bootstrap_speedup_interval([1.0, 1.1], [1.0])))
+
+
+def test_paired_t_interval_from_two_pairs():
+    # mean 2, sd 1.414, standard error 1; t(0.975, 1 df) = 12.706
+    est = stats.paired_mean_t_estimate([1.0, 3.0])
+    assert est.estimate_pct == 2.0 and est.n_pairs == 2
+    assert (est.ci_low, est.ci_high) == pytest.approx((2.0 - 12.7062, 2.0 + 12.7062), abs=1e-3)
+    assert np.isnan(stats.paired_mean_t_estimate([1.0]).ci_low)

@@ -147,10 +147,6 @@ class PairedEstimate:
     def half_width_pp(self) -> float:
         return (self.ci_high - self.ci_low) / 2.0
 
-    @property
-    def covers_zero(self) -> bool:
-        return self.ci_low <= 0.0 <= self.ci_high
-
     def to_dict(self) -> dict:
         return {"estimate_pct": self.estimate_pct, "ci95_pct": [self.ci_low, self.ci_high], "n_pairs": self.n_pairs,
                 "half_width_pp": self.half_width_pp, "method": self.method}
