@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from softbench.core import stats
-from softbench.core.protocol import (InterleavedProtocol, SustainedProtocol, any_protocol_from_mapping,
+from softbench.core.protocol import (MAX_WINDOW_CALLS, InterleavedProtocol, SustainedProtocol, any_protocol_from_mapping,
                                      latency_plan_from_mapping, load_yaml_mapping)
 from softbench.core.errors import UsageError
-from softbench.latency.interleaved import measure_interleaved
+from softbench.latency.interleaved import measure_interleaved, size_windows
 from softbench.latency.schedule import carryover_circuit, circuit_cycle, cycle_order, pairs_by_cycle
 from softbench.latency.summary import summarize_paired
 from softbench.latency.sustained import measure_sustained
@@ -340,6 +340,78 @@ def test_the_carry_over_of_a_power_hungry_kernel_is_reported():
     assert after["h15-sat"] - after["A0"] == pytest.approx(3.0, abs=0.4)
     assert after["A0"] == pytest.approx(after["A0'"], abs=0.3)
     assert abs(s["null_pct"]) < 0.3  # the null's two processes are one kernel: it cannot show this carry-over
+
+
+@pytest.mark.parametrize("window_ms, call_ms, calls", [
+    (8.0, 0.35, 23),  # 22.9 calls: rounded, not cut
+    (0.1, 1.0, 1),  # a window shorter than one call still holds one
+    (1e6, 0.001, MAX_WINDOW_CALLS),  # a billion calls are capped
+])
+def test_window_sizing_rounds_to_whole_calls_within_the_limits(window_ms, call_ms, calls):
+    board = FakeBoard(FakeClock())
+    sized = size_windows(InterleavedProtocol(**{**FAST, "calls": None, "window_ms": window_ms, "budget_s": 2000.0}),
+                         FakeWorker(board, "A0", "A0", call_ms, "baseline"), lambda rec: None)
+    assert sized["calls"] == calls
+
+
+def test_the_round_stops_at_the_first_check_that_has_the_minimum_pairs_and_the_target():
+    # any interval is narrower than 100 pp: the first check with at least 20 pairs (cycle 20, checked every 5) ends it
+    proto = InterleavedProtocol(**{**FAST, "target_pp": 100.0})
+    run, _, s = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.9, "variant")], noise=0.01)
+    assert (run["rounds"][0]["cycles"], run["rounds"][0]["pairs"]) == (20, 20)
+    assert s["comparisons"]["A1"]["paired"]["n_pairs"] == 20
+
+
+def test_a_circuit_counts_one_pair_per_kernel_and_cycle_and_stops_on_the_interval_it_reports():
+    kernels = [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.9, "variant"), ("A0'", "A0", 1.0, "null")]
+    proto = InterleavedProtocol(**{**FAST, "target_pp": 100.0, "order": "circuit"})
+    run, _, s = run_interleaved(proto, kernels, noise=0.01, carryover={"A1": 0.03})
+    rnd = run["rounds"][0]
+    # 3 pairs per cycle: 21 at cycle 7, but checks fall every 5 cycles
+    assert (rnd["cycles"], rnd["pairs"]) == (10, 30)
+    for g in ("A1", "A0'"):
+        paired = s["comparisons"][g]["paired"]
+        assert paired["n_pairs"] == rnd["pairs"]
+        assert rnd["half_width_pp_at_stop"][g] == paired["half_width_pp"]
+
+
+def test_below_the_bootstrap_minimum_the_round_waits_for_an_interval():
+    proto = InterleavedProtocol(**{**FAST, "target_pp": 100.0, "min_pairs": 3, "check_every": 1})
+    run, _, _ = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.9, "variant")], noise=0.01)
+    assert run["rounds"][0]["pairs"] == stats.MIN_BOOTSTRAP_PAIRS
+    assert run["rounds"][0]["stop_reason"].startswith("target reached")
+
+
+class NoisyWorker(FakeWorker):
+    """A kernel whose own windows scatter by `noise` on top of the board's."""
+
+    def __init__(self, *args, noise: float, **kw):
+        super().__init__(*args, **kw)
+        self.rng, self.noise = np.random.default_rng(1), noise
+
+    def request(self, op, on_stream=None, **fields):
+        reply = super().request(op, on_stream, **fields)
+        reply["result"]["ms_per_call"] *= 1 + self.noise * self.rng.standard_normal()
+        return reply
+
+
+def test_every_gated_comparison_must_reach_the_target():
+    clock = FakeClock()
+    board = FakeBoard(clock, noise=0.001)
+    ws = {"A0": FakeWorker(board, "A0", "A0", 1.0, "baseline"), "A1": FakeWorker(board, "A1", "A1", 0.9, "variant"),
+          "A2": NoisyWorker(board, "A2", "A2", 0.9, "variant", noise=0.05)}
+    proto = InterleavedProtocol(**{**FAST, "budget_s": 3.0})
+    run = measure_interleaved(proto, ws, "A0", ["A1", "A2"], lambda rec: None, Quiet(), clock=clock)
+    rnd = run["rounds"][0]
+    assert rnd["half_width_pp_at_stop"]["A1"] <= proto.target_pp < rnd["half_width_pp_at_stop"]["A2"]
+    assert rnd["stop_reason"] == "time budget of 3 s spent"
+
+
+def test_the_pair_limit_ends_a_round_at_the_limit():
+    proto = InterleavedProtocol(**{**FAST, "target_pp": 0.0001, "max_pairs": 30})
+    run, _, _ = run_interleaved(proto, [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.9, "variant")], noise=0.05)
+    assert run["rounds"][0]["stop_reason"] == "pair limit of 30 reached"
+    assert run["rounds"][0]["pairs"] == 30
 
 
 def test_calls_and_window_ms_together_are_refused():
