@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from softbench.core import stats
-from softbench.core.protocol import (MAX_WINDOW_CALLS, InterleavedProtocol, SustainedProtocol, any_protocol_from_mapping,
-                                     latency_plan_from_mapping, load_yaml_mapping)
+from softbench.core.protocol import (MAX_WINDOW_CALLS, InterleavedProtocol, SustainedProtocol,
+                                     any_protocol_from_mapping, latency_plan_from_mapping, load_yaml_mapping)
 from softbench.core.errors import UsageError
 from softbench.latency.interleaved import measure_interleaved, size_windows
 from softbench.latency.schedule import carryover_circuit, circuit_cycle, cycle_order, pairs_by_cycle
