@@ -83,6 +83,39 @@ def test_control_needs_gpus_and_takes_no_second_kernel(capsys, tmp_path):
         assert f"--control times the baseline against itself alone; drop {flag}" in capsys.readouterr().err
 
 
+def test_every_shape_is_checked_once_before_the_launch_and_ranks_follow_the_order_given(monkeypatch):
+    from softbench.latency.across import run_across
+
+    calls = []
+    monkeypatch.setattr(sys, "argv", ["softbench", "latency", "--gpus", "1,0"])
+    monkeypatch.setattr(launch, "launch", lambda n, command, args, hint=None, extra_env=None:
+                        calls.append(("launch", n, command, args, extra_env)))
+    opts = types.SimpleNamespace(shapes=["shape-a", "shape-b"])
+    run_across(opts, (1, 0), None, None, False, "source", lambda shape: calls.append(("check", shape)))
+    # rank r runs on the r-th GPU listed: GPU 1 first
+    assert calls == [("check", "shape-a"), ("check", "shape-b"),
+                     ("launch", 2, "latency", ["--gpus", "1,0"], {gpus.GPUS_ENV: "1,0"})]
+
+
+def test_the_control_takes_the_first_cell_alone():
+    from softbench.latency.across import control_cell
+
+    ctx = types.SimpleNamespace(params={}, get_parameter_source=lambda name: None)
+    assert control_cell(ctx, ("shape-a", "shape-b"), "A0") == (("shape-a",), "A0", False, "none")
+
+
+def test_a_rank_records_the_command_line_the_user_gave(monkeypatch):
+    from softbench.latency.across import launch_command_line
+
+    monkeypatch.setattr(sys, "argv", ["softbench", "latency", "--seq", "8K"])
+    monkeypatch.delenv(gpus.GPUS_ENV, raising=False)
+    assert launch_command_line(None) == "softbench latency --seq 8K"
+    under_torchrun = launch_command_line(types.SimpleNamespace(world=2))
+    assert under_torchrun == "torchrun --nproc-per-node 2 -m softbench latency --seq 8K"
+    monkeypatch.setenv(gpus.GPUS_ENV, "1,0")
+    assert launch_command_line(types.SimpleNamespace(world=2)) == "softbench latency --seq 8K --gpus 1,0"
+
+
 def test_gpus_under_torchrun_is_refused(monkeypatch, capsys):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")

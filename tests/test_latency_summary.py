@@ -1,5 +1,5 @@
 """The latency summaries' numbers on hand-built windows and units, each computed by hand: the window bootstrap and
-outlier count of the paper's rounds, the board readings, and the paired summary's per-round estimates, pooled
+outlier count of the paper's rounds, the board readings, a sustained block's numbers, and the paired summary's per-round estimates, pooled
 speed-up, TFLOP/s, fastest exact kernel, nulls and the spread between process pairs."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from softbench.latency.summary import board_readings, process_pairs, summarize_latency, summarize_paired
+from softbench.latency.sustained import block_summary
 
 
 def _windows(label: str, times: list[float]) -> list[dict]:
@@ -79,3 +80,16 @@ def test_the_spread_between_process_pairs_is_a_sample_sd():
     (c,) = process_pairs(windows, "A0", ["v"], 3)["comparisons"].values()
     assert [p["median_pct"] for p in c["pairs_of_processes"]] == pytest.approx([0.0, 1.0, 2.0])
     assert c["sd_between_pp"] == pytest.approx(1.0)
+
+
+def test_a_sustained_block_reads_its_measured_windows_only():
+    settle = [{"phase": "settle", "ms_per_call": 9.0, "gpu_power_w": 50.0, "gpu_throttled": True}] * 2
+    measured = [{"phase": "measure", "ms_per_call": ms, "gpu_power_w": w, "gpu_sm_clock_mhz": 1500}
+                for ms, w in ((1.0, 100.0), (1.0, 100.0), (4.0, 400.0))]
+    b = block_summary("A0", 1, 0, settle + measured, {"forwards": 300, "energy_j": 6.0, "measure_s": 2.0})
+    assert (b["windows"], b["settle_windows"], b["throttled_windows"]) == (3, 2, 0)
+    assert b["median_ms"] == 1.0  # the median of 1, 1 and 4 ms
+    assert b["power_w_mean"] == 200.0 and b["sm_clock_mhz_mean"] == 1500.0  # power is averaged, as energy is
+    assert b["energy_per_forward_mj"] == pytest.approx(20.0)  # 6 J over 300 forwards
+    unknown = block_summary("A0", 1, 0, measured, {"energy_j": 6.0})
+    assert unknown["forwards"] == 0 and unknown["energy_per_forward_mj"] is None
