@@ -1,6 +1,7 @@
-"""The latency summaries' numbers on hand-built windows and units, each computed by hand: the window bootstrap and
-outlier count of the paper's rounds, the board readings, a sustained block's numbers, and the paired summary's per-round estimates, pooled
-speed-up, TFLOP/s, fastest exact kernel, nulls and the spread between process pairs."""
+"""The latency summaries' numbers on hand-built windows and units, each computed by hand: the window bootstrap
+and outlier count of the paper's rounds, the board readings, a sustained block's numbers, and the paired
+summary's per-round estimates, pooled speed-up, TFLOP/s, fastest exact kernel, nulls and the spread between
+process pairs."""
 
 from __future__ import annotations
 
