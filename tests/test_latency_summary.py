@@ -94,3 +94,21 @@ def test_a_sustained_block_reads_its_measured_windows_only():
     assert b["energy_per_forward_mj"] == pytest.approx(20.0)  # 6 J over 300 forwards
     unknown = block_summary("A0", 1, 0, measured, {"energy_j": 6.0})
     assert unknown["forwards"] == 0 and unknown["energy_per_forward_mj"] is None
+
+
+def test_the_headline_speed_up_and_null_are_the_paired_estimates_not_the_pooled_medians():
+    # pairs (1, 1), (2, 1), (4, 4): per-pair 0%, 100%, 0%, median 0%; the pooled medians 2 and 1 ms read +100%
+    units = [{"label": lbl, "round": 0, "cycle": c, "ms_per_call": ms}
+             for c, (a0, other) in enumerate(((1.0, 1.0), (2.0, 1.0), (4.0, 4.0)))
+             for lbl, ms in (("A0", a0), ("A1", other), ("A0'", other))]
+    kernels = {"A0": KERNELS["A0"], "A1": KERNELS["A1"], "A0'": {"role": "null", "variant": "A0"}}
+    s = summarize_paired(units, kernels, "A0", 1e12, "interleaved", "ms_per_call")
+    assert s["comparisons"]["A1"]["pooled_speedup_pct"] == pytest.approx(100.0)
+    assert s["speedup_pct"] == 0.0 and s["null_pct"] == 0.0
+
+
+def test_two_process_pairs_have_a_spread():
+    windows = [{"label": lbl, "round": 0, "cycle": c, "replica": rep, "ms_per_call": ms}
+               for c in range(4) for lbl, rep, ms in (("A0", 0, 1.0), ("v", c % 2, 1.0 / (1 + (c % 2) / 100)))]
+    (c,) = process_pairs(windows, "A0", ["v"], 2)["comparisons"].values()
+    assert c["sd_between_pp"] == pytest.approx(0.7071, abs=1e-4)  # 0% and 1%: sd sqrt(0.5) with n - 1

@@ -112,3 +112,16 @@ def test_paired_t_interval_from_two_pairs():
     assert est.estimate_pct == 2.0 and est.n_pairs == 2
     assert (est.ci_low, est.ci_high) == pytest.approx((2.0 - 12.7062, 2.0 + 12.7062), abs=1e-3)
     assert np.isnan(stats.paired_mean_t_estimate([1.0]).ci_low)
+
+
+def test_paired_median_is_a_median_with_or_without_an_interval():
+    assert stats.paired_median_estimate([0.0, 0.0, 9.0]).estimate_pct == 0.0
+    est = stats.paired_median_estimate([0.0] * 10 + [100.0])
+    assert est.estimate_pct == 0.0 and est.ci_low == est.ci_high == 0.0  # one outlying pair moves no median
+
+
+def test_pair_speedups_refuse_a_time_of_zero():
+    with pytest.raises(ValueError, match="positive"):
+        stats.pair_speedups_pct([0.0, 1.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="positive"):
+        stats.pair_speedups_pct([1.0, 1.0], [1.0, 0.0])
