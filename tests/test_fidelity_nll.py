@@ -136,6 +136,30 @@ def test_bootstrap_uses_the_same_indices_for_every_condition():
     assert contrast["dnll"] == pytest.approx(-0.0005) and contrast["ci_high"] == pytest.approx(-0.0005)
 
 
+def test_the_baseline_nll_is_weighted_by_tokens_and_its_perplexity_is_its_exponential():
+    # blocks of 1 and 3 predicted tokens at NLL 1.0 and 3.0: (1 + 9) / 4 = 2.5, not the blocks' mean 2.0
+    rows = [{"block": 0, "condition": "exact", "nll": 1.0, "n_tokens": 1},
+            {"block": 1, "condition": "exact", "nll": 3.0, "n_tokens": 3},
+            {"block": 0, "condition": "a", "nll": 1.5, "n_tokens": 1},
+            {"block": 1, "condition": "a", "nll": 3.0, "n_tokens": 3}]
+    s = summarize(rows, _conds("a"), n_boot=100)
+    assert s["baseline"]["nll"] == 2.5 and s["baseline"]["ppl"] == pytest.approx(math.exp(2.5))
+    assert s["baseline"]["predictions"] == 4
+    assert s["conditions"][0]["nll"] == pytest.approx((1.5 + 9.0) / 4)
+    assert s["conditions"][0]["dnll"] == pytest.approx(0.25)  # the mean over blocks of the per-block difference
+
+
+def test_blocks_lower_and_equal_are_counted_apart():
+    s = summarize(_rows([3.0] * 3, {"a": [0.0, -0.1, 0.2]}), _conds("a"), n_boot=100)
+    assert (s["conditions"][0]["n_lower"], s["conditions"][0]["n_equal"]) == (1, 1)
+
+
+def test_contrasts_are_between_the_approximations_only():
+    s = summarize(_rows([3.0] * 3, {"a": [0.1] * 3, "b": [0.3] * 3}), _conds("a", "b"), n_boot=100)
+    assert [(c["a"], c["b"]) for c in s["contrasts"]] == [("a", "b")]
+    assert s["contrasts"][0]["dnll"] == pytest.approx(-0.2)
+
+
 def test_only_blocks_complete_for_every_condition_count_and_the_last_row_wins():
     rows = _rows([3.0, 3.0, 3.0], {"a": [0.1, 0.2, 0.3]})
     rows = [r for r in rows if not (r["block"] == 2 and r["condition"] == "a")]  # block 2 unfinished
