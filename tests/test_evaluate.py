@@ -14,7 +14,7 @@ from conftest import run_cli
 from softbench.cli import main
 from softbench.core.errors import SealError
 from softbench.core.utc import utc_iso
-from softbench.predictions.evaluate import evaluate, holds
+from softbench.predictions.evaluate import _MISSING, evaluate, holds, resolve
 from softbench.predictions.sessions import load_sessions
 from softbench.predictions.schema import normalize
 from softbench.predictions.seal import seal_file
@@ -95,6 +95,36 @@ def test_comparators():
     assert holds(12.0, "between", [10, 15]) and holds(10.0, "between", [10, 15]) and holds(15.0, "between", [10, 15])
     assert not holds(15.01, "between", [10, 15]) and holds(15.01, "outside", [10, 15])
     assert not holds(3.0, "<", [3]) and holds(3.0, "<=", [3]) and holds(3.1, ">", [3]) and not holds(3.0, ">", [3])
+    assert holds(3.0, ">=", [3]) and not holds(2.99, ">=", [3])
+    # a range is its two bounds in either order; outside excludes them as between includes them
+    assert holds(12.0, "between", [15, 10]) and not holds(9.0, "between", [15, 10])
+    assert not holds(10.0, "outside", [10, 15]) and not holds(15.0, "outside", [15, 10])
+    assert holds(9.99, "outside", [10, 15])
+
+
+def test_a_path_reaches_list_items_from_either_end():
+    data = {"a": [1, 2, 3], "b": {"c": [{"d": 4}]}}
+    assert resolve(data, "a.0") == 1 and resolve(data, "a.-1") == 3 and resolve(data, "a.-3") == 1
+    assert resolve(data, "b.c.0.d") == 4
+    assert resolve(data, "a.3") is _MISSING and resolve(data, "a.-4") is _MISSING and resolve(data, "a.x") is _MISSING
+
+
+def test_a_session_started_at_the_seal_counts_and_one_started_at_the_windows_end_does_not(tmp_path):
+    latency(tmp_path, "at-the-seal", "fp8", 12.0, started="2026-01-01T11:00:00.000+00:00")
+    latency(tmp_path, "at-the-end", "fp8", 16.0, started="2026-01-01T13:00:00.000+00:00")
+    windowed = {"predictions": [{**PREDICTIONS["predictions"][0], "until": "2026-01-01T13:00:00Z"}]}
+    ev = evaluate(normalize(windowed), load_sessions([tmp_path]), sealed_utc="2026-01-01T11:00:00.000+00:00")
+    assert [e.session for e in ev.predictions[0].evidence] == ["at-the-seal"]
+    assert [x.session for x in ev.excluded] == ["at-the-end"]
+
+
+def test_a_change_relative_to_zero_is_no_number(tmp_path):
+    make_session(tmp_path, "audit", "audit", {"ncu": {"A1": {"mufu_pipe_pct": 1.2}},
+                                              "registers": {"A0": 168, "A1": 168},
+                                              "softmax_stage_us": {"A0": 0.0, "A1": 60.0}})
+    v, ev = verdicts(load_sessions([tmp_path]))
+    assert v["stage"].verdict == "unverified"
+    assert any(d.prediction == "stage" and "softmax_stage_us.A0 is zero" in d.detail for d in ev.deviations)
 
 
 def test_met_failed_and_all_sessions_must_hold(tmp_path):
