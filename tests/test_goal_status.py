@@ -28,6 +28,9 @@ def test_status_follows_the_interval_across_sessions():
     assert _verdict(_group([-0.3, 0.2, 0.7]), 0.0) == "mean only"
     assert _verdict(_group([-0.3, -0.2, 0.1]), 0.0) == "not met"
     assert _verdict(_group([2.0, 2.2]), 3.0) == "not met"
+    # on the goal is at it: a lower end equal to the goal meets it, a mean equal to it is "mean only"
+    assert goal_status.verdict(_group([0.5, 0.6, 0.7]), 0.0, (0.0, 1.0)) == "met"
+    assert goal_status.verdict(_group([-1.0, 0.0, 1.0]), 0.0, (-2.0, 2.0)) == "mean only"
 
 
 def test_one_session_carries_its_own_interval():
@@ -61,6 +64,9 @@ def test_the_ceiling_reading_places_the_goal_against_the_interval():
     assert goal_status.ceiling_reading((0.2, 0.9), 0.55, 3.0) == "goal above the ceiling"
     assert goal_status.ceiling_reading((4.0, 5.0), 4.5, 3.0) == "goal below the ceiling"
     assert goal_status.ceiling_reading(None, 0.55, 3.0) == "goal above the ceiling"  # no interval: the mean
+    # a goal on either end of the interval is inside it
+    assert goal_status.ceiling_reading((1.0, 3.0), 2.0, 3.0) == "goal inside the ceiling's interval"
+    assert goal_status.ceiling_reading((3.0, 4.0), 3.5, 3.0) == "goal inside the ceiling's interval"
 
 
 def test_the_ceiling_row_reads_the_noexp_sessions():

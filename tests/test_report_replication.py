@@ -69,13 +69,22 @@ def test_rows_print_the_group_and_the_scatter_beyond_the_sessions_own_intervals(
                               "ref-fa3", "4"]
     assert rows["A0"][7] == f"{a0.mean_pct:+.2f} [{lo:+.2f}, {hi:+.2f}]"
     assert rows["A0"][10] == f"{min(a0.estimates_pct):+.2f} to {max(a0.estimates_pct):+.2f}"
+    # the sample sd between sessions, the median of their own half-widths, and the nulls' range
+    assert rows["A0"][8] == f"{statistics.stdev(a0.estimates_pct):.2f}"
+    assert rows["A0"][9] == f"{statistics.median(a0.half_widths_pp):.2f}"
+    assert rows["A0"][11] == f"{min(a0.nulls_pct):+.2f} to {max(a0.nulls_pct):+.2f}"
+    assert len(set(a0.nulls_pct)) > 1 and set(a0.nulls_pct) != set(a0.estimates_pct)
     # each row names its sessions, so that a reader can find every value it averages
     assert rows["A0"][12] == ", ".join(n[:16] for n in HG4)
     text = replication_summary(groups, notes)
     for g in groups:  # a sentence exactly where the sessions scatter more than 1.5 times their intervals imply
         implied = statistics.median(g.half_widths_pp) / 1.96
-        flagged = any(s.startswith(f"- {g.kernel} (") for s in text)
-        assert flagged == (statistics.stdev(g.estimates_pct) > 1.5 * implied)
+        flagged = [s for s in text if s.startswith(f"- {g.kernel} (")]
+        assert bool(flagged) == (statistics.stdev(g.estimates_pct) > 1.5 * implied)
+        if flagged:  # how many times the scatter is what the intervals imply
+            ratio = statistics.stdev(g.estimates_pct) / implied
+            assert flagged[0].endswith(f"{ratio:.1f} times what their own intervals imply ({implied:.2f} pp)")
+    assert any(s.startswith("- ") and "times what their own intervals imply" in s for s in text)
 
 
 

@@ -126,6 +126,32 @@ def test_units_that_do_not_give_back_the_session_are_not_reestimated(tmp_path):
     assert len(sf.notes) == 1 and INTERLEAVED in sf.notes[0]
 
 
+def _folded_with_null(tmp_path, name, **paired):
+    """FOLDED copied with its null's written estimate changed by `paired`."""
+    copy = tmp_path / name / FOLDED
+    shutil.copytree(PROJECT / FOLDED, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary["comparisons"]["A0'"]["paired"].update(paired)
+    (copy / "summary.json").write_text(json.dumps(summary))
+    return load_session(copy)
+
+
+def test_a_written_estimate_is_given_back_to_its_pairs_count_and_its_interval(tmp_path):
+    written = json.loads((PROJECT / FOLDED / "summary.json").read_text())["comparisons"]["A0'"]["paired"]
+    against, why = against_reference(load_session(PROJECT / FOLDED), "ref-fa3")
+    assert why is None and set(against) == {"A0", "h15-folded"}
+    refused = "its recorded units do not give back its own estimate of A0' against A0"
+    for name, change in (("pairs", {"n_pairs": written["n_pairs"] + 1}),
+                         ("estimate", {"estimate_pct": written["estimate_pct"] * (1 + 1e-6)}),
+                         ("interval", {"ci95_pct": [written["ci95_pct"][0] + 0.01, written["ci95_pct"][1]]})):
+        assert against_reference(_folded_with_null(tmp_path, name, **change), "ref-fa3") == ({}, refused), name
+    # an interval written by an earlier method is not held to today's, which the estimates then name
+    older = _folded_with_null(tmp_path, "older", ci95_pct=[written["ci95_pct"][0] + 0.01, written["ci95_pct"][1]],
+                              method="percentile bootstrap over pairs")
+    against, why = against_reference(older, "ref-fa3")
+    assert why is None and "moving-block" in against["A0"]["method"]
+
+
 def test_a_missing_join_is_reported(tmp_path, capsys):
     sf = _join()
     (noexp,) = [s for s in sf.skipped if "noexp" in s]
