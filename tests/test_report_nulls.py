@@ -66,7 +66,7 @@ def test_the_spread_of_the_recorded_nulls_against_their_intervals():
     sd = statistics.stdev(r.estimate_pct for r in rows)
     implied = statistics.median((r.ci[1] - r.ci[0]) / 2 for r in rows) / 1.96
     assert line.startswith(f"- spread, interleaved: 13 nulls scatter with a standard deviation of {sd:.2f} pp")
-    assert sd > 1.5 * implied and "times wider" in line
+    assert sd > 1.5 * implied and f"imply {implied:.2f} pp: {sd / implied:.1f} times wider" in line
 
 
 def _null(estimate, half):
@@ -78,3 +78,22 @@ def test_spread_needs_five_nulls_and_adds_nothing_when_the_scatter_matches_the_i
     # a half-width of 0.196 implies a standard deviation of 0.10; nulls with that scatter are what it promises
     (line,) = null_spread([_null(x, 0.196) for x in (-0.1, 0.0, 0.1, -0.1, 0.0, 0.1, 0.0)])
     assert "imply 0.10 pp" in line and "times wider" not in line
+
+
+def test_a_scatter_of_exactly_one_and_a_half_times_the_implied_is_not_flagged():
+    # sd of (-1.5, -1.5, 0, 1.5, 1.5) is 1.5; a half-width of 1.96 implies 1.0
+    (line,) = null_spread([_null(x, 1.96) for x in (-1.5, -1.5, 0.0, 1.5, 1.5)])
+    assert line.endswith("standard deviation of 1.50 pp across sessions; their intervals (median half-width 1.96 pp) "
+                         "imply 1.00 pp")
+
+
+def test_each_group_counts_its_nulls_their_mean_signs_and_misses():
+    two = [NullRow("s1", "interleaved", "fp8", 2, "listed", False, 0.0, (0.0, 0.5)),  # 0 on the interval's end
+           NullRow("s2", "interleaved", "fp8", 2, "listed", False, 0.6, None),  # no interval: no miss either
+           NullRow("s3", "interleaved", "fp8", 2, "listed", False, -0.3, (-0.9, -0.1))]
+    assert two[0].covers_zero is True and two[1].covers_zero is None and two[2].covers_zero is False
+    assert null_summary(two) == ["- interleaved, two kernels, baseline started first: 3 null(s), mean +0.10 pp, "
+                                 "1 positive; misses of 0: 1 (-0.30)"]
+    three = [NullRow("s4", "sustained", "bf16", 3, "shuffled: A0', A0, v", True, 0.2, (0.1, 0.3))]
+    assert null_summary(three) == ["- sustained, three kernels, null started first: 1 null(s), mean +0.20 pp, "
+                                   "1 positive; misses of 0: 1 (+0.20)"]
