@@ -104,6 +104,21 @@ def _loop_rec(i, variant, sampled, counter, ms, watts):
                                       "counter": counter}}
 
 
+def test_power_is_set_against_the_baseline_and_idle_power_averaged():
+    loops = [_loop_rec(0, "A0", 1000.0, 1010.0, 1.0, 1000.0), _loop_rec(1, "A1", 900.0, 909.0, 0.9, 900.0)]
+    s = es.summarize_energy(loops, "A0")
+    assert s["vs_baseline"]["A1"]["ratio"]["mean_power"] == pytest.approx(0.9)
+    assert s["vs_baseline"]["A1"]["change_pct"]["mean_power"] == pytest.approx(-10.0)
+    idle = [{**_loop_rec(i, "A0", 1000.0, 1000.0, 1.0, 900.0), "idle_power_w": w} for i, w in enumerate((80, 80, 110))]
+    assert es.summarize_energy(idle, "A0")["variants"]["A0"]["idle_power_w"] == pytest.approx(90.0)
+
+
+def test_an_energy_counter_that_did_not_move_reads_zero():
+    assert es.counter_energy_per_forward_mj(100.0, 100.0, 10) == 0.0
+    with pytest.raises(MeasurementError, match="went backwards"):
+        es.counter_energy_per_forward_mj(100.0, 99.0, 10)
+
+
 def test_ratios_and_drift_over_an_alternating_order():
     loops = [_loop_rec(0, "A0", 1000.0, 1010.0, 1.0, 1000.0), _loop_rec(1, "A1", 900.0, 909.0, 0.9, 1000.0),
              _loop_rec(2, "A1", 950.0, 959.5, 0.95, 1000.0), _loop_rec(3, "A0", 1100.0, 1111.0, 1.1, 1000.0)]
