@@ -492,3 +492,33 @@ def test_reevaluation_reads_past_an_env_without_the_workers_arch(tmp_path, a1_ru
     (source / "env.json").write_text(json.dumps(env))
     _, summary = reevaluate_gates(source, tmp_path / "cpu")
     assert summary["gates"] == a1_run[1]["gates"]
+
+
+def test_each_gates_tolerance_is_its_derivation():
+    """The allowances the comments derive, for BF16 P and output over 256 keys: a gate widened by a factor of two
+    (or a masked bound by 2^20) would still pass the correct and fail the grossly wrong weights above."""
+    from softbench.gates.tolerances import fp32_slack
+
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    g = _by_name([readback_gate(stock), single_tile_gate(patched), *multi_tile_gates(stock, patched)])
+    u = unit_roundoff(BF16)
+    assert u == 2.0 ** -8
+    slack = fp32_slack(256)
+    assert slack == (2 * 256 + 4) * 2.0 ** -24  # 256 sums, 256 rescalings, four more roundings
+    r, rs = rounding_octaves(u), rounding_octaves(slack)
+    a, b = ENVELOPE
+    eta = float(stock.eta.masked_fill(~stock.valid, 0.0).max())
+    assert 0 < eta < 1e-3
+    assert g["readback"].bound == (0.0, pytest.approx((1 + u) ** 2 * 2.0 ** (2 * eta) * (1 + slack) - 1))
+    assert g["single_tile"].bound == (0.0, pytest.approx(u + slack))
+    tol_norm = 3 * r + rs  # P1: the output's rounding; P0: P's and the output's
+    assert g["normalized_ratio"].details["tolerance"] == pytest.approx(tol_norm)
+    assert g["normalized_ratio"].bound == pytest.approx((a - b - tol_norm, b - a + tol_norm))
+    tol_rec = tol_norm + 3 * r + 2 * eta  # two more output readings, a P rounding, the argmax within 2 eta
+    assert g["recovered_error"].details["tolerance"] == pytest.approx(tol_rec)
+    assert g["recovered_error"].bound == pytest.approx((a - tol_rec, b + tol_rec))
+    assert g["row_max_attained"].details["tolerance"] == pytest.approx(6 * r + rs)
+    floor = 2.0 ** -126
+    masked_keys = int((~stock.valid).sum(-1).max())
+    assert g["row_sums"].details["tolerance"] == pytest.approx(u + slack + masked_keys * floor)
+    assert g["masked"].bound == (0.0, pytest.approx(floor * 2.0 ** (-a) * (1 + u), rel=1e-9, abs=0.0))
