@@ -152,6 +152,29 @@ def test_a_written_estimate_is_given_back_to_its_pairs_count_and_its_interval(tm
     assert why is None and "moving-block" in against["A0"]["method"]
 
 
+def test_a_written_estimate_whose_kernel_left_no_units_is_not_given_back(tmp_path):
+    copy = tmp_path / FOLDED
+    shutil.copytree(PROJECT / FOLDED, copy)
+    lines = (copy / "windows.jsonl").read_text().splitlines()
+    (copy / "windows.jsonl").write_text("".join(f"{line}\n" for line in lines if json.loads(line)["label"] != "A0'"))
+    assert against_reference(load_session(copy), "ref-fa3") == (
+        {}, "its recorded units do not give back its own estimate of A0' against A0")
+
+
+def test_a_circuit_window_whose_predecessor_is_no_kernel_cannot_be_paired(tmp_path):
+    circuit = "20261201T093240Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"
+    copy = tmp_path / circuit
+    shutil.copytree(PROJECT / circuit, copy)
+    rows = [json.loads(line) for line in (copy / "windows.jsonl").read_text().splitlines()]
+    first = next(r for r in rows if r.get("phase") in ("measure", None))
+    first["predecessor"] = 5
+    (copy / "windows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    against, why = against_reference(load_session(copy), "ref-fa3")
+    assert against == {}
+    assert why == ("its units in windows.jsonl cannot be paired: "
+                   f"a unit of {first['label']} has predecessor 5, not a kernel's name")
+
+
 def test_a_missing_join_is_reported(tmp_path, capsys):
     sf = _join()
     (noexp,) = [s for s in sf.skipped if "noexp" in s]
