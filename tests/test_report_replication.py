@@ -4,6 +4,7 @@ copied to a temporary folder where one is to be marked partial."""
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -162,3 +163,18 @@ def test_a_least_of_one_session_keeps_the_kernel_timed_once():
     assert hg2.sessions == (HG2,) and not any("one session only" in n for n in notes)
     several, _ = replications(recs)
     assert [g for g in every if len(g.sessions) > 1] == several
+
+
+def test_a_session_without_a_null_adds_its_estimate_and_no_null(tmp_path):
+    for name in HG4:
+        shutil.copytree(SESSIONS / name, tmp_path / name)
+    summary_path = tmp_path / HG4[0] / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    del summary["comparisons"]["A0'"], summary["kernels"]["A0'"]
+    summary["null"] = None
+    summary_path.write_text(json.dumps(summary))
+    with_nulls, _ = replications(load_sessions([SESSIONS / n for n in HG4]))
+    without, _ = replications(load_sessions([tmp_path / n for n in HG4]))
+    a0_with, a0_without = _group(with_nulls, "A0"), _group(without, "A0")
+    assert a0_without.sessions == a0_with.sessions and a0_without.estimates_pct == a0_with.estimates_pct
+    assert a0_without.nulls_pct == a0_with.nulls_pct[1:]  # the first session's null is gone, the rest are kept
