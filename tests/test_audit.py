@@ -86,6 +86,37 @@ def test_pick_kernel_falls_back_to_the_largest_function():
     assert sass.pick_kernel(fns, KERNEL_RX, fallback=False)[0].name == ATT
 
 
+def _functions(*bodies: tuple[str, list[str]]) -> list:
+    """SASS functions from (name, instructions) in cuobjdump's layout."""
+    text = ""
+    for name, instrs in bodies:
+        text += f'\t.section\t.text.{name},"ax",@progbits\n.text.{name}:\n'
+        text += "".join(f"        /*{16 * i:04x}*/                   {ins} ;\n" for i, ins in enumerate(instrs))
+    return sass.parse_sass(text)
+
+
+def test_pick_kernel_takes_the_largest_matching_function():
+    fns = _functions(("attn_small", ["EXIT"]), ("attn_big", ["MOV R1, R2", "EXIT"]),
+                     ("other", ["MOV R1, R2", "MOV R3, R4", "EXIT"]))
+    fn, how = sass.pick_kernel(fns, "attn")
+    assert (fn.name, how) == ("attn_big", "largest of 2 function(s) matching /attn/")
+
+
+def test_only_a_shift_by_22_ends_an_exponential_path():
+    (fn,) = _functions(("k", ["FFMA R2, R0, R1, -R3", "SHF.L.U32 R4, R2, 0x17, RZ", "SHF.L.U32 R5, R2, 0x16, RZ"]))
+    depth = sass.dependency_depth(fn)
+    assert (depth["sinks"], depth["resolved"], depth["median"]) == (1, 1, 1.0)
+
+
+def test_no_fewer_exponentials_than_the_baseline_gives_no_element_count():
+    def fam(ex2, total):
+        return {**{k: 0 for k in sass.FAMILY_NAMES}, "MUFU_EX2": ex2, "total": total}
+
+    r = sass.per_element_costs({"A0": fam(4, 100), "noexp": fam(4, 90)})
+    assert r["per_element"] == {} and r["elements_static"] == 0
+    assert r["notes"] == ["noexp has no fewer exponentials than A0 (4 vs 4): the element count is unknown"]
+
+
 def test_per_element_with_noexp_reference():
     fams = {v: sass.count_families(_kernel(v)) for v in ("A0", "A1", "noexp")}
     pe = sass.per_element_costs(fams)

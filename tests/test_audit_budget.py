@@ -32,3 +32,8 @@ def test_budget_block_sets_the_static_estimate_beside_the_budget():
     assert blk["variants"]["A1"] == {"per_element_static": 6.0, "share_of_issue_slots": pytest.approx(0.75)}
     assert blk["variants"]["broken"]["share_of_issue_slots"] is None
     assert "nominal" in blk["method"] and "static" in blk["method"]
+
+
+def test_a_head_dim_of_zero_or_less_has_no_budget():
+    assert budget.issue_budget("sm_90", "bf16", 0) is None
+    assert budget.issue_budget("sm_90", "bf16", -64) is None
