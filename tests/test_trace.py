@@ -361,3 +361,34 @@ def test_a_damaged_chrome_trace_is_refused(cli, tmp_path, doc, message):
         ti.read_chrome_trace(f)
     r = cli("trace", "ingest", str(f))
     assert r.returncode == 2 and str(f) in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+def test_a_chrome_traces_kernels_are_taken_in_start_order_with_a_sample_sd(tmp_path):
+    events = [{"cat": "kernel", "name": "k", "ts": ts, "dur": dur} for ts, dur in ((30, 3), (10, 1), (20, 2))]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    (row,) = ti.read_chrome_trace(tmp_path / "t.json").rows
+    assert row.durations_ns == [1000.0, 2000.0, 3000.0]  # microseconds to nanoseconds, by start
+    assert (row.median_ns, row.std_ns) == (2000.0, 1000.0)
+
+
+def test_a_kernel_of_no_duration_is_kept_and_one_that_ends_before_it_starts_refused(tmp_path):
+    def export(name, rows):
+        con = sqlite3.connect(tmp_path / name)
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (demangledName TEXT, start INTEGER, end INTEGER)")
+        con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?)", rows)
+        con.commit()
+        con.close()
+        return tmp_path / name
+
+    (row,) = ti.read_kernels_sqlite(export("ok.sqlite", [("k", 100, 100), ("k", 200, 210)])).rows
+    assert (row.instances, row.durations_ns, row.median_ns, row.min_ns) == (2, [0.0, 10.0], 5.0, 0.0)
+    with pytest.raises(UsageError, match="ends before it starts"):
+        ti.read_kernels_sqlite(export("bad.sqlite", [("k", 100, 90)]))
+
+
+def test_a_negative_time_in_a_kern_sum_export_is_refused(tmp_path):
+    f = tmp_path / "kern_sum.csv"
+    f.write_text('Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n'
+                 '100.0,-0.5,1,1,1,1,1,0,"k"\n')
+    with pytest.raises(UsageError, match=r"line 2, column 'Total Time \(ns\)': '-0.5' is negative"):
+        ti.read_kern_sum_csv(f)
