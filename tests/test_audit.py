@@ -117,6 +117,28 @@ def test_no_fewer_exponentials_than_the_baseline_gives_no_element_count():
     assert r["notes"] == ["noexp has no fewer exponentials than A0 (4 vs 4): the element count is unknown"]
 
 
+def test_instruction_families_and_widths_by_hand():
+    assert sorted(sass.parse_instruction("STS.128 [R0], R4.128").source_registers()) == [0, 4, 5, 6, 7]
+    for paired, family in (("FMUL2 R2, R4, R6", "FMUL"), ("FFMA2 R2, R4, R6, R8", "FFMA"),
+                           ("FADD2 R2, R4, R6", "FADD")):
+        assert sass.family_of(sass.parse_instruction(paired)) == family
+    (fn,) = _functions(("k", ["NOP", "EXIT"]))
+    counts = sass.count_families(fn)
+    assert counts["total"] == 2 and counts["NOP"] == 1
+
+
+def test_resource_usage_after_a_common_block():
+    text = ("Resource usage:\n Common:\n  GLOBAL:0\n Function a: REG:10 STACK:0 SHARED:0 LOCAL:0\n"
+            " Common:\n  GLOBAL:0\n")
+    assert sass.parse_resource_usage(text) == {"a": {"REG": 10, "STACK": 0, "SHARED": 0, "LOCAL": 0}}
+
+
+def test_an_exponential_path_may_start_at_the_first_instruction():
+    (fn,) = _functions(("k", ["FFMA R2, R0, R1, -R3", "MUFU.EX2 R4, R2"]))
+    depth = sass.dependency_depth(fn)
+    assert (depth["resolved"], depth["unresolved"], depth["median"]) == (1, 0, 1.0)
+
+
 def test_per_element_with_noexp_reference():
     fams = {v: sass.count_families(_kernel(v)) for v in ("A0", "A1", "noexp")}
     pe = sass.per_element_costs(fams)

@@ -404,3 +404,17 @@ def test_a_matrix_cell_prints_an_interval_only_where_both_bounds_are_numbers():
     assert cells(2.5, [1.0, 4.0]) == "+2.50 [+1.00, +4.00]"
     assert cells(2.5, [1.0, float("nan")]) == "+2.50"
     assert cells(2.5, None) == "+2.50" and cells(None, [1.0, 4.0]) == "-"
+
+
+def test_shapes_at_their_limits():
+    from softbench.core.shapes import seq_label
+
+    assert seq_label(65536) == "64K" and seq_label(131072) == "128K"
+    assert Shape(seq=65536).tag() == "bf16-64K-causal-b1h16d128"
+    for text in ("0", "0K"):
+        with pytest.raises(UsageError, match=f"sequence length '{text}' must be a positive integer"):
+            parse_seq(text)
+    for field in ("seq", "batch", "head_dim"):
+        with pytest.raises(UsageError, match=f"{field} must be a positive integer, got 0"):
+            Shape(**{field: 0})
+    assert Shape(head_dim=24).tag() == "bf16-8K-causal-b1h16d24"  # a multiple of 8 is enough

@@ -61,3 +61,7 @@ def test_fmt_estimate_refuses_an_estimate_that_is_no_number(estimate):
     leaves the session out rather than print them where a measurement belongs."""
     with pytest.raises(TypeError, match="is not a number"):
         fmt_estimate(estimate, None)
+
+
+def test_fmt_rate_keeps_three_significant_digits_below_a_hundred_whatever_the_format():
+    assert fmt_rate(50.0) == "50" and fmt_rate(12.345, ".2f") == "12.3"

@@ -392,3 +392,29 @@ def test_a_negative_time_in_a_kern_sum_export_is_refused(tmp_path):
                  '100.0,-0.5,1,1,1,1,1,0,"k"\n')
     with pytest.raises(UsageError, match=r"line 2, column 'Total Time \(ns\)': '-0.5' is negative"):
         ti.read_kern_sum_csv(f)
+
+
+def test_a_csv_without_total_time_is_no_kern_sum_export(tmp_path):
+    f = tmp_path / "kern_sum.csv"
+    f.write_text('Time (%),Instances,Med (ns),Name\n100.0,3,5,"k"\n')
+    with pytest.raises(UsageError, match=r"no cuda_gpu_kern_sum header \(Name, Instances, Total Time\) found"):
+        ti.read_kern_sum_csv(f)
+
+
+def test_a_sqlite_export_names_kernels_by_their_demangled_names(tmp_path):
+    con = sqlite3.connect(tmp_path / "t.sqlite")
+    con.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(1, "void attn_fwd<128>(Params)"), (2, "attn_fwd")])
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (shortName INTEGER, demangledName INTEGER, start INTEGER, "
+                "end INTEGER)")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2, 1, 0, 10)")
+    con.commit()
+    con.close()
+    assert [r.name for r in ti.read_kernels_sqlite(tmp_path / "t.sqlite").rows] == ["void attn_fwd<128>(Params)"]
+
+
+def test_a_chrome_kernel_of_negative_duration_is_refused(tmp_path):
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1,
+                                                                  "dur": -0.5}]}))
+    with pytest.raises(UsageError, match="kernel event 'k' has a negative duration -0.5"):
+        ti.read_chrome_trace(tmp_path / "t.json")
