@@ -49,8 +49,12 @@ class RichProgress:
         if self.task is not None:
             self.bar.update(self.task, description=text)
 
-    def window(self, label: str, record: dict) -> None:
+    def advance(self) -> None:
+        """One step of the bar's task done."""
         self.bar.advance(self.task)
+
+    def window(self, label: str, record: dict) -> None:
+        self.advance()
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], width: int | None = None) -> Table:

@@ -210,4 +210,4 @@ class BlockProgress(RichProgress):
         base = rows[0]["nll"]
         parts = [f"{r['condition']} {r['nll'] - base:+.5f}" for r in rows[1:]]
         self.bar.console.print(f"block {index}: baseline NLL {base:.5f}; dNLL " + "; ".join(parts))
-        self.bar.advance(self.task)
+        self.advance()

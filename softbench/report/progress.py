@@ -26,4 +26,4 @@ class FigureBar(FigureProgress):
             self.bar.add_task("drawing figures", total=total)
 
     def drawn(self) -> None:
-        self.bar.bar.advance(self.bar.task)
+        self.bar.advance()
