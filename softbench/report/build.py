@@ -27,16 +27,16 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from softbench.core.errors import UsageError
 from softbench.core.session import atomic_write_text
 from softbench.core.tables import md_table
 from softbench.predictions.sessions import SessionRecord, load_sessions
+from softbench.report.drawing import PlannedFigure, draw_all
 from softbench.report.figures import (file_mode, plot_energy, plot_fidelity, plot_protocol_timeline,
                                       plot_speedup_bars, plot_speedup_vs_seq, plot_trace, plot_windows)
 from softbench.report.nulls import NULL_COLUMNS, NULL_NARROW, null_rows, null_summary, null_table_rows
-from softbench.report.readable import DATA_ERRORS, split_readable
+from softbench.report.readable import split_readable
 from softbench.report.records import marked_name, safe_name
 from softbench.report.reestimate import ReferenceEstimates
 from softbench.report.replication import (REPLICATION_COLUMNS, REPLICATION_NARROW, replication_rows,
@@ -81,13 +81,14 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
 
 
 def build_report(paths, out_dir: Path | str, speed_shape: str | None = None, session_figures: bool = True,
-                 on_figures: FigureProgress | None = None) -> Report:
+                 on_figures: FigureProgress | None = None, jobs: int = 1) -> Report:
     """Read the sessions at `paths`, write figures and report.md under `out_dir`, return what was written.
     speed_shape: the shape tag of the speed-against-fidelity figure (default: the most common).
     session_figures: False leaves out the figures drawn one per session (windows, timelines, power, dNLL
     intervals, trace speed-ups): at about 0.4 s each they are nearly all of a report's time over hundreds of
     sessions, and the tables and the across-session figures do not need them.
-    on_figures: told how many figures will be drawn, then after each one (a progress bar)."""
+    on_figures: told how many figures will be drawn, then after each one (a progress bar).
+    jobs: processes drawing the figures (softbench.report.drawing); the report is the same for any number."""
     out_dir = Path(out_dir)
     records = load_sessions(paths)  # first: a path that holds no session leaves no empty report folder
     if not records:
@@ -103,7 +104,7 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None, ses
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.drawing-", dir=out_dir.parent))
     try:
         report = _write_report(records, unreadable, estimate, shape, speed_shape, staging, session_figures,
-                               on_figures or FigureProgress())
+                               on_figures or FigureProgress(), jobs)
         return _move_into(report, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -129,20 +130,11 @@ class FigureProgress:
         pass
 
 
-@dataclass
-class _Figure:
-    """One figure to draw: draw(path) returns the path written, or None where there was nothing to draw."""
-    draw: Callable[[Path], Path | None]
-    path: Path
-    rec: SessionRecord | None = None  # the session a per-session figure draws
-    what: str = ""  # the records the figure reads, for the reason it was not drawn
-
-
 def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRecord, str]],
                   estimate: ReferenceEstimates, shape: str | None, speed_shape: str | None, out_dir: Path,
-                  session_figures: bool, progress: FigureProgress) -> Report:
+                  session_figures: bool, progress: FigureProgress, jobs: int) -> Report:
     report = Report(out_dir=out_dir)
-    planned: list[_Figure] = []  # drawn after the tables, in this order, so that the progress bar has its total
+    planned: list[PlannedFigure] = []  # drawn after the tables, in this order, so that the progress bar has its total
     not_drawn: list[Path] = []  # the per-session figures that --no-session-figures leaves out
     report.unknown += [(marked_name(r), why) for r, why in unreadable]
     by_kind: dict[str, list[SessionRecord]] = defaultdict(list)
@@ -153,9 +145,9 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
         if r.command not in DRAWN_KINDS:
             report.unknown.append((marked_name(r), f"command {r.command!r}: no figures for this kind"))
 
-    def add(draw, fig_path: Path, rec: SessionRecord | None = None, what: str = "") -> None:
+    def add(plot, args: tuple, fig_path: Path, rec: SessionRecord | None = None, what: str = "") -> None:
         if rec is None or session_figures:
-            planned.append(_Figure(draw, fig_path, rec, what))
+            planned.append(PlannedFigure(plot, args, fig_path, rec, what))
         else:
             not_drawn.append(fig_path)
 
@@ -173,14 +165,13 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
                                                replication_rows(groups), narrow=REPLICATION_NARROW))
             report.sections.append(("against the reference across sessions: how it is made",
                                     replication_summary(groups, left_out)))
-        add(lambda p: plot_speedup_vs_seq(lat, p), out_dir / "latency-speedup-vs-seq.png")
-        add(lambda p: plot_speedup_bars(lat, p), out_dir / "latency-speedup-bars.png")
+        add(plot_speedup_vs_seq, (lat,), out_dir / "latency-speedup-vs-seq.png")
+        add(plot_speedup_bars, (lat,), out_dir / "latency-speedup-bars.png")
         for r in lat:
-            add(lambda p, r=r: plot_windows(r, p), out_dir / f"latency-windows-{safe_name(r.name)}.png", r,
-                "windows.jsonl")
+            add(plot_windows, (r,), out_dir / f"latency-windows-{safe_name(r.name)}.png", r, "windows.jsonl")
             if (r.summary or {}).get("protocol_kind") in ("interleaved", "sustained"):
-                add(lambda p, r=r: plot_protocol_timeline(r, p), out_dir / f"latency-timeline-{safe_name(r.name)}.png",
-                    r, "windows.jsonl")
+                add(plot_protocol_timeline, (r,), out_dir / f"latency-timeline-{safe_name(r.name)}.png", r,
+                    "windows.jsonl")
     # kinds drawn one figure per session: (kind, table, figure, file prefix, what the figure reads)
     per_session = (
         ("energy", energy_table, plot_energy, "energy-power", "samples.jsonl"),
@@ -192,14 +183,14 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
         if recs:
             report.tables.append(make_table(recs))
             for r in recs:
-                add(lambda p, r=r, plot=plot: plot(r, p), out_dir / f"{prefix}-{safe_name(r.name)}.png", r, what)
+                add(plot, (r,), out_dir / f"{prefix}-{safe_name(r.name)}.png", r, what)
     fid = by_kind.get("fidelity", [])
     if shape and fid:
         sf = join_speed_fidelity(lat, fid, shape, estimate)
         report.tables.append(speed_fidelity_table(sf))
         report.sections.append((f"speed against fidelity at {shape}: how it is drawn",
                                 describe(sf, latency_shapes(lat), speed_shape)))
-        add(lambda p: plot_speed_fidelity(sf, p), out_dir / f"speed-vs-fidelity-{safe_name(shape)}.png")
+        add(plot_speed_fidelity, (sf,), out_dir / f"speed-vs-fidelity-{safe_name(shape)}.png")
         report.notes += [f"speed against fidelity: not joined: {s}" for s in sf.skipped]
         report.notes += [f"speed against fidelity: not read: {n}" for n in sf.notes]
     elif shape or fid:
@@ -208,8 +199,11 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
         report.sections.append(("speed against fidelity", [why]))
         report.notes.append(why)
     progress.planned(len(planned))
-    for fig in planned:
-        _draw(report, fig)
+    for outcome in draw_all(planned, jobs):
+        if outcome.drawn:
+            report.figures.append(outcome.path)
+        elif outcome.why:
+            report.unknown.append((outcome.who, outcome.why))
         progress.drawn()
     if not_drawn:
         n = len(not_drawn)
@@ -223,20 +217,3 @@ def _write_report(records: list[SessionRecord], unreadable: list[tuple[SessionRe
     os.chmod(report.markdown_path, file_mode())
     return report
 
-
-def _draw(report: Report, fig: _Figure) -> None:
-    """Draw one figure into the report; a session that cannot be drawn is named with the reason, and the rest go on."""
-    try:
-        done = fig.draw(fig.path)
-    except UsageError as e:  # a damaged records file: say so and carry on with the other sessions
-        report.unknown.append((marked_name(fig.rec) if fig.rec else fig.path.name, f"{fig.what}: {e}"))
-        return
-    except DATA_ERRORS as e:  # a field only a figure reads, of a kind it cannot draw (readable.py)
-        report.unknown.append((marked_name(fig.rec) if fig.rec else fig.path.name,
-                               (f"figure {fig.path.name}: " if fig.rec else "") + "a session holds a value of a kind "
-                               f"this figure cannot draw ({type(e).__name__}: {e})"))
-        return
-    if done is not None:
-        report.figures.append(done)
-    elif fig.rec is not None:
-        report.unknown.append((marked_name(fig.rec), f"{fig.what}: nothing to draw"))

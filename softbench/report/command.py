@@ -6,6 +6,8 @@ import click
 
 from softbench.core.options import ExistingPath, nonempty
 
+MAX_JOBS = 256  # a bound on the worker processes one report may start, far above any one host's useful count
+
 
 @click.command("report")
 @click.argument("paths", nargs=-1, required=True, type=ExistingPath("sessions", file_okay=False))
@@ -18,7 +20,11 @@ from softbench.core.options import ExistingPath, nonempty
 @click.option("--session-figures/--no-session-figures", default=True, show_default=True,
               help="draw the figures made one per session (window latencies, timelines, power traces, dNLL "
                    "intervals); over hundreds of sessions they take nearly all of a report's time")
-def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None, session_figures: bool):
+@click.option("--jobs", "-j", type=click.IntRange(1, MAX_JOBS), default=None,
+              help="processes drawing the figures; the report is the same for any number "
+                   "[default: the CPUs this process may use]")
+def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None, session_figures: bool,
+            jobs: int | None):
     """Write report.md and PNG figures for the sessions at PATHS (session folders or folders of sessions).
 
     Latency: speed-up against sequence length, dtype x mask bars, window latencies with the SM clock, and
@@ -29,6 +35,7 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
+    from softbench.report.drawing import available_cpus
     from softbench.report.progress import FigureBar
     from softbench.report.console_view import console_view, left_out_note
     from softbench.core.utc import utc_stamp
@@ -36,7 +43,8 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     # an empty --out is refused by check_out_dir, not taken for the default
     target = check_out_dir(f"out/report-{utc_stamp()}" if out_dir is None else out_dir)
     with err.status("reading sessions") as status, FigureBar(status) as bar:
-        rep = build_report(paths, target, speed_shape=speed_shape, session_figures=session_figures, on_figures=bar)
+        rep = build_report(paths, target, speed_shape=speed_shape, session_figures=session_figures, on_figures=bar,
+                           jobs=jobs or available_cpus())
     for t in rep.tables:
         view = console_view(t, out.width)
         out.print(table(t.title, view.columns, view.rows))

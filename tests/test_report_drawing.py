@@ -1,0 +1,96 @@
+"""softbench.report.drawing: a report's figures drawn in worker processes are the report drawn in one."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from softbench.cli import main
+from softbench.core.errors import MeasurementError
+from softbench.report.build import build_report
+from softbench.report.drawing import MIN_FIGURES_FOR_WORKERS, PlannedFigure, draw_all
+from tests.repo_tools import copy_sessions
+from tests.test_report import _GOOD, _PAPER, CountingProgress, latency_session
+
+
+def write_pid(path: Path) -> Path:
+    """A plot that writes the id of the process that drew it (module level, so that a worker can be sent it)."""
+    path.write_text(str(os.getpid()))
+    return path
+
+
+def write_pid_after(pause_s: float, path: Path) -> Path:
+    time.sleep(pause_s)
+    return write_pid(path)
+
+
+def exit_at_once(path: Path) -> Path:
+    os._exit(1)  # a worker killed mid-figure, as the kernel's out-of-memory killer would
+
+
+def _sessions_with_damage(src: Path) -> Path:
+    copy_sessions([_PAPER, _GOOD], src)
+    for seq in range(1024, 1024 * 14, 1024):
+        latency_session(src, "bf16", seq, True, speedup=seq / 1024)
+    broken = latency_session(src, "fp8", 8192, True, 9.0)  # a records file that no figure can read
+    lines = (broken / "windows.jsonl").read_text().splitlines()
+    lines[3] = "{not json"
+    (broken / "windows.jsonl").write_text("\n".join(lines) + "\n")
+    summary = src / _PAPER / "summary.json"  # a value that only the bars figure cannot draw
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "per_round_sd_pp": -1}))
+    return src
+
+
+def test_a_report_drawn_in_workers_is_the_report_drawn_in_one_process(tmp_path):
+    src = _sessions_with_damage(tmp_path / "sessions")
+    one = build_report([src], tmp_path / "one", jobs=1)
+    many = build_report([src], tmp_path / "many", jobs=2, on_figures=(bar := CountingProgress()))
+    assert len(one.figures) >= MIN_FIGURES_FOR_WORKERS  # enough for the workers to start
+    assert [p.name for p in many.figures] == [p.name for p in one.figures]
+    assert bar.total == bar.done == len(one.figures) + 2  # the broken session's windows and the bars are not drawn
+    for a, b in zip(one.figures, many.figures):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert many.unknown == one.unknown
+    reasons = dict(one.unknown)
+    assert "line 4" in reasons["2026T-latency-fp8-8192-causal"]
+    assert "cannot draw (ValueError" in reasons["latency-speedup-bars.png"]
+    assert many.markdown_path.read_text() == one.markdown_path.read_text()
+
+
+def test_workers_draw_only_when_asked_and_when_there_are_enough_figures(tmp_path):
+    def drawers(n: int, jobs: int) -> set[int]:
+        folder = tmp_path / f"{n}-{jobs}"
+        folder.mkdir()
+        planned = [PlannedFigure(write_pid, (), folder / f"{i}.txt") for i in range(n)]
+        assert all(o.drawn for o in draw_all(planned, jobs))
+        return {int(p.read_text()) for p in folder.iterdir()}
+
+    assert drawers(MIN_FIGURES_FOR_WORKERS, 1) == {os.getpid()}
+    assert drawers(MIN_FIGURES_FOR_WORKERS - 1, 2) == {os.getpid()}
+    workers = drawers(MIN_FIGURES_FOR_WORKERS, 2)
+    assert os.getpid() not in workers and 1 <= len(workers) <= 2
+
+
+def test_outcomes_come_back_in_the_planned_order_whichever_worker_finishes_first(tmp_path):
+    n = MIN_FIGURES_FOR_WORKERS
+    # the first figure takes longest, so that the other worker finishes the later ones first
+    planned = [PlannedFigure(write_pid_after, (1.0 if i == 0 else 0.0,), tmp_path / f"{i}.txt") for i in range(n)]
+    assert [o.path for o in draw_all(planned, 2)] == [f.path for f in planned]
+
+
+def test_a_worker_that_dies_stops_the_report_with_one_sentence(tmp_path):
+    planned = [PlannedFigure(exit_at_once, (), tmp_path / f"{i}.png") for i in range(MIN_FIGURES_FOR_WORKERS)]
+    with pytest.raises(MeasurementError, match=r"^a process drawing the report's figures stopped before it finished"):
+        list(draw_all(planned, 2))
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "257", "two"])
+def test_a_job_count_out_of_range_is_refused_before_anything_is_read(tmp_path, capsys, jobs):
+    src = copy_sessions([_GOOD], tmp_path / "sessions")
+    assert main(["report", str(src), "--out", str(tmp_path / "out"), "--jobs", jobs]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
