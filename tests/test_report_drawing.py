@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 from softbench.cli import main
-from softbench.core.errors import MeasurementError
 from softbench.report.build import build_report
 from softbench.report.drawing import MIN_FIGURES_FOR_WORKERS, PlannedFigure, draw_all
 from tests.repo_tools import copy_sessions
@@ -21,15 +19,6 @@ def write_pid(path: Path) -> Path:
     """A plot that writes the id of the process that drew it (module level, so that a worker can be sent it)."""
     path.write_text(str(os.getpid()))
     return path
-
-
-def write_pid_after(pause_s: float, path: Path) -> Path:
-    time.sleep(pause_s)
-    return write_pid(path)
-
-
-def exit_at_once(path: Path) -> Path:
-    os._exit(1)  # a worker killed mid-figure, as the kernel's out-of-memory killer would
 
 
 def _sessions_with_damage(src: Path) -> Path:
@@ -73,19 +62,6 @@ def test_workers_draw_only_when_asked_and_when_there_are_enough_figures(tmp_path
     assert drawers(MIN_FIGURES_FOR_WORKERS - 1, 2) == {os.getpid()}
     workers = drawers(MIN_FIGURES_FOR_WORKERS, 2)
     assert os.getpid() not in workers and 1 <= len(workers) <= 2
-
-
-def test_outcomes_come_back_in_the_planned_order_whichever_worker_finishes_first(tmp_path):
-    n = MIN_FIGURES_FOR_WORKERS
-    # the first figure takes longest, so that the other worker finishes the later ones first
-    planned = [PlannedFigure(write_pid_after, (1.0 if i == 0 else 0.0,), tmp_path / f"{i}.txt") for i in range(n)]
-    assert [o.path for o in draw_all(planned, 2)] == [f.path for f in planned]
-
-
-def test_a_worker_that_dies_stops_the_report_with_one_sentence(tmp_path):
-    planned = [PlannedFigure(exit_at_once, (), tmp_path / f"{i}.png") for i in range(MIN_FIGURES_FOR_WORKERS)]
-    with pytest.raises(MeasurementError, match=r"^a process drawing the report's figures stopped before it finished"):
-        list(draw_all(planned, 2))
 
 
 @pytest.mark.parametrize("jobs", ["0", "-1", "257", "two"])

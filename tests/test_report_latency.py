@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from softbench.cli import main
 from softbench.predictions.sessions import load_session, load_sessions
 from softbench.report import figures
 from softbench.report.nulls import null_rows, null_summary, null_table_rows
-from softbench.report.reestimate import against_reference
+from softbench.report.reestimate import MIN_ESTIMATES_FOR_WORKERS, ReferenceEstimates, against_reference
 from softbench.report.tables import latency_table
 from conftest import interrupt_when
 from tests.test_report import make_session
@@ -301,3 +302,34 @@ def test_a_damaged_windows_file_is_a_note_and_a_failed_report_leaves_no_folder(t
         from softbench.report.build import build_report
         build_report([mixed.parent], out / "failed")
     assert not (out / "failed").exists() and sorted(p.name for p in out.iterdir()) == ["bad", "mixed"]
+
+
+# --- the estimates against FA3 worked out ahead, in worker processes --------------------------------------------
+
+def test_estimates_worked_out_in_workers_are_the_ones_asking_gives(monkeypatch):
+    from softbench.report import reestimate
+
+    names = sorted(p.name for p in SESSIONS.glob("*-latency-*-interleaved"))[-(MIN_ESTIMATES_FOR_WORKERS + 4):]
+    recs = [load_session(SESSIONS / n) for n in names]
+    assert all(r.summary.get("references") for r in recs)
+    asked = {r.name: against_reference(r, "ref-fa3") for r in recs}
+    assert sum(1 for est, why in asked.values() if est and why is None) >= MIN_ESTIMATES_FOR_WORKERS
+    ahead = ReferenceEstimates()
+    ahead.prefetch(recs, jobs=2)
+    monkeypatch.setattr(reestimate, "against_reference", lambda *_: pytest.fail("asked again after the prefetch"))
+    assert {r.name: ahead(r, "ref-fa3") for r in recs} == asked
+
+
+def test_a_session_whose_estimate_fails_ahead_is_asked_again_and_fails_as_before(monkeypatch):
+    from softbench.report import reestimate
+
+    rec = load_session(INTERLEAVED)
+    broken = replace(rec, summary={**rec.summary, "comparisons": ["not", "a", "mapping"]})
+    with pytest.raises(AttributeError):
+        against_reference(broken, "ref-fa3")
+    ahead = ReferenceEstimates()
+    ahead.prefetch([broken, rec], jobs=1)
+    asked_again = []
+    monkeypatch.setattr(reestimate, "against_reference", lambda r, ref: asked_again.append(r.name) or ({}, "again"))
+    assert ahead(rec, "ref-fa3") != ({}, "again")  # the readable one was kept from the prefetch
+    assert ahead(broken, "ref-fa3") == ({}, "again") and asked_again == [broken.name]

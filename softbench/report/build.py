@@ -95,6 +95,7 @@ def build_report(paths, out_dir: Path | str, speed_shape: str | None = None, ses
         raise UsageError(f"no sessions at {', '.join(map(str, paths))}",
                          hint="give session folders or folders that hold them (each has a status.json)")
     estimate = ReferenceEstimates()  # each session's estimates against FA3, read once for every part that shows them
+    estimate.prefetch(records, jobs)
     records, unreadable = split_readable(records, estimate)
     # before the folder too: a shape no session measured is refused with nothing written
     shape = choose_shape([r for r in records if r.command == "latency"], speed_shape)

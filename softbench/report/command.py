@@ -21,7 +21,8 @@ MAX_JOBS = 256  # a bound on the worker processes one report may start, far abov
               help="draw the figures made one per session (window latencies, timelines, power traces, dNLL "
                    "intervals); over hundreds of sessions they take nearly all of a report's time")
 @click.option("--jobs", "-j", type=click.IntRange(1, MAX_JOBS), default=None,
-              help="processes drawing the figures; the report is the same for any number "
+              help="processes drawing the figures and re-estimating sessions against FA3; the report is the "
+                   "same for any number "
                    "[default: the CPUs this process may use]")
 def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None, session_figures: bool,
             jobs: int | None):
@@ -35,7 +36,7 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
     from softbench.report.build import build_report
-    from softbench.report.drawing import available_cpus
+    from softbench.core.workers import available_cpus
     from softbench.report.progress import FigureBar
     from softbench.report.console_view import console_view, left_out_note
     from softbench.core.utc import utc_stamp

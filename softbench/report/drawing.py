@@ -7,15 +7,12 @@ figure is the same sentence whether it was drawn here or in a worker, and the re
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from softbench.core.errors import MeasurementError, UsageError
+from softbench.core.errors import UsageError
+from softbench.core.workers import ordered_map
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.readable import DATA_ERRORS
 from softbench.report.records import marked_name
@@ -46,14 +43,6 @@ class Outcome:
         return self.path is not None
 
 
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one, as under taskset or a cgroup)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not every OS has affinity masks
-        return max(1, os.cpu_count() or 1)
-
-
 def draw_one(fig: PlannedFigure) -> Outcome:
     """Draw one figure. A damaged records file, or a field of a kind the figure cannot draw, becomes the reason."""
     who = marked_name(fig.rec) if fig.rec else fig.path.name
@@ -74,17 +63,4 @@ def draw_one(fig: PlannedFigure) -> Outcome:
 def draw_all(planned: list[PlannedFigure], jobs: int) -> Iterator[Outcome]:
     """Each planned figure's outcome, in the planned order, as it becomes known. With jobs > 1 and enough figures
     they are drawn in that many worker processes; the order, and so the report, is the same either way."""
-    if jobs <= 1 or len(planned) < MIN_FIGURES_FOR_WORKERS:
-        yield from map(draw_one, planned)
-        return
-    # spawn, not fork: the parent runs rich's refresh thread for the progress bar, and a fork taken while another
-    # thread holds a lock can leave the child waiting on it forever
-    context = multiprocessing.get_context("spawn")
-    # a few figures per message: fewer round trips, and the bar still moves often over hundreds of figures
-    chunk = max(1, min(8, len(planned) // (4 * jobs)))
-    try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(planned)), mp_context=context) as pool:
-            yield from pool.map(draw_one, planned, chunksize=chunk)
-    except BrokenProcessPool as e:
-        raise MeasurementError("a process drawing the report's figures stopped before it finished (out of memory?); "
-                               "no report was written", hint="run again with fewer --jobs, or with --jobs 1") from e
+    return ordered_map(draw_one, planned, jobs, MIN_FIGURES_FOR_WORKERS, "drawing the report's figures")

@@ -16,12 +16,17 @@ import numpy as np
 
 from softbench.core.errors import UsageError
 from softbench.core.numbers import finite
+from softbench.core.workers import ordered_map
 from softbench.latency.summary import paired_estimate
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.records import raw_records
 
 # against_reference's signature: the function itself, or a report's ReferenceEstimates
 EstimateAgainst = Callable[[SessionRecord, str], tuple[dict[str, dict], str | None]]
+
+# Below this many estimates, starting worker processes (each importing numpy and the summaries) costs more than the
+# estimates take: each is a bootstrap per kernel, about 0.1 s.
+MIN_ESTIMATES_FOR_WORKERS = 32
 
 
 def units_file(summary: dict) -> str:
@@ -113,6 +118,21 @@ def _estimates(s: dict, units: list[dict], key: str, slot: str | None,
     return out, None
 
 
+def _references(rec: SessionRecord) -> list[str]:
+    """The reference kernels a latency session names as timed beside it (a damaged list is left to the tables)."""
+    refs = rec.summary.get("references") if isinstance(rec.summary, dict) else None
+    return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
+
+
+def _estimate_if_readable(ask: tuple[SessionRecord, str]) -> tuple[dict[str, dict], str | None] | None:
+    """against_reference, or None where it raises: such a session is asked again in the report's own process,
+    where the tables' check of its values says what is wrong with it, as it would have without this prefetch."""
+    try:
+        return against_reference(*ask)
+    except Exception:  # noqa: BLE001 - any failure is met again, and reported, by the caller's second asking
+        return None
+
+
 class ReferenceEstimates:
     """against_reference, once per session and reference kernel within one report. Each call re-checks every
     estimate the session wrote with a fresh bootstrap, and three parts of a report read the same estimates (the
@@ -127,3 +147,15 @@ class ReferenceEstimates:
             # the record is held with its estimates, so that no other record can take its id while it is kept
             self._memo[key] = (rec, against_reference(rec, reference))
         return self._memo[key][1]
+
+    def prefetch(self, records: list[SessionRecord], jobs: int) -> None:
+        """Every latency session's estimates against each reference it timed, worked out in up to `jobs` processes
+        before the report's tables ask for them one by one: over hundreds of sessions they are most of the report's
+        time when its figures are left out. The estimates are the ones asking would give (the same units, the same
+        seeded bootstrap)."""
+        asks = [(r, ref) for r in records if r.command == "latency" for ref in _references(r)]
+        found = ordered_map(_estimate_if_readable, asks, jobs, MIN_ESTIMATES_FOR_WORKERS,
+                            "re-estimating sessions against their reference")
+        for (rec, ref), got in zip(asks, found):
+            if got is not None:
+                self._memo[(id(rec), ref)] = (rec, got)
