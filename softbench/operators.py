@@ -217,12 +217,6 @@ def exp2_emulated(x: torch.Tensor) -> torch.Tensor:
     return _shl_u32(bits, 0).view(torch.float32)
 
 
-def exp2_partly_emulated(x: torch.Tensor, keys: torch.Tensor, every: int) -> torch.Tensor:
-    """The exact exp2 with one score in `every` (hybrid_picks' keys) taken by exp2_emulated instead; keys
-    broadcast against x along its last axis."""
-    return torch.where(hybrid_picks(keys, every), exp2_emulated(x), exact_exp2(x))
-
-
 def no_exp(x: torch.Tensor) -> torch.Tensor:
     """The timing control with the exponential removed: the exponent itself is used as the weight.
     Results are wrong on purpose; it bounds what any exp2 replacement can gain."""
