@@ -186,8 +186,8 @@ def test_probabilities_sit_on_the_final_anchors_lattice():
     k[0, :, 0, 0] = torch.floor(torch.arange(seq) * (128 / seq)) / 8
     q, k = q.half(), k.half()
     cfg = C(64, 64, 4, 2)
-    p = probabilities_via_one_hot(lambda v: ta.attention(q, k, v, False, "h15-folded", cfg), seq, q[:, :, :1],
-                                  block=d).double()[0].transpose(0, 1)  # (heads, rows, keys)
+    p = probabilities_via_one_hot(lambda v: ta.attention(q, k, v, False, "h15-folded", cfg), seq, q[:, :, :1]
+                                  ).double()[0].transpose(0, 1)  # (heads, rows, keys)
     s = torch.einsum("qhd,khd->hqk", q[0].double(), k[0].double().expand(seq, 2, d))
     c = float(torch.tensor(ta.log2_scale(d, None, (1.0, 1.0, 1.0))))
     top = s.argmax(-1, keepdim=True)

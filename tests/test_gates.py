@@ -522,3 +522,20 @@ def test_each_gates_tolerance_is_its_derivation():
     masked_keys = int((~stock.valid).sum(-1).max())
     assert g["row_sums"].details["tolerance"] == pytest.approx(u + slack + masked_keys * floor)
     assert g["masked"].bound == (0.0, pytest.approx(floor * 2.0 ** (-a) * (1 + u), rel=1e-9, abs=0.0))
+
+
+@pytest.mark.parametrize("seq_k, dv", [(10, 4), (8, 4), (3, 8)])
+def test_one_hot_readback_gives_every_key_once_whatever_the_head_dim(seq_k, dv):
+    """The readback takes dv keys per call; where dv does not divide seq_k the last call reads the keys left. A
+    step of its own (once an argument, given larger than dv) skipped the keys between j0 + dv and the next j0."""
+    from softbench.kernels.sim import probabilities_via_one_hot
+
+    p = torch.rand(1, 5, 2, seq_k, generator=torch.Generator().manual_seed(1))  # (b, seq_q, h, seq_k)
+    calls = []
+
+    def run(v):  # O = P.V per head, as an attention forward of these probabilities gives
+        calls.append(v)
+        return torch.einsum("bqhk,bkhd->bqhd", p, v)
+
+    got = probabilities_via_one_hot(run, seq_k, torch.zeros(1, seq_k, 2, dv))
+    assert torch.equal(got, p) and len(calls) == math.ceil(seq_k / dv)

@@ -126,7 +126,7 @@ def test_a1_probabilities_lie_in_the_h15_envelope(causal):
     def run(v_one_hot):
         return ta.attention(q, k, v_one_hot, causal, "A1", cfg)
 
-    p_hat = probabilities_via_one_hot(run, seq, v, block=d).double()  # (b, s, h, seq_k)
+    p_hat = probabilities_via_one_hot(run, seq, v).double()  # (b, s, h, seq_k)
     s = torch.einsum("bqhd,bkhd->bqhk", q.double(), k.double().repeat_interleave(2, dim=2)) / math.sqrt(d)
     if causal:
         s = s.masked_fill(torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1)[None, :, None, :], -math.inf)

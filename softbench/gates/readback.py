@@ -35,7 +35,7 @@ def write_readback(backend, req: dict) -> dict:
         return out
 
     with torch.inference_mode():
-        p = probabilities_via_one_hot(run, shape.seq, inputs.v, shape.head_dim)
+        p = probabilities_via_one_hot(run, shape.seq, inputs.v)
         if device == "cuda":
             torch.cuda.synchronize()
     p = p.cpu()

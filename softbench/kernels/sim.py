@@ -140,15 +140,15 @@ def sim_attention(
     return out.transpose(1, 2).to(target)
 
 
-def probabilities_via_one_hot(run: Callable[[torch.Tensor], torch.Tensor], seq_k: int, v_like: torch.Tensor,
-                              block: int) -> torch.Tensor:
+def probabilities_via_one_hot(run: Callable[[torch.Tensor], torch.Tensor], seq_k: int,
+                              v_like: torch.Tensor) -> torch.Tensor:
     """Read a kernel's probabilities back through one-hot value matrices: with V = columns j0..j0+dv of the
-    identity, O[:, :, :, c] = P[:, :, :, j0 + c]. `run(v)` must return O for that V. Returns P as float32,
-    shape (b, seq_q, h, seq_k)."""
+    identity, O[:, :, :, c] = P[:, :, :, j0 + c], so one call per dv keys. `run(v)` must return O for that V.
+    Returns P as float32, shape (b, seq_q, h, seq_k)."""
     b, _, hk, dv = v_like.shape
     cols = []
-    for j0 in range(0, seq_k, block):
-        width = min(block, seq_k - j0, dv)
+    for j0 in range(0, seq_k, dv):  # a step past dv would skip the keys between j0 + dv and the next j0
+        width = min(seq_k - j0, dv)
         v = torch.zeros_like(v_like)
         idx = torch.arange(width, device=v.device)
         v[:, j0 + idx, :, idx] = 1
