@@ -51,6 +51,20 @@ def test_the_simulation_builds_each_of_its_variants_on_a_tiny_shape(name):
         assert torch.isfinite(out.float()).all()
 
 
+def test_the_simulation_computes_each_variants_own_operator():
+    """The weight map each simulated variant takes is its operator's: A0 the exact exp2, A1 Rowmax-H15, h15-sat
+    the saturated form, which differs from A1 only next to rounding ties (x = 1/4 + 1 ulp: 2x just above 1/2 is
+    n = 1 for A1, 2x + 252 rounded onto the tie is n = 0 for h15-sat), noexp the exponent itself."""
+    from softbench.kernels.sim_weights import weight_fn
+
+    x = torch.tensor([0.25, -3.0, -130.0])
+    x[0] = torch.nextafter(x[0], torch.tensor(1.0))
+    assert weight_fn("A0")(x).tolist() == torch.exp2(x).tolist()
+    assert weight_fn("A1")(x).tolist() == [1.5, 2.0 ** -3, 2.0 ** -126]
+    assert weight_fn("h15-sat")(x).tolist() == [1.0, 2.0 ** -3, 2.0 ** -126]
+    assert torch.equal(weight_fn("noexp")(x), x)
+
+
 @pytest.mark.parametrize("name", [n for n in VARIANTS if n not in built_by("sim")])
 def test_the_simulation_refuses_the_others_when_loading(name):
     with pytest.raises(UsageError, match=f"variant {name} is built by"):

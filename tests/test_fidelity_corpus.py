@@ -3,6 +3,7 @@ here by hand, and Debian's janeaustenr data where it is installed)."""
 
 import bz2
 import gzip
+import hashlib
 import lzma
 import struct
 import sys
@@ -138,6 +139,25 @@ def test_options_json_keeps_local_corpus_paths_absolute_and_names_as_given(tmp_p
     assert corpus.portable_spec("missing.txt") == "missing.txt"  # read_corpus says what is wrong with it
 
 
+def test_the_binary_and_tagged_checks_draw_their_lines_at_one_percent_and_one_half():
+    prose = "plain words of ordinary prose\n" * 100  # 3000 characters
+    corpus.check_text(prose + "\x01" * 30 + "\f\v" * 50, "text")  # 30 in 3130: under 1% (\f and \v are text)
+    with pytest.raises(UsageError, match="looks binary"):
+        corpus.check_text(prose + "\x01" * 40, "text")  # 40 in 3040: over 1%
+    corpus.check_text("a/at b/nn plain words here " * 20, "text")  # 2 of 5 words word/TAG: not tagged
+    with pytest.raises(UsageError, match="part-of-speech tagged"):
+        corpus.check_text("a/at b/nn c/vbd plain words " * 20, "text")  # 3 of 5
+    with pytest.raises(UsageError, match="NUL bytes"):  # one NUL is binary, however few control characters
+        corpus.check_text(prose + "\x00", "text")
+
+
+def test_a_hub_corpus_is_owner_slash_name_before_the_hub_is_asked(monkeypatch):
+    monkeypatch.setattr(corpus, "hub_dataset_text", lambda *a, **k: pytest.fail("the Hub was asked"))
+    for spec in ("hf:name", "hf:owner/name/extra", "hf:a/b/c:cfg"):
+        with pytest.raises(UsageError, match="OWNER/NAME"):
+            corpus.read_corpus(spec)
+
+
 def test_pos_tagged_brown_text_is_refused_and_prose_with_slashes_is_not(tmp_path):
     brown = ("The/at Fulton/np-tl County/nn-tl Grand/jj-tl Jury/nn-tl said/vbd Friday/nr an/at investigation/nn "
              "of/in Atlanta's/np$ recent/jj primary/nn election/nn produced/vbd ``/`` no/at evidence/nn ''/'' ./.\n")
@@ -156,6 +176,9 @@ def test_json_lines_corpus(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"text": "ok"}\n{"title": "no text field"}\n')
     with pytest.raises(UsageError, match="line 2 is neither"):
         corpus.load_corpus(str(tmp_path / "bad.jsonl"))
+    (tmp_path / "numbers.jsonl").write_text('{"text": "ok"}\n{"text": 7}\n')  # a text field that is no string
+    with pytest.raises(UsageError, match="line 2 is neither"):
+        corpus.load_corpus(str(tmp_path / "numbers.jsonl"))
     (tmp_path / "broken.jsonl").write_text('{"text": "ok"\n')
     with pytest.raises(UsageError, match="line 1 is not JSON"):
         corpus.load_corpus(str(tmp_path / "broken.jsonl"))
@@ -186,10 +209,18 @@ class _Tok:
         return {"input_ids": ([self.bos_token_id] if self.adds else []) + [5]}
 
 
+class _EosTok(_Tok):
+    """A tokenizer that appends an EOS sharing the BOS's id (GPT-2's <|endoftext|> is both)."""
+
+    def __call__(self, text, return_attention_mask=False):
+        return {"input_ids": [5, self.bos_token_id]}
+
+
 def test_adds_bos_reads_what_encoding_puts_first():
     assert corpus.adds_bos(_Tok(2, True)) is True
     assert corpus.adds_bos(_Tok(2, False)) is False
     assert corpus.adds_bos(_Tok(None, False)) is False
+    assert corpus.adds_bos(_EosTok(2, False)) is False  # the id at the end is no BOS first
 
 
 def test_bos_regime_follows_the_tokenizer_and_stream_warns():
@@ -217,6 +248,9 @@ def test_blocks_are_aligned_and_drop_the_remainder():
     assert corpus.make_blocks(stream, 1000, max_blocks=4).shape == (4, 1000)
     with pytest.raises(UsageError, match="fewer than one block"):
         corpus.make_blocks(np.arange(10), 11)
+    assert corpus.make_blocks(np.arange(10), 2).shape == (5, 2)  # the shortest block: one prediction
+    with pytest.raises(UsageError, match="at least 2"):  # a block of one token predicts nothing
+        corpus.make_blocks(np.arange(10), 1)
 
 
 def test_bos_per_block_takes_l_minus_1_stream_tokens():
@@ -236,3 +270,5 @@ def test_token_signature():
     b[1, 7] += 1
     assert corpus.token_signature(a) != corpus.token_signature(b)
     assert corpus.token_signature(a) != corpus.token_signature(a[:1])
+    # the signature is of int32 little-endian ids, as the docstring says, so resumed runs on any machine match
+    assert corpus.token_signature(a) == hashlib.sha256(a.astype("<i4").tobytes()).hexdigest()

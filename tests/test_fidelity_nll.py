@@ -7,6 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from types import SimpleNamespace
+
+from softbench.core.errors import UnsupportedError
 from softbench.fidelity.nll import BlockScore, Divergences, FP32Head, score_block
 from softbench.fidelity.summary import blocks_csv, summarize
 from softbench.core.stats import bootstrap_indices
@@ -59,6 +62,32 @@ def test_final_logit_softcap_is_applied():
     lp = capped.log_probs(h0)
     logits = torch.tanh((h0 @ capped.weight.T) / 3.0) * 3.0
     assert torch.allclose(lp, torch.log_softmax(logits, -1), atol=1e-5)
+
+
+class _Model:
+    """What FP32Head reads of a model: its config and its output embeddings."""
+
+    def __init__(self, head, **config):
+        self.config, self.head = SimpleNamespace(**config), head
+
+    def get_output_embeddings(self):
+        return self.head
+
+
+def test_the_head_is_read_from_the_model_with_its_bias_and_softcap_in_fp32():
+    g = torch.Generator().manual_seed(4)
+    lin = torch.nn.Linear(8, 20, bias=True).to(torch.bfloat16)
+    with torch.no_grad():
+        lin.bias.copy_(torch.randn(20, generator=g))
+    head = FP32Head(_Model(lin, final_logit_softcapping=30.0))
+    assert head.weight.dtype == head.bias.dtype == torch.float32 and head.softcap == 30.0
+    h = torch.randn(5, 8, generator=g)
+    logits = torch.tanh((h @ lin.weight.float().T + lin.bias.float()) / 30.0) * 30.0
+    assert torch.allclose(head.log_probs(h), torch.log_softmax(logits, -1), atol=1e-5)
+    assert FP32Head(_Model(lin, logit_scale=1.0)).softcap is None  # a scale of 1 is no scale
+    for attr, value in (("logit_scale", 2.0), ("logits_scaling", 0.5)):  # a scale the head would leave out
+        with pytest.raises(UnsupportedError, match="scales its logits"):
+            FP32Head(_Model(lin, **{attr: value}))
 
 
 def _rows(nll_base, diffs: dict, n_tokens=2047):

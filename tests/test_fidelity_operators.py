@@ -183,6 +183,12 @@ def test_grid_degenerate_rows_and_masks():
     assert w.tolist() == [[1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
 
 
+def test_grid_nearest_takes_the_lower_boundary_at_a_midpoint():
+    s = torch.tensor([[0.0, 0.5, 2.5, 4.0]])  # C = 4, R = 1: boundaries at the integers; 0.5 and 2.5 are midpoints
+    w = parse_operator("grid:K=4,R=1").fn(s)
+    assert torch.allclose(w, torch.exp(torch.tensor([[0.0, 0.0, 2.0, 4.0]]) - 4.0), rtol=1e-6)
+
+
 def test_grid_linear_weight_is_the_upper_bin_index():
     s = torch.tensor([[0.0, 0.5, 1.0, 2.6, 4.0]])
     w = parse_operator("grid:K=4,R=1,recon=upper,weight=linear").fn(s)
@@ -236,6 +242,27 @@ def test_parse_errors_are_clear():
         parse_operator("pot-m:m=two")
     with pytest.raises(UsageError, match="R has no meaning"):
         parse_operator("grid:K=1,R=4")
+    with pytest.raises(UsageError, match="must be positive"):
+        parse_operator("temperature:alpha=0")
+    with pytest.raises(UsageError, match="must be in 0..13"):
+        parse_operator("schraudolph-q:k=14")
+    with pytest.raises(UsageError, match="weight=linear is defined with recon=upper"):
+        parse_operator("grid:weight=linear")  # recon defaults to nearest
+    with pytest.raises(UsageError, match="given twice"):  # which was meant? not the last one silently
+        parse_operator("rowmax-pot:kmax=20,kmax=10")
+    assert parse_operator("rowmax-pot:kmax=12,kmax=12").params["kmax"] == 12  # the same value twice is one
+
+
+def test_schraudolph_takes_rowmax_h15s_clamp_at_minus_126():
+    w = parse_operator("schraudolph").fn(torch.tensor([-200.0, -126.5, -126.0]))
+    assert w.tolist() == [2.0 ** -126] * 3
+
+
+def test_row_anchored_element_operators_take_the_whole_row_path():
+    """An element operator the paper defines on the final row maximum (anchor "row") runs on the whole-row path, as
+    the row operators do; the running-anchored ones do not."""
+    assert parse_operator("pot-m").whole_row and parse_operator("schraudolph").whole_row
+    assert parse_operator("grid").whole_row and not parse_operator("rowmax-h15").whole_row
 
 
 def test_canonical_names_and_listing():

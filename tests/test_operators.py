@@ -36,6 +36,8 @@ def test_hand_values_from_eq5():
 def test_masked_and_nan_inputs_take_the_clamp_like_the_kernel():
     x = torch.tensor([float("-inf"), float("nan")])
     assert torch.equal(ops.rowmax_h15(x), torch.full((2,), 2.0 ** -126))
+    # the float64 reference treats NaN as the clamp too (the tests and gates compare against it)
+    assert torch.equal(ops.rowmax_h15_reference(x), torch.full((2,), 2.0 ** -126))
 
 
 def test_bit_exact_on_millions_of_inputs_with_ties_and_clamp():
@@ -95,6 +97,14 @@ def test_saturated_construction_is_h15_except_next_to_rounding_ties():
     # masked, NaN and far-below inputs all give 2^-126; the top of A1's range (x = 127) is inside the span too
     special = torch.tensor([float("-inf"), float("nan"), -1e30, -300.0, -126.0, -126.25, 0.0, 8.0, 127.0])
     assert torch.equal(bits(ops.rowmax_h15_sat(special)), bits(ops.rowmax_h15(special)))
+
+
+def test_saturated_construction_saturates_at_the_top_of_its_span_like_ffma_sat():
+    """u = sat((2x + 252) / 512) stops at 1 (2x = 260), as FFMA.SAT does: every larger input, +inf included, gives
+    the bits of x = 130 (an overflowed exponent field, as in the kernel, but the one FFMA.SAT gives)."""
+    top = bits(ops.rowmax_h15_sat(torch.tensor([130.0])))
+    above = torch.tensor([130.5, 200.0, 1e30, math.inf])
+    assert torch.equal(bits(ops.rowmax_h15_sat(above)), top.expand(4))
 
 
 # --- h15-folded: the magic add inside the scaling FMA ------------------------------------------------------------

@@ -38,14 +38,72 @@ def test_apply_edits_counts_every_anchor():
         apply_edits(src, missing)
 
 
-def test_apply_edits_refuses_broken_python_and_clobbering():
-    src = {"a.py": "x = 1\n"}
-    broken = Patch("t", "1", "", edits=(Edit("e", "a.py", "x = 1\n", "x = (\n"),))
-    with pytest.raises(PatchError, match="does not parse"):
-        apply_edits(src, broken)
-    clobber = Patch("t", "1", "", new_files=(NewFile("a.py", "y = 1\n"),))
-    with pytest.raises(PatchError, match="already exists"):
-        apply_edits(src, clobber)
+_REFUSED = {
+    "an edit that does not parse": (Patch("t", "1", "", edits=(Edit("e", "a.py", "x = 1\n", "x = (\n"),)),
+                                     "a.py does not parse"),
+    "a new file over an old one": (Patch("t", "1", "", new_files=(NewFile("a.py", "y = 1\n"),)), "already exists"),
+    "an anchor in a missing file": (Patch("t", "1", "", edits=(Edit("elsewhere", "b.py", "x = 1\n", "x = 2\n"),)),
+                                    "anchor 'elsewhere' needs b.py, which does not exist"),
+    # a new file is checked like an edited one: a module that does not parse is never written
+    "a new file that does not parse": (Patch("t", "1", "", new_files=(NewFile("b.py", "def f(:\n"),)),
+                                       "b.py does not parse"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REFUSED))
+def test_apply_edits_refuses_what_it_cannot_apply_whole(case):
+    patch, says = _REFUSED[case]
+    with pytest.raises(PatchError, match=says):
+        apply_edits({"a.py": "x = 1\n"}, patch)
+
+
+# a stand-in for the installed flash_attn: the cache logic of build_patched_tree on a few files, without FA4
+TOY = Patch("toy", "1", "", edits=(Edit("one", "cute/softmax.py", "x = 1\n", "x = 2\n"),), fa4_version="0.toy")
+
+
+def _toy_pkg(root, extra="y = 0\n"):
+    pkg = root / "flash_attn"
+    (pkg / "cute").mkdir(parents=True)
+    (pkg / "cute" / "softmax.py").write_text("x = 1\n")
+    (pkg / "cute" / "other.py").write_text(extra)
+    return pkg
+
+
+def test_a_source_without_the_patched_file_is_refused_by_name(tmp_path):
+    pkg = _toy_pkg(tmp_path / "src")
+    (pkg / "cute" / "softmax.py").unlink()
+    with pytest.raises(PatchError, match="anchor 'one' needs cute/softmax.py, which does not exist"):
+        build_patched_tree(TOY, cache_root=tmp_path / "cache", source_pkg=pkg, source_version="0.toy")
+
+
+def test_the_private_copy_is_a_regular_package_keyed_by_its_sources(tmp_path):
+    cache = tmp_path / "cache"
+    tree = build_patched_tree(TOY, cache_root=cache, source_pkg=_toy_pkg(tmp_path / "a"), source_version="0.toy")
+    # a regular package (its own __init__.py) shadows the namespace package: the copy never mixes with the install
+    assert (tree.root / "flash_attn" / "__init__.py").read_text().startswith("# private softbench copy")
+    assert (tree.root / "flash_attn" / "cute" / "softmax.py").read_text() == "x = 2\n"
+    # other sources of the same version (one unpatched file differs) get a copy of their own, not this one
+    other = build_patched_tree(TOY, cache_root=cache, source_pkg=_toy_pkg(tmp_path / "b", extra="y = 1\n"),
+                               source_version="0.toy")
+    assert other.root != tree.root
+    assert (other.root / "flash_attn" / "cute" / "other.py").read_text() == "y = 1\n"
+
+
+def test_a_cached_copy_missing_a_file_is_rebuilt(tmp_path):
+    pkg = _toy_pkg(tmp_path / "src")
+    tree = build_patched_tree(TOY, cache_root=tmp_path / "cache", source_pkg=pkg, source_version="0.toy")
+    (tree.root / "flash_attn" / "cute" / "other.py").unlink()
+    again = build_patched_tree(TOY, cache_root=tmp_path / "cache", source_pkg=pkg, source_version="0.toy")
+    assert (again.root / "flash_attn" / "cute" / "other.py").read_text() == "y = 0\n"
+
+
+def test_a_copy_that_fails_half_way_leaves_nothing_behind(tmp_path):
+    pkg = _toy_pkg(tmp_path / "src")
+    (pkg / "data.bin").symlink_to(tmp_path / "nowhere")  # copytree cannot copy a dangling link
+    cache = tmp_path / "cache"
+    with pytest.raises(shutil.Error):
+        build_patched_tree(TOY, cache_root=cache, source_pkg=pkg, source_version="0.toy")
+    assert list(cache.iterdir()) == []
 
 
 @needs_fa4
@@ -132,6 +190,14 @@ def test_noclamp_equals_rowmax_h15_exactly_where_its_variant_says():
     assert torch.isnan(below[2]) and below[3].item() < -1e37 and below[4].item() == 4096.0  # garbage
 
 
+@pytest.mark.parametrize("every", [2, 4])
+def test_each_fraction_variant_takes_h15_on_one_element_in_its_own_every(every):
+    patch = P.FA4_PATCHES.get(f"h15-1of{every}")
+    assert patch.name == f"h15-1of{every}"
+    sm90 = next(e for e in patch.edits if e.name == "sm90-online-softmax-exp2").replacement
+    assert f"sb_c % {every} == {every} - 1" in sm90 and f"1 of {every} elements" in sm90
+
+
 def test_sm90_only_variants_are_registered_for_hopper_only():
     for name in ("h15-noclamp", "h15-wg", "h15-1of2", "h15-1of4"):
         assert 9 in P.FA4_PATCHES.get(name).arch_families
@@ -151,7 +217,7 @@ def test_recorded_sessions_ran_what_the_patches_build_now(tmp_path):
     import json
     from pathlib import Path
 
-    checked = 0
+    checked, unchecked = 0, []
     for env_path in sorted(Path(__file__).resolve().parents[1].glob("sessions/*/env.json")):
         workers = json.loads(env_path.read_text()).get("workers") or {}
         for w in workers.values():
@@ -161,6 +227,7 @@ def test_recorded_sessions_ran_what_the_patches_build_now(tmp_path):
             patch = P.FA4_PATCHES.get(w["variant"])
             key = (rec["patch"], rec["patch_version"])
             if rec["fa4_version"] != patch.fa4_version or rec["patch"] != patch.name:
+                unchecked.append((env_path.parent.name, w["variant"], key))
                 continue
             if rec["patch_version"] == patch.version:
                 candidates = [patch]
@@ -168,8 +235,12 @@ def test_recorded_sessions_ran_what_the_patches_build_now(tmp_path):
                 candidates = [dataclasses.replace(patch, version=rec["patch_version"], new_files=tuple(
                     dataclasses.replace(f, text=text) for f in patch.new_files)) for text in P.RECORDED_MODULE_TEXTS[key]]
             else:
+                unchecked.append((env_path.parent.name, w["variant"], key))
                 continue
             built = [build_patched_tree(c, cache_root=tmp_path / str(i)).file_sha256 for i, c in enumerate(candidates)]
             assert rec["file_sha256"] in built, f"{env_path.parent.name}: {patch.name} {rec['patch_version']}"
             checked += 1
     assert checked >= 40  # stock, A1, noexp and every sm_90 variant, in both stops' sessions
+    # none is passed over: a variant now built by a patch of another name, or a version bumped without its old
+    # module text in RECORDED_MODULE_TEXTS, would leave the sessions recorded under it unverifiable
+    assert unchecked == [], unchecked[:5]

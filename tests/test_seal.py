@@ -151,6 +151,23 @@ def test_seal_file_is_read_by_sha256sum(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_a_seal_in_sha256sums_binary_form_names_the_same_file(tmp_path):
+    """`sha256sum -b` writes '<hash> *<name>': the '*' marks binary mode, not part of the name."""
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    text = r.seal_path.read_text()
+    r.seal_path.write_text(text.replace("  demo.yaml\n", " *demo.yaml\n", 1))
+    assert verify(r.yaml_path).record.filename == "demo.yaml"
+
+
+def test_a_pair_named_yml_is_verified_as_such(tmp_path):
+    """verify takes NAME.yml as the predictions file of the pair NAME.yml + NAME.sha256 (a suffix, not part of a
+    bare name)."""
+    r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
+    yml = r.yaml_path.rename(r.yaml_path.with_suffix(".yml"))
+    r.seal_path.write_text(r.seal_path.read_text().replace("  demo.yaml\n", "  demo.yml\n", 1))
+    assert verify(yml).yaml_path == yml
+
+
 def test_one_changed_byte_anywhere_is_caught(tmp_path):
     r = seal_file(write(tmp_path, "demo.yaml", FIRST), directory=tmp_path / "sealed")
     original = r.yaml_path.read_bytes()
@@ -226,12 +243,38 @@ def test_resealing_identical_content_is_a_no_op_and_different_content_is_refused
     ("threshold: 0.5", "threshold: .nan", "P10", "threshold"),
     ("threshold: 0.5", "threshold: true", "P10", "threshold"),
     ("    evidence: ncu\n", "    evidence: ncu\n    treshold: 3\n", "P10", "treshold"),
+    ("statement: MUFU nearly idle", 'statement: "   "', "P10", "statement"),  # blank text is no statement
+    ("head_dim: 128", "head_dim: 0", "P10", "scope.head_dim"),
+    # a reference holds the quantity alone: another key in it would be dropped from the seal without a word
+    ("threshold: {quantity: registers.A0}", "threshold: {quantity: registers.A0, scale: 2}", "P2", "threshold"),
 ])
 def test_validation_errors_name_the_prediction_and_field(old, new, pid, field):
     assert old in FIRST
     with pytest.raises(UsageError) as e:
         normalize(yaml.safe_load(FIRST.replace(old, new)))
     assert f"prediction {pid!r}" in str(e.value) and f"field {field!r}" in str(e.value), str(e.value)
+
+
+def test_a_range_may_be_a_single_point():
+    """between and outside take inclusive bounds, so [x, x] is a valid range (exactly x); only low > high is not."""
+    content = normalize(yaml.safe_load(FIRST.replace("threshold: [10.0, 15.0]", "threshold: [12.5, 12.5]")))
+    assert next(p for p in content["predictions"] if p["id"] == "P1")["threshold"] == [12.5, 12.5]
+
+
+def test_a_scope_list_is_a_set_and_a_list_of_one_is_its_value():
+    """A list in a scope means "any of": its order and repeats seal alike, and a list of one seals as that value."""
+    def dtypes(written):
+        text = FIRST.replace("dtype: fp8", f"dtype: {written}")
+        return next(p for p in normalize(yaml.safe_load(text))["predictions"] if p["id"] == "P1")["scope"]["dtype"]
+
+    assert dtypes("[fp8, bf16]") == dtypes("[bf16, fp8, bf16]") == ["bf16", "fp8"]
+    assert dtypes("[fp8]") == dtypes("fp8") == "fp8"
+
+
+def test_comparator_spellings_and_evidence_case_seal_alike():
+    alt = FIRST.replace('comparator: ">="', 'comparator: "=>"').replace("    evidence: ncu\n", "    evidence: NCU\n")
+    assert alt != FIRST
+    assert canonical_bytes(normalize(yaml.safe_load(alt))) == canonical_bytes(normalize(yaml.safe_load(FIRST)))
 
 
 def test_duplicate_ids_and_empty_files_are_refused():
@@ -429,10 +472,11 @@ def test_a_bare_name_with_a_dot_opens_its_own_pair(tmp_path):
     assert verify(sealed / "p18.v2").record.sha256 == b.sha256 != a.sha256
 
 
-def test_replacing_two_incomplete_pairs_keeps_both_archives(tmp_path):
+def test_replacing_incomplete_pairs_in_turn_keeps_every_archive(tmp_path):
     sealed = tmp_path / "sealed"
     sealed.mkdir()
-    drafts = [FIRST, FIRST.replace("threshold: 0.5", "threshold: 0.25")]
+    # three: the third must find a free name past the second's (-2), not reuse it
+    drafts = [FIRST.replace("threshold: 0.5", f"threshold: {t}") for t in (0.5, 0.25, 0.125)]
     for draft in drafts:
         (sealed / "p.yaml").write_text(draft)  # a draft with no seal beside it
         seal_file(write(tmp_path, "src.yaml", FIRST.replace("threshold: 0.5", "threshold: 0.75")), name="p",
@@ -442,8 +486,9 @@ def test_replacing_two_incomplete_pairs_keeps_both_archives(tmp_path):
     assert kept == sorted(drafts)
 
 
-def test_an_unquoted_capability_seals_as_the_text_sessions_record():
-    text = FIRST.replace("      seq: 8192\n", "      seq: 8192\n      gpu_capability: 9.0\n", 1)
+@pytest.mark.parametrize("written", ["9.0", "9"])
+def test_an_unquoted_capability_seals_as_the_text_sessions_record(written):
+    text = FIRST.replace("      seq: 8192\n", f"      seq: 8192\n      gpu_capability: {written}\n", 1)
     (p1,) = [p for p in normalize(yaml.safe_load(text))["predictions"] if p["id"] == "P1"]
     assert p1["scope"]["gpu_capability"] == "9.0"
 

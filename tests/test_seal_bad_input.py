@@ -47,6 +47,7 @@ def test_an_empty_seal_path_is_one_sentence_not_an_internal_error(tmp_path):
 def test_a_seal_name_too_long_for_a_file_or_empty_is_refused_before_anything_is_written(tmp_path):
     src, out = ROOT / "sealed" / f"{SEAL}.yaml", tmp_path / "out"
     refused(run_cli("seal", str(src), "--dir", str(out), "--name", "a" * 300), 2, "more than the 100")
+    refused(run_cli("seal", str(src), "--dir", str(out), "--name", "a" * 101), 2, "more than the 100")  # one past
     refused(run_cli("seal", str(src), "--dir", str(out), "--name", ""), 2, "--name is empty")
     assert not out.exists()
     done = run_cli("seal", str(src), "--dir", str(out), "--name", "a" * 100)  # the longest name still seals
@@ -76,6 +77,7 @@ def _lines(text: str, keep) -> str:
 DAMAGED = {
     "empty": (lambda t: "", "the first line must be"),
     "garbled": (lambda t: "garbled stuff here\n", "the first line must be"),
+    "first-line-extra-word": (lambda t: t.replace(".yaml\n", ".yaml extra\n", 1), "the first line must be"),
     "unknown-format": (lambda t: t.replace("softbench-seal/1", "softbench-seal/99"), "the only format"),
     "no-header": (lambda t: _lines(t, lambda line: not line.startswith("#")), "lacks the '# key: value' lines"),
     "no-meta-lines": (lambda t: _lines(t, lambda line: not line.startswith("# ") or line.startswith("# prediction.")),
