@@ -35,8 +35,8 @@ def command(paths: tuple[str, ...], out_dir: str | None, speed_shape: str | None
     not drawn."""
     from softbench.core.checks import check_out_dir
     from softbench.core.console import err, out, table
-    from softbench.report.build import build_report
     from softbench.core.workers import available_cpus
+    from softbench.report.build import build_report
     from softbench.report.progress import FigureBar
     from softbench.report.console_view import console_view, left_out_note
     from softbench.core.utc import utc_stamp

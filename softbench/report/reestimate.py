@@ -120,7 +120,7 @@ def _estimates(s: dict, units: list[dict], key: str, slot: str | None,
 
 def _references(rec: SessionRecord) -> list[str]:
     """The reference kernels a latency session names as timed beside it (a damaged list is left to the tables)."""
-    refs = rec.summary.get("references") if isinstance(rec.summary, dict) else None
+    refs = rec.summary.get("references")  # summary is always a mapping: load_sessions gives {} for a damaged one
     return [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else []
 
 
