@@ -11,7 +11,8 @@ import pytest
 
 from softbench.core import stats
 from softbench.core.protocol import (MAX_WINDOW_CALLS, InterleavedProtocol, SustainedProtocol,
-                                     any_protocol_from_mapping, latency_plan_from_mapping, load_yaml_mapping)
+                                     any_protocol_from_mapping, latency_plan_from_mapping, latency_protocol_from_mapping,
+                                     load_yaml_mapping)
 from softbench.core.errors import UsageError
 from softbench.latency.interleaved import measure_interleaved, size_windows
 from softbench.latency.schedule import carryover_circuit, circuit_cycle, cycle_order, pairs_by_cycle
@@ -471,6 +472,18 @@ def test_packaged_protocols_load_by_name(name, kind):
     assert plan.protocol.kind == kind
 
 
+def test_a_missing_file_in_a_folder_is_not_taken_for_the_packaged_protocol_of_its_name(tmp_path):
+    """Only a bare name (energy, energy.yaml) means a packaged protocol: a path that does not exist is refused."""
+    assert load_yaml_mapping("paper.yaml") == load_yaml_mapping("paper")
+    with pytest.raises(UsageError, match="does not exist"):
+        load_yaml_mapping(tmp_path / "paper.yaml")
+
+
+def test_a_plan_whose_protocol_is_no_mapping_is_refused_in_one_sentence():
+    with pytest.raises(UsageError, match="^f.yaml: 'protocol' must be a mapping$"):
+        latency_plan_from_mapping({"protocol": "fast", "cells": [{"seq": 128}]}, "f.yaml")
+
+
 def test_protocol_kinds_refuse_each_others_keys():
     with pytest.raises(UsageError, match="unknown interleaved protocol keys"):
         any_protocol_from_mapping({"kind": "interleaved", "cycles": 4})
@@ -480,6 +493,31 @@ def test_protocol_kinds_refuse_each_others_keys():
         SustainedProtocol(cycles=1)
     # a file written before the kinds existed is the paper's protocol
     assert any_protocol_from_mapping({"rounds": 3, "windows": 7}).kind == "paper"
+
+
+def test_a_files_shape_alone_is_its_one_cell():
+    """Left with no cells, the command line's shape would run instead of the one the file names."""
+    plan = latency_plan_from_mapping({"protocol": {"kind": "interleaved"}, "shape": {"seq": 128, "heads": 2}})
+    assert [(s.seq, s.heads) for s in plan.shapes()] == [(128, 2)]
+
+
+def test_an_interleaved_order_without_a_kind_is_read_as_the_interleaved_protocol():
+    """Both protocols have an `order`; only the paper's values (alternate, fixed) name the paper protocol. A kind-less
+    file with the interleaved protocol's `order: circuit` was refused as a paper protocol with an unknown order, and
+    one that also set budget_s as one with an unknown key."""
+    assert any_protocol_from_mapping({"order": "circuit"}).order == "circuit"
+    proto = any_protocol_from_mapping({"order": "random", "budget_s": 10})
+    assert (proto.kind, proto.order, proto.budget_s) == ("interleaved", "random", 10)
+    assert any_protocol_from_mapping({"order": "alternate", "rounds": 2}).kind == "paper"
+    with pytest.raises(UsageError, match="order must be 'alternate' or 'fixed'"):
+        any_protocol_from_mapping({"order": "circuit", "windows": 3})
+
+
+def test_a_file_without_a_kind_is_the_paper_protocol_by_any_paper_key_else_the_commands_default():
+    assert any_protocol_from_mapping({"order": "fixed"}).kind == "paper"
+    assert any_protocol_from_mapping({"rounds": 2}).kind == "interleaved"
+    assert any_protocol_from_mapping({"rounds": 2}, default_kind="paper").kind == "paper"
+    assert latency_protocol_from_mapping({}).rounds == 3
 
 
 def test_sigterm_becomes_an_interrupt_and_the_previous_handler_comes_back():

@@ -197,6 +197,10 @@ class SustainedProtocol(_ProtocolBase, _Settled, kind="sustained", quantity="sus
                       positive_ints=("cycles",))
 
 
+# the paper protocol's orders; the interleaved protocol has an `order` too, with other values (random, circuit)
+PAPER_ORDERS = ("alternate", "fixed")
+
+
 @dataclass(frozen=True)
 class LatencyProtocol(_ProtocolBase, kind="paper",
                       quantity="rounds (paper B.3: equal-clock and sustained effects mixed)"):
@@ -212,7 +216,7 @@ class LatencyProtocol(_ProtocolBase, kind="paper",
     def __post_init__(self):
         _check_fields(self, positive_ints=("rounds", "windows"), window_calls=("calls",),
                       non_negative_ints=("warmup",), seeds=("seed",))
-        if self.order not in ("alternate", "fixed"):
+        if self.order not in PAPER_ORDERS:
             raise UsageError(f"protocol: order must be 'alternate' or 'fixed', got {self.order!r}")
 
     def round_order(self, first: str, second: str) -> list[tuple[str, str]]:
@@ -276,9 +280,10 @@ def latency_protocol_from_mapping(data: dict, source: str = "protocol") -> Laten
 
 
 def any_protocol_from_mapping(data: dict, source: str = "protocol", default_kind: str | None = None) -> AnyProtocol:
-    """One of the three protocols from a mapping; `kind` names it. Without `kind`, a mapping that names the
-    paper's keys (rounds, windows, warmup, order) is the paper's protocol, as every file written before the
-    other two existed; anything else is `default_kind` (interleaved unless said)."""
+    """One of the three protocols from a mapping; `kind` names it. Without `kind`, a mapping that names a key
+    only the paper's protocol has (windows, warmup) or one of its orders (alternate, fixed) is the paper's
+    protocol, as every file written before the other two existed; anything else is `default_kind` (interleaved
+    unless said): `order: circuit` or `order: random` is the interleaved protocol's."""
     section = data.get("protocol", data)
     if not isinstance(section, dict):
         raise UsageError(f"{source}: 'protocol' must be a mapping")
@@ -287,8 +292,8 @@ def any_protocol_from_mapping(data: dict, source: str = "protocol", default_kind
     if kind is not None and not isinstance(kind, str):
         raise UsageError(f"{source}: the protocol kind must be a name ({', '.join(PROTOCOL_KINDS)}), not {kind!r}")
     if kind is None:
-        paper_keys = {"windows", "warmup", "order"} & set(section)
-        kind = "paper" if paper_keys else (default_kind or "interleaved")
+        names_paper = bool({"windows", "warmup"} & set(section)) or section.get("order") in PAPER_ORDERS
+        kind = "paper" if names_paper else (default_kind or "interleaved")
     cls = PROTOCOL_KINDS.get(kind)
     if cls is None:
         raise UsageError(f"{source}: unknown protocol kind {kind!r} (known: {', '.join(PROTOCOL_KINDS)})")
