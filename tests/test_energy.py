@@ -243,6 +243,25 @@ def test_default_dtype_follows_the_gpu():
     assert default_dtype("sim", Device("cuda", "B200", 100))[0] == "bf16"
 
 
+def test_default_dtype_at_the_edges_of_fp8_support():
+    """FA4's FP8 forward is the sm_100 family's (sm_100 to sm_11x), softbench's Triton forward's from sm_89 on."""
+    from softbench.kernels.capability import Device
+    from softbench.energy.engine import default_dtype
+
+    assert default_dtype("fa4", Device("cuda", "Thor", 110))[0] == "fp8"
+    assert default_dtype("fa4", Device("cuda", "RTX 5090", 120))[0] == "bf16"
+    assert default_dtype("triton", Device("cuda", "L40S", 89))[0] == "fp8"
+    assert default_dtype("triton", Device("cuda", "A100", 80))[0] == "bf16"
+
+
+def test_a_sample_at_either_end_of_the_timed_loop_is_a_loop_sample():
+    """The samples' phase as samples.jsonl records it agrees with the summary's [t_start, t_end], both ends in."""
+    from softbench.energy.engine import _phase
+
+    loop = {"t_start": 10.0, "t_end": 11.0}
+    assert [_phase(t, loop) for t in (9.9, 10.0, 10.5, 11.0, 11.1)] == ["pre", "loop", "loop", "loop", "post"]
+
+
 def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
     from softbench.core.protocol import EnergyProtocol
     from softbench.energy.engine import EnergyOptions
@@ -253,6 +272,31 @@ def test_options_refuse_a_trim_that_leaves_nothing(tmp_path):
                                                              trim_start=20, trim_end=20))
     with pytest.raises(UsageError, match="names no loops"):
         EnergyProtocol(order=())
+
+
+def test_the_trim_counts_the_samples_before_and_after_the_loop():
+    """The sampler runs pre_s + seconds + post_s: 40 samples at 0.1 s here, of which 29 are trimmed (the timed
+    loop alone gives only 10)."""
+    from softbench.core.protocol import EnergyProtocol
+
+    EnergyProtocol(seconds=1.0, interval_s=0.1, pre_s=2.0, post_s=1.0, trim_start=20, trim_end=9).check_trim()
+
+
+def test_a_file_order_is_read_as_names_and_each_kernel_gets_one_worker():
+    """`order` comma-separated drops the empty item a trailing comma leaves; `variants`, one worker per kernel,
+    names each kernel once in the order of its first loop."""
+    from softbench.core.protocol import energy_protocol_from_mapping
+
+    p = energy_protocol_from_mapping({"order": "A1, A0, A0, A1,"}, "e.yaml")
+    assert p.order == ("A1", "A0", "A0", "A1") and p.variants == ["A1", "A0"]
+
+
+def test_an_energy_file_cannot_set_the_settle_window():
+    """The settle window is no command-line option, so no file setting either: its defaults serve every run."""
+    from softbench.core.protocol import energy_protocol_from_mapping
+
+    with pytest.raises(UsageError, match="e.yaml: unknown key 'settle_min_s'"):
+        energy_protocol_from_mapping({"settle_min_s": 1.0}, "e.yaml")
 
 
 # --- the engine end to end on the CPU ---------------------------------------------------------------------------
@@ -282,6 +326,14 @@ def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
         assert {"loop", "variant", "time_s", "power_w", "sm_clock_mhz", "temperature_c", "throttle_reasons"} <= set(s)
     in_loop = [s for s in samples if s["phase"] == "loop"]
     assert all(0 <= s["time_s"] <= loops[s["loop"]]["loop_s"] for s in in_loop)
+    for lp in loops:  # the loop's record agrees with the samples it wrote: its idle level, its in-loop samples
+        idle = [s["power_w"] for s in samples if s["loop"] == lp["loop"] and s["phase"] == "idle"]
+        assert lp["idle_samples"] == len(idle) > 0 and lp["idle_power_w"] == pytest.approx(sum(idle) / len(idle))
+        assert lp["in_loop_samples"] == sum(s["loop"] == lp["loop"] for s in in_loop) > 0
+        # the paper's method: the mean of the loop's stream without its first trim_start and last trim_end samples
+        stream = sorted((s for s in samples if s["loop"] == lp["loop"] and s["phase"] != "idle"),
+                        key=lambda s: s["time_s"])
+        assert lp["mean_power_w"] == pytest.approx(sum(s["power_w"] for s in stream[5:-2]) / (len(stream) - 7))
     summary = json.loads((session.path / "summary.json").read_text())
     assert summary["command"] == "energy" and summary["complete"] and summary["baseline"] == "A0"
     for lp in summary["loops"]:
@@ -377,6 +429,10 @@ def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measu
         run_energy(opts, power, CountingProgress())
     (session,) = list(tmp_path.iterdir())
     assert len(read_jsonl(session / "loops.jsonl")) == 1
+    assert {"worker-A0.log"} <= {p.name for p in session.iterdir()}  # the worker's log kept beside what it measured
+    # idle_s=0: no idle sampling at all
+    assert read_jsonl(session / "loops.jsonl")[0]["idle_samples"] == 0
+    assert all(s["phase"] != "idle" for s in read_jsonl(session / "samples.jsonl"))
     summary = json.loads((session / "summary.json").read_text())
     assert summary["complete"] is False and "NVML stopped answering" in summary["incomplete_reason"]
     assert json.loads((session / "status.json").read_text())["state"] == "partial"

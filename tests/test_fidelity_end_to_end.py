@@ -469,3 +469,22 @@ def test_a_rescale_threshold_that_is_no_finite_non_negative_number_is_refused(ti
     assert "'--rescale-threshold'" in err and "is not a finite number of octaves, zero or more" in err
     assert "Traceback" not in err
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"block_len": 31}, "--block-len must be at least 32"),
+    ({"max_blocks": 0}, "--max-blocks must be at least 1"),
+    ({"bootstrap": 99}, "--bootstrap needs at least 100 replicates"),
+    ({"threads": 0}, "--threads must be at least 1"),
+    ({"fp8_storage": True}, "--fp8-storage applies to --dtype fp8 only"),
+    ({"fp8_operands": True, "dtype": "fp8", "path": "kernel", "backend": "triton"}, "--fp8-operands applies to"),
+    ({"backend": "triton"}, "--backend triton chooses the kernel of --path kernel"),
+])
+def test_options_read_back_are_refused_at_their_bounds(kw, says):
+    """The click types refuse these on the command line; options.json read back by --resume meets these checks."""
+    from softbench.core.errors import UsageError
+
+    with pytest.raises(UsageError, match=says):
+        FidelityOptions(model="m", **kw).check()
+    FidelityOptions(model="m", block_len=32, max_blocks=1, bootstrap=100, threads=1).check()  # the bounds are taken
+    FidelityOptions(model="m", path="kernel", backend="triton").check()  # --backend chooses the kernel path's kernel

@@ -271,6 +271,7 @@ def test_no_null_leaves_the_null_out_and_the_headline_says_so(tmp_path, cli):
     ([], "interleaved", ("A1",), True), ([], "sustained", ("A1", "h15-sat"), True),
     ([], "paper", ("A1",), False),  # the rounds pair two kernels
     ([], "interleaved", ("A0",), False),  # an A/A run is the null itself
+    ([], "interleaved", ("A0", "A1"), True),  # an A/A run beside a variant: the variant's speed-up needs its null
     (["--no-null"], "interleaved", ("A1",), False), (["--null"], "paper", ("A1",), True),  # as given: paper refuses it
 ])
 def test_the_null_runs_wherever_it_can_unless_asked_otherwise(args, kind, variants, expected):
@@ -282,6 +283,22 @@ def test_the_null_runs_wherever_it_can_unless_asked_otherwise(args, kind, varian
 
     ctx = null_option(click.Command("latency", callback=lambda null: None)).make_context("latency", list(args))
     assert null_asked(ctx, types.SimpleNamespace(kind=kind), "A0", variants) is expected
+
+
+@pytest.mark.parametrize("args, kind, expected", [
+    ([], "interleaved", "auto"), ([], "paper", "none"),  # the rounds pair two kernels: no reference unless named
+    (["--reference", "sdpa"], "paper", "sdpa"), (["--reference", "fa3,sdpa"], "sustained", "fa3,sdpa"),
+])
+def test_the_paper_rounds_time_a_reference_only_when_one_is_named(args, kind, expected):
+    import types
+
+    import click
+
+    from softbench.core.options import reference_option, references_asked
+
+    cmd = reference_option(click.Command("latency", callback=lambda references: None))
+    ctx = cmd.make_context("latency", list(args))
+    assert references_asked(ctx, types.SimpleNamespace(kind=kind)) == expected
 
 
 def test_start_order_is_recorded_and_shuffled_on_request(tmp_path, cli):

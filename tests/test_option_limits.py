@@ -9,7 +9,8 @@ import pytest
 
 from softbench.core.errors import UsageError
 from softbench.core.options import SECONDS, Finite
-from softbench.core.protocol import (EnergyProtocol, InterleavedProtocol, LatencyProtocol, SustainedProtocol,
+from softbench.core.protocol import (MAX_SEED, MAX_WINDOW_CALLS, EnergyProtocol, InterleavedProtocol,
+                                     LatencyProtocol, SustainedProtocol, energy_protocol_from_mapping,
                                      latency_plan_from_mapping)
 from softbench.core.shapes import Shape, shape_from_mapping
 
@@ -35,10 +36,38 @@ def test_the_bounds_themselves_are_taken():
     assert SustainedProtocol(cycles=1000, measure_s=86_400).cycles == 1000
 
 
+def test_the_largest_window_and_seed_are_taken():
+    p = LatencyProtocol(calls=MAX_WINDOW_CALLS, seed=MAX_SEED)
+    assert (p.calls, p.seed) == (MAX_WINDOW_CALLS, MAX_SEED)
+
+
+def test_a_range_whose_two_ends_are_equal_is_taken():
+    """A warm-up window of one length, a fixed pair count, a window as long as the whole budget: each end of each
+    range is a value the user may give."""
+    p = InterleavedProtocol(warmup_min_s=5.0, warmup_max_s=5.0, min_pairs=50, max_pairs=50, window_ms=1000.0,
+                            budget_s=1.0)
+    assert (p.warmup_max_s, p.max_pairs, p.budget_s) == (5.0, 50, 1.0)
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: LatencyProtocol(windows=0), "windows must be a positive integer, got 0"),
+    (lambda: InterleavedProtocol(target_pp=0), "target_pp must be a finite positive number, got 0"),
+])
+def test_zero_is_refused_where_a_positive_value_is_needed(make, says):
+    with pytest.raises(UsageError, match=says):
+        make()
+
+
 def test_the_sampling_interval_is_refused_in_milliseconds():
     """It read "at least 1 ms, got 0.0005 s": the bound in one unit and the value in another."""
     with pytest.raises(UsageError, match=r"at least 1 ms, got 0\.5 ms$"):
         EnergyProtocol(interval_s=0.0005)
+
+
+def test_the_energy_protocols_closed_bounds_are_taken():
+    """A sampling interval of exactly 1 ms (as seconds, and as a file's interval_ms) and a ramp fraction of 1."""
+    assert EnergyProtocol(interval_s=1e-3, ramp_fraction=1.0).interval_s == 1e-3
+    assert energy_protocol_from_mapping({"interval_ms": 1}, "e.yaml").interval_s == 1e-3
 
 
 @pytest.mark.parametrize("value", ["nan", "inf"])

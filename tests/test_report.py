@@ -117,6 +117,28 @@ def test_energy_and_fidelity_reports(tmp_path):
     assert "g1-gates" in md and "sessions not drawn" in md
 
 
+def test_energy_rows_rank_their_numbers_and_fidelity_rows_say_resolved_only_off_zero(tmp_path):
+    """An energy loop's numbers: energy per forward first, then power, clock and forwards, then the rest by name,
+    two levels deep; a fidelity condition is resolved only when its interval excludes 0, on either side."""
+    from softbench.predictions.sessions import load_session
+    from softbench.report.tables import energy_table, fidelity_table
+
+    loop = {"loop": 0, "variant": "A0", "zeta": 1.0, "forwards": 1000, "alpha": 2.0, "median_sm_clock_mhz": 1800,
+            "mean_power_w": 310.0, "energy_per_forward_mj": {"sampled": 155.0}, "ramp": {"samples": 3, "w": {"x": 9.0}}}
+    e = load_session(make_session(tmp_path, "e1", "energy", {"loops": [loop]}))
+    empty = load_session(make_session(tmp_path, "e2", "energy", {"loops": []}))
+    rows = energy_table([e, empty]).rows
+    assert rows[0][1:] == ["0 A0", "energy_per_forward_mj.sampled 155, mean_power_w 310, median_sm_clock_mhz 1800, "
+                                   "forwards 1000, alpha 2, loop 0, ramp.samples 3, zeta 1"]
+    assert rows[1][1:] == ["-", "no per-loop entries in summary.json"]
+    f = load_session(make_session(tmp_path, "f1", "fidelity", {"conditions": [
+        {"name": "below", "dnll": -0.002, "ci_low": -0.003, "ci_high": -0.001},
+        {"name": "touches", "dnll": 0.1, "ci_low": 0.0, "ci_high": 0.2}]}))
+    fid = {r[1]: r for r in fidelity_table([f]).rows}
+    assert fid["below"][7] == "yes" and fid["touches"][7] == "no"
+    assert fid["touches"][6] == f"{100 * (math.exp(0.1) - 1):+.3f}" == "+10.517"
+
+
 def test_sessions_without_drawable_records_are_listed_not_fatal(tmp_path):
     src = tmp_path / "sessions"
     make_session(src, "e-empty", "energy", None, complete=False)

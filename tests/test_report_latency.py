@@ -229,6 +229,31 @@ def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():
     assert summary["variant"] == "h15-folded" and row["comparison"] == "A0 vs h15-folded, h15-sat"
     assert row["speed-up % [95% interval]"].startswith(f"h15-folded {_pct(summary['comparisons']['h15-folded']['paired'])}; h15-sat ")
 
+def test_a_further_variant_without_an_estimate_is_listed_as_not_measured(tmp_path):
+    """A sweep run's further variant whose paired estimate is None (a run stopped before its first pair): its cell
+    says so rather than printing an empty interval as if it were a value."""
+    sweep = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
+    copy = tmp_path / sweep.name
+    shutil.copytree(sweep, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary["comparisons"]["h15-1of2"]["paired"]["estimate_pct"] = None
+    (copy / "summary.json").write_text(json.dumps(summary))
+    row = _cells(latency_table(load_sessions([copy])))[copy.name]
+    assert "; h15-1of2 not measured (no pairs); h15-1of4 " in row["speed-up % [95% interval]"]
+
+
+def test_a_sweep_run_whose_rounds_have_no_estimate_shows_no_round_under_a_name(tmp_path):
+    sweep = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
+    assert _cells(latency_table(load_sessions([sweep])))[sweep.name]["per-round %"].startswith("h15-folded: +")
+    copy = tmp_path / sweep.name
+    shutil.copytree(sweep, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    for r in summary["comparisons"]["h15-folded"]["per_round"]:
+        r["estimate_pct"] = None
+    (copy / "summary.json").write_text(json.dumps(summary))
+    assert _cells(latency_table(load_sessions([copy])))[copy.name]["per-round %"] == "-"
+
+
 def test_the_speedup_figures_name_the_variant_whose_speedup_they_draw():
     """The figures draw summary.json's speedup_pct, which is the speed-up of the summary's first variant: their
     comparison (a bar panel's title, a line's legend) names that variant, not protocol.yaml's first --variants name

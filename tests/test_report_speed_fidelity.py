@@ -89,6 +89,73 @@ def test_the_joined_values_are_the_sessions_numbers():
             "at bf16 (against kernel:stock (triton A0), ") in sat
 
 
+def test_the_table_numbers_its_points_from_one_and_marks_partial_sessions_and_another_variant_run():
+    from dataclasses import replace
+
+    sf = _join()
+    p = sf.points[0]
+    whole = replace(p, speed=replace(p.speed, complete=True),
+                    fidelity=replace(p.fidelity, complete=True, variant=p.speed.variant))
+    part = replace(p, speed=replace(p.speed, complete=False),
+                   fidelity=replace(p.fidelity, complete=False, variant="h15-other"))
+    sf.points = [whole, part]
+    rows = speed_fidelity_table(sf).rows
+    assert [r[0] for r in rows] == ["1", "2"]
+    assert (rows[0][9], rows[0][11]) == (p.speed.session, p.fidelity.condition)
+    assert rows[0][15].startswith(f"{p.fidelity.session}: ")
+    assert (rows[1][9], rows[1][11]) == (f"{p.speed.session} (partial)", f"{p.fidelity.condition} (ran h15-other)")
+    assert rows[1][15].startswith(f"{p.fidelity.session} (partial): ")
+
+
+def test_a_point_is_drawn_from_the_newest_complete_session_and_nulls_come_first():
+    import datetime as dt
+    from dataclasses import replace
+
+    from softbench.report.speed_fidelity import _newest
+
+    sf = _join()
+    p = sf.points[0].speed
+    early, late = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc), dt.datetime(2026, 12, 2, tzinfo=dt.timezone.utc)
+    old, new, partial = (replace(p, complete=True, started=early), replace(p, complete=True, started=late),
+                         replace(p, complete=False, started=late))
+    assert _newest([old, new]) is new and _newest([new, old]) is new
+    assert _newest([partial, old]) is old
+    # against one kernel on one backend, the A/A null's point before the variants'
+    groups = [[q.speed.role for q in sf.points if q.speed.against == against and q.speed.backend == "triton"]
+              for against in {q.speed.against for q in sf.points}]
+    assert any("null" in roles and "variant" in roles for roles in groups)
+    assert all(roles == sorted(roles, key=lambda r: r != "null") for roles in groups)
+    # and one kernel's quantities in the order at equal clock, sustained, paper rounds
+    from softbench.report.speed_fidelity import QUANTITY_ORDER
+
+    h200_null = ("null", "A0", "triton", "NVIDIA H200")
+    quantities = [q.speed.quantity for q in sf.points
+                  if (q.speed.role, q.speed.against, q.speed.backend, q.speed.board) == h200_null]
+    assert len(set(quantities)) > 1 and quantities == sorted(quantities, key=QUANTITY_ORDER.index)
+
+
+def test_the_report_words_name_the_shape_drawn_its_share_and_the_other_shapes():
+    from collections import Counter
+
+    from softbench.report.speed_fidelity import SpeedFidelity, describe
+
+    first = describe(SpeedFidelity(shape_tag="a"), Counter({"a": 3, "b": 1, "c": 2}), None)[0]
+    assert "(the shape most latency sessions measured: 3 of 6)" in first
+    assert "Other shapes recorded: b (1), c (2);" in first
+
+
+def test_sessions_count_for_a_shape_when_they_name_it_and_have_a_speedup(tmp_path):
+    from softbench.report.speed_fidelity import latency_shapes
+    from test_report import make_session
+
+    recs = [load_session(make_session(tmp_path, name, "latency", summary)) for name, summary in (
+        ("s1", {"shape_tag": "x", "protocol_kind": "sustained"}),  # a paired run, even before its first estimate
+        ("s2", {"shape_tag": "x", "speedup_pct": 1.0}),  # the paper rounds: by their speed-up
+        ("s3", {"shape_tag": "y", "protocol_kind": "paper"}),  # rounds with no speed-up: nothing to draw
+        ("s4", {"protocol_kind": "interleaved", "speedup_pct": 1.0}))]  # no shape: no point
+    assert dict(latency_shapes(recs)) == {"x": 2}
+
+
 def test_against_fa3_is_estimated_from_the_sessions_own_units():
     sf = _join()
     fa3 = {(p.speed.session, p.speed.label): p.speed for p in sf.points if p.speed.against == "ref-fa3"}

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from softbench.core.errors import UsageError
-from softbench.core.session import (Session, atomic_write_json, file_label, find_sessions, pair_labels,
-                                    read_jsonl)
+from softbench.core.session import (Session, atomic_write_json, atomic_write_text, file_label, find_sessions,
+                                    pair_labels, read_jsonl)
 
 
 def test_session_folders_are_never_reused(tmp_path):
@@ -14,6 +14,26 @@ def test_session_folders_are_never_reused(tmp_path):
     b = Session.create(tmp_path, "latency", "x")
     assert a.path != b.path
     assert a.status() == {**a.status(), "complete": False, "state": "running"}
+
+
+def test_a_tag_is_made_safe_for_a_folder_name(tmp_path):
+    s = Session.create(tmp_path, "latency", "--fp8/8K causal!")
+    assert re.fullmatch(r"\d{8}T\d{6}Z-latency-fp8-8K-causal", s.path.name)
+    assert s.path.parent == tmp_path
+
+
+def test_a_resumed_session_is_marked_running_and_counted_once(tmp_path, monkeypatch):
+    import softbench.core.session as session_mod
+
+    made = Session.create(tmp_path, "fidelity")
+    made.set_status(complete=False, state="partial", reason="interrupted")
+    monkeypatch.setattr(session_mod, "CREATED", [])
+    s = Session.open(made.path)
+    s.resume()
+    s.resume()
+    assert s.status() == {**s.status(), "command": "fidelity", "complete": False, "state": "running",
+                          "reason": "resumed"}
+    assert session_mod.CREATED == [s]
 
 
 def test_append_and_torn_last_line(tmp_path):
@@ -56,6 +76,13 @@ def test_a_bad_line_in_the_middle_is_an_error(tmp_path):
         read_jsonl(p)
 
 
+def test_a_record_that_is_no_json_object_is_refused_with_its_line(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"a": 1}\n[1, 2]\n{"a": 2}\n')
+    with pytest.raises(UsageError, match="line 2 is a JSON array, not an object"):
+        read_jsonl(p)
+
+
 def test_a_records_file_of_other_bytes_or_depth_is_refused_in_one_sentence(tmp_path):
     """A binary file copied over a records file, and a line nested past the JSON parser's depth, once went out as
     an internal error (UnicodeDecodeError, RecursionError) from every command that reads records, the report's
@@ -87,12 +114,46 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
 
 
+def test_atomic_writes_are_readable_by_others_as_the_umask_allows(tmp_path):
+    """mkstemp makes its file 0600; a result written through it must not stay private to its writer."""
+    import stat
+
+    import softbench.core.session as session_mod
+
+    atomic_write_json(tmp_path / "s.json", {"a": 1})
+    assert stat.S_IMODE((tmp_path / "s.json").stat().st_mode) == 0o666 & ~session_mod._UMASK
+
+
+def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path):
+    atomic_write_json(tmp_path / "s.json", {"a": 1})
+    with pytest.raises(TypeError):
+        atomic_write_text(tmp_path / "s.json", None)  # fails inside the write, after the temporary file exists
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
+
+
+def test_json_files_are_written_with_sorted_keys(tmp_path):
+    atomic_write_json(tmp_path / "s.json", {"b": 2, "a": {"d": 4, "c": 3}})
+    assert (tmp_path / "s.json").read_text() == '{\n  "a": {\n    "c": 3,\n    "d": 4\n  },\n  "b": 2\n}\n'
+
+
 def test_find_sessions(tmp_path):
     Session.create(tmp_path, "latency", "a")
     Session.create(tmp_path, "energy", "b")
     assert sorted(s.command for s in find_sessions([tmp_path])) == ["energy", "latency"]
     with pytest.raises(UsageError):
         find_sessions([tmp_path / "missing"])
+
+
+def test_find_sessions_takes_a_session_folder_itself_and_lists_a_folder_in_name_order(tmp_path, monkeypatch):
+    import softbench.core.session as session_mod
+
+    monkeypatch.setattr(session_mod, "utc_stamp", lambda now=None: "20260101T000000Z")
+    made = [Session.create(tmp_path, "latency", tag) for tag in ("f", "b", "e", "a", "d", "c")]
+    assert [s.path for s in find_sessions([made[2].path])] == [made[2].path]
+    assert [s.path.name[-1] for s in find_sessions([tmp_path])] == ["a", "b", "c", "d", "e", "f"]
+    with pytest.raises(UsageError, match="is not a softbench session"):
+        Session.open(tmp_path)
 
 
 def test_create_takes_the_folder_atomically(tmp_path, monkeypatch):

@@ -92,6 +92,14 @@ def test_sqlite_export(tmp_path, name_col):
     assert k.time_pct == pytest.approx(100 * 1800 / 1850)
 
 
+@pytest.mark.parametrize("suffix", [".db", ".sqlite3", ".SQLITE"])
+def test_an_sqlite_export_is_read_by_any_of_its_suffixes(tmp_path, suffix):
+    f = tmp_path / f"r{suffix}"
+    _make_sqlite(f, KERNELS, "demangledName")
+    t = ti.read_any(f)
+    assert t.source == "nsys sqlite" and t.dominant().durations_ns == [500.0, 600.0, 700.0]
+
+
 def test_sqlite_without_kernel_table_is_refused(tmp_path):
     f = tmp_path / "r.sqlite"
     sqlite3.connect(f).execute("CREATE TABLE TARGET_INFO_GPU (id INTEGER)").connection.commit()
@@ -353,6 +361,7 @@ def test_a_damaged_sqlite_export_is_refused(cli, tmp_path, start, end, message):
     ({"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": -5}]}, "negative duration -5"),
     ({"traceEvents": [{"cat": "kernel", "name": None, "ts": 1, "dur": 5}]}, "has the name None, not a kernel's name"),
     ({"traceEvents": [{"cat": "kernel", "name": 7, "ts": 1, "dur": 5}]}, "has the name 7, not a kernel's name"),
+    ({"traceEvents": [{"cat": "kernel", "name": "", "ts": 1, "dur": 5}]}, "has the name '', not a kernel's name"),
 ])
 def test_a_damaged_chrome_trace_is_refused(cli, tmp_path, doc, message):
     f = tmp_path / "t.json"
@@ -371,6 +380,15 @@ def test_a_chrome_traces_kernels_are_taken_in_start_order_with_a_sample_sd(tmp_p
     assert (row.median_ns, row.std_ns) == (2000.0, 1000.0)
 
 
+def test_a_trace_of_one_call_of_no_duration_reads_no_spread_and_no_share(tmp_path):
+    """One instance has no sample sd (ddof=1 would give NaN): 0; a trace whose kernels took no time at all gives
+    each a share of 0 %, not a division by zero."""
+    events = [{"cat": "kernel", "name": "k", "ts": 10, "dur": 0}]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    (row,) = ti.read_chrome_trace(tmp_path / "t.json").rows
+    assert (row.instances, row.total_ns, row.std_ns, row.time_pct) == (1, 0.0, 0.0, 0.0)
+
+
 def test_a_kernel_of_no_duration_is_kept_and_one_that_ends_before_it_starts_refused(tmp_path):
     def export(name, rows):
         con = sqlite3.connect(tmp_path / name)
@@ -384,6 +402,14 @@ def test_a_kernel_of_no_duration_is_kept_and_one_that_ends_before_it_starts_refu
     assert (row.instances, row.durations_ns, row.median_ns, row.min_ns) == (2, [0.0, 10.0], 5.0, 0.0)
     with pytest.raises(UsageError, match="ends before it starts"):
         ti.read_kernels_sqlite(export("bad.sqlite", [("k", 100, 90)]))
+
+
+def test_a_dash_in_a_kern_sum_export_is_a_value_not_given(tmp_path):
+    f = tmp_path / "kern_sum.csv"
+    f.write_text('Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n'
+                 '100.0,"1,500",1,1500,1500,1500,1500,-,"k"\n')
+    (row,) = ti.read_kern_sum_csv(f).rows
+    assert (row.total_ns, row.median_ns, row.std_ns) == (1500.0, 1500.0, None)
 
 
 def test_a_negative_time_in_a_kern_sum_export_is_refused(tmp_path):
