@@ -65,6 +65,34 @@ def test_sim_path_session(tiny, tmp_path):
     assert "summary.md" in os.listdir(s.path) and "PARTIAL" not in (s.path / "summary.md").read_text()
 
 
+
+@pytest.mark.parametrize("shift", [-0.05, 0.05])
+def test_a_wiring_check_off_by_more_than_its_tolerance_either_way_stops_the_run(tiny, tmp_path, monkeypatch, shift):
+    """The check compares softbench's baseline NLL with the model's own loss in both directions: a baseline well
+    below the model's loss is as much a wiring fault as one above it. The run stops with the check recorded."""
+    from softbench.core.errors import MeasurementError
+    from softbench.fidelity import engine
+
+    real = engine._evaluator
+
+    def skewed(*args, **kwargs):
+        evaluator = real(*args, **kwargs)
+        gate = evaluator.gate
+
+        def off(block):
+            g = gate(block)
+            return {**g, "softbench_baseline_nll": g["softbench_baseline_nll"] + shift,
+                    "difference": g["difference"] + shift}
+        evaluator.gate = off
+        return evaluator
+
+    monkeypatch.setattr(engine, "_evaluator", skewed)
+    with pytest.raises(MeasurementError, match="wiring check failed"):
+        run_fidelity(_opts(tiny, tmp_path, block_len=64, max_blocks=2))
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    gate = json.loads((folder / "run.json").read_text())["gate"]
+    assert gate["passed"] is False and abs(gate["difference"]) > gate["tolerance_nats"]
+
 class _StopAfter(Progress):
     def __init__(self, n):
         self.n = n
