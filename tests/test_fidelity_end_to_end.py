@@ -65,7 +65,6 @@ def test_sim_path_session(tiny, tmp_path):
     assert "summary.md" in os.listdir(s.path) and "PARTIAL" not in (s.path / "summary.md").read_text()
 
 
-
 @pytest.mark.parametrize("shift", [-0.05, 0.05])
 def test_a_wiring_check_off_by_more_than_its_tolerance_either_way_stops_the_run(tiny, tmp_path, monkeypatch, shift):
     """The check compares softbench's baseline NLL with the model's own loss in both directions: a baseline well
@@ -92,6 +91,7 @@ def test_a_wiring_check_off_by_more_than_its_tolerance_either_way_stops_the_run(
     (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     gate = json.loads((folder / "run.json").read_text())["gate"]
     assert gate["passed"] is False and abs(gate["difference"]) > gate["tolerance_nats"]
+
 
 class _StopAfter(Progress):
     def __init__(self, n):

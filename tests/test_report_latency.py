@@ -28,6 +28,8 @@ INTERLEAVED = SESSIONS / "20261205T193812Z-latency-fp8-8K-causal-b1h16d128-trito
 ROUNDS = SESSIONS / "20261130T114414Z-latency-bf16-4K-causal-b1h16d128-fa4-A0-vs-A1"  # the paper's rounds
 ROUNDS_AA = SESSIONS / "20261130T114548Z-latency-bf16-8K-causal-b1h16d128-fa4-A0-vs-A0"  # --variant A0
 NO_NULL = SESSIONS / "20261201T092549Z-latency-fp8-16K-causal-b1h16d128-triton-A0-vs-A1-interleaved"  # --no-null
+# sweep variants: A0 against h15-folded, h15-1of2 and h15-1of4 interleaved in one run (one round)
+SWEEP = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
 COLUMNS = ["session", "backend", "dtype", "seq", "mask", "comparison", "quantity", "speed-up % [95% interval]",
            "A/A null % [95% interval]", "variant vs reference % [95% interval]", "per-round sd pp", "per-round %",
            "median ms"]
@@ -41,6 +43,16 @@ def _cells(table) -> dict[str, dict[str, str]]:
 def _pct(est: dict) -> str:
     lo, hi = est["ci95_pct"]
     return f"{est['estimate_pct']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def _edited_copy(session: Path, folder: Path, edit) -> Path:
+    """A copy of a committed session in `folder`, its summary.json changed in place by `edit(summary)`."""
+    copy = folder / session.name
+    shutil.copytree(session, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    edit(summary)
+    (copy / "summary.json").write_text(json.dumps(summary))
+    return copy
 
 
 # --- 1: a run stopped in its warm-up records its medians as None -----------------------------------------------
@@ -190,14 +202,12 @@ def test_one_round_has_no_spread_between_rounds():
 def test_a_round_without_an_estimate_is_left_out_of_the_rounds_and_their_spread(tmp_path):
     """A copy of a paired run of three rounds whose second round could not be estimated (NaN, as too few pairs
     leave it; None): the row lists the other two and their spread, where the sd once raised out of the report."""
+    rounds = json.loads((NO_NULL / "summary.json").read_text())["comparisons"]["A1"]["per_round"]
+    kept = [rounds[0]["estimate_pct"], rounds[2]["estimate_pct"]]
     for missing in (float("nan"), None):
-        copy = tmp_path / f"{missing}" / NO_NULL.name
-        shutil.copytree(NO_NULL, copy)
-        summary = json.loads((copy / "summary.json").read_text())
-        rounds = summary["comparisons"]["A1"]["per_round"]
-        kept = [rounds[0]["estimate_pct"], rounds[2]["estimate_pct"]]
-        rounds[1]["estimate_pct"] = missing
-        (copy / "summary.json").write_text(json.dumps(summary))
+        def drop_second(summary, missing=missing):
+            summary["comparisons"]["A1"]["per_round"][1]["estimate_pct"] = missing
+        copy = _edited_copy(NO_NULL, tmp_path / f"{missing}", drop_second)
         row = _cells(latency_table(load_sessions([copy])))[copy.name]
         assert row["per-round %"] == ", ".join(f"{x:+.2f}" for x in kept)
         assert row["per-round sd pp"] == f"{abs(kept[0] - kept[1]) / 2:.2f}"
@@ -206,13 +216,12 @@ def test_a_round_without_an_estimate_is_left_out_of_the_rounds_and_their_spread(
 def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():
     """sweep variants interleaves several variants in one run: the row names them all, with each one's speed-up
     over A0 and against FA3; a paired run of three rounds lists each round's estimate."""
-    sweep = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
-    rows = _cells(latency_table(load_sessions([sweep, NO_NULL])))
-    row, comps = rows[sweep.name], json.loads((sweep / "summary.json").read_text())["comparisons"]
+    rows = _cells(latency_table(load_sessions([SWEEP, NO_NULL])))
+    row, comps = rows[SWEEP.name], json.loads((SWEEP / "summary.json").read_text())["comparisons"]
     assert row["comparison"] == "A0 vs h15-folded, h15-1of2, h15-1of4"
     assert row["speed-up % [95% interval]"] == "; ".join(
         f"{v} {_pct(comps[v]['paired'])}" for v in ("h15-folded", "h15-1of2", "h15-1of4"))
-    estimates, _ = against_reference(load_session(sweep), "ref-fa3")
+    estimates, _ = against_reference(load_session(SWEEP), "ref-fa3")
     assert row["variant vs reference % [95% interval]"] == "FA3: " + ", ".join(
         f"{v} {_pct(estimates[v])}" for v in ("h15-folded", "h15-1of2", "h15-1of4"))
     rounds = json.loads((NO_NULL / "summary.json").read_text())["comparisons"]["A1"]["per_round"]
@@ -229,28 +238,24 @@ def test_every_variant_of_a_sweep_run_and_every_round_is_in_its_row():
     assert summary["variant"] == "h15-folded" and row["comparison"] == "A0 vs h15-folded, h15-sat"
     assert row["speed-up % [95% interval]"].startswith(f"h15-folded {_pct(summary['comparisons']['h15-folded']['paired'])}; h15-sat ")
 
+
 def test_a_further_variant_without_an_estimate_is_listed_as_not_measured(tmp_path):
     """A sweep run's further variant whose paired estimate is None (a run stopped before its first pair): its cell
     says so rather than printing an empty interval as if it were a value."""
-    sweep = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
-    copy = tmp_path / sweep.name
-    shutil.copytree(sweep, copy)
-    summary = json.loads((copy / "summary.json").read_text())
-    summary["comparisons"]["h15-1of2"]["paired"]["estimate_pct"] = None
-    (copy / "summary.json").write_text(json.dumps(summary))
+    def unmeasured(summary):
+        summary["comparisons"]["h15-1of2"]["paired"]["estimate_pct"] = None
+    copy = _edited_copy(SWEEP, tmp_path, unmeasured)
     row = _cells(latency_table(load_sessions([copy])))[copy.name]
     assert "; h15-1of2 not measured (no pairs); h15-1of4 " in row["speed-up % [95% interval]"]
 
 
 def test_a_sweep_run_whose_rounds_have_no_estimate_shows_no_round_under_a_name(tmp_path):
-    sweep = SESSIONS / "20261201T145451Z-latency-bf16-8K-causal-b1h16d128-triton-A0-vs-h15-folded-2-interleaved"
-    assert _cells(latency_table(load_sessions([sweep])))[sweep.name]["per-round %"].startswith("h15-folded: +")
-    copy = tmp_path / sweep.name
-    shutil.copytree(sweep, copy)
-    summary = json.loads((copy / "summary.json").read_text())
-    for r in summary["comparisons"]["h15-folded"]["per_round"]:
-        r["estimate_pct"] = None
-    (copy / "summary.json").write_text(json.dumps(summary))
+    assert _cells(latency_table(load_sessions([SWEEP])))[SWEEP.name]["per-round %"].startswith("h15-folded: +")
+
+    def no_round_estimates(summary):
+        for r in summary["comparisons"]["h15-folded"]["per_round"]:
+            r["estimate_pct"] = None
+    copy = _edited_copy(SWEEP, tmp_path, no_round_estimates)
     assert _cells(latency_table(load_sessions([copy])))[copy.name]["per-round %"] == "-"
 
 

@@ -111,7 +111,7 @@ def test_a_point_is_drawn_from_the_newest_complete_session_and_nulls_come_first(
     import datetime as dt
     from dataclasses import replace
 
-    from softbench.report.speed_fidelity import _newest
+    from softbench.report.speed_fidelity import QUANTITY_ORDER, _newest
 
     sf = _join()
     p = sf.points[0].speed
@@ -126,8 +126,6 @@ def test_a_point_is_drawn_from_the_newest_complete_session_and_nulls_come_first(
     assert any("null" in roles and "variant" in roles for roles in groups)
     assert all(roles == sorted(roles, key=lambda r: r != "null") for roles in groups)
     # and one kernel's quantities in the order at equal clock, sustained, paper rounds
-    from softbench.report.speed_fidelity import QUANTITY_ORDER
-
     h200_null = ("null", "A0", "triton", "NVIDIA H200")
     quantities = [q.speed.quantity for q in sf.points
                   if (q.speed.role, q.speed.against, q.speed.backend, q.speed.board) == h200_null]

@@ -3,8 +3,8 @@
 # Since the last GPU lease (2026-12-06 13:28) the gates' read-back changed: softbench.kernels.sim's
 # probabilities_via_one_hot steps through the keys by V's head dim (commit c8a9a7a; a block
 # larger than dv used to skip keys, and no caller passed one). This step runs `softbench gates` on a GPU at that
-# code: the Gluon kernel at both dtypes' defaults for every variant whose weight map the gates check (A1, h15-sat,
-# h15-folded, h15-1of4), causal and non-causal at FP8, then the design card's own command with its three rounds.
+# code: the Gluon kernel at each dtype's default, at FP8 for A1, h15-folded and h15-sat, causal and non-causal, at
+# BF16 causal for those three and the hybrid h15-1of4; then the design card's own command with its three rounds.
 # Each gate's verdict is the session's own; nothing here is a timed claim beyond the design card's latency session.
 #   host:  call 1 `bash .gpu/a/install.sh` (carry .gpu/a); then at once
 #          `bash .gpu/b/install.sh >/dev/null 2>&1; . /tmp/gpu-site/env.sh && bash tools/gpu/head_gates.sh 1`
