@@ -233,8 +233,10 @@ def test_trace_report(tmp_path):
     table = [{"seq": s, "causal": True, "baseline": "A0", "variant": "h15-sat", "kernel_us": {"A0": k0, "h15-sat": k1},
               "call_latency_us": {"A0": c0, "h15-sat": c1}, "kernel_only_speedup_pct": 100 * (k0 / k1 - 1),
               "call_latency_speedup_pct": 100 * (c0 / c1 - 1), "non_kernel_pct": {"A0": 100 - 100 * k0 / c0,
-                                                                                 "h15-sat": 100 - 100 * k1 / c1}}
-             for s, k0, k1, c0, c1 in ((4096, 100.0, 90.0, 140.0, 130.0), (8192, 400.0, 360.0, 404.0, 363.0))]
+                                                                                 "h15-sat": 100 - 100 * k1 / c1},
+              "kernel_only_speedup_timed_pct": timed}
+             for s, k0, k1, c0, c1, timed in ((4096, 100.0, 90.0, 140.0, 130.0, 12.5),
+                                              (8192, 400.0, 360.0, 404.0, 363.0, None))]
     make_session(src, "t-trace", "trace", {"source": "nsys", "table": table})
     make_session(src, "t-empty", "trace", {"source": "nsys", "table": []})
     rep = build_report([src], tmp_path / "out")
@@ -243,6 +245,8 @@ def test_trace_report(tmp_path):
     (tab,) = rep.tables
     assert [r[2] for r in tab.rows] == ["4K", "8K"]
     assert tab.rows[0][7] == "+11.1"  # 100 * (100 / 90 - 1)
+    assert [r[8] for r in tab.rows] == ["+12.5", "-"]  # the timed calls' own speed-up, where the trace had one
+    assert tab.rows[0][9] == "+7.7"  # call latency: 100 * (140 / 130 - 1)
     assert tab.rows[0][4] == "A0 vs h15-sat"  # which two kernels each row compares
     assert tab.rows[0][5:7] == ["100.0 / 90.0", "140.0 / 130.0"]  # each kernel's own durations, by its name
     assert [u[0] for u in rep.unknown] == ["t-empty"]

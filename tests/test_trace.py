@@ -12,7 +12,7 @@ import pytest
 from conftest import run_module
 from softbench.core.errors import UsageError
 from softbench.trace import ingest as ti
-from softbench.trace.summary import b4_rows, non_kernel_pct
+from softbench.trace.summary import b4_rows, halves_drift, non_kernel_pct
 
 DATA = Path(__file__).resolve().parent / "data"
 ATTN = "void flash_fwd<128, (bool)1>(Params, int, float)"  # a name with commas, quoted in CSV
@@ -171,6 +171,58 @@ def test_b4_rows_by_hand():
 
 
 # --- finding nsys -----------------------------------------------------------------------------------------------
+
+
+def test_the_halves_of_a_window_by_hand():
+    """The first and the last half of the calls in call order; an odd middle call belongs to neither."""
+    d = halves_drift([400.0, 400.0, 400.0, 452.0, 452.0, 452.0, 452.0, 452.0])
+    assert (d["first_half"], d["second_half"]) == (400.0, 452.0)
+    assert d["change_pct"] == pytest.approx(13.0)
+    d = halves_drift([10.0, 12.0, 99.0, 11.0, 11.0])
+    assert (d["first_half"], d["second_half"]) == (11.0, 11.0) and d["change_pct"] == 0.0
+    assert halves_drift([1.0, 2.0, 3.0]) is None
+
+
+def _traced_point(durations_ns, warmup=50, calls=200, source="nsys"):
+    from softbench.core.shapes import Shape
+    from softbench.trace.engine import TraceOptions, _point_record
+
+    row = ti.KernelRow(name="attn", instances=len(durations_ns), total_ns=sum(durations_ns),
+                       median_ns=float(sorted(durations_ns)[len(durations_ns) // 2]), durations_ns=list(durations_ns))
+    table = ti.KernelTable(source=source, path="stand-in", rows=[row])
+    opts = TraceOptions(shapes=(Shape(seq=8192),), warmup=warmup, calls=calls, nsys="nsys")
+    latency = {"call_latency_us": 460.0, "warmup": warmup, "calls": calls}
+    return _point_record(opts, opts.shapes[0], "A0", source, table, table, latency, [])
+
+
+def test_a_kernel_that_slowed_inside_its_window_is_named_in_the_point():
+    """What an H100 gave FA4's BF16 A0 at causal 8K (2026-12-07): the board at full clock for the warm-up and the
+    first 80 timed calls, about 13% slower after, so the median over all calls (400 us) and over the timed calls
+    (452 us) tell different stories. The point says the clock moved, with both halves' medians."""
+    p = _traced_point([400_000.0] * 130 + [452_000.0] * 120)
+    assert p["kernel_median_timed_us"] == pytest.approx(452.0)
+    halves = p["kernel_timed_halves_us"]
+    assert (halves["first_half"], halves["second_half"]) == (pytest.approx(400.0), pytest.approx(452.0))
+    [note] = p["notes"]
+    assert "+13.0%" in note and "equal clock" in note
+
+
+def test_a_steady_kernel_gets_no_clock_note():
+    """A change between the halves within 2% is a kernel's own scatter, not a clock that moved."""
+    p = _traced_point([400_000.0] * 150 + [407_000.0] * 100)
+    assert p["kernel_timed_halves_us"]["change_pct"] == pytest.approx(1.75)
+    assert p["notes"] == []
+    p = _traced_point([400_000.0] * 150 + [409_000.0] * 100)  # 2.25%: noted
+    assert len(p["notes"]) == 1 and "+2.2%" in p["notes"][0]
+
+
+def test_a_torch_profiler_pass_is_checked_for_a_moving_clock_too():
+    """torch.profiler's separate pass of `calls` calls has no warm-up inside it: all its calls are the ones split."""
+    p = _traced_point([300_000.0] * 10 + [330_000.0] * 10, warmup=5, calls=20, source="torch.profiler")
+    assert p["kernel_median_timed_us"] is None  # the timed-only median is nsys's alone
+    assert p["kernel_timed_halves_us"]["change_pct"] == pytest.approx(10.0) and "+10.0%" in p["notes"][0]
+
+
 def test_find_nsys_prefers_path_then_the_newest_install(tmp_path):
     from softbench.trace.engine import find_nsys
 
@@ -274,7 +326,12 @@ def test_trace_engine_end_to_end_with_a_stand_in_nsys(stand_in_trace):
         assert {"latency.json", "trace.nsys-rep", "trace.sqlite", "kern_cuda_gpu_kern_sum.csv", "driver.log"} <= set(p["files"])
     row = summary["table"][0]
     assert row["kernel_only_speedup_pct"] == pytest.approx(100 * (1.001 / 0.801 - 1))
-    assert (session.path / "summary.md").read_text().count("| 64 | causal |") == 1  # one Table B4 row
+    md = (session.path / "summary.md").read_text()
+    assert md.count("| 64 | causal |") == 1  # one Table B4 row
+    # settling was asked for (the default), but the CPU has no board to read: the quantity says it did not settle
+    assert a0["settle"] == {"settled": False, "reason": "no NVML readings: not settled"}
+    assert "2 of 2 points did not settle" in md and "neither at equal clock nor sustained" in md
+    assert a0["kernel_timed_halves_us"]["change_pct"] == 0.0  # 1000 + (i % 3) over calls 3..7: medians 1001, 1001
 
 
 def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
@@ -290,6 +347,72 @@ def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
     assert rec["call_latency_us"] == pytest.approx(rec["window_ms"] / 3 * 1e3)
     assert rec["torch_profiler_calls"] == 3
     assert ti.read_chrome_trace(tmp_path / "torch_trace.json").rows == []
+
+
+class _SteppingBoard:
+    """Readings as a board gives them after a load starts: 400 W at 1,800 MHz for the first second, then 690 W at
+    1,480 MHz (the power cap). Each read is 0.125 s after the last (synthetic times, exact in binary: the settle rule
+    reads only these)."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def read(self):
+        from types import SimpleNamespace
+
+        t = 0.125 * self.reads
+        self.reads += 1
+        capped = t >= 1.0
+        return SimpleNamespace(time_s=t, power_w=690.0 if capped else 400.0, sm_clock_mhz=1480.0 if capped else 1800.0)
+
+
+class _Counter:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self):
+        self.calls += 1
+
+    def sync(self):
+        pass
+
+
+def test_the_driver_settles_by_the_rule_before_its_traced_calls():
+    """Spans of 1 s: at 2.75 s the earlier span (0.75, 1.75] still holds one reading from before the cap (power
+    5% off), at 2.875 s both spans are at the cap: settled there, after 23 chunks of 20 calls (the first reading,
+    at 0 s, only starts the clock)."""
+    from softbench.trace.driver import SETTLE_CHUNK, _settle
+
+    forward, board = _Counter(), _SteppingBoard()
+    verdict = _settle(forward, forward, board, {"min_s": 2.0, "max_s": 15.0, "span_s": 1.0, "power_rel": 0.02,
+                                                "clock_mhz": 15.0})
+    assert verdict["settled"] and verdict["reason"] == "settled"
+    assert verdict["elapsed_s"] == 2.875
+    assert (verdict["power_w"], verdict["sm_clock_mhz"]) == (690.0, 1480.0)
+    assert board.reads == 24 and forward.calls == 23 * SETTLE_CHUNK
+
+
+def test_the_driver_stops_settling_at_the_limit_and_says_so():
+    from softbench.trace.driver import _settle
+
+    forward = _Counter()
+    verdict = _settle(forward, forward, _SteppingBoard(), {"min_s": 0.5, "max_s": 1.0})
+    assert verdict["reason"] == "time limit" and verdict["elapsed_s"] == 1.0
+    assert _settle(forward, forward, None, {}) == {"settled": False, "reason": "no NVML readings: not settled"}
+
+
+def test_a_traces_quantity_says_whether_every_point_settled():
+    from softbench.trace.render import _settled, quantity
+
+    rule = {"min_s": 2.0, "max_s": 15.0, "span_s": 1.0, "power_rel": 0.02, "clock_mhz": 15.0}
+    ok = {"settled": True, "reason": "settled", "elapsed_s": 3.46}
+    limit = {"settled": True, "reason": "time limit", "elapsed_s": 15.02}
+    assert "at its own equilibrium under the power cap" in quantity({"settle": rule, "points": [{"settle": ok}] * 2})
+    text = quantity({"settle": rule, "points": [{"settle": ok}, {"settle": limit}]})
+    assert text.startswith("Settling was asked for, but 1 of 2 points") and "neither at equal clock" in text
+    assert "neither at equal clock" in quantity({"points": [{}]})  # recorded before the settle step, or --no-settle
+    assert (_settled(ok), _settled(limit), _settled(None)) == ("3.5 s", "15.0 s (time limit)", "-")
+    assert _settled({"settled": False, "reason": "no NVML readings: not settled"}) == "no readings"
 
 
 def test_driver_reports_a_bad_variant_with_an_exit_code(tmp_path):

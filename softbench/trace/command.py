@@ -28,10 +28,14 @@ def command():
 @click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=200, show_default=True,
               help="timed calls per process")
 @click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--settle/--no-settle", default=True, show_default=True,
+              help="before its traced calls each process runs until the board's power and SM clock level off (2-15 "
+                   "s), so each kernel is traced at its own equilibrium under the power cap; --no-settle: the "
+                   "warm-up calls alone, as the paper's traces (the clock may still be falling inside the window)")
 @click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, seed, no_nsys,
+def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, seed, settle, no_nsys,
         triton_config, out_dir):
     """Each variant and length in its own process under `nsys profile --trace=cuda`; kernel medians and host
     call latency side by side.
@@ -41,8 +45,9 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     from softbench.core.console import RichProgress, err, out, table
     from softbench.core.errors import UnsupportedError
     from softbench.kernels.capability import detect_device, unsupported_reason
+    from softbench.runtime.settle import SettleRule
     from softbench.trace.engine import TraceOptions, find_nsys, run_trace
-    from softbench.trace.render import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_rows
+    from softbench.trace.render import B4_COLUMNS, POINT_COLUMNS, b4_table_rows, point_notes, point_rows, quantity
 
     names = variant_names(variants, backend, distinct=True)  # each variant traces into a folder of its own
     check_triton_config(triton_config, backend)
@@ -68,6 +73,7 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
                   "; kernel durations come from torch.profiler (CUPTI)")
     opts = TraceOptions(shapes=shapes, variants=names, backend=backend, warmup=warmup, calls=calls, seed=seed,
                         nsys=nsys, out_dir=Path(out_dir), backend_options=dict(triton_config),
+                        settle=SettleRule().to_dict() if settle else None,
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     with RichProgress() as progress:
         session = run_trace(opts, progress)
@@ -75,6 +81,9 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
     out.print(table(f"traced points (source: {summary['source']})", POINT_COLUMNS, point_rows(summary)))
     if summary["table"]:
         out.print(table(f"Table B4 form: {names[0]} against {', '.join(names[1:])}", B4_COLUMNS, b4_table_rows(summary)))
+        out.print(quantity(summary))
+    for note in point_notes(summary):
+        err.print(f"note: {note}")
     err.print(f"session: {session.path}")
 
 

@@ -3,7 +3,9 @@
     python -m softbench.trace.driver --backend fa4 --variant A0 --shape '{"seq": 8192, ...}' --out DIR
         [--backend-options '{"kernel": "gluon", ...}']
 
-Steps: load the variant, fixed-seed inputs, one call that compiles, then (inside a CUDA profiler range, which
+Steps: load the variant, fixed-seed inputs, one call that compiles; with --settle, chunks of calls until the
+board's power and SM clock level off (softbench.runtime.settle), so the traced calls run at this kernel's own
+equilibrium under the power cap instead of inside the ramp from idle; then (inside a CUDA profiler range, which
 `nsys --capture-range=cudaProfilerApi` records) `warmup` calls and `calls` timed calls between two CUDA
 events. The host call latency (event time / calls) goes to DIR/latency.json. With --torch-profiler, a further
 `calls` calls run under torch.profiler (CUPTI) and their kernels go to DIR/torch_trace.json: the fallback when
@@ -29,6 +31,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--torch-profiler", action="store_true")
+    ap.add_argument("--settle", default=None, help="settle first, by this SettleRule (JSON keywords)")
     ap.add_argument("--backend-options", default="{}", help="the backend's keyword arguments as JSON "
                     "(TraceOptions.backend_options: --triton-config's configuration)")
     args = ap.parse_args(argv)
@@ -58,6 +61,7 @@ def main(argv=None) -> int:
         forward()  # compiles; outside the profiler range so the trace holds only the measured calls
         timer.sync()
         compile_s = time.monotonic() - t0
+        settled = _settle(forward, timer, nvml, json.loads(args.settle)) if args.settle is not None else None
         if cuda:
             torch.cuda.profiler.start()
         for _ in range(args.warmup):
@@ -76,12 +80,35 @@ def main(argv=None) -> int:
         "info": info, "load_s": load_s, "compile_s": compile_s,
         "warmup": args.warmup, "calls": args.calls, "window_ms": window_ms,
         "call_latency_us": window_ms / args.calls * 1e3,
+        "settle": settled,
         "gpu_after_window": {k: v for k, v in reading.items() if k != "time_s"},
         "profiler_range": "cudaProfilerStart/Stop around the warm-up and timed calls" if cuda else None,
         "torch_profiler_calls": profiled,
     }
     (out / "latency.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     return 0
+
+
+SETTLE_CHUNK = 20  # calls between readings: 8 ms at FP8 8K, well under the rule's span of a second
+
+
+def _settle(forward, timer, nvml, rule: dict) -> dict:
+    """Chunks of calls until the readings settle; the verdict as a dict. No board to read (a CPU, or NVML missing)
+    means nothing to settle: said so, and no calls spent."""
+    from softbench.runtime.settle import SettleRule, Settler
+
+    if nvml is None:
+        return {"settled": False, "reason": "no NVML readings: not settled"}
+    settler = Settler(SettleRule(**rule), nvml.read().time_s)  # the readings' own clock from the start
+    while True:
+        for _ in range(SETTLE_CHUNK):
+            forward()
+        timer.sync()
+        r = nvml.read()
+        settler.add(r.time_s, r.power_w, r.sm_clock_mhz)
+        verdict = settler.verdict()
+        if verdict.done:
+            return verdict.to_dict()
 
 
 def _torch_profile(forward, timer, calls: int, dest: Path, cuda: bool) -> int:

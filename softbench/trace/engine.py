@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -24,11 +24,12 @@ from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
 from softbench.core.runoptions import RunOptions
 from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
-from softbench.trace.summary import b4_rows, non_kernel_pct
+from softbench.trace.summary import CLOCK_DRIFT_PCT, b4_rows, halves_drift, non_kernel_pct
 from softbench.core.session import Session
 from softbench.core.shapes import Shape, mask_tag, seq_label
 from softbench.core.utc import utc_iso
 from softbench.runtime.session_runner import describe_failure
+from softbench.runtime.settle import SettleRule
 
 POINTS_FILE = "points.jsonl"
 # where Nsight Systems lives when it is not on PATH (newest version first after sorting)
@@ -75,6 +76,9 @@ class TraceOptions(RunOptions):
     nsys: str | None = None  # None: torch.profiler fallback
     keep_bytes: int = KEEP_BYTES
     timeout_s: float = 900.0
+    # before its traced calls each process runs until the board's power and clock settle (None: the paper's
+    # warm-up alone, so a kernel may be traced inside the ramp from idle to the power cap)
+    settle: dict | None = field(default_factory=lambda: SettleRule().to_dict())
 
     def __post_init__(self):
         if not self.shapes:
@@ -88,7 +92,7 @@ class TraceOptions(RunOptions):
         """Every field, as protocol.yaml records them, in the order the sessions list them (asdict would put
         RunOptions' fields first)."""
         return {"shapes": [s.to_dict() for s in self.shapes], "variants": self.variants, "backend": self.backend,
-                "warmup": self.warmup, "calls": self.calls, "seed": self.seed, "nsys": self.nsys,
+                "warmup": self.warmup, "calls": self.calls, "seed": self.seed, "settle": self.settle, "nsys": self.nsys,
                 "out_dir": str(self.out_dir), "keep_bytes": self.keep_bytes, "timeout_s": self.timeout_s,
                 "backend_options": self.backend_options, "command_line": self.command_line}
 
@@ -147,6 +151,8 @@ def run_point(opts: TraceOptions, shape: Shape, variant: str, pdir: Path) -> dic
     driver = [sys.executable, "-m", "softbench.trace.driver", "--backend", opts.backend, "--variant", variant,
               "--shape", json.dumps(shape.to_dict()), "--warmup", str(opts.warmup), "--calls", str(opts.calls),
               "--seed", str(opts.seed), "--out", str(pdir), "--backend-options", json.dumps(opts.backend_options)]
+    if opts.settle is not None:
+        driver += ["--settle", json.dumps(opts.settle)]
     notes: list[str] = []
     if opts.nsys:
         rep = pdir / "trace"
@@ -187,13 +193,21 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
     k = table.dominant()
     kernel_us = k.median_ns / 1e3
     expected = opts.warmup + opts.calls if source == "nsys" else opts.calls
-    timed_us = None
+    timed_us = halves = None
     if detail is not None:
         dk = detail.dominant()
         if dk.name != k.name and source == "nsys":
             notes.append(f"the SQLite export's largest kernel ({dk.name[:60]}) differs from the CSV's ({k.name[:60]})")
-        if len(dk.durations_ns) == expected and source == "nsys":
-            timed_us = float(np.median(dk.durations_ns[-opts.calls:])) / 1e3  # the timed calls come last
+        if len(dk.durations_ns) == expected:
+            timed = [d / 1e3 for d in dk.durations_ns[-opts.calls:]]  # the timed calls come last
+            if source == "nsys":
+                timed_us = float(np.median(timed))
+            halves = halves_drift(timed)
+            if halves and abs(halves["change_pct"]) > CLOCK_DRIFT_PCT:
+                notes.append(f"the attention kernel's median moved by {halves['change_pct']:+.1f}% from the first "
+                             f"half of the timed calls to the second ({halves['first_half']:.3f} us, then "
+                             f"{halves['second_half']:.3f} us): the clock moved inside the window, so this point's "
+                             "medians mix clocks; `softbench latency` compares kernels at equal clock")
         elif source == "nsys":
             notes.append(f"{len(dk.durations_ns)} instances of the attention kernel, expected {expected}: "
                          "no timed-calls-only median")
@@ -208,9 +222,12 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
         "kernel_median_scope": ("all traced calls (warm-up and timed)" if source == "nsys"
                                 else f"{opts.calls} profiled calls after the timed window"),
         "kernel_median_timed_us": timed_us,
+        # the timed calls' first and second halves (medians, us): a change beyond CLOCK_DRIFT_PCT is noted
+        "kernel_timed_halves_us": halves,
         "kernel_share_of_gpu_time_pct": k.time_pct,
         "call_latency_us": call_us, "warmup": latency["warmup"], "calls": latency["calls"],
         "non_kernel_pct": non_kernel_pct(kernel_us, call_us),
+        "settle": latency.get("settle"),
         "gpu_after_window": latency.get("gpu_after_window"), "compile_s": latency.get("compile_s"),
         "load_s": latency.get("load_s"), "pid": latency.get("pid"),
         "kernels": [r.to_dict() for r in table.by_total()[:10]],
@@ -236,6 +253,7 @@ def _finish(session: Session, opts: TraceOptions, points: list[dict], tool: dict
     summary = {
         "command": "trace", "backend": opts.backend, "source": tool["source"], "tool": tool,
         "variants": list(opts.variants), "baseline": opts.variants[0], "warmup": opts.warmup, "calls": opts.calls,
+        "settle": opts.settle,
         "shapes": [s.to_dict() for s in opts.shapes], "points": points,
         "table": b4_rows(points, opts.variants[0]), "complete": complete, "finished_utc": utc_iso(),
     }

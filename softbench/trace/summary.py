@@ -8,13 +8,30 @@ total time in the trace) and the host call latency (CUDA-event window over the t
 
 from __future__ import annotations
 
-from softbench.core.stats import speedup_pct
+import numpy as np
+
+from softbench.core.stats import change_pct, speedup_pct
+
+# A traced process runs for a fraction of a second from an idle board, about the time a board takes to reach its
+# power cap, so its clock may fall inside the window (on an H100, FA4's BF16 forward at 8K ran 13% slower in the
+# second half of its calls than in its first). Beyond this change between the halves a point's medians mix clocks.
+CLOCK_DRIFT_PCT = 2.0
 
 
 def non_kernel_pct(kernel_us: float, call_latency_us: float) -> float:
     if call_latency_us <= 0:
         raise ValueError("call latency must be positive")
     return 100.0 - 100.0 * kernel_us / call_latency_us
+
+
+def halves_drift(durations: list[float]) -> dict | None:
+    """The median duration of the first and the second half of `durations` (in call order) and the change between
+    them in percent (positive: the later calls were slower). None below four durations."""
+    if len(durations) < 4:
+        return None
+    half = len(durations) // 2
+    first, second = float(np.median(durations[:half])), float(np.median(durations[-half:]))
+    return {"first_half": first, "second_half": second, "change_pct": change_pct(second, first)}
 
 
 def b4_rows(points: list[dict], baseline: str) -> list[dict]:

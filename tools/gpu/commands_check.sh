@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Written 2026-12-07 09:00, before it ran. `softbench energy` last ran on a GPU on 2026-11-30 (19:23), `sweep` on
+# Written 2026-12-07 08:50, before it ran (run 08:53-09:01 on an H100 that came for nvidia-h200, docs/leases.md).
+# `softbench energy` last ran on a GPU on 2026-11-30 (19:23), `sweep` on
 # 2026-12-02 and `trace` on 2026-12-04; since then their options, protocols, NVML reading and bad-input handling
 # changed (EnergyProtocol and the settle step, NVML by the device's UUID, the bounds of durations and counts).
 # This step runs each on a GPU at today's code, in the forms a user would type first:
