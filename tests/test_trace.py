@@ -183,7 +183,7 @@ def test_the_halves_of_a_window_by_hand():
     assert halves_drift([1.0, 2.0, 3.0]) is None
 
 
-def _traced_point(durations_ns, warmup=50, calls=200, source="nsys"):
+def _traced_point(durations_ns, warmup=50, calls=200, source="nsys", settle_calls=0):
     from softbench.core.shapes import Shape
     from softbench.trace.engine import TraceOptions, _point_record
 
@@ -191,7 +191,7 @@ def _traced_point(durations_ns, warmup=50, calls=200, source="nsys"):
                        median_ns=float(sorted(durations_ns)[len(durations_ns) // 2]), durations_ns=list(durations_ns))
     table = ti.KernelTable(source=source, path="stand-in", rows=[row])
     opts = TraceOptions(shapes=(Shape(seq=8192),), warmup=warmup, calls=calls, nsys="nsys")
-    latency = {"call_latency_us": 460.0, "warmup": warmup, "calls": calls}
+    latency = {"call_latency_us": 460.0, "warmup": warmup, "calls": calls, "settle_calls": settle_calls}
     return _point_record(opts, opts.shapes[0], "A0", source, table, table, latency, [])
 
 
@@ -214,6 +214,17 @@ def test_a_steady_kernel_gets_no_clock_note():
     assert p["notes"] == []
     p = _traced_point([400_000.0] * 150 + [409_000.0] * 100)  # 2.25%: noted
     assert len(p["notes"]) == 1 and "+2.2%" in p["notes"][0]
+
+
+def test_the_settle_steps_calls_are_traced_before_the_warm_up_and_the_timed_calls():
+    """Settling runs inside the profiler range, so nsys records its calls first: they count among the expected
+    instances, and the timed median is still the last `calls` calls'."""
+    p = _traced_point([300_000.0] * 100 + [460_000.0] * 50 + [450_000.0] * 200, settle_calls=100)
+    assert p["notes"] == [] and p["kernel_median_timed_us"] == pytest.approx(450.0)
+    p = _traced_point([450_000.0] * 250, settle_calls=100)
+    assert p["kernel_median_timed_us"] is None
+    assert p["notes"] == ["250 instances of the attention kernel, expected 350: no timed-calls-only median",
+                          "attention kernel ran 250 times in the trace, expected 350"]
 
 
 def test_a_torch_profiler_pass_is_checked_for_a_moving_clock_too():
@@ -389,7 +400,7 @@ def test_the_driver_settles_by_the_rule_before_its_traced_calls():
     assert verdict["settled"] and verdict["reason"] == "settled"
     assert verdict["elapsed_s"] == 2.875
     assert (verdict["power_w"], verdict["sm_clock_mhz"]) == (690.0, 1480.0)
-    assert board.reads == 24 and forward.calls == 23 * SETTLE_CHUNK
+    assert board.reads == 24 and forward.calls == verdict["calls"] == 23 * SETTLE_CHUNK
 
 
 def test_the_driver_stops_settling_at_the_limit_and_says_so():
@@ -397,7 +408,7 @@ def test_the_driver_stops_settling_at_the_limit_and_says_so():
 
     forward = _Counter()
     verdict = _settle(forward, forward, _SteppingBoard(), {"min_s": 0.5, "max_s": 1.0})
-    assert verdict["reason"] == "time limit" and verdict["elapsed_s"] == 1.0
+    assert verdict["reason"] == "time limit" and verdict["elapsed_s"] == 1.0 and verdict["calls"] == 8 * 20
     assert _settle(forward, forward, None, {}) == {"settled": False, "reason": "no NVML readings: not settled"}
 
 

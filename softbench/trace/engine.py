@@ -192,7 +192,8 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
                   detail: KernelTable | None, latency: dict, notes: list[str]) -> dict:
     k = table.dominant()
     kernel_us = k.median_ns / 1e3
-    expected = opts.warmup + opts.calls if source == "nsys" else opts.calls
+    # nsys traces the whole profiler range: the settle step's calls, the warm-up and the timed calls, in that order
+    expected = latency.get("settle_calls", 0) + opts.warmup + opts.calls if source == "nsys" else opts.calls
     timed_us = halves = None
     if detail is not None:
         dk = detail.dominant()
@@ -219,7 +220,7 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
         "variant": variant, "source": source, "table_source": table.source,
         "kernel_name": k.name, "kernel_instances": k.instances, "kernels_in_trace": len(table.rows),
         "kernel_median_us": kernel_us,
-        "kernel_median_scope": ("all traced calls (warm-up and timed)" if source == "nsys"
+        "kernel_median_scope": ("all traced calls (settle, warm-up and timed)" if source == "nsys"
                                 else f"{opts.calls} profiled calls after the timed window"),
         "kernel_median_timed_us": timed_us,
         # the timed calls' first and second halves (medians, us): a change beyond CLOCK_DRIFT_PCT is noted

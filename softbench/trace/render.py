@@ -107,7 +107,8 @@ def trace_markdown(summary: dict, title: str) -> str:
     lines += [
         "",
         "Kernel = the kernel with the largest total time in the trace, median duration over all traced calls "
-        "(nsys: warm-up and timed calls inside the CUDA profiler range; torch.profiler: a separate pass after the "
+        "(nsys: every call inside the CUDA profiler range, the settle step's where it ran, the warm-up and the timed "
+        "calls; torch.profiler: a separate pass after the "
         "timed window); kernel-only (timed) takes the timed calls' medians alone (nsys). Speed-up = 100 (base / variant - 1). Non-kernel % = 100 - 100 kernel / call latency; launch "
         "and host work overlap the kernel, so it is not an additive time budget.",
         "",
