@@ -422,6 +422,11 @@ def test_a_traces_quantity_says_whether_every_point_settled():
     text = quantity({"settle": rule, "points": [{"settle": ok}, {"settle": limit}]})
     assert text.startswith("Settling was asked for, but 1 of 2 points") and "neither at equal clock" in text
     assert "neither at equal clock" in quantity({"points": [{}]})  # recorded before the settle step, or --no-settle
+    swung = {"settle": ok, "kernel_timed_halves_us": {"change_pct": -6.9}}  # an H100's Gluon A0, settled
+    steady = {"settle": ok, "kernel_timed_halves_us": {"change_pct": 1.9}}
+    assert quantity({"settle": rule, "points": [swung, steady]}).endswith(
+        "Even so the clock moved inside 1 of 2 timed windows (notes): their medians mix clocks.")
+    assert "Even so" not in quantity({"settle": rule, "points": [steady, steady]})
     assert (_settled(ok), _settled(limit), _settled(None)) == ("3.5 s", "15.0 s (time limit)", "-")
     assert _settled({"settled": False, "reason": "no NVML readings: not settled"}) == "no readings"
 
