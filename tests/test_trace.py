@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import run_module
 from softbench.core.errors import UsageError
@@ -339,7 +340,12 @@ def test_trace_engine_end_to_end_with_a_stand_in_nsys(stand_in_trace):
     assert row["kernel_only_speedup_pct"] == pytest.approx(100 * (1.001 / 0.801 - 1))
     md = (session.path / "summary.md").read_text()
     assert md.count("| 64 | causal |") == 1  # one Table B4 row
-    # settling was asked for (the default), but the CPU has no board to read: the quantity says it did not settle
+    # settling was asked for (the default rule, recorded with the run), but the CPU has no board to read: the
+    # quantity says it did not settle
+    from softbench.runtime.settle import SettleRule
+
+    assert summary["settle"] == SettleRule().to_dict()
+    assert yaml.safe_load((session.path / "protocol.yaml").read_text())["settle"] == SettleRule().to_dict()
     assert a0["settle"] == {"settled": False, "reason": "no NVML readings: not settled"}
     assert "2 of 2 points did not settle" in md and "neither at equal clock nor sustained" in md
     assert a0["kernel_timed_halves_us"]["change_pct"] == 0.0  # 1000 + (i % 3) over calls 3..7: medians 1001, 1001
