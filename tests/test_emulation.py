@@ -61,7 +61,9 @@ def test_more_columns_means_more_fragments():
 
 @pytest.mark.parametrize("bad", [dict(freq=-1, start_frg=0), dict(freq=8, start_frg=-1), dict(freq=8, start_frg=1, res=-2),
                                  dict(freq=8, start_frg=1, columns=100), dict(freq=2.5, start_frg=1),
-                                 dict(freq=True, start_frg=1)])
+                                 dict(freq=True, start_frg=1),
+                                 # no columns at all: no pair to take a share of (beta would divide by zero)
+                                 dict(freq=8, start_frg=1, columns=0)])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(UsageError):
         EmulationSetting(**bad)
@@ -174,11 +176,106 @@ def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
     for row in rows:
         lat = json.loads((tmp_path / row["session"] / "summary.json").read_text())
         assert lat["speedup_pct"] == row["speedup_pct"] and lat["variant"] == row["variant"]
+        # each median from its own kernel's timings: the baseline's under A0, the variant's under its name
+        assert row["baseline_median_ms"] == lat["median_ms"]["A0"]
+        assert row["variant_median_ms"] == lat["median_ms"][row["variant"]]
+        assert row["baseline_median_ms"] != row["variant_median_ms"]
         # the roles come from the kernel specs, also where the sweep keeps one baseline process for every variant
         recorded = yaml.safe_load((tmp_path / row["session"] / "protocol.yaml").read_text())
         assert recorded["roles"] == {"A0": "baseline", row["variant"]: "variant"}
     assert (sweeps[0] / "results.jsonl").read_text().count("\n") == 2
     assert json.loads((sweeps[0] / "status.json").read_text())["complete"] is True
+
+
+def test_sweep_rows_are_fastest_first_and_failed_variants_are_kept_last_in_their_order():
+    """The table a sweep prints and keeps: -1.0, +4.0 and +2.5 % sort to +4.0, +2.5, -1.0; the two variants that
+    failed (no speed-up) follow in the order they ran, never dropped from the record."""
+    from softbench.sweep.engine import sorted_rows
+
+    rows = [{"variant": "a", "speedup_pct": -1.0}, {"variant": "x", "error": "E1"},
+            {"variant": "b", "speedup_pct": 4.0}, {"variant": "y", "error": "E2"},
+            {"variant": "c", "speedup_pct": 2.5}]
+    assert [r["variant"] for r in sorted_rows(rows)] == ["b", "c", "a", "x", "y"]
+
+
+def test_a_sweep_with_one_failed_variant_ends_with_an_error(tmp_path):
+    """One failure in three is enough for an error exit, and the message counts and names it."""
+    from softbench.core.errors import MeasurementError
+    from softbench.core.session import Session
+    from softbench.sweep.engine import raise_for_failures
+
+    sweep = Session.create(tmp_path, "sweep", "t")
+    rows = [{"variant": "A1", "speedup_pct": 1.0}, {"variant": "noexp", "error": "E"},
+            {"variant": "h15-sat", "speedup_pct": 2.0}]
+    sweep.write_json("summary.json", {"rows": rows})
+    with pytest.raises(MeasurementError, match="1 of 3 variants failed: noexp"):
+        raise_for_failures(sweep)
+    sweep.write_json("summary.json", {"rows": [rows[0], rows[2]]})
+    raise_for_failures(sweep)  # none failed: no error
+
+
+def test_a_sweep_whose_baseline_cannot_load_is_left_partial_with_its_reason(tmp_path):
+    """The baseline's process fails to load: the sweep session already written is marked partial with the reason,
+    not 'running' as if a sweep were still at work on it."""
+    from softbench.core.errors import SoftbenchError
+    from softbench.core.protocol import LatencyProtocol
+    from softbench.core.shapes import Shape
+    from softbench.sweep.engine import SweepOptions, run_variant_sweep
+
+    class NoLoad:
+        def __init__(self, label, backend, variant, options=None):
+            self.label = label
+
+        def load(self):
+            raise SoftbenchError("the kernel did not compile")
+
+        def close(self):
+            pass
+
+    opts = SweepOptions(shape=Shape(seq=128, heads=2), variants=("A1",), out_dir=tmp_path,
+                        protocol=LatencyProtocol(rounds=1, windows=1, calls=1, warmup=0))
+    with pytest.raises(SoftbenchError, match="did not compile"):
+        run_variant_sweep(opts, worker_factory=NoLoad)
+    (sweep,) = tmp_path.iterdir()
+    status = json.loads((sweep / "status.json").read_text())
+    assert status["state"] == "partial" and not status["complete"]
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert "did not compile" in summary["incomplete_reason"] and summary["rows"] == []
+
+
+def test_a_variant_that_fails_to_load_is_recorded_and_the_baseline_process_is_closed(tmp_path):
+    """Under the paper's rounds one baseline process serves every variant: a variant that cannot load is a row
+    with its error (the sweep goes on and completes), and the baseline's process is closed at the end, not left
+    running. A sweep with no variants is refused before anything starts."""
+    from softbench.core.errors import SoftbenchError
+    from softbench.core.protocol import LatencyProtocol
+    from softbench.core.shapes import Shape
+    from softbench.sweep.engine import SweepOptions, run_variant_sweep
+
+    closed = []
+
+    class Worker:
+        def __init__(self, label, backend, variant, options=None):
+            self.label, self.info = label, {}
+            self.proc = type("Proc", (), {"poll": lambda self: None})()
+
+        def load(self):
+            if self.label != "A0":
+                raise SoftbenchError(f"{self.label} did not compile")
+
+        def close(self):
+            closed.append(self.label)
+
+    opts = SweepOptions(shape=Shape(seq=128, heads=2), variants=("A1",), out_dir=tmp_path,
+                        protocol=LatencyProtocol(rounds=1, windows=1, calls=1, warmup=0))
+    sweep = run_variant_sweep(opts, worker_factory=Worker)
+    summary = sweep.read_json("summary.json")
+    assert summary["complete"] and summary["measured"] == 1
+    (row,) = summary["rows"]
+    assert row["variant"] == "A1" and row["error"] == "SoftbenchError: A1 did not compile"
+    assert sorted(closed) == ["A0", "A1"]
+    with pytest.raises(UsageError, match="no variants to sweep"):
+        SweepOptions(shape=Shape(seq=128, heads=2), variants=(), out_dir=tmp_path)
 
 
 def test_emulation_names_in_sweep_variants_need_fa4(capsys):
@@ -251,10 +348,30 @@ def test_a_sweep_file_with_bad_names_or_fields_is_refused_when_read(cli, tmp_pat
     assert "nothing was measured" not in r.stderr and not (tmp_path / "out").exists()
 
 
+def test_a_settings_own_res_overrides_the_files(tmp_path):
+    """The file's res is every setting's default; a setting that names its own res keeps it."""
+    f = tmp_path / "s.yaml"
+    f.write_text("res: 2\nsettings: [{freq: 8, start_frg: 1}, {freq: 8, start_frg: 0, res: 4}]\n")
+    assert [s.variant for s in load_sweep(f).settings] == ["emu-f8-s1-r2", "emu-f8-s0"]
+
+
+def test_a_patch_for_another_fa4_version_is_said_not_to_apply(monkeypatch, tmp_path):
+    """The patch's anchors are written against one FA4 release: another installed version is named, not patched."""
+    from softbench.kernels import patch
+
+    monkeypatch.setattr(patch, "installed_fa4", lambda: (tmp_path, "0.0.1"))
+    setting = EmulationSetting(8, 1)
+    assert emu.check_patch_applies(setting) == (f"installed flash-attn-4 is 0.0.1; the patch is written for "
+                                                f"{emu.emulation_patch(setting).fa4_version}")
+
+
 def test_a_sweep_file_with_good_names_and_fields_reads():
     f = PAPER_FILE.parent / "emulation-sweep-paper.yaml"
     sweep = load_sweep(f)
     assert sweep.baseline == "A0" and sweep.also_compare == ("A1",)
+    # the kernels the sweep runs: every setting in the file's order, then what it also compares
+    assert sweep.variants() == ["emu-f0-s1", "emu-f16-s1", "emu-f8-s1", "emu-f8-s0", "emu-f2-s1", "emu-f4-s1",
+                                "emu-f2-s0", "emu-f4-s0", "A1"]
     assert sweep.settings[0].label == "freq 0 (hardware MUFU only)" and sweep.settings[1].paper_beta_pct == 12.5
 
 

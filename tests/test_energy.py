@@ -347,6 +347,99 @@ def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
     assert json.loads((session.path / "status.json").read_text())["complete"] is True
 
 
+def _recording_worker(sent):
+    """A worker factory: the real worker state in this process, with every request it is sent written down."""
+    from inprocess_worker import InProcessRunner
+
+    class RecordingWorker(InProcessRunner):
+        pid = 0
+
+        def _send_load(self):
+            pass
+
+        def _reply(self):
+            return {"result": self.load()}
+
+        def request(self, op, **fields):
+            sent.append((self.label, op, fields))
+            return super().request(op, **fields)
+
+        def copy_log(self, dest):
+            pass
+
+        def close(self):
+            sent.append((self.label, "close", {}))
+
+    return RecordingWorker
+
+
+def test_the_engine_sends_the_protocols_seed_warmup_and_chunk_to_its_workers(tmp_path):
+    """The seed picks the inputs every kernel is measured on, and the warm-up and chunk are how the loop runs:
+    what the protocol (and so the session's protocol.yaml) says must be what each worker is asked to do."""
+    from softbench.core.protocol import EnergyProtocol
+    from softbench.core.session import read_jsonl
+    from softbench.core.shapes import Shape
+    from softbench.energy.engine import EnergyOptions, run_energy
+
+    sent = []
+    RecordingWorker = _recording_worker(sent)
+
+    loops = EnergyProtocol(order=("A0", "A1"), seconds=0.05, interval_s=0.02, pre_s=0, post_s=0, idle_s=0,
+                           trim_start=0, trim_end=0, warmup=3, chunk=2, seed=7, settle_min_s=0.01, settle_max_s=0.5)
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path,
+                         require_gpu=False)
+    session = run_energy(opts, FakePower(), worker_factory=RecordingWorker)
+    prepares = [(label, f["seed"]) for label, op, f in sent if op == "prepare"]
+    assert sorted(prepares) == [("A0", 7), ("A1", 7)]
+    runs = [(label, f["warmup"], f["chunk"], f["seconds"]) for label, op, f in sent if op == "energy_loop"]
+    assert runs == [("A0", 3, 2, 0.05), ("A1", 3, 2, 0.05)]
+    for lp in read_jsonl(session.path / "loops.jsonl"):  # whole chunks of 2 calls, as asked
+        assert lp["chunk"] == 2 and lp["forwards"] % 2 == 0 and lp["forwards"] > 0
+    assert sorted(label for label, op, f in sent if op == "close") == ["A0", "A1"]  # no worker left running
+    # the first kernel in the order is the baseline, not the last one
+    assert json.loads((session.path / "summary.json").read_text())["baseline"] == "A0"
+
+
+def test_the_engine_refuses_a_worker_on_the_cpu_before_it_opens_a_session(tmp_path):
+    """A CPU kernel would leave the board idle: its 'energy per forward' would measure nothing, so the engine
+    itself refuses it (not only the command line), and no session is left behind."""
+    from softbench.core.protocol import EnergyProtocol
+    from softbench.core.shapes import Shape
+    from softbench.energy.engine import EnergyOptions, run_energy
+
+    loops = EnergyProtocol(order=("A0",), seconds=0.05, interval_s=0.02, pre_s=0, post_s=0, idle_s=0,
+                           trim_start=0, trim_end=0, warmup=1, chunk=1, settle_min_s=0.01, settle_max_s=0.5)
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path)
+    with pytest.raises(UnsupportedError, match="runs on the CPU"):
+        run_energy(opts, FakePower(), worker_factory=_recording_worker([]))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_idle_power_averages_only_the_idle_samples_that_have_a_power(tmp_path):
+    """NVML may answer a reading without its power; the idle level is the mean of the powers it did give
+    (here every other reading has none), while idle_samples still counts every idle reading."""
+    from softbench.core.protocol import EnergyProtocol
+    from softbench.core.session import read_jsonl
+    from softbench.core.shapes import Shape
+    from softbench.energy.engine import EnergyOptions, run_energy
+
+    class EveryOtherPowerMissing(FakePower):
+        def read(self):
+            n = next(self.n)
+            return GpuReading(time.monotonic(), 1500, 2600, 40, None if n % 2 else 100.0 + n % 6, 0)
+
+    loops = EnergyProtocol(order=("A0",), seconds=0.05, interval_s=0.02, pre_s=0, post_s=0, idle_s=0.15,
+                           trim_start=0, trim_end=0, warmup=1, chunk=1, settle_min_s=0.01, settle_max_s=0.5)
+    opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path,
+                         require_gpu=False)
+    session = run_energy(opts, EveryOtherPowerMissing(), worker_factory=_recording_worker([]))
+    (lp,) = read_jsonl(session.path / "loops.jsonl")
+    idle = [s for s in read_jsonl(session.path / "samples.jsonl") if s["phase"] == "idle"]
+    powers = [s["power_w"] for s in idle if s["power_w"] is not None]
+    assert lp["idle_samples"] == len(idle) and len(powers) < len(idle)
+    assert lp["idle_power_w"] == pytest.approx(sum(powers) / len(powers))
+
+
 def _capture_energy_options(monkeypatch, args, arch=100):
     """Run the energy command up to the engine with a stand-in board; return the options it would run."""
     from click.testing import CliRunner

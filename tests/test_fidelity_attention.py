@@ -135,6 +135,51 @@ def test_bf16_probabilities_are_stored_before_pv():
     assert (out.double() - ref).abs().max().item() < 3e-2  # bf16-level, not exact
 
 
+def test_bf16_probabilities_are_rounded_to_bf16_exactly_as_a_fused_kernel_stores_them():
+    """Not only close to the float64 reference: P is rounded to V's dtype (BF16) before P.V, which the output
+    shows bit for bit against the same steps written out; an FP32 P would round differently somewhere."""
+    q, k, v = _qkv(seq=64, h=2, hk=2, dtype=torch.bfloat16)
+    out = attention.ExactAttention()(q, k, v, 0.25)
+    s = (q.float() @ k.float().transpose(-1, -2)) * 0.25
+    s = s.masked_fill(torch.ones(64, 64, dtype=torch.bool).triu(1), -math.inf)
+    p = torch.softmax(s, dim=-1)
+    p = (p / p.sum(dim=-1, keepdim=True)).to(torch.bfloat16).float()
+    assert torch.equal(out, (p @ v.float()).transpose(1, 2).to(torch.bfloat16))
+
+
+def test_router_takes_the_default_scale_and_runs_what_needs_no_refusal():
+    """No scaling from the model: 1/sqrt(head dim) (0.25 at head dim 16). A window as long as the block is plain
+    causal attention, which the simulation runs. Query and key lengths that differ (a KV cache) are refused."""
+    q, k, v = _qkv(seq=16)
+    args = dict(module=None, query=q, key=k, value=v, attention_mask=None)
+    attention.ROUTER.use(attention.ExactAttention())
+    assert torch.equal(attention.ROUTER.forward(**args)[0], attention.ROUTER.forward(**args, scaling=0.25)[0])
+    attention.ROUTER.use(attention.SimAttention(parse_operator("rowmax-h15")))
+    attention.ROUTER.forward(**args, scaling=0.25, sliding_window=16)
+    with pytest.raises(UnsupportedError, match="query and key lengths differ"):
+        attention.ROUTER.forward(**{**args, "query": q[:, :, :8]}, scaling=0.25)
+
+
+def test_sdpa_is_causal_and_a_row_operator_is_refused_by_the_simulation():
+    """The wiring check's SDPA path is causal: query 0 sees key 0 alone, so its output is V's first row. A row
+    operator (grid quantizes the whole row) cannot run tile by tile."""
+    q, k, v = _qkv(seq=16, h=4, hk=2)
+    out = attention.SdpaAttention()(q, k, v, 0.25)
+    assert torch.allclose(out[0, 0], v[0, :, 0].repeat_interleave(2, dim=0), atol=1e-6)
+    with pytest.raises(UnsupportedError, match="needs the whole row"):
+        attention.SimAttention(parse_operator("grid"))
+
+
+def test_fp8_operands_reach_the_simulation_in_e4m3_with_their_descales():
+    """At FP8 the kernel path's operands are E4M3 with one scale per tensor (max|x| / 448); without FP8 they are the
+    model's own, with descales of 1."""
+    q, k, v = _qkv(seq=16, h=2, hk=2)
+    q8, k8, v8, descale = attention._kernel_operands(q, k, v, True)
+    assert q8.dtype == k8.dtype == v8.dtype == torch.float8_e4m3fn
+    assert descale[0] == pytest.approx(q.abs().max().item() / 448)
+    assert attention._kernel_operands(q, k, v, False)[3] == (1.0, 1.0, 1.0)
+
+
 def _call(**kw):
     q, k, v = _qkv(seq=16)
     attention.ROUTER.use(attention.ExactAttention())

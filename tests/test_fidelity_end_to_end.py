@@ -58,6 +58,9 @@ def test_sim_path_session(tiny, tmp_path):
     assert run["gate"]["passed"] and abs(run["gate"]["difference"]) < 1e-3
     assert run["gate"]["native_attention"] == "eager"
     assert run["block_len"] == 64 and run["n_blocks"] == 20 and len(run["token_signature"]) == 64
+    assert summary["blocks_planned"] == 20  # the blocks this run set out to evaluate, not all the corpus holds
+    # how many whole blocks the corpus holds (what a larger --max-blocks could reach): the plain stream, no BOS
+    assert run["blocks_available"] == run["corpus"]["tokens"] // 64 > 20
     # this tokenizer adds no BOS: auto keeps the plain stream, and says so
     assert run["bos"] == "stream" and run["bos_requested"] == "auto" and "adds no BOS" in summary["bos_note"]
     csv_lines = (s.path / "blocks.csv").read_text().splitlines()
@@ -97,6 +100,10 @@ class _StopAfter(Progress):
     def __init__(self, n):
         self.n = n
         self.seen = []
+        self.started = None
+
+    def start(self, total, done, label):
+        self.started = (total, done)
 
     def block(self, index, rows):
         self.seen.append(index)
@@ -120,10 +127,44 @@ def test_interrupted_run_resumes_from_its_block_file(tiny, tmp_path):
     progress = _StopAfter(99)
     s = run_fidelity(progress=progress, resume=partial)
     assert progress.seen == [2, 3] and s.status()["complete"]
+    # the resumed run counts the 2 whole blocks it found as done (the half-written block 2 is not)
+    assert progress.started == (4, 2)
     resumed = s.read_json("summary.json")
     fresh = run_fidelity(_opts(tiny, tmp_path / "b", operators=("rowmax-h15",), max_blocks=4)).read_json("summary.json")
     assert resumed["conditions"][0]["dnll"] == pytest.approx(fresh["conditions"][0]["dnll"], abs=1e-12)
     assert resumed["baseline"]["nll"] == pytest.approx(fresh["baseline"]["nll"], abs=1e-12)
+
+
+def test_a_resume_counts_the_blocks_it_found_and_keeps_the_wiring_check_it_found(tiny, tmp_path):
+    """Stopped after 1 of 3 blocks, the resumed run starts its count at 1 of 3 (not at the 2 still to do), does
+    not run the wiring check again (run.json keeps the first launch's), and after every block the session's
+    summary already holds the blocks done so far, marked running."""
+    out = tmp_path / "a"
+    opts = _opts(tiny, out, operators=("rowmax-h15",), max_blocks=3, block_len=64)
+    with pytest.raises(KeyboardInterrupt):
+        run_fidelity(opts, _StopAfter(1))
+    (partial,) = list(out.iterdir())
+    gate = json.loads((partial / "run.json").read_text())["gate"]
+
+    class Watch(_StopAfter):
+        def __init__(self):
+            super().__init__(99)
+            self.messages, self.summaries = [], []
+
+        def message(self, text):
+            self.messages.append(text)
+
+        def block(self, index, rows):
+            summary = json.loads((partial / "summary.json").read_text())
+            self.summaries.append((summary["blocks_complete"], summary["incomplete_reason"]))
+            super().block(index, rows)
+
+    progress = Watch()
+    s = run_fidelity(progress=progress, resume=partial)
+    assert progress.started == (3, 1) and progress.seen == [1, 2]
+    assert not any("wiring check" in m for m in progress.messages)
+    assert s.read_json("run.json")["gate"] == gate
+    assert progress.summaries == [(2, "running"), (3, "running")]
 
 
 def test_ctrl_c_during_a_resume_names_the_session_it_keeps(tiny, tmp_path, capsys, monkeypatch):
@@ -261,6 +302,8 @@ def test_a_bos_tokenizer_gets_a_bos_in_every_block_and_windows_are_honoured_or_r
     s = run_fidelity(FidelityOptions(**opts, path="row", operators=("rowmax-h15",)))
     run = s.read_json("run.json")
     assert run["bos"] == "block" and run["bos_requested"] == "auto" and "adds a BOS" in run["bos_note"]
+    # a BOS in every block leaves 63 of its 64 positions to the text: the corpus holds tokens // 63 blocks
+    assert run["blocks_available"] == run["corpus"]["tokens"] // 63 > run["corpus"]["tokens"] // 64
     assert run["gate"]["passed"]  # a 64-token block across the 16-token window, honoured on the row path
     assert "BOS: block (auto: the tokenizer adds a BOS" in (s.path / "summary.md").read_text()
     with pytest.raises(UnsupportedError, match="sliding window of 16"):  # the simulation cannot: refused first

@@ -132,6 +132,40 @@ def test_support_reasons():
     assert "--path sim" in e.value.hint and "--backend sim" not in str(e.value)
 
 
+def test_support_reasons_read_every_condition_path_and_every_layer_type():
+    """A softcap needs every condition on an FP32 path: the row path beside a simulation condition is refused for
+    the simulation's sake. A window on no layer (layer_types without sliding_attention) is no window."""
+    softcap = _llama()
+    softcap.attn_logit_softcapping = 50.0
+    reasons = models.support_reasons(softcap, "row", 2048, "bf16", CPU, condition_paths={"exact", "row", "sim"})
+    assert len(reasons) == 1 and "the sim path cannot apply" in reasons[0]
+    unused = _llama(layer_types=["full_attention", "full_attention"])
+    unused.sliding_window = 1024
+    assert models.support_reasons(unused, "sim", 2048, "bf16", CPU) == []
+    used = _llama(layer_types=["sliding_attention", "full_attention"])
+    used.sliding_window = 1024
+    assert any("sliding window of 1024" in r for r in models.support_reasons(used, "sim", 2048, "bf16", CPU))
+
+
+def test_the_context_length_is_the_first_positive_one_a_config_names():
+    """Configs name it differently (GPT-2's n_positions); a 0 or a missing value is passed over, not taken."""
+    from types import SimpleNamespace
+
+    assert models.context_length(SimpleNamespace(max_position_embeddings=0, n_positions=1024)) == 1024
+    assert models.context_length(SimpleNamespace(seq_length=2048)) == 2048
+    assert models.context_length(SimpleNamespace(max_position_embeddings=None)) is None
+
+
+def test_names_that_are_no_model_are_refused(tmp_path, monkeypatch):
+    """A hub id is owner/name, one slash: a deeper path that is no folder is refused, not sent to the hub. A
+    packaged alias is one GGUF file already: a --gguf-file beside it is refused, not ignored."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="is neither an alias"):
+        models.resolve_model("owner/name/extra")
+    with pytest.raises(UsageError, match="--gguf-file cannot be combined with the packaged alias smollm2-135m"):
+        models.resolve_model("smollm2-135m", "other.gguf")
+
+
 def _hub_error(kind: str, status: int):
     """The error huggingface_hub raises for an answer of `status`, wrapped as transformers wraps it (an OSError
     whose cause is the Hub's error)."""

@@ -338,6 +338,89 @@ def test_shuffled_start_orders_are_permutations_drawn_per_run():
     assert ordered_specs(opts, seed=7)[1] == record  # the recorded seed gives the order back
 
 
+def test_the_kernels_of_a_run_and_their_roles():
+    """What each kernel is for is recorded with every session (protocol.yaml's roles) and decides what is compared
+    with what: the variant against the baseline; the baseline against itself (another process) is the A/A null."""
+    from softbench.core.protocol import InterleavedProtocol
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions
+
+    shape = (Shape(seq=128, heads=1, head_dim=64),)
+    assert LatencyOptions(shapes=shape, variant="A0").roles() == {"A0": "baseline", "A0'": "null"}
+    assert LatencyOptions(shapes=shape, variant="h15-sat", more_variants=("A1",), null=True,
+                          references=("fa3",)).roles() == {"A0": "baseline", "h15-sat": "variant", "A1": "variant",
+                                                           "A0'": "null", "ref-fa3": "reference"}
+    assert LatencyOptions(shapes=shape, variant="A1", null_in_process=True).roles() == {
+        "A0": "baseline", "A1": "variant", "A0~": "null"}
+    # 1 to 16 processes per kernel, the bounds included
+    for n in (1, 16):
+        LatencyOptions(shapes=shape, variant="A1", processes=n, protocol=InterleavedProtocol()).kernel_specs()
+    for n in (0, 17):
+        with pytest.raises(UsageError, match=f"--processes {n}: each kernel runs in 1 to 16 processes"):
+            LatencyOptions(shapes=shape, variant="A1", processes=n).kernel_specs()
+
+
+def test_what_the_paper_rounds_and_the_in_process_null_cannot_carry_is_refused():
+    """The paper's rounds pair exactly two kernels: no second baseline process, no reference kernel; the null
+    inside the baseline's process lives in its one process: no --processes beside it."""
+    from softbench.core.protocol import InterleavedProtocol
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions
+
+    shape = (Shape(seq=128, heads=1, head_dim=64),)
+    paper = LatencyProtocol()
+    with pytest.raises(UsageError, match="--null needs the interleaved or sustained protocol"):
+        LatencyOptions(shapes=shape, variant="A1", null=True, protocol=paper).kernel_specs()
+    with pytest.raises(UsageError, match="--reference needs the interleaved or sustained protocol"):
+        LatencyOptions(shapes=shape, variant="A1", references=("fa3",), protocol=paper).kernel_specs()
+    with pytest.raises(UsageError, match="does not combine with --processes 2"):
+        LatencyOptions(shapes=shape, variant="A1", null_in_process=True, processes=2,
+                       protocol=InterleavedProtocol()).kernel_specs()
+    from softbench.latency.engine import run_latency
+
+    with pytest.raises(UsageError, match="no shapes to measure"):
+        run_latency(LatencyOptions(shapes=(), variant="A1"), worker_factory=None)
+
+
+def test_a_session_is_named_by_its_comparison_its_further_variants_and_its_gpu():
+    """The folder name says what was timed against what: two further variants of a sweep as "+2", a matrix cell's
+    GPU and control phase at the end, so that sessions of one cell on two GPUs never share a name."""
+    from softbench.core.protocol import InterleavedProtocol
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions, session_tag
+
+    shape = Shape(seq=128, heads=1, head_dim=64)
+    opts = LatencyOptions(shapes=(shape,), variant="A1", more_variants=("h15-sat", "noexp"),
+                          protocol=InterleavedProtocol())
+    assert session_tag(opts, shape) == f"{shape.tag()}-sim-A0-vs-A1+2-interleaved"
+    placed = LatencyOptions(shapes=(shape,), variant="A1", protocol=InterleavedProtocol(),
+                            placement={"gpu": 3, "phase": "control"})
+    assert session_tag(placed, shape) == f"{shape.tag()}-sim-A0-vs-A1-interleaved-gpu3-control"
+
+
+def test_a_session_says_what_its_timings_are():
+    """The simulation's times are no kernel's: on the CPU wall-clock, on a GPU CUDA events; a kernel backend's
+    are CUDA event timings of the kernel calls."""
+    from softbench.latency.engine import timings_are
+
+    assert timings_are("sim", "cpu") == "CPU wall-clock timings of the pure-torch simulation, not kernel timings"
+    assert timings_are("sim", "cuda") == "CUDA event timings of the pure-torch simulation, not kernel timings"
+    assert timings_are("triton", "cuda") == "CUDA event timings of the kernel calls"
+
+
+def test_the_progress_bar_knows_its_length_under_the_paper_rounds_only():
+    """Two shapes of 3 rounds, each round 2 kernels x 7 windows: 84 windows; the interleaved protocol stops by its
+    rule, so its length is not known in advance."""
+    from softbench.core.protocol import InterleavedProtocol
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions, window_total
+
+    shapes = (Shape(seq=128, heads=1, head_dim=64), Shape(seq=256, heads=1, head_dim=64))
+    paper = LatencyOptions(shapes=shapes, variant="A1", protocol=LatencyProtocol(rounds=3, windows=7))
+    assert window_total(paper, len(shapes)) == 84
+    assert window_total(LatencyOptions(shapes=shapes, variant="A1", protocol=InterleavedProtocol()), 2) is None
+
+
 def test_protocol_knobs_of_another_protocol_are_refused(tmp_path, cli):
     r = cli("latency", "--backend", "sim", "--seq", "128", "--windows", "3", "--out", str(tmp_path))
     assert r.returncode == 2 and "--windows does not apply to the interleaved protocol" in r.stderr

@@ -132,6 +132,16 @@ def test_a_point_is_drawn_from_the_newest_complete_session_and_nulls_come_first(
     assert len(set(quantities)) > 1 and quantities == sorted(quantities, key=QUANTITY_ORDER.index)
 
 
+def test_a_point_counts_every_session_that_measured_it_and_draws_the_newest(tmp_path):
+    """A copy of the h15-folded session under a later name has the same points: each point is drawn once (the two
+    record the same start, so the later name wins the tie) and says that two sessions at the shape had it."""
+    again = tmp_path / FOLDED.replace("20261206T021410Z", "20261206T231410Z")
+    shutil.copytree(PROJECT / FOLDED, again)
+    sf = _join([PROJECT / FOLDED, again, PROJECT / FP8_SIM])
+    assert len(sf.points) == len(_join([PROJECT / FOLDED, PROJECT / FP8_SIM]).points) > 0
+    assert {(p.speed.session, p.sessions) for p in sf.points} == {(again.name, 2)}
+
+
 def test_the_report_words_name_the_shape_drawn_its_share_and_the_other_shapes():
     from collections import Counter
 
@@ -281,6 +291,43 @@ def test_dnlls_of_two_evaluations_are_not_drawn_side_by_side(tmp_path):
     assert sf.evaluation.fp8 == "E4M3: neither the operands nor P" and sf.evaluation.block_len == 1024
     # the two sessions differ in what they round and in their blocks: two evaluations, not one
     assert len({p.evaluation for p in fidelity_points(load_sessions([copy, without]))}) == 2
+
+
+def test_a_dnll_at_another_dtype_is_never_drawn_beside_a_speedup():
+    """The FP8 latency session of h15-folded with a BF16 simulation session alone (exp2 +0.0000, h15-folded
+    +0.0029 at BF16): a BF16 dNLL says nothing about the FP8 kernel whose speed-up it would be drawn beside, so
+    nothing is joined, and each variant's sentence says where its operator was evaluated instead."""
+    bf16_sim = PROJECT / "20261201T125114Z-fidelity-SmolLM2-135M-Instruct.Q4_1-sim"
+    sf = _join([PROJECT / FOLDED, bf16_sim])
+    assert sf.dtype == "fp8" and sf.points == [] and sf.evaluation is None
+    assert len(sf.skipped) == 2
+    assert all("at fp8 in the figure's evaluation (any evaluation); it was evaluated only at bf16" in s
+               for s in sf.skipped)
+    # the report says why there is no figure, and says so only then
+    from collections import Counter
+
+    from softbench.report.speed_fidelity import describe
+
+    nothing = "- nothing joined, so no figure was drawn"
+    assert nothing in describe(sf, Counter({SHAPE: 1}), None)
+    assert nothing not in describe(_join([PROJECT / FOLDED, PROJECT / FP8_SIM]), Counter({SHAPE: 1}), None)
+
+
+def test_the_evaluation_is_chosen_by_the_variants_operators_not_the_baselines(tmp_path):
+    """The kernel path's FP8 session covers h15-folded (against its stock A0); a copy of the FP8 simulation that
+    keeps only exp2 covers A0's operator (against exact). Were the A0 points (A/A null, A0 against FA3) to vote,
+    the tie would go to exact attention and h15-folded would lose its dNLL; the baseline's operator does not vote,
+    so the figure draws h15-folded from the kernel path and leaves A0 out as the stock kernel."""
+    only_exp2 = tmp_path / "20261206T230000Z-fidelity-SmolLM2-135M-Instruct.Q4_1-sim"
+    shutil.copytree(PROJECT / FP8_SIM, only_exp2)
+    summary = json.loads((only_exp2 / "summary.json").read_text())
+    summary["conditions"] = [c for c in summary["conditions"] if c["name"] in ("exact", "sim:exp2")]
+    (only_exp2 / "summary.json").write_text(json.dumps(summary))
+    sf = _join([PROJECT / FOLDED, PROJECT / FP8_KERNEL, only_exp2])
+    assert sf.reference == "kernel:stock"
+    assert {p.speed.variant for p in sf.points} == {"h15-folded"}
+    assert {p.fidelity.session for p in sf.points} == {FP8_KERNEL}
+    assert any(s.startswith("variant A0 (operator exp2): A0 is the stock kernel") for s in sf.skipped)
 
 
 def test_the_figure_is_written_and_named_in_the_report(tmp_path):

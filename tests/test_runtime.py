@@ -89,3 +89,120 @@ def test_close_ends_the_process(worker):
     worker.load()
     worker.close()
     assert worker.proc.poll() == 0
+
+
+# --- the worker's own timing loop (softbench.runtime.worker.WorkerState), in this process on the simulation ------
+def _counting_worker():
+    """A sim worker prepared on a small shape in both input slots, its two forwards replaced by counters that call
+    the real ones: what each request runs can be counted."""
+    from softbench.core.shapes import Shape
+    from softbench.runtime.worker import WorkerState
+
+    w = WorkerState()
+    w.load({"backend": "sim", "variant": "A0"})
+    shape = Shape(dtype="bf16", seq=64, heads=1, head_dim=64).to_dict()
+    w.prepare({"shape": shape, "seed": 1})
+    w.prepare({"shape": shape, "seed": 1, "slot": 1})
+    calls = {"main": 0, "twin": 0}
+
+    def counted(name, fn):
+        def call():
+            calls[name] += 1
+            return fn()
+        return call
+
+    w.forward, w.twin_forward = counted("main", w.forward), counted("twin", w.twin_forward)
+    return w, calls
+
+
+def test_a_window_runs_its_untimed_calls_then_its_timed_ones_on_the_slot_asked():
+    """An interleaved window: 2 untimed calls (caches and clock after another process) and then 3 timed ones, all
+    on the slot asked for; the per-call time is the window's divided by the 3 timed calls."""
+    w, calls = _counting_worker()
+    rec = w.window({"calls": 3, "untimed": 2})
+    assert calls == {"main": 5, "twin": 0}
+    assert rec["calls"] == 3 and rec["ms_per_call"] == pytest.approx(rec["window_ms"] / 3)
+    w.window({"calls": 3, "untimed": 2, "slot": 1})  # the in-process null times its own copy
+    assert calls == {"main": 5, "twin": 5}
+
+
+def test_a_round_runs_its_warmup_then_streams_each_window():
+    """The paper's round: 4 warm-up calls, then 3 windows of 2 calls each, each window streamed with its index."""
+    w, calls = _counting_worker()
+    seen = []
+    assert w.round({"calls": 2, "windows": 3, "warmup": 4}, seen.append) == {"windows": 3}
+    assert calls["main"] == 4 + 3 * 2
+    assert [m["window"]["window"] for m in seen] == [0, 1, 2]
+    assert all(m["window"]["calls"] == 2 for m in seen)
+
+
+def test_a_sustained_block_counts_the_forwards_of_its_measured_windows():
+    """A block's `forwards` is every call of its measured windows (calls per window times windows), which the
+    energy per forward is divided by; the settling windows are not counted."""
+    w, calls = _counting_worker()
+    seen = []
+    res = w.block({"calls": 2, "measure_s": 0.05, "settle": {"min_s": 0.0, "max_s": 0.0}}, seen.append)
+    measured = [m["window"] for m in seen if m["window"]["phase"] == "measure"]
+    assert measured and res["forwards"] == 2 * len(measured)
+    assert calls["main"] == 2 * len(seen)
+    assert res["energy_j"] is None  # no board counter on the CPU
+
+
+def test_the_cpu_timer_reports_milliseconds():
+    """Two calls of a 20 ms sleep: a window of at least 40 ms, not 0.04 (seconds) or 40000 (microseconds)."""
+    import time
+
+    from softbench.runtime.worker import Timer
+
+    ms = Timer("cpu").window_ms(lambda: time.sleep(0.02), 2)
+    assert 40 <= ms < 1000
+
+
+def test_an_energy_loop_runs_its_warmup_then_whole_chunks():
+    """energy's loop: 3 warm-up calls, then chunks of 2 until the time is up; `forwards` counts the timed calls
+    only, so the calls made are the warm-up's plus `forwards`."""
+    w, calls = _counting_worker()
+    res = w.energy_loop({"seconds": 0.02, "warmup": 3, "chunk": 2})
+    assert res["forwards"] > 0 and res["forwards"] % 2 == 0 and res["chunk"] == 2
+    assert calls["main"] == 3 + res["forwards"]
+    assert res["settle"] is None and res["energy_start_j"] is None  # no settle asked; no board counter on the CPU
+
+
+class _Board:
+    """A board whose energy counter reads 100.0 J and then 112.5 J, and whose readings never change."""
+
+    def __init__(self):
+        self.energy = iter([100.0, 112.5])
+
+    def has_energy_counter(self):
+        return True
+
+    def total_energy_j(self):
+        return next(self.energy)
+
+    def read(self):
+        import time
+
+        from softbench.core.nvml import GpuReading
+
+        return GpuReading(time.monotonic(), 1500, 2600, 40, 300.0, 0)
+
+
+def test_a_sustained_block_gives_the_energy_its_counter_rose_by():
+    """The counter read after settling (100.0 J) and after the measured windows (112.5 J): the block used 12.5 J."""
+    w, _ = _counting_worker()
+    w.nvml = _Board()
+    res = w.block({"calls": 1, "measure_s": 0.02, "settle": {"min_s": 0.0, "max_s": 0.0}}, lambda m: None)
+    assert res["energy_j"] == 12.5
+
+
+def test_a_worker_on_the_cpu_reads_no_board(monkeypatch):
+    """A kernel on the CPU does not run on the GPU board: even where NVML opens, its windows carry no board
+    readings that would be taken for the kernel's."""
+    from softbench.core.nvml import Nvml
+    from softbench.runtime.worker import WorkerState
+
+    monkeypatch.setattr(Nvml, "try_open", classmethod(lambda cls, index=None: _Board()))
+    w = WorkerState()
+    info = w.load({"backend": "sim", "variant": "A0"})
+    assert info["device"]["kind"] == "cpu" and w.nvml is None and info["gpu"] is None

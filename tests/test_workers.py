@@ -23,6 +23,14 @@ def index_after(item: tuple[int, float]) -> int:
     return index
 
 
+# set by a test in this process; a worker started fresh (spawn) imports this module anew and sees None
+_SET_IN_PARENT = None
+
+
+def parent_mark(_item) -> object:
+    return _SET_IN_PARENT
+
+
 def exit_at_once(_item) -> None:
     os._exit(1)  # a worker killed mid-item, as the kernel's out-of-memory killer would
 
@@ -48,3 +56,26 @@ def test_a_worker_that_dies_is_one_sentence_naming_the_work():
 
 def test_the_cpus_available_are_those_of_the_affinity_mask():
     assert available_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_the_work_is_spread_over_as_many_workers_as_jobs():
+    """jobs=2 over 4 items of half a second each: two worker processes share them (one would take twice as long)."""
+    pids = list(ordered_map(pid_after, [0.5] * 4, jobs=2, min_items=4, what="pausing"))
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+
+
+def test_workers_are_started_fresh_not_forked_from_this_process(monkeypatch):
+    """A fork copies the parent's state, locks held by its other threads included (rich's refresh thread under a
+    progress bar): a forked worker could wait on such a lock forever. A fresh worker sees none of this process's
+    state: a module global set here reads as its default there."""
+    monkeypatch.setattr(f"{__name__}._SET_IN_PARENT", "set in the parent")
+    assert parent_mark(0) == "set in the parent"
+    assert set(ordered_map(parent_mark, range(4), jobs=2, min_items=4, what="reading a mark")) == {None}
+
+
+def test_the_cpus_available_follow_a_narrower_affinity_mask(monkeypatch):
+    """Under taskset or a cgroup's cpuset this process may use fewer CPUs than the machine has: one CPU in the
+    mask is one CPU available, whatever os.cpu_count() says."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert available_cpus() == 1
