@@ -312,6 +312,9 @@ def test_engine_end_to_end_with_a_replayed_power_source(tmp_path):
     opts = EnergyOptions(shape=Shape(seq=64, heads=2), protocol=loops, backend="sim", out_dir=tmp_path,
                          require_gpu=False)
     session = run_energy(opts, FakePower())
+    from test_vocabulary import assert_covered
+
+    assert_covered(session.path)  # what it records, a seal can scope (the settle window went unlisted for six days)
     names = {p.name for p in session.path.iterdir()}
     assert {"env.json", "protocol.yaml", "samples.jsonl", "loops.jsonl", "summary.json", "summary.md",
             "power.png", "smoke.json", "status.json"} <= names

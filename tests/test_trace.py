@@ -345,6 +345,9 @@ def test_trace_engine_end_to_end_with_a_stand_in_nsys(stand_in_trace):
     from softbench.runtime.settle import SettleRule
 
     assert summary["settle"] == SettleRule().to_dict()
+    from test_vocabulary import assert_covered
+
+    assert_covered(session.path)  # what it records, a seal can scope
     assert yaml.safe_load((session.path / "protocol.yaml").read_text())["settle"] == SettleRule().to_dict()
     assert a0["settle"] == {"settled": False, "reason": "no NVML readings: not settled"}
     assert "2 of 2 points did not settle" in md and "neither at equal clock nor sustained" in md

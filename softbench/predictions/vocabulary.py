@@ -49,9 +49,13 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
               "protocol_kind", "quantity", "null", "references", "processes_per_kernel", "null_in_process"),
     "energy": ("baseline", "chunk", "dtype", "dtype_note", "idle_s", "interval_s", "loops", "order", "out_dir",
                "post_s", "pre_s", "protocol", "ramp_fraction", "seconds", "seed", "shape", "shape_tag", "trim_end",
-               "trim_start", "variants", "vs_baseline", "warmup"),
+               "trim_start", "variants", "vs_baseline", "warmup",
+               # each loop's settle window (EnergyProtocol, since 2026-12-01)
+               "settle_min_s", "settle_max_s"),
     "trace": ("baseline", "calls", "keep_bytes", "nsys", "out_dir", "points", "seed", "shapes", "source", "table",
-              "timeout_s", "tool", "variants", "warmup"),
+              "timeout_s", "tool", "variants", "warmup",
+              # the rule each process settled by before its traced calls (None: --no-settle)
+              "settle"),
     "audit": ("calls", "dependency_depth", "errors", "evidence", "kernel", "kernel_regex", "launch_skip",
               "local_bytes", "ncu", "ncu_metrics", "ncu_notes", "per_element", "per_element_by_family",
               "per_element_dynamic", "per_element_dynamic_notes", "per_element_elements_static",
@@ -86,7 +90,7 @@ PROTOCOL_FIELDS: dict[str, frozenset[str]] = {
     "sweep": _LATENCY_PROTOCOL,
     "energy": frozenset(("backend", "backend_options", "chunk", "command_line", "dtype_note", "idle_s", "interval_s",
                          "order", "out_dir", "post_s", "pre_s", "ramp_fraction", "seconds", "seed", "shape",
-                         "trim_end", "trim_start", "warmup")),
+                         "trim_end", "trim_start", "warmup", "settle_min_s", "settle_max_s")),
 }
 
 # sessions that are records, not evidence (an environment; the index of a latency matrix across GPUs, which
