@@ -324,6 +324,9 @@ def _opts(tmp_path, bin_dir, **kw) -> AuditOptions:
 def test_engine_records_sass_ncu_and_the_evaluator_keys(tmp_path, fake_tools):
     (s,) = run_audit(_opts(tmp_path, fake_tools), render_markdown=audit_markdown)
     p = s.path
+    from test_vocabulary import assert_covered
+
+    assert_covered(p)  # what it records, a seal can scope
     for name in ("env.json", "protocol.yaml", "counts.json", "summary.json", "summary.md", "sass/A1.sass",
                  "ncu/A0.csv", "ncu/noexp.ncu-rep", "variants.jsonl"):
         assert (p / name).exists(), name

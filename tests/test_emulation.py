@@ -185,6 +185,10 @@ def test_sweep_variants_with_the_simulation_end_to_end(cli, tmp_path):
         assert recorded["roles"] == {"A0": "baseline", row["variant"]: "variant"}
     assert (sweeps[0] / "results.jsonl").read_text().count("\n") == 2
     assert json.loads((sweeps[0] / "status.json").read_text())["complete"] is True
+    from test_vocabulary import assert_covered
+
+    for session in sweeps + latencies:  # what they record, a seal can scope
+        assert_covered(session)
 
 
 def test_sweep_rows_are_fastest_first_and_failed_variants_are_kept_last_in_their_order():

@@ -39,6 +39,9 @@ def _opts(tiny, out, **kw):
 def test_sim_path_session(tiny, tmp_path):
     s = run_fidelity(_opts(tiny, tmp_path, block_len=64, max_blocks=20))
     assert s.status()["complete"]
+    from test_vocabulary import assert_covered
+
+    assert_covered(s.path)  # what it records, a seal can scope
     summary = s.read_json("summary.json")
     assert summary["command"] == "fidelity" and summary["complete"] and summary["blocks_complete"] == 20
     names = [c["name"] for c in summary["conditions"]]

@@ -473,6 +473,10 @@ def test_sweep_variants_interleaves_every_variant_in_one_run(tmp_path, cli):
     assert sweep["quantity"] == "at equal clock" and sweep["complete"] is True
     lat = json.loads(next(out.glob("*-latency-*/summary.json")).read_text())
     assert set(lat["kernels"]) == {"A0", "A1", "h15-sat", "A0'"} and lat["variants"] == ["A1", "h15-sat"]
+    from test_vocabulary import assert_covered
+
+    for session in out.iterdir():  # what they record, a seal can scope
+        assert_covered(session)
 
 
 def test_the_default_simulation_on_a_cpu_is_refused_with_an_estimate(tmp_path, cli):
