@@ -4,6 +4,7 @@ drifts, on a fake clock."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -462,6 +463,65 @@ def test_sustained_blocks_run_abba_settle_first_and_pair_by_cycle():
     assert "Student-t" in s["comparisons"]["h15-sat"]["paired"]["method"]
     assert s["kernels"]["A0"]["energy_per_forward_mj"] == pytest.approx(700.0)
     assert s["quantity"] == "sustained"
+
+
+class PreparedFakeWorker(FakeWorker):
+    """A FakeWorker that a whole session can run on: it answers prepare with a smoke record and can be closed."""
+
+    def request(self, op, on_stream=None, **fields):
+        if op == "prepare":
+            return {"result": {"rel_error_vs_fp32": 0.0, "slot": 0}}
+        return super().request(op, on_stream, **fields)
+
+    def close(self):
+        pass
+
+
+def test_a_sustained_sessions_board_readings_are_its_measured_windows_alone(tmp_path):
+    """The settle windows are streamed and written with the rest, but the summary's board readings (SM clock,
+    power, power-capped windows) are those of the measured windows: a block settling on the ramp from idle has
+    higher clocks and windows not yet capped, which are not what the kernel ran at."""
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions, run_shape
+
+    clock = FakeClock()
+    board = FakeBoard(clock, ramp_s=1.0)
+    ws = {label: PreparedFakeWorker(board, label, variant, ms, role)
+          for label, variant, ms, role in [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 1.05, "variant")]}
+    proto = SustainedProtocol(calls=20, cycles=2, measure_s=0.5, settle_min_s=0.5, settle_max_s=10.0)
+    shape = Shape(seq=128, heads=1, head_dim=64)
+    opts = LatencyOptions(shapes=(shape,), variant="A1", backend="sim", protocol=proto, out_dir=tmp_path, null=False)
+    session = run_shape(opts, shape, ws, {}, Quiet(), clock=clock)
+    windows = [json.loads(line) for line in (session.path / "windows.jsonl").read_text().splitlines()]
+    assert {w["phase"] for w in windows} == {"settle", "measure"}
+    summary = json.loads((session.path / "summary.json").read_text())
+    for label in ("A0", "A1"):
+        measured = [w for w in windows if w["label"] == label and w["phase"] == "measure"]
+        settling = [w for w in windows if w["label"] == label and w["phase"] == "settle"]
+        assert any(w["gpu_throttled"] for w in settling)  # the later blocks settle at the cap too
+        k = summary["kernels"][label]
+        assert k["throttled_windows"] == sum(w["gpu_throttled"] for w in measured)
+        assert k["sm_clock_mhz_median"] == pytest.approx(float(np.median([w["gpu_sm_clock_mhz"] for w in measured])))
+
+
+def test_an_interleaved_session_stops_only_when_the_null_is_narrow_too(tmp_path):
+    """The A/A null is gated with the variants: a run that stopped on the variant's interval alone could report a
+    null too wide to say anything about the speed-up's scatter. The stop's record names both."""
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions, run_shape
+
+    clock = FakeClock()
+    board = FakeBoard(clock, ramp_s=0.5, noise=0.002)
+    ws = {label: PreparedFakeWorker(board, label, variant, ms, role) for label, variant, ms, role in
+          [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 1.05, "variant"), ("A0'", "A0", 1.0, "null")]}
+    proto = InterleavedProtocol(calls=20, min_pairs=20, max_pairs=400, budget_s=60, check_every=5, target_pp=0.5,
+                                warmup_min_s=0.5, warmup_max_s=2.0)
+    shape = Shape(seq=128, heads=1, head_dim=64)
+    opts = LatencyOptions(shapes=(shape,), variant="A1", backend="sim", protocol=proto, out_dir=tmp_path, null=True)
+    session = run_shape(opts, shape, ws, {}, Quiet(), clock=clock)
+    (stop,) = json.loads((session.path / "summary.json").read_text())["run"]["rounds"]
+    assert set(stop["half_width_pp_at_stop"]) == {"A1", "A0'"}
+    assert stop["stop_reason"].startswith("target reached")
 
 
 # --- protocols as data --------------------------------------------------------------------------------------------
