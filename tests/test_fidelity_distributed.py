@@ -54,6 +54,30 @@ def test_one_process_group_is_the_identity_and_opens_nothing():
     assert g.backend is None and not dist.is_initialized()
 
 
+class _TwoRanksOneReadingAnotherCorpus(distributed.Group):
+    """Rank 0 of two, whose peer's corpus tokenized to another stream: its all_gather hands back both members, the
+    peer's with another token signature. Only the collective stands in; the check that reads it is the engine's."""
+
+    def __init__(self):  # no process group is opened: there is no peer to meet
+        self.ranks, self.backend = distributed.Ranks(rank=0, world=2, local_rank=0), None
+
+    def all_gather(self, obj) -> list:
+        return [obj, {**obj, "rank": 1, "token_signature": "another stream"}]
+
+
+def test_ranks_that_tokenized_the_corpus_differently_are_refused_before_any_block():
+    """Two ranks with different token streams would score different blocks under one block id, and the gathered
+    NLLs would mix them: the run stops in one sentence before a session is opened."""
+    from types import SimpleNamespace
+
+    from softbench.core.errors import MeasurementError
+    from softbench.fidelity.engine import _run
+
+    prep = SimpleNamespace(run={"token_signature": "this stream"})
+    with pytest.raises(MeasurementError, match="the ranks tokenized the corpus differently"):
+        _run(None, [], prep, None, None, "cpu", _TwoRanksOneReadingAnotherCorpus())
+
+
 def test_gpus_starts_torchrun_without_gpus_and_with_nvls_off():
     args = ["--model", "m", "--gpus", "2", "--max-blocks", "4", "--gpus=3"]
     argv = launch.torchrun_argv(2, "fidelity", args)
