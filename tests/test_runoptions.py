@@ -40,8 +40,8 @@ def test_the_shared_fields_are_keyword_only():
 
 def test_trace_records_its_options_in_their_order():
     d = TraceOptions(shapes=(Shape(),), out_dir=Path("out"), backend_options={"tile": 64}).to_dict()
-    assert list(d) == ["shapes", "variants", "backend", "warmup", "calls", "seed", "settle", "nsys", "out_dir",
-                       "keep_bytes", "timeout_s", "backend_options", "command_line"]
+    assert list(d) == ["shapes", "variants", "backend", "warmup", "calls", "window_s", "seed", "settle", "nsys",
+                       "out_dir", "keep_bytes", "timeout_s", "backend_options", "command_line"]
     assert d["out_dir"] == "out" and d["backend_options"] == {"tile": 64}
 
 

@@ -54,8 +54,9 @@ RECORDED: dict[str, frozenset[str]] = {c: frozenset(_COMMON + extra) for c, extr
                "settle_min_s", "settle_max_s"),
     "trace": ("baseline", "calls", "keep_bytes", "nsys", "out_dir", "points", "seed", "shapes", "source", "table",
               "timeout_s", "tool", "variants", "warmup",
-              # the rule each process settled by before its traced calls (None: --no-settle)
-              "settle"),
+              # the rule each process settled by before its traced calls (None: --no-settle), and the timed
+              # window's length where --calls did not give its count
+              "settle", "window_s"),
     "audit": ("calls", "dependency_depth", "errors", "evidence", "kernel", "kernel_regex", "launch_skip",
               "local_bytes", "ncu", "ncu_metrics", "ncu_notes", "per_element", "per_element_by_family",
               "per_element_dynamic", "per_element_dynamic_notes", "per_element_elements_static",

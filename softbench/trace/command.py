@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from softbench.core.options import (SEED, WARMUP_CALLS, CommandGroup, backend_option, check_triton_config, nonempty,
-                                    shape_options, shapes_from, triton_config_option, variant_names)
+from softbench.core.options import (SECONDS, SEED, WARMUP_CALLS, CommandGroup, backend_option, check_triton_config,
+                                    nonempty, shape_options, shapes_from, triton_config_option, variant_names)
 from softbench.core.protocol import MAX_WINDOW_CALLS
 
 
@@ -25,8 +25,12 @@ def command():
                 "read exports with `trace ingest`)")
 @click.option("--variants", default="A0,A1", show_default=True, help="comma-separated; the first is the baseline")
 @click.option("--warmup", type=WARMUP_CALLS, default=50, show_default=True, help="untimed calls per process")
-@click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=200, show_default=True,
-              help="timed calls per process")
+@click.option("--calls", type=click.IntRange(1, MAX_WINDOW_CALLS), default=None,
+              help="timed calls per process [default: as many as fill --window-s, at least 200]")
+@click.option("--window-s", type=SECONDS, default=2.0, show_default=True,
+              help="the timed window's length when --calls is not given, sized by the warm-up's time per call: "
+                   "long enough to average over a power controller's swings (windows of 0.1 s moved by up to 16% "
+                   "between their halves on an H100)")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--settle/--no-settle", default=True, show_default=True,
               help="before its traced calls each process runs until the board's power and SM clock level off (2-15 "
@@ -35,8 +39,8 @@ def command():
 @click.option("--no-nsys", is_flag=True, help="use torch.profiler even where Nsight Systems exists")
 @triton_config_option()
 @click.option("--out", "out_dir", default="sessions", show_default=True, type=click.Path(file_okay=False))
-def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, seed, settle, no_nsys,
-        triton_config, out_dir):
+def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants, warmup, calls, window_s, seed, settle,
+        no_nsys, triton_config, out_dir):
     """Each variant and length in its own process under `nsys profile --trace=cuda`; kernel medians and host
     call latency side by side.
 
@@ -71,7 +75,8 @@ def run(dtype, seqs, causal, batch, heads, kv_heads, head_dim, backend, variants
         err.print("Nsight Systems not found (PATH, /opt/nvidia/nsight-systems/*/bin, /opt/nvidia/nsight-compute/*/host/"
                   "target-linux-x64, /usr/local/cuda/bin)" if not no_nsys else "--no-nsys given",
                   "; kernel durations come from torch.profiler (CUPTI)")
-    opts = TraceOptions(shapes=shapes, variants=names, backend=backend, warmup=warmup, calls=calls, seed=seed,
+    opts = TraceOptions(shapes=shapes, variants=names, backend=backend, warmup=warmup, calls=calls,
+                        window_s=window_s, seed=seed,
                         nsys=nsys, out_dir=Path(out_dir), backend_options=dict(triton_config),
                         settle=SettleRule().to_dict() if settle else None,
                         command_line="softbench " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

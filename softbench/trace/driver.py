@@ -6,8 +6,9 @@
 Steps: load the variant, fixed-seed inputs, one call that compiles, then, inside a CUDA profiler range (which
 `nsys --capture-range=cudaProfilerApi` records): with --settle, chunks of calls until the board's power and SM
 clock level off (softbench.runtime.settle), so the timed calls run at this kernel's own equilibrium under the power
-cap instead of inside the ramp from idle; `warmup` calls; and `calls` timed calls between two CUDA events. The
-host call latency (event time / calls) goes to DIR/latency.json. With --torch-profiler, a further `calls` calls
+cap instead of inside the ramp from idle; `warmup` calls, timed; and `calls` timed calls between two CUDA events
+(by default as many as fill --window-s at the warm-up's time per call). The host call latency (event time /
+calls) goes to DIR/latency.json. With --torch-profiler, a further `calls` calls
 run under torch.profiler (CUPTI) and their kernels go to DIR/torch_trace.json: the fallback when Nsight Systems
 is missing. Library output goes to stderr; stdout stays quiet."""
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -27,7 +29,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variant", required=True)
     ap.add_argument("--shape", required=True, help="Shape as JSON")
     ap.add_argument("--warmup", type=int, default=50)
-    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=None, help="timed calls (default: as many as fill --window-s)")
+    ap.add_argument("--window-s", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--torch-profiler", action="store_true")
@@ -67,22 +70,21 @@ def main(argv=None) -> int:
         # the board to cool, and a kernel settled before that pause was traced speeding up and slowing again
         # (an H100, 2026-12-07: +8% to +13% between the halves of the timed calls)
         settled = _settle(forward, timer, nvml, json.loads(args.settle)) if args.settle is not None else None
-        for _ in range(args.warmup):
-            forward()
-        timer.sync()
-        window_ms = timer.window_ms(forward, args.calls)
+        warmup_ms = timer.window_ms(forward, args.warmup) if args.warmup else None
+        calls, sized_by = window_calls(args.calls, args.window_s, warmup_ms, args.warmup)
+        window_ms = timer.window_ms(forward, calls)
         if cuda:
             torch.cuda.profiler.stop()
         reading = nvml.read().to_dict() if nvml else {}
         profiled = None
         if args.torch_profiler:
-            profiled = _torch_profile(forward, timer, args.calls, out / "torch_trace.json", cuda)
+            profiled = _torch_profile(forward, timer, calls, out / "torch_trace.json", cuda)
     record = {
         "backend": args.backend, "variant": args.variant, "shape": shape.to_dict(), "pid": os.getpid(),
         "device": {"kind": backend.device.kind, "name": backend.device.name, "arch": backend.device.arch},
         "info": info, "load_s": load_s, "compile_s": compile_s,
-        "warmup": args.warmup, "calls": args.calls, "window_ms": window_ms,
-        "call_latency_us": window_ms / args.calls * 1e3,
+        "warmup": args.warmup, "calls": calls, "calls_sized_by": sized_by, "window_ms": window_ms,
+        "call_latency_us": window_ms / calls * 1e3,
         "settle": settled, "settle_calls": (settled or {}).get("calls", 0),
         "gpu_after_window": {k: v for k, v in reading.items() if k != "time_s"},
         "profiler_range": "cudaProfilerStart/Stop around the warm-up and timed calls" if cuda else None,
@@ -90,6 +92,24 @@ def main(argv=None) -> int:
     }
     (out / "latency.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     return 0
+
+
+MIN_WINDOW_CALLS = 200  # the paper's traces time 200 calls; a sized window is never shorter
+
+
+def window_calls(calls: int | None, window_s: float, warmup_ms: float | None, warmup: int) -> tuple[int, str]:
+    """How many timed calls, and why: the number given, else as many as fill `window_s` at the warm-up's time per
+    call (at least MIN_WINDOW_CALLS, at most MAX_WINDOW_CALLS). A power controller swings the clock within a tenth
+    of a second, so a window of 200 calls at 8K mixes clocks (an H100, 2026-12-07); one of seconds averages them."""
+    from softbench.core.protocol import MAX_WINDOW_CALLS
+
+    if calls is not None:
+        return calls, "given"
+    if not warmup_ms or warmup_ms <= 0:
+        return MIN_WINDOW_CALLS, "no warm-up to time: the minimum"
+    per_call_ms = warmup_ms / warmup
+    n = min(MAX_WINDOW_CALLS, max(MIN_WINDOW_CALLS, math.ceil(window_s * 1e3 / per_call_ms)))
+    return n, f"{window_s:g} s at the warm-up's {per_call_ms:.4g} ms per call"
 
 
 SETTLE_CHUNK = 20  # calls between readings: 8 ms at FP8 8K, well under the rule's span of a second

@@ -71,7 +71,8 @@ class TraceOptions(RunOptions):
     variants: tuple[str, ...] = ("A0", "A1")
     backend: str = "fa4"
     warmup: int = 50
-    calls: int = 200
+    calls: int | None = None  # None: as many as fill window_s (trace.driver.window_calls)
+    window_s: float = 2.0
     seed: int = 0
     nsys: str | None = None  # None: torch.profiler fallback
     keep_bytes: int = KEEP_BYTES
@@ -85,14 +86,14 @@ class TraceOptions(RunOptions):
             raise UsageError("no lengths to trace")
         if not self.variants:
             raise UsageError("no variants to trace")
-        if self.calls < 1 or self.warmup < 0:
-            raise UsageError("calls must be positive and warm-up non-negative")
+        if (self.calls is not None and self.calls < 1) or self.warmup < 0 or not self.window_s > 0:
+            raise UsageError("calls and the window's length must be positive and warm-up non-negative")
 
     def to_dict(self) -> dict:
         """Every field, as protocol.yaml records them, in the order the sessions list them (asdict would put
         RunOptions' fields first)."""
         return {"shapes": [s.to_dict() for s in self.shapes], "variants": self.variants, "backend": self.backend,
-                "warmup": self.warmup, "calls": self.calls, "seed": self.seed, "settle": self.settle, "nsys": self.nsys,
+                "warmup": self.warmup, "calls": self.calls, "window_s": self.window_s, "seed": self.seed, "settle": self.settle, "nsys": self.nsys,
                 "out_dir": str(self.out_dir), "keep_bytes": self.keep_bytes, "timeout_s": self.timeout_s,
                 "backend_options": self.backend_options, "command_line": self.command_line}
 
@@ -149,8 +150,10 @@ def run_point(opts: TraceOptions, shape: Shape, variant: str, pdir: Path) -> dic
     pdir.mkdir(parents=True, exist_ok=True)
     log = pdir / "driver.log"
     driver = [sys.executable, "-m", "softbench.trace.driver", "--backend", opts.backend, "--variant", variant,
-              "--shape", json.dumps(shape.to_dict()), "--warmup", str(opts.warmup), "--calls", str(opts.calls),
+              "--shape", json.dumps(shape.to_dict()), "--warmup", str(opts.warmup), "--window-s", str(opts.window_s),
               "--seed", str(opts.seed), "--out", str(pdir), "--backend-options", json.dumps(opts.backend_options)]
+    if opts.calls is not None:
+        driver += ["--calls", str(opts.calls)]
     if opts.settle is not None:
         driver += ["--settle", json.dumps(opts.settle)]
     notes: list[str] = []
@@ -193,14 +196,15 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
     k = table.dominant()
     kernel_us = k.median_ns / 1e3
     # nsys traces the whole profiler range: the settle step's calls, the warm-up and the timed calls, in that order
-    expected = latency.get("settle_calls", 0) + opts.warmup + opts.calls if source == "nsys" else opts.calls
+    calls = latency["calls"]  # the driver's count: sized to the window unless --calls gave it
+    expected = latency.get("settle_calls", 0) + opts.warmup + calls if source == "nsys" else calls
     timed_us = halves = None
     if detail is not None:
         dk = detail.dominant()
         if dk.name != k.name and source == "nsys":
             notes.append(f"the SQLite export's largest kernel ({dk.name[:60]}) differs from the CSV's ({k.name[:60]})")
         if len(dk.durations_ns) == expected:
-            timed = [d / 1e3 for d in dk.durations_ns[-opts.calls:]]  # the timed calls come last
+            timed = [d / 1e3 for d in dk.durations_ns[-calls:]]  # the timed calls come last
             if source == "nsys":
                 timed_us = float(np.median(timed))
             halves = halves_drift(timed)
@@ -222,12 +226,13 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
         "kernel_name": k.name, "kernel_instances": k.instances, "kernels_in_trace": len(table.rows),
         "kernel_median_us": kernel_us,
         "kernel_median_scope": ("all traced calls (settle, warm-up and timed)" if source == "nsys"
-                                else f"{opts.calls} profiled calls after the timed window"),
+                                else f"{calls} profiled calls after the timed window"),
         "kernel_median_timed_us": timed_us,
         # the timed calls' first and second halves (medians, us): a change beyond CLOCK_DRIFT_PCT is noted
         "kernel_timed_halves_us": halves,
         "kernel_share_of_gpu_time_pct": k.time_pct,
-        "call_latency_us": call_us, "warmup": latency["warmup"], "calls": latency["calls"],
+        "call_latency_us": call_us, "warmup": latency["warmup"], "calls": calls,
+        "calls_sized_by": latency.get("calls_sized_by"),
         "non_kernel_pct": non_kernel_pct(kernel_us, call_us),
         "settle": latency.get("settle"),
         "gpu_after_window": latency.get("gpu_after_window"), "compile_s": latency.get("compile_s"),
@@ -255,7 +260,7 @@ def _finish(session: Session, opts: TraceOptions, points: list[dict], tool: dict
     summary = {
         "command": "trace", "backend": opts.backend, "source": tool["source"], "tool": tool,
         "variants": list(opts.variants), "baseline": opts.variants[0], "warmup": opts.warmup, "calls": opts.calls,
-        "settle": opts.settle,
+        "window_s": opts.window_s, "settle": opts.settle,
         "shapes": [s.to_dict() for s in opts.shapes], "points": points,
         "table": b4_rows(points, opts.variants[0]), "complete": complete, "finished_utc": utc_iso(),
     }

@@ -62,6 +62,14 @@ def _settle_words(rule: dict | None) -> str:
             "then ")
 
 
+def _timed_words(summary: dict) -> str:
+    if summary.get("calls") is not None:
+        return f"{summary['calls']} timed calls"
+    counts = sorted({p["calls"] for p in summary.get("points", []) if p.get("calls")})
+    each = f" ({', '.join(str(c) for c in counts)})" if counts else ""
+    return f"as many timed calls as fill {summary.get('window_s'):g} s{each}"
+
+
 def _settled(verdict: dict | None) -> str:
     """A point's settle step in a few characters: how long, and whether it ended by the rule or by the limit."""
     if not verdict:
@@ -101,7 +109,7 @@ def trace_markdown(summary: dict, title: str) -> str:
         f"- backend `{summary.get('backend')}`; variants {', '.join(summary.get('variants', []))} "
         f"(baseline {summary.get('baseline')}); each variant and length in its own process",
         f"- per process: {_settle_words(summary.get('settle'))}{summary.get('warmup')} warm-up + "
-        f"{summary.get('calls')} timed calls; call latency = CUDA-event time over the timed calls / calls",
+        f"{_timed_words(summary)}; call latency = CUDA-event time over the timed calls / calls",
         "",
         "## Table B4 form",
         "",
