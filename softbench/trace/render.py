@@ -30,7 +30,7 @@ def quantity(summary: dict) -> str:
                 f"the time limit). {unsettled}")
     settled = ("Each variant runs in its own process, one after the other, traced after the board's power and SM "
                "clock settled under that kernel's load: the speed-ups compare each kernel at its own equilibrium "
-               "under the power cap, over one short window each, and carry no A/A null. `softbench latency` "
+               "under the power cap, over one window each, and carry no A/A null. `softbench latency` "
                "measures both quantities with their null.")
     # a power controller can still swing the clock by several percent within a window of a tenth of a second
     moved = [p for p in points if abs(((p.get("kernel_timed_halves_us") or {}).get("change_pct") or 0.0))
