@@ -212,7 +212,7 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
                 notes.append(f"the attention kernel's median moved by {halves['change_pct']:+.1f}% from the first "
                              f"half of the timed calls to the second ({halves['first_half']:.3f} us, then "
                              f"{halves['second_half']:.3f} us): the clock moved inside the window, so this point's "
-                             "medians mix clocks; a window of a couple of seconds (--calls) averages over the power "
+                             "medians mix clocks; a longer window (--window-s) averages over the power "
                              "controller's swings, and `softbench latency` compares kernels at equal clock")
         elif source == "nsys":
             notes.append(f"{len(dk.durations_ns)} instances of the attention kernel, expected {expected}: "
