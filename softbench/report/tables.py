@@ -199,7 +199,8 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
                          f"{fmt(k.get(base), '.1f')} / {fmt(k.get(var), '.1f')}",
                          f"{fmt(c.get(base), '.1f')} / {fmt(c.get(var), '.1f')}",
                          fmt(p.get("kernel_only_speedup_pct"), "+.1f"),
-                         fmt(p.get("kernel_only_speedup_timed_pct"), "+.1f"), fmt(p.get("call_latency_speedup_pct"), "+.1f"),
+                         fmt(p.get("kernel_only_speedup_timed_pct"), "+.1f"),
+                         fmt(p.get("call_latency_speedup_pct"), "+.1f"),
                          f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}"])
     # a trace's processes run one after another from an idle board: neither at equal clock nor sustained (its
     # summary says so, and names a point whose clock moved inside its window)

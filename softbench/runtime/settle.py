@@ -1,6 +1,6 @@
 """When has the board settled? A pure rule over (time, power, SM clock) readings, used by the interleaved
 protocol's warm-up (the mix of kernels), the sustained protocol's blocks (one kernel's own equilibrium under the
-power cap) and energy's loops.
+power cap), energy's loops and each traced process.
 
 On a power-capped GPU the controller moves the SM clock over about a second after the load changes (the H200's
 700 W cap: idle to cap in about 1 s, then an overshoot). A fixed warm-up in calls is 0.3 s at FP8 8K, so it ends
@@ -11,6 +11,7 @@ least `min_s` has passed. Without readings (a CPU, or NVML missing) the warm-up 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -93,3 +94,14 @@ class Settler:
         if elapsed >= r.max_s:
             return SettleVerdict(True, "time limit", elapsed, p_now, c_now, dp, dc)
         return SettleVerdict(False, "", elapsed, p_now, c_now, dp, dc)
+
+
+def run_until_settled(rule: SettleRule, step: Callable[[], tuple], start_s: float) -> SettleVerdict:
+    """Run `step` (one unit of work, returning its reading's time, power and SM clock) until `rule` says the
+    readings settled or its time limit passed; `start_s` is when the load began, on the readings' clock."""
+    settler = Settler(rule, start_s)
+    while True:
+        settler.add(*step())
+        verdict = settler.verdict()
+        if verdict.done:
+            return verdict

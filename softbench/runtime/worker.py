@@ -170,14 +170,9 @@ class WorkerState:
     def _settle(self, rule: dict, step: Callable[[], tuple]):
         """Run `step` (one unit of work returning its time, power and SM clock) until the readings settle by
         softbench.runtime.settle's rule; the verdict says when and why."""
-        from softbench.runtime.settle import SettleRule, Settler
+        from softbench.runtime.settle import SettleRule, run_until_settled
 
-        settler = Settler(SettleRule(**rule), time.monotonic())
-        while True:
-            settler.add(*step())
-            verdict = settler.verdict()
-            if verdict.done:
-                return verdict
+        return run_until_settled(SettleRule(**rule), step, time.monotonic())
 
     def block(self, req: dict, emit: Callable[[dict], None]) -> dict:
         """One block of the sustained protocol: windows back to back until this kernel's own power and clock

@@ -8,9 +8,9 @@ Steps: load the variant, fixed-seed inputs, one call that compiles, then, inside
 clock level off (softbench.runtime.settle), so the timed calls run at this kernel's own equilibrium under the power
 cap instead of inside the ramp from idle; `warmup` calls, timed; and `calls` timed calls between two CUDA events
 (by default as many as fill --window-s at the warm-up's time per call). The host call latency (event time /
-calls) goes to DIR/latency.json. With --torch-profiler, a further `calls` calls
-run under torch.profiler (CUPTI) and their kernels go to DIR/torch_trace.json: the fallback when Nsight Systems
-is missing. Library output goes to stderr; stdout stays quiet."""
+calls) goes to DIR/latency.json. With --torch-profiler, a further `calls` calls run under torch.profiler (CUPTI)
+and their kernels go to DIR/torch_trace.json: the fallback when Nsight Systems is missing. Library output goes to
+stderr; stdout stays quiet."""
 
 from __future__ import annotations
 
@@ -118,22 +118,24 @@ SETTLE_CHUNK = 20  # calls between readings: 8 ms at FP8 8K, well under the rule
 def _settle(forward, timer, nvml, rule: dict) -> dict:
     """Chunks of calls until the readings settle; the verdict as a dict. No board to read (a CPU, or NVML missing)
     means nothing to settle: said so, and no calls spent."""
-    from softbench.runtime.settle import SettleRule, Settler
+    from softbench.runtime.settle import SettleRule, run_until_settled
 
     if nvml is None:
         return {"settled": False, "reason": "no NVML readings: not settled"}
-    settler = Settler(SettleRule(**rule), nvml.read().time_s)  # the readings' own clock from the start
     calls = 0
-    while True:
+
+    def chunk() -> tuple:
+        nonlocal calls
         for _ in range(SETTLE_CHUNK):
             forward()
         timer.sync()
         calls += SETTLE_CHUNK
         r = nvml.read()
-        settler.add(r.time_s, r.power_w, r.sm_clock_mhz)
-        verdict = settler.verdict()
-        if verdict.done:
-            return {**verdict.to_dict(), "calls": calls}
+        return r.time_s, r.power_w, r.sm_clock_mhz
+
+    # the readings' own clock from the start
+    verdict = run_until_settled(SettleRule(**rule), chunk, nvml.read().time_s)
+    return {**verdict.to_dict(), "calls": calls}
 
 
 def _torch_profile(forward, timer, calls: int, dest: Path, cuda: bool) -> int:

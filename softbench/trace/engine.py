@@ -93,7 +93,8 @@ class TraceOptions(RunOptions):
         """Every field, as protocol.yaml records them, in the order the sessions list them (asdict would put
         RunOptions' fields first)."""
         return {"shapes": [s.to_dict() for s in self.shapes], "variants": self.variants, "backend": self.backend,
-                "warmup": self.warmup, "calls": self.calls, "window_s": self.window_s, "seed": self.seed, "settle": self.settle, "nsys": self.nsys,
+                "warmup": self.warmup, "calls": self.calls, "window_s": self.window_s, "seed": self.seed,
+                "settle": self.settle, "nsys": self.nsys,
                 "out_dir": str(self.out_dir), "keep_bytes": self.keep_bytes, "timeout_s": self.timeout_s,
                 "backend_options": self.backend_options, "command_line": self.command_line}
 

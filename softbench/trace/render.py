@@ -58,8 +58,8 @@ def _settle_words(rule: dict | None) -> str:
     if not rule:
         return ""
     return (f"calls until power moved by at most {100 * rule['power_rel']:g}% and the SM clock by at most "
-            f"{rule['clock_mhz']:g} MHz between two {rule['span_s']:g} s spans ({rule['min_s']:g}-{rule['max_s']:g} s), "
-            "then ")
+            f"{rule['clock_mhz']:g} MHz between two {rule['span_s']:g} s spans "
+            f"({rule['min_s']:g}-{rule['max_s']:g} s), then ")
 
 
 def _timed_words(summary: dict) -> str:
@@ -76,7 +76,8 @@ def _settled(verdict: dict | None) -> str:
         return "-"
     if "elapsed_s" not in verdict:
         return "no readings"
-    return f"{verdict['elapsed_s']:.1f} s" + ("" if verdict.get("reason") == "settled" else f" ({verdict.get('reason')})")
+    ended_by = "" if verdict.get("reason") == "settled" else f" ({verdict.get('reason')})"
+    return f"{verdict['elapsed_s']:.1f} s{ended_by}"
 
 
 def point_rows(summary: dict) -> list[list[str]]:
@@ -124,9 +125,9 @@ def trace_markdown(summary: dict, title: str) -> str:
         "",
         "Kernel = the kernel with the largest total time in the trace, median duration over all traced calls "
         "(nsys: every call inside the CUDA profiler range, the settle step's where it ran, the warm-up and the timed "
-        "calls; torch.profiler: a separate pass after the "
-        "timed window); kernel-only (timed) takes the timed calls' medians alone (nsys). Speed-up = 100 (base / variant - 1). Non-kernel % = 100 - 100 kernel / call latency; launch "
-        "and host work overlap the kernel, so it is not an additive time budget.",
+        "calls; torch.profiler: a separate pass after the timed window); kernel-only (timed) takes the timed calls' "
+        "medians alone (nsys). Speed-up = 100 (base / variant - 1). Non-kernel % = 100 - 100 kernel / call latency; "
+        "launch and host work overlap the kernel, so it is not an additive time budget.",
         "",
     ]
     return "\n".join(lines)

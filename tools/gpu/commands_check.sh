@@ -18,12 +18,11 @@ PAYLOAD=
 LEASE=commands-check  # apart from other scripts' steps in the same lease (lease_step.sh)
 nvidia-smi --query-gpu=name,uuid --format=csv,noheader
 . tools/gpu/lease_step.sh
-# energy's loops outlast sbt's 150 s limit; a kernel that hangs is caught by the 300 s here
-sbl() { local t0=$SECONDS; timeout 300 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
 case "$STEP" in
+# energy's loops outlast sbt's 150 s limit; a kernel that hangs is caught by 300 s
 1) sb env --record
-   sbl energy --seconds 45
-   sbl energy --backend triton --dtype fp8 --seq 8192 --causal --order A0,h15-folded,h15-folded,A0 --seconds 20
+   sb_within 300 energy --seconds 45
+   sb_within 300 energy --backend triton --dtype fp8 --seq 8192 --causal --order A0,h15-folded,h15-folded,A0 --seconds 20
    sbt trace run --backend triton --dtype fp8 --seq 8192 --causal --variants A0,h15-folded
    sbt trace run --seq 8192
    sbt sweep variants --backend triton --dtype fp8 --seq 8192 --causal --variants A1,h15-folded,noexp \

@@ -15,9 +15,10 @@ DIR=/tmp/sb/${LEASE:+$LEASE-}step$STEP
 mkdir -p "$DIR"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 sb() { local t0=$SECONDS; python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
-# the same under a 150 s limit, for steps whose kernel might deadlock (a new schedule or hand-over), which would
-# otherwise hold the call to its limit
-sbt() { local t0=$SECONDS; timeout 150 python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+# the same under a limit in seconds (the first argument), for steps whose kernel might deadlock (a new schedule or
+# hand-over), which would otherwise hold the call to its limit; sbt: under 150 s, which most runs fit
+sb_within() { local limit=$1 t0=$SECONDS; shift; timeout "$limit" python3 -m softbench "$@" --out "$DIR" 2>&1 | grep -v "━"; echo "wall $((SECONDS - t0)) s: softbench $*"; }
+sbt() { sb_within 150 "$@"; }
 # what every latency run of issue 15's leases names: equal clock with the A/A null and FA3 in the same run, and
 # each dtype's Rowmax-H15 form (h15-folded at FP8, h15-sat at BF16)
 against_fa3=(--backend triton --null --reference fa3 --start-order shuffled)
