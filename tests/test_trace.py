@@ -228,6 +228,20 @@ def test_the_settle_steps_calls_are_traced_before_the_warm_up_and_the_timed_call
                           "attention kernel ran 250 times in the trace, expected 350"]
 
 
+def test_the_median_over_all_traced_calls_names_the_phases_that_ran():
+    """The scope of the all-calls median says what the profiler range held: settle calls only where settling ran
+    (not under --no-settle, nor where NVML could not read the board), the warm-up only where it had calls."""
+    from softbench.trace.driver import traced_phases
+
+    assert _traced_point([450_000.0] * 350, settle_calls=100)["kernel_median_scope"] == \
+        "all traced calls (settle, warm-up and timed calls)"
+    assert _traced_point([450_000.0] * 250)["kernel_median_scope"] == "all traced calls (warm-up and timed calls)"
+    assert _traced_point([450_000.0] * 200, warmup=0)["kernel_median_scope"] == "all traced calls (timed calls)"
+    assert traced_phases(40, 0) == "settle and timed calls"
+    torch_pass = _traced_point([450_000.0] * 20, warmup=5, calls=20, source="torch.profiler")
+    assert torch_pass["kernel_median_scope"] == "20 profiled calls after the timed window"
+
+
 def test_a_torch_profiler_pass_is_checked_for_a_moving_clock_too():
     """torch.profiler's separate pass of `calls` calls has no warm-up inside it: all its calls are the ones split."""
     p = _traced_point([300_000.0] * 10 + [330_000.0] * 10, warmup=5, calls=20, source="torch.profiler")

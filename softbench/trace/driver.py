@@ -87,11 +87,19 @@ def main(argv=None) -> int:
         "call_latency_us": window_ms / calls * 1e3,
         "settle": settled, "settle_calls": (settled or {}).get("calls", 0),
         "gpu_after_window": {k: v for k, v in reading.items() if k != "time_s"},
-        "profiler_range": "cudaProfilerStart/Stop around the warm-up and timed calls" if cuda else None,
+        "profiler_range": (f"cudaProfilerStart/Stop around the {traced_phases((settled or {}).get('calls', 0), args.warmup)}"
+                           if cuda else None),
         "torch_profiler_calls": profiled,
     }
     (out / "latency.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     return 0
+
+
+def traced_phases(settle_calls: int, warmup: int) -> str:
+    """The calls inside the profiler range, by phase: settling only where it ran calls (--no-settle, or no board to
+    read, runs none), the warm-up only where it has calls; the timed window always."""
+    phases = [name for name, n in (("settle", settle_calls), ("warm-up", warmup)) if n]
+    return ", ".join(phases) + (" and timed calls" if phases else "timed calls")
 
 
 MIN_WINDOW_CALLS = 200  # the paper's traces time 200 calls; a sized window is never shorter

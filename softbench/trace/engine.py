@@ -23,6 +23,7 @@ import numpy as np
 from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
 from softbench.core.runoptions import RunOptions
+from softbench.trace.driver import traced_phases
 from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
 from softbench.trace.summary import CLOCK_DRIFT_PCT, b4_rows, halves_drift, non_kernel_pct
 from softbench.core.session import Session
@@ -226,7 +227,8 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
         "variant": variant, "source": source, "table_source": table.source,
         "kernel_name": k.name, "kernel_instances": k.instances, "kernels_in_trace": len(table.rows),
         "kernel_median_us": kernel_us,
-        "kernel_median_scope": ("all traced calls (settle, warm-up and timed)" if source == "nsys"
+        "kernel_median_scope": (f"all traced calls ({traced_phases(latency.get('settle_calls', 0), opts.warmup)})"
+                                if source == "nsys"
                                 else f"{calls} profiled calls after the timed window"),
         "kernel_median_timed_us": timed_us,
         # the timed calls' first and second halves (medians, us): a change beyond CLOCK_DRIFT_PCT is noted
