@@ -242,6 +242,36 @@ def test_the_median_over_all_traced_calls_names_the_phases_that_ran():
     assert torch_pass["kernel_median_scope"] == "20 profiled calls after the timed window"
 
 
+def test_a_second_kernel_per_call_is_named_beside_the_kernel_only_speed_up():
+    """h15-folded's calls launch the key-norm kernel before the forward; the kernel-only columns time the forward
+    alone, so the point names the other kernel and its share. The CSV is the one an H100 recorded
+    (20261207T110153Z): _key_norm_max at 2.3% of h15-folded's GPU time, nothing beside A0's forward."""
+    from softbench.trace.engine import other_kernels
+
+    points = Path(__file__).resolve().parents[1] / "sessions" / \
+        "20261207T110153Z-trace-fp8-causal-8K-triton-A0-h15-folded" / "points"
+    folded = ti.read_kern_sum_csv(points / "fp8-8K-causal-b1h16d128-h15-folded" / "kern_cuda_gpu_kern_sum.csv")
+    assert [(n, round(p, 1)) for n, p in other_kernels(folded, folded.dominant())] == [("_key_norm_max", 2.3)]
+    a0 = ti.read_kern_sum_csv(points / "fp8-8K-causal-b1h16d128-A0" / "kern_cuda_gpu_kern_sum.csv")
+    assert other_kernels(a0, a0.dominant()) == []
+
+    tiny = ti.KernelRow(name="memset", instances=250, total_ns=250 * 400.0, median_ns=400.0)
+    attn = ti.KernelRow(name="attn", instances=250, total_ns=250 * 450_000.0, median_ns=450_000.0)
+    assert other_kernels(ti.KernelTable(source="nsys", path="-", rows=[attn, tiny]), attn) == []  # under 0.5%
+
+    row = ti.KernelRow(name="attn", instances=250, total_ns=250 * 450_000.0, median_ns=450_000.0,
+                       durations_ns=[450_000.0] * 250)
+    norms = ti.KernelRow(name="_key_norm_max", instances=250, total_ns=250 * 9_000.0, median_ns=9_000.0)
+    from softbench.core.shapes import Shape
+    from softbench.trace.engine import TraceOptions, _point_record
+    opts = TraceOptions(shapes=(Shape(seq=8192),), warmup=50, calls=200, nsys="nsys")
+    table = ti.KernelTable(source="nsys", path="stand-in", rows=[row, norms])
+    p = _point_record(opts, opts.shapes[0], "h15-folded", "nsys", table, table,
+                      {"call_latency_us": 470.0, "warmup": 50, "calls": 200}, [])
+    [note] = p["notes"]
+    assert note.startswith("besides the attention kernel, h15-folded's calls ran _key_norm_max (2.0%)")
+
+
 def test_a_torch_profiler_pass_is_checked_for_a_moving_clock_too():
     """torch.profiler's separate pass of `calls` calls has no warm-up inside it: all its calls are the ones split."""
     p = _traced_point([300_000.0] * 10 + [330_000.0] * 10, warmup=5, calls=20, source="torch.profiler")
@@ -345,7 +375,9 @@ def test_trace_engine_end_to_end_with_a_stand_in_nsys(stand_in_trace):
     assert a0["kernel_median_us"] == pytest.approx(1.001) and a1["kernel_median_us"] == pytest.approx(0.801)
     # the timed calls are the last five of eight: durations 1000 + (i % 3) for i = 3..7 -> median 1001
     assert a0["kernel_median_timed_us"] == pytest.approx(1.001)
-    assert a0["notes"] == []
+    # the stand-in's "fill" kernel, 80 ns against the forward's 8,008 ns, is named beside the kernel-only figures
+    assert a0["notes"] == ["besides the attention kernel, A0's calls ran fill (1.0%) of the trace's GPU time: the "
+                           "kernel-only columns leave that out, the call latency includes it"]
     for p in (a0, a1):
         assert p["call_latency_us"] > 0  # the driver's own timing of the sim on the CPU
         assert p["non_kernel_pct"] == pytest.approx(100 - 100 * p["kernel_median_us"] / p["call_latency_us"])
