@@ -249,7 +249,23 @@ def test_trace_report(tmp_path):
     assert tab.rows[0][9] == "+7.7"  # call latency: 100 * (140 / 130 - 1)
     assert tab.rows[0][4] == "A0 vs h15-sat"  # which two kernels each row compares
     assert tab.rows[0][5:7] == ["100.0 / 90.0", "140.0 / 130.0"]  # each kernel's own durations, by its name
+    assert tab.rows[0][11:] == ["- / -", "- / -"]  # a session without point records has no checks to show
     assert [u[0] for u in rep.unknown] == ["t-empty"]
+
+
+def test_a_trace_row_shows_each_windows_clock_and_the_kernels_beside_the_attention_kernel():
+    """Read from sessions an H100 recorded on 2026-12-07: without settling, h15-folded's median moved +4.6% between
+    the halves of its timed calls (A0's +0.2%); its key-norm kernel took 2.4% of its GPU time, none beside A0's
+    forward. A session from before the halves check shows '-' there, and FA4's A0 and A1 run one kernel each."""
+    from softbench.predictions.sessions import load_session
+    from softbench.report.tables import trace_table
+
+    committed = Path(__file__).resolve().parents[1] / "sessions"
+    (row,) = trace_table([load_session(committed / "20261207T110313Z-trace-fp8-causal-8K-triton-A0-h15-folded")]).rows
+    assert row[4] == "A0 vs h15-folded" and row[11:] == ["+0.2 / +4.6", "0.0 / 2.4"]
+    fa4 = Path(__file__).resolve().parent / "data" / "sessions" / "20261130T121826Z-trace-bf16-causal-4K-8K-16K-fa4-A0-A1"
+    rows = trace_table([load_session(fa4)]).rows
+    assert [r[11:] for r in rows] == [["- / -", "0.0 / 0.0"]] * 3
 
 
 def test_speedup_bars_name_each_session_and_carry_its_interval():

@@ -128,6 +128,14 @@ def fidelity_reference(summary: dict) -> str:
     return {"sim": EXACT, "row": EXACT, "kernel": KERNEL_STOCK}.get(str(summary.get("path")), "?")
 
 
+def traced_point(rec: SessionRecord, seq: int, causal, variant: str) -> dict:
+    """The point record of one variant at one length in a trace session; empty where the session has none."""
+    for p in rec.summary.get("points") or []:
+        if isinstance(p, dict) and (p.get("seq"), bool(p.get("causal")), p.get("variant")) == (seq, bool(causal), variant):
+            return p
+    return {}
+
+
 def trace_points(rec: SessionRecord) -> list[dict]:
     return sorted((p for p in rec.summary.get("table") or [] if isinstance(p.get("seq"), int)),
                   key=lambda p: (bool(p.get("causal")) is False, p["seq"]))

@@ -13,11 +13,12 @@ from softbench.latency.exactness import exactness_warning, recorded_exactness
 from softbench.predictions.sessions import SessionRecord
 from softbench.report.nulls import NOT_MEASURED, null_absent, session_null
 from softbench.report.records import (fidelity_conditions, fidelity_reference, first_variant, loop_entries, marked_name,
-                                      mask_label, trace_points)
+                                      mask_label, trace_points, traced_point)
 from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
 from softbench.report.speedups import PAPER, QUANTITY_NAMES, session_quantity
+from softbench.trace.summary import kernels_beside
 
 
 @dataclass
@@ -201,13 +202,28 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
                          fmt(p.get("kernel_only_speedup_pct"), "+.1f"),
                          fmt(p.get("kernel_only_speedup_timed_pct"), "+.1f"),
                          fmt(p.get("call_latency_speedup_pct"), "+.1f"),
-                         f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}"])
+                         f"{fmt(nk.get(base), '.1f')} / {fmt(nk.get(var), '.1f')}",
+                         *_trace_point_checks(r, p, base, var)])
     # a trace's processes run one after another from an idle board: neither at equal clock nor sustained (its
     # summary says so, and names a point whose clock moved inside its window)
     return TableData("trace sessions (kernel duration against call latency; one process after another, no null)",
                      ["session", "source", "seq", "mask", "comparison", "kernel us", "call us", "kernel-only %",
-                      "timed only %", "call %", "non-kernel %"], rows,
+                      "timed only %", "call %", "non-kernel %", "halves moved %", "other kernels %"], rows,
                      narrow=("session", "seq", "mask", "comparison", "kernel-only %", "call %"))
+
+
+def _trace_point_checks(rec: SessionRecord, row: dict, base: str, var: str) -> list[str]:
+    """Two checks of a B4 row's points, baseline / variant: how far each kernel's median moved between the halves of
+    its timed calls (a clock that moved inside the window; '-' where the session predates the check), and the
+    share of GPU time taken by kernels beside the attention kernel, which the kernel-only columns leave out."""
+    pts = [traced_point(rec, row["seq"], row.get("causal"), name) for name in (base, var)]
+    moved = [fmt((p.get("kernel_timed_halves_us") or {}).get("change_pct"), "+.1f") for p in pts]
+    beside = []
+    for p in pts:
+        kernels = [(k.get("name"), k.get("total_ns") or 0.0) for k in p.get("kernels") or [] if isinstance(k, dict)]
+        shares = kernels_beside(kernels, p.get("kernel_name")) if kernels else None
+        beside.append("-" if shares is None else fmt(sum(pct for _, pct in shares), ".1f"))
+    return [" / ".join(moved), " / ".join(beside)]
 
 
 def speed_fidelity_table(sf: SpeedFidelity) -> TableData:

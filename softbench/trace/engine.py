@@ -24,8 +24,8 @@ from softbench.core.envinfo import collect_env
 from softbench.core.errors import MeasurementError, UsageError
 from softbench.core.runoptions import RunOptions
 from softbench.trace.driver import traced_phases
-from softbench.trace.ingest import KernelRow, KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
-from softbench.trace.summary import CLOCK_DRIFT_PCT, b4_rows, halves_drift, non_kernel_pct
+from softbench.trace.ingest import KernelTable, read_chrome_trace, read_kern_sum_csv, read_kernels_sqlite
+from softbench.trace.summary import CLOCK_DRIFT_PCT, b4_rows, halves_drift, kernels_beside, non_kernel_pct
 from softbench.core.session import Session
 from softbench.core.shapes import Shape, mask_tag, seq_label
 from softbench.core.utc import utc_iso
@@ -221,7 +221,7 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
                          "no timed-calls-only median")
     if k.instances != expected:
         notes.append(f"attention kernel ran {k.instances} times in the trace, expected {expected}")
-    others = other_kernels(table, k)
+    others = kernels_beside([(r.name, r.total_ns) for r in table.rows], k.name)
     if others:
         names = ", ".join(f"{name[:40]} ({pct:.1f}%)" for name, pct in others)
         notes.append(f"besides the attention kernel, {variant}'s calls ran {names} of the trace's GPU time: the "
@@ -248,20 +248,6 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
         "kernels": [r.to_dict() for r in table.by_total()[:10]],
         "notes": notes,
     }
-
-
-OTHER_KERNEL_NOTE_PCT = 0.5  # a kernel beside the attention kernel at this share of GPU time or more is named
-
-
-def other_kernels(table: KernelTable, attention: KernelRow) -> list[tuple[str, float]]:
-    """The kernels other than the attention kernel whose share of the trace's GPU time is at least
-    OTHER_KERNEL_NOTE_PCT, largest first: a form that launches a second kernel per call (the key norms of the
-    proof-carrying Rowmax-H15 forms, 2-3% of GPU time at 8K) is faster by the attention kernel alone than per call."""
-    total = sum(r.total_ns for r in table.rows)
-    if total <= 0:
-        return []
-    shares = [(r.name, 100.0 * r.total_ns / total) for r in table.by_total() if r.name != attention.name]
-    return [(name, pct) for name, pct in shares if pct >= OTHER_KERNEL_NOTE_PCT]
 
 
 def _keep_small(pdir: Path, limit: int, notes: list[str]) -> list[str]:

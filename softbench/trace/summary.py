@@ -18,6 +18,22 @@ from softbench.core.stats import change_pct, speedup_pct
 CLOCK_DRIFT_PCT = 2.0
 
 
+# a kernel beside the attention kernel at this share of a trace's GPU time or more is named: a form that launches a
+# second kernel per call (the key norms of the proof-carrying Rowmax-H15 forms, 2-3% of GPU time at 8K on an H100)
+# is faster by its attention kernel alone than per call
+OTHER_KERNEL_NOTE_PCT = 0.5
+
+
+def kernels_beside(kernels: list[tuple[str, float]], attention: str) -> list[tuple[str, float]]:
+    """Of a trace's kernels as (name, total time), those other than `attention` whose share of the total is at least
+    OTHER_KERNEL_NOTE_PCT, as (name, share %), largest first."""
+    total = sum(t for _, t in kernels)
+    if total <= 0:
+        return []
+    shares = sorted(((name, 100.0 * t / total) for name, t in kernels if name != attention), key=lambda x: -x[1])
+    return [(name, pct) for name, pct in shares if pct >= OTHER_KERNEL_NOTE_PCT]
+
+
 def non_kernel_pct(kernel_us: float, call_latency_us: float) -> float:
     if call_latency_us <= 0:
         raise ValueError("call latency must be positive")
