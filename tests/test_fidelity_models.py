@@ -197,3 +197,35 @@ def test_a_name_the_hub_refuses_is_bad_input_and_a_download_this_machine_cannot_
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline, the same answer from the Hub is never asked for
     offline = hub.load_error("model org/m", _hub_error("RepositoryNotFoundError", 404), "a local folder")
     assert type(offline) is UnsupportedError and "no request was made" in str(offline)
+
+
+def test_the_hubs_retry_warnings_stay_off_the_console_while_a_load_runs():
+    """huggingface_hub logs a warning for each request it retries, eleven lines before softbench's one sentence on a
+    machine that cannot resolve the Hub's name. While a load runs they are not logged; after it, or after a failed
+    one, the library's verbosity is what it was."""
+    import logging
+
+    hub_logging = pytest.importorskip("huggingface_hub.utils.logging")
+    from softbench.fidelity import hub
+
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    http = hub_logging.get_logger("huggingface_hub.utils._http")  # the logger of its retries (http_backoff)
+    http.addHandler(handler)
+    outside = hub_logging.get_verbosity()
+    hub_logging.set_verbosity_warning()  # the library's default, where its retries reach the console
+    before = hub_logging.get_verbosity()
+    try:
+        with hub.retries_unlogged():
+            http.warning("'[Errno -2] Name or service not known' thrown while requesting HEAD https://hub.example/x")
+            http.error("an error still reaches the console")
+        assert seen == ["an error still reaches the console"]
+        assert hub_logging.get_verbosity() == before
+        with pytest.raises(OSError), hub.retries_unlogged():
+            raise OSError("the load failed")
+        http.warning("a warning after the load")
+        assert seen[-1] == "a warning after the load" and hub_logging.get_verbosity() == before
+    finally:
+        http.removeHandler(handler)
+        hub_logging.set_verbosity(outside)

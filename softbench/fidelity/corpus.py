@@ -130,7 +130,8 @@ def hub_dataset_text(repo: str, config: str | None, split: str, name: str | None
     label = "/".join(filter(None, [repo, config, split]))
     datasets = _datasets(f"--corpus {name or HUB_PREFIX + label}")
     try:
-        ds = datasets.load_dataset(repo, config, split=split)
+        with hub.retries_unlogged():
+            ds = datasets.load_dataset(repo, config, split=split)
     except Exception as e:  # datasets raises many types for "not cached", "offline" and "no such data set"
         raise hub.load_error(f"data set {label}", e, LOCAL_HINT) from None
     return CorpusText(name or label, label, _column_text(ds, label))

@@ -15,6 +15,7 @@ the same command runs on a connected one."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from softbench.core.errors import SoftbenchError, UnsupportedError, UsageError
 
@@ -35,6 +36,21 @@ def is_offline() -> bool:
 
 def endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
+
+
+@contextmanager
+def retries_unlogged():
+    """While a load from the Hub runs, huggingface_hub logs no warnings: it logs one line for each request it retries
+    and each pause before the next (eleven lines for a machine that cannot resolve the Hub's name), and a failed
+    load ends in softbench's own sentence, which says what the Hub answered. Its verbosity is restored after."""
+    from huggingface_hub.utils import logging as hub_logging
+
+    before = hub_logging.get_verbosity()
+    hub_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hub_logging.set_verbosity(before)
 
 
 def load_kwargs() -> dict:

