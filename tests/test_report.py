@@ -250,6 +250,11 @@ def test_trace_report(tmp_path):
     assert tab.rows[0][4] == "A0 vs h15-sat"  # which two kernels each row compares
     assert tab.rows[0][5:7] == ["100.0 / 90.0", "140.0 / 130.0"]  # each kernel's own durations, by its name
     assert tab.rows[0][11:] == ["- / -", "- / -"]  # a session without point records has no checks to show
+    # what the two pairs of columns mean, under the table in report.md
+    md = rep.markdown_path.read_text()
+    table_end = md.index("| t-trace |", md.index("## trace sessions"))
+    caption = md[table_end:].split("\n\n")[1]
+    assert caption.startswith("A cell of two figures reads baseline / variant.") and "beyond 2% the clock moved" in caption
     assert [u[0] for u in rep.unknown] == ["t-empty"]
 
 

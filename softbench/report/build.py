@@ -66,6 +66,7 @@ def _markdown(report: Report, by_kind: dict[str, list[SessionRecord]]) -> str:
              "partial sessions are marked (partial) and drawn with hollow markers or hatching.", ""]
     for t in report.tables:
         lines += [f"## {t.title}", ""] + md_table(t.columns, t.rows, bar="\\|")
+        lines += ["", t.caption] if t.caption else []
         lines.append("")
     for title, body in report.sections:
         lines += [f"## {title}", ""] + body + [""]

@@ -18,7 +18,7 @@ from softbench.report.reestimate import EstimateAgainst, against_reference
 from softbench.report.speed_figure import against_name, configuration, point_name
 from softbench.report.speed_fidelity import SpeedFidelity
 from softbench.report.speedups import PAPER, QUANTITY_NAMES, session_quantity
-from softbench.trace.summary import kernels_beside
+from softbench.trace.summary import CLOCK_DRIFT_PCT, kernels_beside
 
 
 @dataclass
@@ -29,6 +29,8 @@ class TableData:
     # the columns that carry the result: all that a console too narrow for the whole table shows
     # (softbench.report.console_view); report.md always has every column
     narrow: tuple[str, ...] = ()
+    # what the columns mean where a heading cannot say it: a paragraph under the table in report.md
+    caption: str = ""
 
 
 def _latency_estimate(estimate, ci) -> str:
@@ -209,7 +211,17 @@ def trace_table(recs: list[SessionRecord]) -> TableData:
     return TableData("trace sessions (kernel duration against call latency; one process after another, no null)",
                      ["session", "source", "seq", "mask", "comparison", "kernel us", "call us", "kernel-only %",
                       "timed only %", "call %", "non-kernel %", "halves moved %", "other kernels %"], rows,
-                     narrow=("session", "seq", "mask", "comparison", "kernel-only %", "call %"))
+                     narrow=("session", "seq", "mask", "comparison", "kernel-only %", "call %"),
+                     caption=TRACE_CAPTION)
+
+
+TRACE_CAPTION = (
+    "A cell of two figures reads baseline / variant. Kernel-only % compares the attention kernel's median over all "
+    "traced calls, timed only % over the timed calls alone, call % the host's time per call. Halves moved % is how "
+    "far each kernel's median moved from the first half of its timed calls to the second: beyond "
+    f"{CLOCK_DRIFT_PCT:g}% the clock moved inside the window ('-': recorded before the check). Other kernels % is "
+    "the share of each process's GPU time taken by kernels beside the attention kernel (such as the key norms of "
+    "the proof-carrying forms), which the kernel-only columns leave out and the call latency includes.")
 
 
 def _trace_point_checks(rec: SessionRecord, row: dict, base: str, var: str) -> list[str]:
