@@ -307,6 +307,11 @@ CASES = [
     # windows (core.protocol.MAX_WINDOW_CALLS bounds every protocol's calls, and --calls of latency, sweep, trace)
     case("latency-calls-huge", "latency", *SIM, "--seq", "128", "--calls", "1000000000", says="'--calls'"),
     case("trace-calls-huge", "trace", "run", "--calls", "1000000000", says="'--calls'"),
+    # trace's window options are refused as options, before the device is looked for (exit 2, not 3 on a CPU)
+    case("trace-calls-zero", "trace", "run", "--calls", "0", says="'--calls': 0 is not in the range"),
+    case("trace-window-zero", "trace", "run", "--window-s", "0", says="'--window-s'"),
+    case("trace-window-nan", "trace", "run", "--window-s", "nan", says="'--window-s': 'nan' is not a finite number"),
+    case("trace-warmup-negative", "trace", "run", "--warmup", "-1", says="'--warmup': -1 is not in the range"),
     case("latency-protocol-calls-huge", "latency", "--backend", "sim", "--protocol", "protocol-calls-huge.yaml",
          says="calls must be at most 100,000 calls per window"),
     case("latency-protocol-warmup-null", "latency", "--backend", "sim", "--protocol", "protocol-warmup-null.yaml",

@@ -615,3 +615,88 @@ def test_a_failed_run_keeps_a_partial_session_with_the_reason(tmp_path):
     assert info.value.partial_session == str(path)
     status = Session.open(path).status()
     assert status["state"] == "partial" and (path / "windows.jsonl").exists() and (path / "env.json").exists()
+
+
+def _spans(rule, before, now, step=0.25):
+    """A Settler fed readings every `step` s: (power, clock) `before` over (0, 1] s, then `now` over (1, 2] s."""
+    s = Settler(rule, 0.0)
+    for i in range(1, int(2 / step) + 1):
+        t = i * step
+        s.add(t, *(before if t <= 1.0 else now))
+    return s.verdict()
+
+
+def test_the_rule_settles_at_exactly_its_minimum_time_and_its_limits():
+    """'At most' 2% and 15 MHz, 'at least' min_s: power 102 -> 100 W (2 / 100 = 2%) and the clock 1,515 -> 1,500
+    MHz between two 1 s spans settle at 2 s with min_s 2 s; 2.5% or 15.5 MHz more do not."""
+    rule = SettleRule(min_s=2.0, max_s=15.0, span_s=1.0, power_rel=0.02, clock_mhz=15.0)
+    v = _spans(rule, (102.0, 1515.0), (100.0, 1500.0))
+    assert v.reason == "settled" and v.elapsed_s == 2.0
+    assert (v.power_w, v.sm_clock_mhz, v.power_change_rel, v.clock_change_mhz) == (100.0, 1500.0, 0.02, 15.0)
+    assert not _spans(rule, (102.5, 1500.0), (100.0, 1500.0)).done
+    assert not _spans(rule, (100.0, 1515.5), (100.0, 1500.0)).done
+
+
+def test_power_or_the_clock_falling_is_not_settled():
+    """A change either way counts, and both readings must hold still: power falling back from an overshoot (800 ->
+    690 W) with a steady clock, or the clock falling (1,600 -> 1,500 MHz) at steady power, is still moving."""
+    rule = SettleRule(min_s=2.0, max_s=15.0)
+    v = _spans(rule, (800.0, 1500.0), (690.0, 1500.0))
+    assert not v.done and v.power_change_rel == pytest.approx(110 / 690)
+    v = _spans(rule, (690.0, 1600.0), (690.0, 1500.0))
+    assert not v.done and v.clock_change_mhz == pytest.approx(100.0)
+    assert _spans(rule, (690.0, 1500.0), (690.0, 1500.0)).reason == "settled"
+
+
+def test_at_the_time_limit_without_two_spans_the_verdict_reports_the_latest_reading():
+    """Readings 0.6 s apart, limit 1.2 s: at the limit the earlier span (-0.8, 0.2] holds none, so no change is
+    computed and the verdict carries the last reading (the board as the timed calls find it)."""
+    s = Settler(SettleRule(min_s=0.0, max_s=1.2, span_s=1.0), 0.0)
+    s.add(0.6, 400.0, 1800.0)
+    s.add(1.2, 690.0, 1480.0)
+    v = s.verdict()
+    assert v.reason == "time limit" and (v.power_w, v.sm_clock_mhz) == (690.0, 1480.0)
+    assert v.power_change_rel is None and v.clock_change_mhz is None
+
+
+def test_a_reading_without_power_or_without_a_clock_is_no_reading():
+    """NVML may give the clock and not the power (or the reverse): such a reading advances the time only."""
+    s = Settler(SettleRule(min_s=1.0, max_s=5.0), 0.0)
+    s.add(0.5, None, 1500.0)
+    s.add(1.0, 690.0, None)
+    assert s.verdict().reason == "no readings: fixed warm-up" and s.t == []
+
+
+def test_a_settle_rules_bounds_and_its_defaults():
+    """The default is the rule the trace's help and its recorded sessions state: 2-15 s, 1 s spans, power within
+    2%, SM clock within 15 MHz. A zero minimum is a rule (no wait); a minimum past the maximum, or a span or
+    tolerance of zero, is not."""
+    import yaml
+    from pathlib import Path
+
+    recorded = Path(__file__).resolve().parents[1] / "sessions" / \
+        "20261207T110153Z-trace-fp8-causal-8K-triton-A0-h15-folded" / "protocol.yaml"
+    assert SettleRule() == SettleRule(**yaml.safe_load(recorded.read_text())["settle"])
+    assert SettleRule() == SettleRule(min_s=2.0, max_s=15.0, span_s=1.0, power_rel=0.02, clock_mhz=15.0)
+    assert SettleRule(min_s=0.0, max_s=0.0).max_s == 0.0
+    for bad in ({"min_s": -1.0}, {"min_s": 3.0, "max_s": 2.0}, {"span_s": 0.0}, {"power_rel": 0.0},
+                {"clock_mhz": 0.0}, {"power_rel": -0.02}):
+        with pytest.raises(ValueError, match="settle"):
+            SettleRule(**bad)
+
+
+def test_each_span_is_half_open_and_needs_two_readings():
+    """The spans end at the latest reading, (t - 2 span, t - span] and (t - span, t]: a reading at exactly t - 2 span
+    (here the load's first, at 0 s, before the power rose) is in neither, so at 2 s both spans hold four readings at
+    the cap and the board has settled. One reading a span is no mean to compare: not settled."""
+    s = Settler(SettleRule(min_s=2.0, max_s=15.0, span_s=1.0), 0.0)
+    s.add(0.0, 400.0, 1800.0)
+    for i in range(1, 9):
+        s.add(0.25 * i, 690.0, 1480.0)
+    v = s.verdict()
+    assert v.reason == "settled" and v.elapsed_s == 2.0 and v.power_change_rel == 0.0
+    s = Settler(SettleRule(min_s=1.0, max_s=15.0, span_s=1.0), 0.0)
+    s.add(0.5, 690.0, 1480.0)
+    s.add(1.5, 690.0, 1480.0)
+    v = s.verdict()
+    assert not v.done and v.power_change_rel is None

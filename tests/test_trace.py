@@ -242,20 +242,25 @@ def test_the_median_over_all_traced_calls_names_the_phases_that_ran():
     assert torch_pass["kernel_median_scope"] == "20 profiled calls after the timed window"
 
 
+def _beside(table, attention):
+    """The kernels a traced point names beside its attention kernel, from an ingested table (as the engine asks)."""
+    from softbench.trace.summary import kernels_beside
+
+    return kernels_beside([(r.name, r.total_ns) for r in table.rows], attention.name)
+
+
 def test_a_second_kernel_per_call_is_named_beside_the_kernel_only_speed_up():
     """h15-folded's calls launch the key-norm kernel before the forward; the kernel-only columns time the forward
     alone, so the point names the other kernel and its share. The CSV is the one an H100 recorded
     (20261207T110153Z): _key_norm_max at 2.3% of h15-folded's GPU time, nothing beside A0's forward."""
     from softbench.trace.summary import kernels_beside
 
-    def beside(table):
-        return kernels_beside([(r.name, r.total_ns) for r in table.rows], table.dominant().name)
-
     points = Path(__file__).resolve().parents[1] / "sessions" / \
         "20261207T110153Z-trace-fp8-causal-8K-triton-A0-h15-folded" / "points"
     folded = ti.read_kern_sum_csv(points / "fp8-8K-causal-b1h16d128-h15-folded" / "kern_cuda_gpu_kern_sum.csv")
-    assert [(n, round(p, 1)) for n, p in beside(folded)] == [("_key_norm_max", 2.3)]
-    assert beside(ti.read_kern_sum_csv(points / "fp8-8K-causal-b1h16d128-A0" / "kern_cuda_gpu_kern_sum.csv")) == []
+    assert [(n, round(p, 1)) for n, p in _beside(folded, folded.dominant())] == [("_key_norm_max", 2.3)]
+    a0 = ti.read_kern_sum_csv(points / "fp8-8K-causal-b1h16d128-A0" / "kern_cuda_gpu_kern_sum.csv")
+    assert _beside(a0, a0.dominant()) == []
     # 400 ns beside 450 us per call is under the 0.5% floor; two kernels come largest first
     assert kernels_beside([("attn", 450_000.0), ("memset", 400.0)], "attn") == []
     assert kernels_beside([("a", 90.0), ("n", 4.0), ("m", 6.0)], "a") == [("m", 6.0), ("n", 4.0)]
@@ -272,6 +277,15 @@ def test_a_second_kernel_per_call_is_named_beside_the_kernel_only_speed_up():
                       {"call_latency_us": 470.0, "warmup": 50, "calls": 200}, [])
     [note] = p["notes"]
     assert note.startswith("besides the attention kernel, h15-folded's calls ran _key_norm_max (2.0%)")
+
+
+def test_a_first_half_of_zero_duration_gives_no_percent_and_no_crash():
+    """The readers keep kernels of no duration, so the first half's median can be 0 ns; the change between the halves
+    then has no percent (None, not a division), and the point is recorded without a clock note instead of failing
+    (a mutation check found `abs(None)` here)."""
+    p = _traced_point([0.0] * 10 + [1000.0] * 10, warmup=5, calls=20, source="torch.profiler")
+    assert p["kernel_timed_halves_us"] == {"first_half": 0.0, "second_half": 1.0, "change_pct": None}
+    assert not any("moved by" in n for n in p["notes"])
 
 
 def test_a_torch_profiler_pass_is_checked_for_a_moving_clock_too():
@@ -414,6 +428,8 @@ def test_driver_times_calls_and_writes_a_torch_profiler_trace(tmp_path):
     assert rec["variant"] == "A1" and rec["calls"] == 3 and rec["warmup"] == 2
     assert rec["call_latency_us"] == pytest.approx(rec["window_ms"] / 3 * 1e3)
     assert rec["torch_profiler_calls"] == 3
+    # no --settle: no settle step, so no settle calls among the traced ones (and no profiler range on the CPU)
+    assert rec["settle"] is None and rec["settle_calls"] == 0 and rec["profiler_range"] is None
     assert ti.read_chrome_trace(tmp_path / "torch_trace.json").rows == []
 
 
@@ -500,6 +516,8 @@ def test_the_timed_window_is_sized_by_the_warm_ups_time_per_call():
     assert window_calls(None, 86400.0, 22.5, 50)[0] == MAX_WINDOW_CALLS
     assert window_calls(7, 2.0, 22.5, 50) == (7, "given")
     assert window_calls(None, 2.0, None, 0) == (200, "no warm-up to time: the minimum")
+    # a warm-up too fast for the timer to see gives no pace to size by: the minimum, not a division by zero
+    assert window_calls(None, 2.0, 0.0, 50) == (200, "no warm-up to time: the minimum")
 
 
 def test_the_driver_sizes_its_window_when_no_count_is_given(tmp_path):
@@ -673,3 +691,230 @@ def test_a_chrome_kernel_of_negative_duration_is_refused(tmp_path):
                                                                   "dur": -0.5}]}))
     with pytest.raises(UsageError, match="kernel event 'k' has a negative duration -0.5"):
         ti.read_chrome_trace(tmp_path / "t.json")
+
+
+# --- pinned by hand mutation testing (trace and settle rules at their edges) ----------------------------------
+RECORDED_GLUON = Path(__file__).resolve().parents[1] / "sessions" / \
+    "20261207T110153Z-trace-fp8-causal-8K-triton-A0-h15-folded"
+
+
+def test_a_kernel_that_sped_up_inside_its_window_is_named_too():
+    """The clock can rise inside the window as well as fall (Nsight's pause at the capture's start lets the board
+    cool): the last 200 of 250 calls are 80 at 452 us then 120 at 400 us, so the first half's median is 452 us and
+    the second's 400 us, a change of 100 (400 / 452 - 1) = -11.5%, beyond 2% either way."""
+    p = _traced_point([452_000.0] * 130 + [400_000.0] * 120)
+    halves = p["kernel_timed_halves_us"]
+    assert (halves["first_half"], halves["second_half"]) == (pytest.approx(452.0), pytest.approx(400.0))
+    [note] = p["notes"]
+    assert "-11.5%" in note and "equal clock" in note
+
+
+def test_more_kernel_instances_than_calls_are_noted():
+    """Instances beyond settle + warm-up + timed calls (calls the driver did not count) leave the timed calls
+    unknown: no timed-only median, and the count is named, as for too few."""
+    p = _traced_point([450_000.0] * 300)
+    assert p["kernel_median_timed_us"] is None and p["kernel_timed_halves_us"] is None
+    assert p["notes"] == ["300 instances of the attention kernel, expected 250: no timed-calls-only median",
+                          "attention kernel ran 300 times in the trace, expected 250"]
+
+
+def test_a_torch_profiler_pass_of_the_wrong_length_names_only_the_count():
+    """torch.profiler never gives a timed-calls-only median, so a pass of 19 kernels for 20 calls says only that
+    the count differs, not that a timed-only median is missing."""
+    p = _traced_point([300_000.0] * 19, warmup=5, calls=20, source="torch.profiler")
+    assert p["kernel_timed_halves_us"] is None
+    assert p["notes"] == ["attention kernel ran 19 times in the trace, expected 20"]
+
+
+def test_the_non_kernel_share_reads_the_median_over_all_calls():
+    """non_kernel_pct pairs the all-calls median (Table B4's kernel column) with the call latency, not the timed
+    calls' median: here 400 us over all 250 calls (130 of them at 400 us), 452 us over the timed ones, 460 us a
+    call."""
+    p = _traced_point([400_000.0] * 130 + [452_000.0] * 120)
+    assert p["kernel_median_us"] == pytest.approx(400.0) and p["kernel_median_timed_us"] == pytest.approx(452.0)
+    assert p["non_kernel_pct"] == pytest.approx(100 - 100 * 400 / 460)
+
+
+def test_a_recorded_settled_point_expects_its_settle_warm_up_and_timed_calls():
+    """The H100's points of 20261207T110153Z, from their own CSV and latency.json: A0 traced 9,180 settle + 50
+    warm-up + 6,551 timed = 15,781 kernels, exactly the CSV's instances, so no count note; the h15-folded form's
+    key norms (2.3% of its GPU time) are named. Without the SQLite export there is no timed-only median."""
+    from softbench.core.shapes import Shape
+    from softbench.trace.engine import TraceOptions, _point_record
+
+    for variant, other_notes in (("A0", []), ("h15-folded", ["_key_norm_max (2.3%)"])):
+        pdir = RECORDED_GLUON / "points" / f"fp8-8K-causal-b1h16d128-{variant}"
+        latency = json.loads((pdir / "latency.json").read_text())
+        table = ti.read_kern_sum_csv(pdir / "kern_cuda_gpu_kern_sum.csv")
+        shape = Shape(**latency["shape"])
+        opts = TraceOptions(shapes=(shape,), variants=("A0", "h15-folded"), backend="triton", warmup=50, nsys="nsys")
+        assert table.dominant().instances == latency["settle_calls"] + 50 + latency["calls"]
+        p = _point_record(opts, shape, variant, "nsys", table, None, latency, [])
+        assert len(p["notes"]) == len(other_notes)
+        for note, named in zip(p["notes"], other_notes):
+            assert note.startswith(f"besides the attention kernel, {variant}'s calls ran {named}")
+        assert p["kernel_median_timed_us"] is None
+        assert p["kernel_median_scope"] == "all traced calls (settle, warm-up and timed calls)"
+        assert p["non_kernel_pct"] == pytest.approx(100 - 100 * p["kernel_median_us"] / latency["call_latency_us"])
+
+
+def test_a_kernel_at_exactly_the_note_share_is_named_and_one_below_is_not():
+    """OTHER_KERNEL_NOTE_PCT is 'at this share or more': 1,000 ns of 200,000 is 0.5% (named), 1,000 of 250,000 is
+    0.4% (not); every other kernel at or above it is named, largest first."""
+    from softbench.core.shapes import Shape
+    from softbench.trace.engine import TraceOptions, _point_record
+
+    attn = ti.KernelRow(name="attn", instances=1, total_ns=199_000.0, median_ns=199_000.0)
+    other = ti.KernelRow(name="norms", instances=1, total_ns=1_000.0, median_ns=1_000.0)
+    assert _beside(ti.KernelTable("nsys", "-", [attn, other]), attn) == [("norms", 0.5)]
+    attn = ti.KernelRow(name="attn", instances=1, total_ns=249_000.0, median_ns=249_000.0)
+    assert _beside(ti.KernelTable("nsys", "-", [attn, other]), attn) == []
+    fill = ti.KernelRow(name="fill", instances=1, total_ns=3_000.0, median_ns=3_000.0)
+    table = ti.KernelTable("nsys", "-", [attn, other, fill])  # 253,000 ns in all
+    assert [n for n, _ in _beside(table, attn)] == ["fill"]  # 1.19%; norms 0.395%
+    big = ti.KernelRow(name="norms", instances=1, total_ns=5_000.0, median_ns=5_000.0)
+    row = ti.KernelRow(name="attn", instances=250, total_ns=190_000.0, median_ns=760.0, durations_ns=[760.0] * 250)
+    table = ti.KernelTable("nsys", "-", [row, big, fill])  # 198,000 ns: norms 2.5%, fill 1.5%
+    opts = TraceOptions(shapes=(Shape(seq=8192),), warmup=50, calls=200, nsys="nsys")
+    p = _point_record(opts, opts.shapes[0], "A1", "nsys", table, table,
+                      {"call_latency_us": 800.0, "warmup": 50, "calls": 200}, [])
+    [note] = p["notes"]
+    assert "ran norms (2.5%), fill (1.5%) of the trace's GPU time" in note
+
+
+def test_a_trace_of_kernels_that_took_no_time_names_no_other_kernel(tmp_path):
+    """A Chrome trace whose kernels all last 0 us has no GPU time to share out: no other kernel, no division."""
+    events = [{"cat": "kernel", "name": n, "ts": ts, "dur": 0} for n, ts in (("a", 1), ("b", 2), ("a", 3))]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    t = ti.read_chrome_trace(tmp_path / "t.json")
+    assert _beside(t, t.dominant()) == []
+
+
+def test_the_halves_of_four_calls_and_an_odd_middle_call():
+    """Four durations are enough for two halves of two; with five, the middle call is in neither half (the second
+    half is the last two: 20 and 30, median 25, not 30 with the middle 50 in it)."""
+    d = halves_drift([10.0, 10.0, 20.0, 20.0])
+    assert (d["first_half"], d["second_half"], d["change_pct"]) == (10.0, 20.0, 100.0)
+    d = halves_drift([10.0, 10.0, 50.0, 20.0, 30.0])
+    assert (d["first_half"], d["second_half"]) == (10.0, 25.0)
+
+
+def test_b4_rows_give_no_timed_speed_up_where_one_side_lacks_its_timed_median():
+    """The timed column needs both kernels' timed-only medians (the SQLite export of one may be missing)."""
+    base = {"seq": 8192, "causal": True, "variant": "A0", "kernel_median_us": 200.0, "call_latency_us": 202.0,
+            "kernel_median_timed_us": 199.0}
+    var = {"seq": 8192, "causal": True, "variant": "A1", "kernel_median_us": 160.0, "call_latency_us": 170.0,
+           "kernel_median_timed_us": None}
+    (row,) = b4_rows([base, var], "A0")
+    assert row["kernel_only_speedup_pct"] == pytest.approx(25.0) and row["kernel_only_speedup_timed_pct"] is None
+    (row,) = b4_rows([{**base, "kernel_median_timed_us": None}, {**var, "kernel_median_timed_us": 159.2}], "A0")
+    assert row["kernel_only_speedup_timed_pct"] is None
+
+
+def test_trace_options_refuse_no_calls_a_negative_warm_up_and_an_empty_window():
+    from softbench.core.shapes import Shape
+    from softbench.trace.engine import TraceOptions
+
+    shapes = (Shape(seq=8192),)
+    for bad in ({"calls": 0}, {"warmup": -1}, {"window_s": 0.0}, {"window_s": -2.0}, {"window_s": float("nan")},
+                {"window_s": float("inf")}):
+        with pytest.raises(UsageError, match="must be positive"):
+            TraceOptions(shapes=shapes, **bad)
+    assert TraceOptions(shapes=shapes, calls=1, warmup=0, window_s=0.001).calls == 1
+
+
+def test_trace_options_record_the_settle_rule_that_runs():
+    """An empty rule is the default rule (what the driver runs), filled in so the session records and describes it;
+    a partial one keeps its own values beside the defaults; an unknown key or impossible bounds are refused."""
+    from softbench.core.shapes import Shape
+    from softbench.runtime.settle import SettleRule
+    from softbench.trace.engine import TraceOptions
+
+    shapes = (Shape(seq=8192),)
+    assert TraceOptions(shapes=shapes, settle={}).settle == SettleRule().to_dict()
+    assert TraceOptions(shapes=shapes, settle={"max_s": 30.0}).settle == {**SettleRule().to_dict(), "max_s": 30.0}
+    assert TraceOptions(shapes=shapes, settle=None).settle is None
+    with pytest.raises(UsageError, match="unknown key min_power"):
+        TraceOptions(shapes=shapes, settle={"min_power": 1.0})
+    with pytest.raises(UsageError, match="min_s <= max_s"):
+        TraceOptions(shapes=shapes, settle={"min_s": 5.0, "max_s": 1.0})
+
+
+def test_a_trace_with_no_points_names_no_quantity():
+    """A session that failed before its first point has no speed-up: its summary says so, not that kernels settled."""
+    from softbench.runtime.settle import SettleRule
+    from softbench.trace.render import quantity
+
+    assert quantity({"points": [], "settle": SettleRule().to_dict()}) == \
+        "No point was traced, so there is no speed-up to name."
+
+
+def test_a_recorded_trace_describes_its_settle_rule_and_each_points_window():
+    """summary.md's per-process line from the rule the H100 session recorded (power_rel 0.02, clock_mhz 15,
+    span_s 1, 2-15 s) and its points' sized windows, in ascending order."""
+    from softbench.trace.render import _timed_words, point_rows, trace_markdown
+
+    summary = json.loads((RECORDED_GLUON / "summary.json").read_text())
+    md = trace_markdown(summary, RECORDED_GLUON.name)
+    assert ("- per process: calls until power moved by at most 2% and the SM clock by at most 15 MHz between two "
+            "1 s spans (2-15 s), then 50 warm-up + as many timed calls as fill 2 s (6333, 6551); ") in md
+    # each point's settle step in its row: 3.12 s and 3.00 s, both ended by the rule (no reason in brackets)
+    assert [row[5] for row in point_rows(summary)] == ["3.1 s", "3.0 s"]
+    # a set of counts iterates in hash order, which for these two is not ascending
+    assert _timed_words({"calls": None, "window_s": 2.0, "points": [{"calls": 4448}, {"calls": 4445}]}) == \
+        "as many timed calls as fill 2 s (4445, 4448)"
+
+
+def test_a_points_notes_are_listed_under_the_trace_with_its_shape_and_variant():
+    from softbench.trace.render import trace_markdown
+
+    summary = json.loads((RECORDED_GLUON / "summary.json").read_text())
+    summary["points"][1]["notes"] = ["besides the attention kernel, h15-folded's calls ran _key_norm_max (2.3%)"]
+    md = trace_markdown(summary, "t")
+    assert "\nNotes:\n- fp8-8K-causal-b1h16d128 h15-folded: besides the attention kernel, h15-folded's calls ran " \
+           "_key_norm_max (2.3%)\n" in md
+    assert "Notes:" not in trace_markdown(json.loads((RECORDED_GLUON / "summary.json").read_text()), "t")
+
+
+def test_an_ingested_tables_rows_are_in_microseconds_and_milliseconds():
+    """kernel_rows from the H100's CSV of h15-folded: Med 299,237 ns is 299.237 us, Total 4,734,279,390 ns is
+    4,734.279 ms; largest total first."""
+    from softbench.trace.render import kernel_rows
+
+    t = ti.read_kern_sum_csv(RECORDED_GLUON / "points" / "fp8-8K-causal-b1h16d128-h15-folded" /
+                             "kern_cuda_gpu_kern_sum.csv")
+    assert kernel_rows(t) == [["15763", "299.237", "4734.279", "97.7", "_attn_fwd_ws"],
+                              ["15763", "7.168", "113.762", "2.3", "_key_norm_max"]]
+
+
+def _capture_trace_options(monkeypatch, args, nsys_found="/opt/nvidia/nsight-systems/2025.3.1/bin/nsys"):
+    """Run `trace run` up to the engine on a stand-in CUDA device; return the options it would trace with."""
+    from click.testing import CliRunner
+
+    import softbench.kernels.capability as cap
+    import softbench.trace.engine as en
+    from softbench.trace import command as trace_command
+
+    seen = {}
+
+    def fake_run(opts, progress=None):
+        seen["opts"] = opts
+        raise KeyboardInterrupt  # stop before anything is traced
+
+    monkeypatch.setattr(en, "run_trace", fake_run)
+    monkeypatch.setattr(en, "find_nsys", lambda: nsys_found)
+    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cuda", "gpu", 90))
+    result = CliRunner().invoke(trace_command.command, ["run", "--backend", "sim", "--seq", "128", *args])
+    return seen.get("opts"), result
+
+
+def test_trace_run_passes_its_options_to_the_engine(monkeypatch, tmp_path):
+    from softbench.runtime.settle import SettleRule
+
+    opts, _ = _capture_trace_options(monkeypatch, ["--out", str(tmp_path)])
+    assert opts.settle == SettleRule().to_dict() and opts.calls is None and opts.window_s == 2.0
+    assert opts.warmup == 50 and opts.nsys == "/opt/nvidia/nsight-systems/2025.3.1/bin/nsys"
+    opts, _ = _capture_trace_options(monkeypatch, ["--out", str(tmp_path), "--no-settle", "--window-s", "0.5",
+                                                   "--calls", "300", "--warmup", "0", "--no-nsys"])
+    assert opts.settle is None and opts.window_s == 0.5 and opts.calls == 300 and opts.warmup == 0
+    assert opts.nsys is None  # --no-nsys: torch.profiler even where Nsight Systems is found

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -87,8 +88,21 @@ class TraceOptions(RunOptions):
             raise UsageError("no lengths to trace")
         if not self.variants:
             raise UsageError("no variants to trace")
-        if (self.calls is not None and self.calls < 1) or self.warmup < 0 or not self.window_s > 0:
-            raise UsageError("calls and the window's length must be positive and warm-up non-negative")
+        if (self.calls is not None and self.calls < 1) or self.warmup < 0 or not 0 < self.window_s < math.inf:
+            raise UsageError("calls and the window's length must be positive (the window finite) and warm-up "
+                             "non-negative")
+        if self.settle is not None:
+            # the rule as the driver will run it, its defaults filled in, so that the session records (and its
+            # summary describes) the rule that ran: an empty mapping is the default rule, not "no settling"
+            known = set(SettleRule().to_dict())
+            unknown = sorted(set(self.settle) - known)
+            if unknown:
+                raise UsageError(f"settle rule: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+            try:
+                rule = SettleRule(**self.settle)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+            object.__setattr__(self, "settle", rule.to_dict())
 
     def to_dict(self) -> dict:
         """Every field, as protocol.yaml records them, in the order the sessions list them (asdict would put
@@ -210,7 +224,8 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
             if source == "nsys":
                 timed_us = float(np.median(timed))
             halves = halves_drift(timed)
-            if halves and abs(halves["change_pct"]) > CLOCK_DRIFT_PCT:
+            moved = (halves or {}).get("change_pct")  # None where the first half's median is 0 ns: no percent
+            if moved is not None and abs(moved) > CLOCK_DRIFT_PCT:
                 notes.append(f"the attention kernel's median moved by {halves['change_pct']:+.1f}% from the first "
                              f"half of the timed calls to the second ({halves['first_half']:.3f} us, then "
                              f"{halves['second_half']:.3f} us): the clock moved inside the window, so this point's "

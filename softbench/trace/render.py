@@ -22,6 +22,8 @@ def quantity(summary: dict) -> str:
                  "while it loaded: these speed-ups are neither at equal clock nor sustained at the power cap, and "
                  "carry no A/A null. `softbench latency` measures both quantities with their null.")
     points = summary.get("points", [])
+    if not points:
+        return "No point was traced, so there is no speed-up to name."
     if not summary.get("settle"):
         return unsettled
     missed = [p for p in points if (p.get("settle") or {}).get("reason") != "settled"]
