@@ -79,15 +79,16 @@ def main(argv=None) -> int:
         profiled = None
         if args.torch_profiler:
             profiled = _torch_profile(forward, timer, calls, out / "torch_trace.json", cuda)
+    settle_calls = (settled or {}).get("calls", 0)
     record = {
         "backend": args.backend, "variant": args.variant, "shape": shape.to_dict(), "pid": os.getpid(),
         "device": {"kind": backend.device.kind, "name": backend.device.name, "arch": backend.device.arch},
         "info": info, "load_s": load_s, "compile_s": compile_s,
         "warmup": args.warmup, "calls": calls, "calls_sized_by": sized_by, "window_ms": window_ms,
         "call_latency_us": window_ms / calls * 1e3,
-        "settle": settled, "settle_calls": (settled or {}).get("calls", 0),
+        "settle": settled, "settle_calls": settle_calls,
         "gpu_after_window": {k: v for k, v in reading.items() if k != "time_s"},
-        "profiler_range": (f"cudaProfilerStart/Stop around the {traced_phases((settled or {}).get('calls', 0), args.warmup)}"
+        "profiler_range": (f"cudaProfilerStart/Stop around the {traced_phases(settle_calls, args.warmup)}"
                            if cuda else None),
         "torch_profiler_calls": profiled,
     }

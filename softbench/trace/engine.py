@@ -213,7 +213,8 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
     kernel_us = k.median_ns / 1e3
     # nsys traces the whole profiler range: the settle step's calls, the warm-up and the timed calls, in that order
     calls = latency["calls"]  # the driver's count: sized to the window unless --calls gave it
-    expected = latency.get("settle_calls", 0) + opts.warmup + calls if source == "nsys" else calls
+    settle_calls = latency.get("settle_calls", 0)
+    expected = settle_calls + opts.warmup + calls if source == "nsys" else calls
     timed_us = halves = None
     if detail is not None:
         dk = detail.dominant()
@@ -226,7 +227,7 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
             halves = halves_drift(timed)
             moved = (halves or {}).get("change_pct")  # None where the first half's median is 0 ns: no percent
             if moved is not None and abs(moved) > CLOCK_DRIFT_PCT:
-                notes.append(f"the attention kernel's median moved by {halves['change_pct']:+.1f}% from the first "
+                notes.append(f"the attention kernel's median moved by {moved:+.1f}% from the first "
                              f"half of the timed calls to the second ({halves['first_half']:.3f} us, then "
                              f"{halves['second_half']:.3f} us): the clock moved inside the window, so this point's "
                              "medians mix clocks; a longer window (--window-s) averages over the power "
@@ -247,8 +248,7 @@ def _point_record(opts: TraceOptions, shape: Shape, variant: str, source: str, t
         "variant": variant, "source": source, "table_source": table.source,
         "kernel_name": k.name, "kernel_instances": k.instances, "kernels_in_trace": len(table.rows),
         "kernel_median_us": kernel_us,
-        "kernel_median_scope": (f"all traced calls ({traced_phases(latency.get('settle_calls', 0), opts.warmup)})"
-                                if source == "nsys"
+        "kernel_median_scope": (f"all traced calls ({traced_phases(settle_calls, opts.warmup)})" if source == "nsys"
                                 else f"{calls} profiled calls after the timed window"),
         "kernel_median_timed_us": timed_us,
         # the timed calls' first and second halves (medians, us): a change beyond CLOCK_DRIFT_PCT is noted
