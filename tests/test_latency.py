@@ -522,3 +522,32 @@ def test_shapes_at_their_limits():
         with pytest.raises(UsageError, match=f"{field} must be a positive integer, got 0"):
             Shape(**{field: 0})
     assert Shape(head_dim=24).tag() == "bf16-8K-causal-b1h16d24"  # a multiple of 8 is enough
+
+
+def test_shapes_name_their_mask_count_their_batch_and_refuse_bad_heads():
+    from softbench.core.shapes import mask_words, seq_label
+
+    assert Shape(causal=False).tag() == "bf16-8K-noncausal-b1h16d128"  # no hyphen inside a tag's field
+    assert mask_words(False) == "non-causal" and mask_words(True) == "causal"
+    assert Shape(batch=2).flops == 2 * Shape().flops
+    assert Shape(heads=16, kv_heads=4).to_dict()["kv_heads"] == 4 and Shape().to_dict()["kv_heads"] == 16
+    assert seq_label(1536) == "1536" and seq_label(1024) == "1K"
+    assert parse_seq("16k") == 16384 and parse_seq(" 8K\n") == 8192
+    with pytest.raises(UsageError, match="heads must be a positive integer, got 0"):
+        Shape(heads=0)
+    for field in ("seq", "heads"):
+        with pytest.raises(UsageError, match=f"{field} must be a positive integer, got True"):
+            Shape(**{field: True})
+    for kv in (0, -4):
+        with pytest.raises(UsageError, match=f"must be a multiple of kv-heads \\({kv}\\)"):
+            Shape(heads=16, kv_heads=kv)
+
+
+def test_kv_heads_that_are_not_an_integer_are_refused_in_a_sentence():
+    # once accepted as tags "kvTrue" and "kv2.0", and a quoted "4" from a file ended in a TypeError
+    from softbench.core.shapes import shape_from_mapping
+
+    for kv in (True, 2.0, "4"):
+        with pytest.raises(UsageError, match=f"cell: kv_heads must be a positive integer, got {kv!r}"):
+            shape_from_mapping({"heads": 16, "kv_heads": kv}, "cell")
+    assert Shape(heads=16, kv_heads=4).tag() == "bf16-8K-causal-b1h16kv4d128"

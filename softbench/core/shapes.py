@@ -40,6 +40,8 @@ class Shape:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise UsageError(f"{name} must be a positive integer, got {v!r}")
+        if self.kv_heads is not None and (not isinstance(self.kv_heads, int) or isinstance(self.kv_heads, bool)):
+            raise UsageError(f"kv_heads must be a positive integer, got {self.kv_heads!r}")
         kv = self.n_kv_heads
         if kv < 1 or self.heads % kv:
             raise UsageError(f"heads ({self.heads}) must be a multiple of kv-heads ({kv})")
