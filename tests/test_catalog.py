@@ -24,6 +24,20 @@ def test_every_entry_names_known_backends_only():
         assert v.name == name
 
 
+def test_an_entry_without_a_known_role_or_any_backend_is_refused():
+    with pytest.raises(ValueError, match="role 'hero' is not one of baseline, candidate, control"):
+        catalog.Variant("x", "hero", "exp2", "d", ("sim",))
+    with pytest.raises(ValueError, match="variant x: no backend builds it"):
+        catalog.Variant("x", "candidate", "exp2", "d", ())
+
+
+def test_variants_that_share_an_operator_are_joined_to_its_fidelity():
+    # the report joins a variant's speed to fidelity through its operator: h15-wg (Rowmax-H15 in one warpgroup,
+    # hardware exp2 in the other) is not Rowmax-H15's
+    assert {n for n, v in VARIANTS.items() if v.operator == "rowmax-h15"} == {"A1", "h15-proved", "h15-noclamp"}
+    assert get_variant("h15-wg").operator == "mixed"
+
+
 @pytest.mark.parametrize("name,backend", PAIRS, ids=[f"{n}-{b}" for n, b in PAIRS])
 def test_check_accepts_the_builders_and_refuses_the_others_by_name(name, backend):
     v = get_variant(name)
@@ -36,6 +50,15 @@ def test_check_accepts_the_builders_and_refuses_the_others_by_name(name, backend
         assert f"variant {name} is built by the" in message and f"not by {backend}" in message
         assert all(b in message for b in v.backends)
         assert message.count(".") <= 1  # one sentence
+
+
+def test_check_names_one_backend_or_several_and_hints_the_first():
+    with pytest.raises(UsageError) as e:
+        check("fa4", "h15-sat")
+    assert "built by the triton and sim backends, not by fa4" in str(e.value) and e.value.hint == "--backend triton"
+    with pytest.raises(UsageError) as e:
+        check("sim", "h15-proved")
+    assert "built by the triton backend, not by sim" in str(e.value) and e.value.hint == "--backend triton"
 
 
 @pytest.mark.parametrize("name", built_by("sim"))
@@ -109,6 +132,9 @@ def test_emulation_settings_are_fa4_variants_by_name():
         check("triton", "emu-f8-s1")
     with pytest.raises(UsageError, match="unknown kernel variant 'emu-fast'"):
         check("fa4", "emu-fast")
+    assert get_variant("emu-f8-s1-r2").role == "candidate"
+    with pytest.raises(UsageError, match="unknown kernel variant 'emu-f8-s1-fast'"):
+        check("fa4", "emu-f8-s1-fast")  # the whole name is a setting, not its start
 
 
 def test_fidelity_runs_one_variant_per_operator_and_backend():

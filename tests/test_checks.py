@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from softbench.core.checks import (check_memory, check_out_dir, check_out_file, estimate_input_bytes,
-                                   estimate_sim_bytes, format_bytes)
+from softbench.core.checks import (available_memory_bytes, check_memory, check_out_dir, check_out_file,
+                                   check_sim_time, estimate_input_bytes, estimate_sim_bytes, format_bytes)
 from softbench.core.errors import UsageError
 from softbench.core.shapes import Shape
 
@@ -54,6 +54,16 @@ def test_out_file_must_not_be_a_folder_and_its_folder_must_be_writable(tmp_path)
     assert check_out_file(tmp_path / "ev.json", "--json") == tmp_path / "ev.json"
 
 
+def test_an_existing_out_file_is_accepted_and_a_blank_path_is_refused(tmp_path):
+    (tmp_path / "ev.json").write_text("{}")  # written over, as a run again writes it
+    assert check_out_file(tmp_path / "ev.json", "--json") == tmp_path / "ev.json"
+    for blank in ("", "  "):
+        with pytest.raises(UsageError, match="--json is empty"):
+            check_out_file(blank, "--json")
+        with pytest.raises(UsageError, match="--out is empty"):
+            check_out_dir(blank)
+
+
 def test_input_estimate_counts_each_tensor_in_its_dtype_and_the_fp32_draw():
     s = Shape(dtype="bf16", seq=1024, heads=4, kv_heads=2, head_dim=64, batch=1)
     per_head = 1024 * 64
@@ -61,6 +71,8 @@ def test_input_estimate_counts_each_tensor_in_its_dtype_and_the_fp32_draw():
     fp8 = Shape(dtype="fp8", seq=1024, heads=4, kv_heads=2, head_dim=64)
     assert estimate_input_bytes(fp8) == (4 + 2 * 2) * per_head * 1 + 4 * per_head * 4
     assert estimate_sim_bytes(s) == 1024 * 4 * 4 * (4 * 64 + 6 * 128)
+    short = Shape(dtype="bf16", seq=64, heads=4, kv_heads=2, head_dim=64)  # one score tile of 64 keys, not 128
+    assert estimate_sim_bytes(short) == 64 * 4 * 4 * (4 * 64 + 6 * 64)
 
 
 def test_memory_refusal_gives_the_number():
@@ -79,5 +91,48 @@ def test_memory_refusal_gives_the_number():
         check_memory(small, "sim", extra_bytes=2**40, what="the multi-tile gate", available=64 * 2**30)
 
 
+def test_memory_that_just_fits_is_accepted_and_only_the_simulation_adds_its_work():
+    s = Shape(seq=256, heads=2)
+    need = estimate_input_bytes(s) + estimate_sim_bytes(s)
+    assert check_memory(s, "sim", available=need) == need
+    with pytest.raises(UsageError):
+        check_memory(s, "sim", available=need - 1)
+    for backend in ("fa4", "triton"):
+        assert check_memory(s, backend, available=estimate_input_bytes(s)) == estimate_input_bytes(s)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="Linux only")
+def test_available_memory_is_meminfos_kib_in_bytes():
+    def kib():
+        with open("/proc/meminfo", encoding="ascii") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+
+    for _ in range(20):  # the figure moves; take a read between two equal ones
+        before, got, after = kib(), available_memory_bytes(), kib()
+        if before == after:
+            assert got == before * 1024
+            return
+    pytest.skip("MemAvailable kept moving")
+
+
+def test_simulation_time_counts_every_call_of_a_window_and_accepts_the_limit_itself():
+    import types
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the simulation runs on the GPU here, where no time is refused")
+    # 4 * 2500^2 * 16 = 4e8 FLOP a call; 375 calls at 5 GFLOP/s: exactly the 30 s limit
+    at_limit = Shape(seq=2500, heads=1, head_dim=16, causal=False)
+    check_sim_time([at_limit], types.SimpleNamespace(calls=375))
+    with pytest.raises(UsageError, match="one window of 376 simulated calls"):
+        check_sim_time([at_limit], types.SimpleNamespace(calls=376))
+    # one call of 0.86 s is nothing; a window of 100 is 86 s
+    with pytest.raises(UsageError, match="one window of 100 simulated calls would take at least 86 s"):
+        check_sim_time([Shape(seq=4096, heads=1, head_dim=64, causal=False)], types.SimpleNamespace(calls=100))
+
+
 def test_format_bytes():
     assert format_bytes(512) == "512 B" and format_bytes(1536) == "1.5 KiB" and format_bytes(5 * 2**40) == "5.0 TiB"
+    assert format_bytes(1023) == "1023 B" and format_bytes(1024) == "1.0 KiB" and format_bytes(-2048) == "-2.0 KiB"
+    assert format_bytes(2**60) == "1024.0 PiB"  # the largest unit holds whatever is left

@@ -75,6 +75,22 @@ def test_labels_round_trip_and_bad_ones_are_refused():
         GluonConfig(consumer_registers=236)
 
 
+def test_register_counts_and_head_group_are_refused_outside_their_range():
+    """setmaxnreg takes 24..256 in steps of 8: both ends are taken, a step beyond either is refused; a head group
+    holds at least one head; the deferred epilogue (-pde) is refused with -sq here, without compiling anything."""
+    for v in (24, 256):
+        assert GluonConfig(consumer_registers=v, loader_registers=v).consumer_registers == v
+    for name in ("consumer_registers", "loader_registers"):
+        for v in (16, 264):
+            with pytest.raises(UsageError, match=f"{name} must be a multiple of 8 in 24..256"):
+                GluonConfig(**{name: v})
+    assert GluonConfig(head_group=1).head_group == 1
+    with pytest.raises(UsageError, match="head_group must be >= 1"):
+        GluonConfig(head_group=0)
+    with pytest.raises(UsageError, match="deferred epilogue"):
+        GluonConfig(schedule="dynamic-deferred", split_qk=True)
+
+
 def test_every_combination_of_label_options_reads_back():
     """Each option's label suffix, in every valid combination (ping-pong and its hand-over, one or two consumers,
     the four schedules, the rescale's five forms and its place, the row sums' five forms, the barriers), parses

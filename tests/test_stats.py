@@ -19,6 +19,14 @@ def test_pooled_median_even_count_interpolates():
     assert stats.pooled_speedup_pct([1, 2, 3, 10], [1, 2, 2, 3]) == pytest.approx(25.0)
 
 
+def test_median_and_sd_of_no_values_are_refused():
+    # numpy answers nan with a warning; a summary of no windows must not read as a number
+    with pytest.raises(ValueError, match="median of no values"):
+        stats.median([])
+    with pytest.raises(ValueError, match="sd of no values"):
+        stats.population_sd([])
+
+
 def test_population_sd_not_sample_sd():
     # values 1, 3: mean 2, population variance 1
     assert stats.population_sd([1.0, 3.0]) == pytest.approx(1.0)
@@ -41,6 +49,11 @@ def test_paired_block_bootstrap_hand_case():
     assert not res.resolved
     shifted = stats.paired_block_bootstrap([1.0, 2.0], n_boot=2000, seed=0)
     assert shifted.resolved and shifted.ci_low == 1.0
+
+
+def test_paired_block_bootstrap_reports_the_mean_not_the_median():
+    # differences 0, 0, 3: mean 1, median 0
+    assert stats.paired_block_bootstrap([0.0, 0.0, 3.0], n_boot=200, seed=0).mean == 1.0
 
 
 def test_bootstrap_indices_shared_across_conditions():
@@ -76,10 +89,24 @@ def test_an_interval_that_ends_at_zero_is_not_resolved():
     assert stats.paired_block_bootstrap([1.0, 2.0], n_boot=2000, seed=0).resolved
 
 
+def test_an_interval_wholly_below_zero_is_resolved():
+    # resample means of [-2, -1] lie in [-2, -1]: the interval excludes zero on the negative side
+    res = stats.paired_block_bootstrap([-2.0, -1.0], n_boot=2000, seed=0)
+    assert res.ci_high == -1.0 and res.resolved
+
+
 def test_mad_outliers_uses_the_normal_consistency_constant():
     # median 1.5, MAD 1.0: 6.7 lies 5.2 MADs out, modified z 0.6745 * 5.2 = 3.51 > 3.5; 6.6 gives 3.44
     assert stats.mad_outliers([0, 2, 0, 2, 1, 6.7]).tolist() == [False] * 5 + [True]
     assert not stats.mad_outliers([0, 2, 0, 2, 1, 6.6]).any()
+
+
+def test_mad_outliers_threshold_is_strict_and_no_spread_flags_nothing():
+    # median 3, MAD 1: 1 and 5 score 0.6745 * 2 exactly, which is not above a threshold of the same value
+    assert not stats.mad_outliers([1.0, 2.0, 3.0, 4.0, 5.0], threshold=0.6745 * 2).any()
+    assert stats.mad_outliers([1.0, 2.0, 3.0, 4.0, 5.0], threshold=1.3).tolist() == [True, False, False, False, True]
+    # MAD 0 (most values equal): no scale to measure by, so nothing is flagged
+    assert not stats.mad_outliers([1.0, 1.0, 1.0, 1.0, 5.0]).any()
 
 
 def test_moving_block_length_rounds_the_cube_root():
@@ -112,6 +139,13 @@ def test_paired_t_interval_from_two_pairs():
     assert est.estimate_pct == 2.0 and est.n_pairs == 2
     assert (est.ci_low, est.ci_high) == pytest.approx((2.0 - 12.7062, 2.0 + 12.7062), abs=1e-3)
     assert np.isnan(stats.paired_mean_t_estimate([1.0]).ci_low)
+
+
+def test_paired_t_with_one_pair_names_no_interval_and_half_width_is_half():
+    one = stats.paired_mean_t_estimate([1.5])
+    assert one.estimate_pct == 1.5 and one.n_pairs == 1 and "no interval below 2 pairs" in one.method
+    est = stats.PairedEstimate(1.0, -1.0, 3.0, 10, "m")
+    assert est.half_width_pp == 2.0 and est.to_dict()["half_width_pp"] == 2.0
 
 
 def test_paired_median_is_a_median_with_or_without_an_interval():
