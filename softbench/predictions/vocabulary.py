@@ -113,7 +113,7 @@ def _commands_in(scope: dict) -> list[str] | None:
 def scope_key_problem(key: str, scope: dict) -> tuple[str, str | None] | None:
     """None when sessions of the scope's commands record `key`; else (why, hint)."""
     commands = _commands_in(scope)
-    bad = [c for c in commands if c not in RECORDED]
+    bad = [c for c in commands or () if c not in RECORDED]  # no command: any command's keys
     if key == "command":
         if bad:
             return (f"{bad[0]!r} is not a command that records sessions (known: {', '.join(COMMANDS)})",
