@@ -244,3 +244,14 @@ def test_recorded_sessions_ran_what_the_patches_build_now(tmp_path):
     # none is passed over: a variant now built by a patch of another name, or a version bumped without its old
     # module text in RECORDED_MODULE_TEXTS, would leave the sessions recorded under it unverifiable
     assert unchecked == [], unchecked[:5]
+
+
+def test_sources_that_differ_only_in_a_files_name_get_copies_of_their_own(tmp_path):
+    cache = tmp_path / "cache"
+    tree = build_patched_tree(TOY, cache_root=cache, source_pkg=_toy_pkg(tmp_path / "a"), source_version="0.toy")
+    pkg = _toy_pkg(tmp_path / "b")
+    (pkg / "cute" / "other.py").rename(pkg / "cute" / "renamed.py")  # the same bytes under another name
+    other = build_patched_tree(TOY, cache_root=cache, source_pkg=pkg, source_version="0.toy")
+    assert other.root != tree.root
+    assert (other.root / "flash_attn" / "cute" / "renamed.py").exists()
+    assert not (other.root / "flash_attn" / "cute" / "other.py").exists()

@@ -12,7 +12,7 @@ import yaml
 
 from softbench.cli import main
 from softbench.core.errors import SealError, UsageError
-from softbench.predictions.schema import canonical_bytes, normalize
+from softbench.predictions.schema import ValidationError, canonical_bytes, normalize
 from softbench.predictions.seal import SealRecord, seal_file, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,27 +232,40 @@ def test_resealing_identical_content_is_a_no_op_and_different_content_is_refused
         seal_file(write(tmp_path, "demo.yaml", FIRST), directory=sealed)
 
 
-@pytest.mark.parametrize("old,new,pid,field", [
-    ('comparator: "<="', "comparator: ~=", "P2", "comparator"),
-    ("threshold: [10.0, 15.0]", "threshold: 10.0", "P1", "threshold"),
-    ("threshold: 0.5", "threshold: [0.1, 0.5]", "P10", "threshold"),
-    ("dtype: fp8", "dtype: fp4", "P1", "scope.dtype"),
-    ("causal: true", "causal: maybe", "P1", "scope.causal"),
-    ("quantity: registers.A1", "quantity: registers..A1", "P2", "quantity"),
-    ("    evidence: [ncu]\n", "", "P2", "evidence"),
-    ("threshold: 0.5", "threshold: .nan", "P10", "threshold"),
-    ("threshold: 0.5", "threshold: true", "P10", "threshold"),
-    ("    evidence: ncu\n", "    evidence: ncu\n    treshold: 3\n", "P10", "treshold"),
-    ("statement: MUFU nearly idle", 'statement: "   "', "P10", "statement"),  # blank text is no statement
-    ("head_dim: 128", "head_dim: 0", "P10", "scope.head_dim"),
+@pytest.mark.parametrize("old,new,pid,field,message", [
+    ('comparator: "<="', "comparator: ~=", "P2", "comparator", ""),
+    ("threshold: [10.0, 15.0]", "threshold: 10.0", "P1", "threshold", ""),
+    ("threshold: 0.5", "threshold: [0.1, 0.5]", "P10", "threshold", ""),
+    ("dtype: fp8", "dtype: fp4", "P1", "scope.dtype", ""),
+    ("causal: true", "causal: maybe", "P1", "scope.causal", ""),
+    ("quantity: registers.A1", "quantity: registers..A1", "P2", "quantity", ""),
+    ("    evidence: [ncu]\n", "", "P2", "evidence", ""),
+    ("threshold: 0.5", "threshold: .nan", "P10", "threshold", ""),
+    ("threshold: 0.5", "threshold: true", "P10", "threshold", ""),
+    ("    evidence: ncu\n", "    evidence: ncu\n    treshold: 3\n", "P10", "treshold", ""),
+    ("statement: MUFU nearly idle", 'statement: "   "', "P10", "statement", ""),  # blank text is no statement
+    ("head_dim: 128", "head_dim: 0", "P10", "scope.head_dim", ""),
     # a reference holds the quantity alone: another key in it would be dropped from the seal without a word
-    ("threshold: {quantity: registers.A0}", "threshold: {quantity: registers.A0, scale: 2}", "P2", "threshold"),
+    ("threshold: {quantity: registers.A0}", "threshold: {quantity: registers.A0, scale: 2}", "P2", "threshold", ""),
+    # a quantity is a path into summary.json: words with a space between them are no path
+    ("quantity: speedup_pct", "quantity: speedup pct", "P1", "quantity", "not a dotted path"),
+    # a range takes exactly two bounds: a third is refused in words, not dropped or crashed on
+    ("threshold: [10.0, 15.0]", "threshold: [10.0, 15.0, 20.0]", "P1", "threshold", "needs two bounds"),
+    # a single comparator with a list says it takes one bound
+    ("comparator: between", 'comparator: ">="', "P1", "threshold", "takes one bound"),
+    # an empty scope list matches no session
+    ("dtype: fp8", "dtype: []", "P1", "scope.dtype", "matches nothing"),
+    # a prediction that needs no evidence could never be scored
+    ("evidence: latency", "evidence: []", "P1", "evidence", "at least one evidence kind"),
+    # threshold and thresholds are two spellings of one field: giving both is ambiguous
+    ("    evidence: latency\n", "    evidence: latency\n    thresholds: [1.0, 2.0]\n", "P1", "thresholds", "not both"),
 ])
-def test_validation_errors_name_the_prediction_and_field(old, new, pid, field):
+def test_validation_errors_name_the_prediction_and_field(old, new, pid, field, message):
     assert old in FIRST
     with pytest.raises(UsageError) as e:
-        normalize(yaml.safe_load(FIRST.replace(old, new)))
+        normalize(yaml.safe_load(FIRST.replace(old, new, 1)))
     assert f"prediction {pid!r}" in str(e.value) and f"field {field!r}" in str(e.value), str(e.value)
+    assert message in str(e.value)  # where a row names it, the reason in words
 
 
 def test_a_range_may_be_a_single_point():
@@ -582,3 +595,70 @@ def test_a_tag_is_told_apart_from_a_repeated_key_in_predictions_and_protocol_fil
     assert e.value.hint == "use plain values, no tags"
     with pytest.raises(UsageError, match=r"protocol file .*tagged-protocol\.yaml is not plain YAML"):
         load_yaml_mapping(write(tmp_path, "tagged-protocol.yaml", tagged))
+
+
+# FIRST's P1 alone, its scope only command and dtype, for the canonical forms and scope keys below
+ONE = "predictions:\n" + FIRST[FIRST.index("  - id: P1"):FIRST.index("  - id: P2")].replace(
+    "      causal: true\n      seq: 8192\n", "")
+assert "causal: true" not in ONE and ONE.endswith("    evidence: latency\n")
+
+
+def first(text: str) -> dict:
+    """The normalized form of a file's first prediction."""
+    return normalize(yaml.safe_load(text))["predictions"][0]
+
+
+def test_a_whole_float_in_any_scope_key_seals_as_the_integer():
+    """128.0 and 128 select the same sessions, for keys beyond the shape's integers too."""
+    text = ONE.replace("      dtype: fp8\n", "      dtype: fp8\n      protocol.rounds: {}\n")
+    assert first(text.format("3.0"))["scope"]["protocol.rounds"] == 3
+    assert type(first(text.format("3.0"))["scope"]["protocol.rounds"]) is int
+    assert first(text.format("3.0")) == first(text.format("3"))
+    assert first(text.format("2.5"))["scope"]["protocol.rounds"] == 2.5
+
+
+def test_unit_and_note_are_text_with_their_whitespace_collapsed():
+    text = ONE.replace("    evidence: latency\n",
+                       "    evidence: latency\n    unit: ' % '\n    note: |\n      two\n      lines\n")
+    p = first(text)
+    assert (p["unit"], p["note"]) == ("%", "two lines")
+    for bad in ("unit: 5", "note: ''"):
+        with pytest.raises(ValidationError, match="must be non-empty text"):
+            first(ONE.replace("    evidence: latency\n", f"    evidence: latency\n    {bad}\n"))
+
+
+def test_a_scope_without_a_command_seals_and_its_keys_are_still_checked(tmp_path):
+    """A scope that names no command allows any command's keys (vocabulary._commands_in); it once crashed
+    seal with an internal TypeError instead of sealing or naming the unknown key."""
+    src = tmp_path / "nocmd.yaml"
+    src.write_text(ONE.replace("      command: latency\n", ""))
+    assert seal_file(src, directory=tmp_path / "sealed").created
+    src.write_text(ONE.replace("      command: latency\n", "      colour: blue\n"))
+    with pytest.raises(ValidationError, match="field 'scope.colour': no session records 'colour'"):
+        seal_file(src, directory=tmp_path / "sealed2")
+
+
+@pytest.mark.parametrize("scope", [
+    # a list of commands: any of them; each one's keys are allowed
+    "{command: [latency, sweep], dtype: fp8}",
+    "{command: [energy, latency], protocol.rounds: 3}",
+    "{command: [audit, latency], speedup_pct: 3}",
+    # the GPU a session ran on, from env.json
+    "{command: latency, gpu_name: NVIDIA H100 80GB HBM3, gpu_capability: '9.0'}",
+    # a dotted path below a protocol field that holds a mapping
+    "{command: energy, protocol.shape.seq: 8192}",
+])
+def test_scope_keys_that_sessions_record_seal(tmp_path, scope):
+    src = tmp_path / "ok.yaml"
+    src.write_text(ONE.replace("    scope:\n      command: latency\n      dtype: fp8\n", f"    scope: {scope}\n"))
+    assert f"scope: {scope}" in src.read_text()
+    assert seal_file(src, directory=tmp_path / "sealed").created
+
+
+def test_a_misspelt_command_is_named_whichever_scope_key_comes_first(tmp_path):
+    src = tmp_path / "typo.yaml"
+    src.write_text(ONE.replace("      command: latency\n      dtype: fp8\n",
+                               "      dtype: fp8\n      command: latecny\n"))
+    with pytest.raises(ValidationError, match="field 'scope.command': 'latecny' is not a command") as e:
+        seal_file(src, directory=tmp_path / "sealed")
+    assert "did you mean latency" in (e.value.hint or "")
