@@ -18,6 +18,7 @@ from softbench.predictions.evaluate import _MISSING, evaluate, holds, resolve
 from softbench.predictions.sessions import load_sessions
 from softbench.predictions.schema import normalize
 from softbench.predictions.seal import seal_file
+from tests.repo_tools import write_session
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_SESSIONS = ROOT / "sessions"
@@ -50,19 +51,12 @@ PREDICTIONS = {
 def make_session(root: Path, name: str, command: str, summary: dict | None, protocol: dict | None = None,
                  complete: bool = True, started: str | None = "now", env: dict | None = None) -> Path:
     """A session folder as the commands write it; `started` (default: now) goes to protocol.yaml's started_utc."""
-    d = root / name
-    d.mkdir(parents=True)
-    (d / "status.json").write_text(json.dumps({"command": command, "complete": complete,
-                                               "state": "complete" if complete else "partial"}))
-    if summary is not None:
-        (d / "summary.json").write_text(json.dumps({"command": command, "complete": complete, **summary}))
     if started is not None:
         protocol = {**(protocol or {}), "started_utc": utc_iso() if started == "now" else started}
-    if protocol is not None:
-        (d / "protocol.yaml").write_text(yaml.safe_dump(protocol))
-    if env is not None:
-        (d / "env.json").write_text(json.dumps(env))
-    return d
+    return write_session(root, name, {"command": command, "complete": complete,
+                                      "state": "complete" if complete else "partial"},
+                         None if summary is None else {"command": command, "complete": complete, **summary},
+                         protocol, env)
 
 
 def latency(root: Path, name: str, dtype: str, speedup, seq: int = 8192, causal: bool = True, backend: str = "fa4",

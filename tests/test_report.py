@@ -8,29 +8,21 @@ import json
 import math
 from pathlib import Path
 
-import yaml
 import pytest
 from PIL import Image
 
 from softbench.cli import main
 from softbench.report.build import build_report
-from tests.repo_tools import copy_sessions
+from tests.repo_tools import copy_sessions, write_session
 
 REAL_SESSIONS = Path(__file__).resolve().parent / "data" / "sessions"  # copies of recorded sessions (small files)
 
 
 def make_session(root: Path, name: str, command: str, summary: dict | None, complete: bool = True,
                  protocol: dict | None = None, records: dict[str, list[dict]] | None = None) -> Path:
-    d = root / name
-    d.mkdir(parents=True)
-    (d / "status.json").write_text(json.dumps({"command": command, "complete": complete}))
-    if summary is not None:
-        (d / "summary.json").write_text(json.dumps({"command": command, "complete": complete, **summary}))
-    if protocol is not None:
-        (d / "protocol.yaml").write_text(yaml.safe_dump(protocol))
-    for fname, rows in (records or {}).items():
-        (d / fname).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return d
+    return write_session(root, name, {"command": command, "complete": complete},
+                         None if summary is None else {"command": command, "complete": complete, **summary},
+                         protocol, records=records)
 
 
 def latency_session(root: Path, dtype: str, seq: int, causal: bool, speedup: float, complete: bool = True) -> Path:

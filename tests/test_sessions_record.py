@@ -4,29 +4,11 @@ mutation of sessions.py survived."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-import yaml
 
 from softbench.core.errors import UsageError
 from softbench.predictions.sessions import load_session, session_dirs, session_facts, session_start
-
-
-def make(root: Path, name: str, status: dict, summary: dict | None = None, protocol: dict | None = None,
-         env: dict | None = None) -> Path:
-    d = root / name
-    d.mkdir(parents=True)
-    (d / "status.json").write_text(json.dumps(status))
-    if summary is not None:
-        (d / "summary.json").write_text(json.dumps(summary))
-    if protocol is not None:
-        (d / "protocol.yaml").write_text(yaml.safe_dump(protocol))
-    if env is not None:
-        (d / "env.json").write_text(json.dumps(env))
-    return d
-
+from tests.repo_tools import write_session
 
 AUDIT = {"command": "audit", "complete": True}
 
@@ -42,7 +24,7 @@ AUDIT = {"command": "audit", "complete": True}
     ({}, "audit", True),                             # every session supplies its own command's evidence
 ])
 def test_a_session_supplies_the_evidence_it_lists_or_holds(tmp_path, summary, kind, supplied):
-    s = load_session(make(tmp_path, "s", AUDIT, {"command": "audit", **summary}))
+    s = load_session(write_session(tmp_path, "s", AUDIT, {"command": "audit", **summary}))
     assert s.supplies(kind) is supplied
 
 
@@ -77,12 +59,12 @@ def test_the_start_is_the_earliest_recorded_time_the_folder_stamp_included():
     ({"command": "latency", "complete": True}, None, True),  # no summary: status.json decides
 ])
 def test_only_json_true_makes_a_session_complete(tmp_path, status, summary, complete):
-    assert load_session(make(tmp_path, "s", status, summary)).complete is complete
+    assert load_session(write_session(tmp_path, "s", status, summary)).complete is complete
 
 
 def test_session_dirs_lists_each_session_once_in_name_order_and_refuses_a_file(tmp_path):
     for name in ("b", "a", "c"):
-        make(tmp_path / "all", name, AUDIT)
+        write_session(tmp_path / "all", name, AUDIT)
     (tmp_path / "link").symlink_to(tmp_path / "all" / "a")
     found = session_dirs([tmp_path / "all", tmp_path / "link", tmp_path / "all" / "b"])
     assert [p.name for p in found] == ["a", "b", "c"]
