@@ -30,6 +30,15 @@ class SettleRule:
         if self.span_s <= 0 or self.power_rel <= 0 or self.clock_mhz <= 0:
             raise ValueError("settle: span_s, power_rel and clock_mhz must be positive")
 
+    @classmethod
+    def from_mapping(cls, mapping: dict) -> "SettleRule":
+        """The rule a mapping of its keywords describes, defaults filled in; ValueError names an unknown key."""
+        known = set(asdict(cls()))
+        unknown = sorted(set(mapping) - known)
+        if unknown:
+            raise ValueError(f"settle rule: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        return cls(**mapping)
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -94,12 +94,8 @@ class TraceOptions(RunOptions):
         if self.settle is not None:
             # the rule as the driver will run it, its defaults filled in, so that the session records (and its
             # summary describes) the rule that ran: an empty mapping is the default rule, not "no settling"
-            known = set(SettleRule().to_dict())
-            unknown = sorted(set(self.settle) - known)
-            if unknown:
-                raise UsageError(f"settle rule: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
             try:
-                rule = SettleRule(**self.settle)
+                rule = SettleRule.from_mapping(self.settle)
             except ValueError as e:
                 raise UsageError(str(e)) from None
             object.__setattr__(self, "settle", rule.to_dict())
