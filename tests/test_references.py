@@ -9,11 +9,7 @@ import pytest
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.core.shapes import Shape
 from softbench.kernels import references
-from softbench.kernels.capability import Device
-
-CPU = Device("cpu", "cpu", None)
-H200 = Device("cuda", "NVIDIA H200", 90)
-B200 = Device("cuda", "NVIDIA B200", 100)
+from test_capability import B200, CPU, H200  # the devices described by hand, in one place
 
 
 def _installed(monkeypatch, *names):
