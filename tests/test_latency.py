@@ -207,14 +207,11 @@ def test_fp8_through_fa4_on_hopper_points_to_the_triton_backend():
 def test_fa4_as_the_reference_at_fp8_on_hopper_points_to_fa3(monkeypatch):
     """The backend's sentence sends an FA4 user to --backend triton; a Hopper FP8 run that asks for --reference fa4
     is on the Triton backend already, so the reference's sentence names the exact FP8 kernel that does run there."""
-    import importlib.util
-
     from softbench.kernels import references
     from softbench.kernels.capability import Device
+    from test_references import pretend_installed
 
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "flash_attn"
-                        else find_spec(name, *a))  # FA4 installed, as on the GPU host
+    pretend_installed(monkeypatch, "flash_attn")  # FA4 installed, as on the GPU host
     h200 = Device("cuda", "NVIDIA H200", 90)
     reason = references.reference_reason("fa4", Shape(dtype="fp8", seq=8192), h200)
     assert reason.startswith("FA4 has no FP8 forward on sm_90") and reason.endswith("use --reference fa3")
