@@ -18,6 +18,8 @@ def test_a_mapping_reads_back_by_its_suffix(tmp_path):
     ("s.json", "[" * 100000 + "]" * 100000, "RecursionError"),
     ("p.yaml", "a: [1\n", "ParserError"),
     ("p.yaml", "day: 2026-02-30\n", "ValueError"),  # YAML reads it as a date that does not exist
+    # PyYAML's timestamp constructor fails on a value tagged as a time that is none (it raised through, a traceback)
+    ("p.yaml", "day: !!timestamp yesterday\n", "AttributeError"),
     ("s.json", None, "IsADirectoryError"),  # a folder where the file belongs
 ])
 def test_a_file_that_does_not_parse_is_damaged_and_names_its_cause(tmp_path, name, content, cause):

@@ -11,8 +11,9 @@ from typing import Any
 import yaml
 
 # What a damaged file raises while read and parsed: OSError (a folder in its place, no permission), ValueError
-# (JSON's and UTF-8's errors, and YAML's impossible dates), RecursionError (nested past the parser's depth)
-_DAMAGE = (OSError, ValueError, RecursionError, yaml.YAMLError)
+# (JSON's and UTF-8's errors, and YAML's impossible dates), RecursionError (nested past the parser's depth),
+# AttributeError (PyYAML's timestamp constructor, on a !!timestamp value that is no date or time)
+_DAMAGE = (OSError, ValueError, RecursionError, AttributeError, yaml.YAMLError)
 
 
 _YAML_KINDS = {list: "sequence", str: "string", bool: "boolean", int: "number", float: "number"}

@@ -53,11 +53,26 @@ def parse_yaml(text: str, source: str, what: str, error: type[SoftbenchError] = 
             # a tag the safe loader does not build (!!python/object): no syntax error, so not `hint`'s advice
             raise error(f"{source} is not plain YAML: {e}", hint="use plain values, no tags") from None
         raise error(f"{source} is not valid YAML{_where(e)}", hint=hint) from None
-    except ValueError as e:  # YAML reads an unquoted 2026-02-30 as a date, and one that cannot be raises this
-        raise error(f"{source} holds a value YAML reads as a date or time that does not exist ({e})",
-                    hint="correct the date, or quote the value if it is meant as text") from None
+    except (ValueError, AttributeError) as e:
+        if isinstance(e, ValueError) and _constructor_that_raised(e) == "construct_yaml_timestamp":
+            # YAML reads an unquoted 2026-02-30 as a date, and building one that does not exist raises this
+            raise error(f"{source} holds a value YAML reads as a date or time that does not exist ({e})",
+                        hint="correct the date, or quote the value if it is meant as text") from None
+        # the others come from explicit tags: `!!int many` (ValueError), `!!timestamp yesterday` (AttributeError,
+        # PyYAML's timestamp constructor reading a failed match)
+        raise error(f"{source} holds a tagged value its tag cannot build", hint="use plain values, no tags") from None
     except RecursionError:
         raise error(f"{source} nests too deeply to be {what}") from None
+
+
+def _constructor_that_raised(e: BaseException) -> str | None:
+    """The innermost PyYAML constructor method in `e`'s traceback (construct_yaml_int, ...), or None."""
+    name, tb = None, e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == "yaml.constructor":
+            name = tb.tb_frame.f_code.co_name
+        tb = tb.tb_next
+    return name
 
 
 def _where(e) -> str:
