@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -179,12 +180,92 @@ def test_per_element_without_noexp_is_flagged():
     assert sass.per_element_costs({"A1": fams["A1"]})["per_element"] == {}
 
 
+def test_per_element_dynamic_needs_both_kernels_counted_and_fewer_xu_instructions_in_the_reference():
+    a0 = {"instructions": 130.0, "xu_instructions": 17.0}
+    # the same XU count in both: no element count (and no division by zero)
+    same = sass.per_element_dynamic({"A0": a0, "noexp": {"instructions": 113.0, "xu_instructions": 17.0}})
+    assert same["per_element"] == {} and same["notes"] == ["the XU instruction difference is not positive: no "
+                                                            "element count"]
+    # noexp profiled without its XU counter, or not at all: no estimate, whichever of the two has counts
+    for partial in ({"A0": a0, "noexp": {"instructions": 113.0, "xu_instructions": None}}, {"A0": a0}):
+        got = sass.per_element_dynamic(partial)
+        assert got["per_element"] == {} and got["notes"] == ["needs ncu instruction counts of A0 and noexp"]
+
+
 def test_dependency_depth():
     a0, a1, ne = (sass.dependency_depth(_kernel(v)) for v in ("A0", "A1", "noexp"))
     assert (a0["resolved"], a0["unresolved"], a0["median"]) == (4, 1, 1.0)  # the rescale MUFU has no FFMA
     assert (a1["resolved"], a1["median"], a1["max"]) == (4, 3.0, 3)
     assert "IMAD.SHL.U32 <- FADD <- FMNMX <- FFMA.FTZ" in a1["chains"]
     assert ne["resolved"] == 0 and "median" not in ne
+    assert a0["sinks"] == a0["resolved"] + a0["unresolved"] == 5  # every sink is counted, resolved or not
+
+
+def test_depth_is_the_median_over_the_resolved_sinks():
+    (fn,) = _functions(("k", ["FFMA R2, R0, R1, -R3", "MUFU.EX2 R4, R2",  # depth 1
+                              "FFMA R5, R0, R1, -R3", "MUFU.EX2 R6, R5",  # depth 1
+                              # Rowmax-H15's clamp, add and shift: depth 3
+                              "FFMA R7, R0, R1, -R3", "FMNMX R8, R7, -252, !PT", "FADD R9, R8, 12583166",
+                              "SHF.L.U32 R10, R9, 0x16, RZ",
+                              "MUFU.EX2 R11, R12"]))  # R12 is written nowhere: no FFMA to reach
+    depth = sass.dependency_depth(fn)
+    assert (depth["sinks"], depth["resolved"], depth["unresolved"]) == (4, 3, 1)
+    # depths 1, 1, 3: the median is 1 (their mean would be 5/3)
+    assert (depth["median"], depth["min"], depth["max"]) == (1.0, 1, 3)
+    assert depth["chains"] == {"MUFU.EX2 <- FFMA": 2, "SHF.L.U32 <- FADD <- FMNMX <- FFMA": 1}
+
+
+def test_a_right_shift_or_another_multiplier_ends_no_exponential_path():
+    # SHF.R by 22 and IMAD.SHL by 2^23 build no exponent field; IMAD.SHL by 2^22 (0x400000) does
+    (fn,) = _functions(("k", ["FFMA R2, R0, R1, -R3", "SHF.R.U32.HI R4, RZ, 0x16, R2",
+                              "IMAD.SHL.U32 R5, R2, 0x800000, RZ", "IMAD.SHL.U32 R6, R2, 0x400000, RZ"]))
+    depth = sass.dependency_depth(fn)
+    assert (depth["sinks"], depth["resolved"], depth["chains"]) == (1, 1, {"IMAD.SHL.U32 <- FFMA": 1})
+
+
+def test_a_packed_ffma2_starts_an_exponential_path():
+    (fn,) = _functions(("k", ["FFMA2 R2, R0, R4, -R6", "MUFU.EX2 R8, R2"]))
+    assert sass.dependency_depth(fn)["chains"] == {"MUFU.EX2 <- FFMA2": 1}
+
+
+def test_the_ffma_is_looked_for_at_most_window_instructions_back():
+    fill = ["MOV R10, R11"] * 3
+    (near,) = _functions(("k", ["FFMA R2, R0, R1, -R3", *fill, "MUFU.EX2 R4, R2"]))  # the FFMA 4 back
+    (far,) = _functions(("k", ["FFMA R2, R0, R1, -R3", *fill, "MOV R12, R13", "MUFU.EX2 R4, R2"]))  # 5 back
+    assert sass.dependency_depth(near, window=4)["resolved"] == 1
+    assert sass.dependency_depth(far, window=4)["unresolved"] == 1
+
+
+def test_family_counts_of_the_recorded_sm100a_kernels_follow_from_their_opcodes():
+    """A family is a function of the opcode alone, so each recorded sm_100a audit's opcode counts give its family
+    counts back. This pins the rules on opcodes the sm_90 dumps lack: tcgen05's UTCHMMA is an MMA, its UTCBAR and
+    UTCATOMSWS are not uniform-datapath instructions (OTHER)."""
+    recorded = json.loads((DATA / "sm100a-counts.json").read_text())
+    for dtype, audit in recorded.items():
+        for variant, counts in audit["variants"].items():
+            rebuilt = Counter()
+            for opcode, n in counts["opcodes"].items():
+                rebuilt[sass.family_of(sass.parse_instruction(opcode))] += n
+            assert {k: rebuilt[k] for k in sass.FAMILY_NAMES} == \
+                {k: n for k, n in counts["families"].items() if k != "total"}, (dtype, variant)
+    assert [sass.family_of(sass.parse_instruction(op)) for op in ("UTCHMMA", "UTCBAR", "UIADD3")] == \
+        ["MMA", "OTHER", "UNIFORM"]
+
+
+def test_the_recorded_h200_audits_sass_gives_back_what_the_audit_recorded():
+    """The FA4 audit recorded on the H200 (sessions/20261130T121009Z-...: the dumps under sass/, the counts in
+    tests/data/sessions' copy of its variants.jsonl): parsing each dump again gives the same opcode and family
+    counts and the same dependency depth. Each kernel has 8 instructions under a uniform predicate (@UP0, @!UP1),
+    which the hand-made dumps above lack."""
+    audit = "20261130T121009Z-audit-bf16-8K-causal-b1h16d128-fa4"
+    dumps = Path(__file__).resolve().parents[1] / "sessions" / audit / "sass"
+    for rec in read_jsonl(Path(__file__).parent / "data" / "sessions" / audit / "variants.jsonl"):
+        fn, _ = sass.pick_kernel(sass.parse_sass((dumps / f"{rec['variant']}.sass").read_text()), KERNEL_RX)
+        assert sum(i.predicate.startswith(("@UP", "@!UP")) for i in fn.instructions) == 8, rec["variant"]
+        assert sass.count_opcodes(fn) == rec["opcodes"] and sass.count_families(fn) == rec["families"]
+        assert sass.dependency_depth(fn) == rec["dependency_depth"], rec["variant"]
+    # FA4's scalar emulated exponential starts with one FADD.RM (none in these kernels): one element each
+    assert sass.exponentials_static({"MUFU_EX2": 10}, {"FADD2.RM": 4, "FADD.RM": 3}) == 10 + 2 * 4 + 3
 
 
 def test_resource_usage_two_line_and_one_line_layouts():
@@ -226,6 +307,57 @@ def test_ncu_units_and_numbers():
     odd = text.replace("msecond", "fortnight")
     q, notes = ncu.quantities(ncu.parse_csv(odd)[0])
     assert q["duration_us"] is None and "fortnight" in notes[0]
+    assert ncu.to_number("1234,567") is None  # commas that do not group thousands make no number
+
+
+def test_ncu_every_spelling_of_a_unit_gives_the_same_number():
+    """ncu prints a quantity in base units (--print-units base) or scaled as it chooses; each spelling gives the
+    same number in the unit the quantity's name says (1755 MHz, 403.488 us, 1536 bytes)."""
+    def read(metric, unit, cell, quantity):
+        text = f'"ID","Kernel Name","{metric}"\n"","","{unit}"\n"0","FlashAttentionForwardSm90_x","{cell}"\n'
+        q, notes = ncu.quantities(ncu.parse_csv(text)[0])
+        assert notes == [], notes
+        return q[quantity]
+
+    for unit, cell in (("cycle/second", "1,755,000,000"), ("hz", "1,755,000,000"), ("khz", "1,755,000"),
+                       ("cycle/msecond", "1,755,000"), ("cycle/usecond", "1,755"), ("Mhz", "1,755"),
+                       ("cycle/nsecond", "1.755"), ("ghz", "1.755")):
+        assert read("sm__cycles_elapsed.avg.per_second", unit, cell, "sm_clock_mhz") == pytest.approx(1755.0), unit
+    for unit, cell in (("nsecond", "403,488"), ("usecond", "403.488"), ("msecond", "0.403488"),
+                       ("second", "0.000403488")):
+        assert read("gpu__time_duration.sum", unit, cell, "duration_us") == pytest.approx(403.488), unit
+    # 1536 bytes = 1.5 KiB = 1536 / 2**20 MiB
+    for unit, cell in (("byte", "1,536"), ("kbyte", "1.536"), ("Mbyte", "0.001536"), ("gbyte", "0.000001536"),
+                       ("kibyte", "1.5"), ("mibyte", "0.00146484375")):
+        assert read("dram__bytes_read.sum", unit, cell, "dram_read_bytes") == pytest.approx(1536.0), unit
+
+
+def test_ncu_of_several_matching_launches_the_longest_is_taken():
+    text = ('"ID","Kernel Name","gpu__time_duration.sum"\n"","","nsecond"\n'
+            '"0","FlashAttentionForwardSm90_x","100,000"\n"1","FlashAttentionForwardSm90_x","400,000"\n'
+            '"2","FlashAttentionForwardSm90_x","200,000"\n')
+    assert ncu.pick_kernel(ncu.parse_csv(text), KERNEL_RX).identity["ID"] == "1"
+
+
+def test_ncu_a_metric_in_a_unit_softbench_cannot_read_gives_way_to_the_next_candidate():
+    text = ('"ID","Kernel Name","sm__issue_active.avg.pct_of_peak_sustained_active",'
+            '"smsp__issue_active.avg.pct_of_peak_sustained_active"\n"","","fortnight","%"\n'
+            '"0","FlashAttentionForwardSm90_x","40.0","37.3"\n')
+    q, notes = ncu.quantities(ncu.parse_csv(text)[0])
+    assert q["issue_active_pct"] == 37.3 and "fortnight" in notes[0]
+
+
+def test_ncu_log_lines_after_the_table_and_a_table_without_its_units_row():
+    header = ('"ID","Kernel Name","gpu__time_duration.sum",'
+              '"sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"\n')
+    row = '"0","FlashAttentionForwardSm90_x","403,488","40.30"\n'
+    # ncu's own last line, where its log and the CSV share a stream, is no launch
+    logged = ncu.parse_csv(header + '"","","nsecond","%"\n' + row + "==PROF== Disconnected from process 1\n")
+    assert [k.kernel_name for k in logged] == ["FlashAttentionForwardSm90_x"]
+    # no units row: a percentage needs none, a time in no unit is left out with a note
+    (bare,) = ncu.parse_csv(header + row)
+    q, notes = ncu.quantities(bare)
+    assert q["mufu_pipe_pct"] == 40.3 and q["duration_us"] is None and notes[0].startswith("duration_us")
 
 
 def test_ncu_l2_dram_and_sm_balance_in_the_quantities_units():
@@ -292,6 +424,9 @@ def test_ncu_failure_classification():
     argv = ncu.profile_command("ncu", "X", 4, "r.ncu-rep", "l.log", ("a", "b"), ["python", "-m", "m"])
     assert argv[argv.index("--clock-control") + 1] == "none" and argv[argv.index("--launch-skip") + 1] == "4"
     assert argv[argv.index("--metrics") + 1] == "a,b" and argv[-3:] == ["python", "-m", "m"]
+    assert argv[argv.index("--launch-count") + 1] == "1"  # the one launch after the skipped ones
+    several = "".join(f"==ERROR== failure {i}\n" for i in (1, 2, 3, 4))
+    assert ncu.classify_failure(several, 1) == ("==ERROR== failure 1; ==ERROR== failure 2; ==ERROR== failure 3", None)
 
 
 # --- engine, end to end with stand-in tools ----------------------------------------------------------------
@@ -355,6 +490,47 @@ def test_engine_records_sass_ncu_and_the_evaluator_keys(tmp_path, fake_tools):
     assert "MUFU.EX2" in md and "Nsight Compute" in md
     titles = [t for t, _, _ in audit_tables(summary)]
     assert len(titles) == 2
+
+
+def test_spills_count_local_loads_and_stores_alike(tmp_path):
+    from softbench.audit.summary import summarize_audit
+
+    (fn,) = _functions(("k", ["STL [R1], R4", "LDL R4, [R1]", "STL.64 [R1+0x8], R6", "EXIT"]))
+    records = {"A0": {"families": sass.count_families(fn), "errors": {}}}
+    summary = summarize_audit(records, _opts(tmp_path, tmp_path), Shape(seq=8192, causal=True))
+    assert summary["spills"] == {"A0": 3}  # two stores and a load, whatever their width
+
+
+def test_the_summary_counts_fa4s_emulated_exponentials_from_each_variants_opcodes(tmp_path):
+    """The recorded sm_100a BF16 audit (sm100a-counts.json) as the engine's records: the element count takes A0's
+    48 emulated exponentials from its opcodes (384 elements, where MUFU.EX2 alone would count 336), the notes say
+    so, and the budget table sets A1's cost against the issue slots of a score."""
+    from softbench.audit.render import budget_tables
+    from softbench.audit.summary import FA4_SM100_EMULATION, summarize_audit
+
+    variants = json.loads((DATA / "sm100a-counts.json").read_text())["bf16"]["variants"]
+    records = {v: {"families": x["families"], "opcodes": x["opcodes"], "run": {"device": {"arch": 100}},
+                   "errors": {}} for v, x in variants.items()}
+    summary = summarize_audit(records, _opts(tmp_path, tmp_path), Shape(seq=8192, causal=True))
+    assert summary["per_element_elements_static"] == 384
+    assert summary["per_element_emulated_static"] == {"A0": 48, "A1": 0, "noexp": 0}
+    assert summary["per_element"]["A1"] == 3.0 and FA4_SM100_EMULATION in summary["per_element_notes"]
+    # A1's 3 instructions per element against the nominal issue slots per score, and their ratio
+    slots = summary["budget"]["issue_slots_per_score"]
+    (_, _, rows), = budget_tables(summary)
+    assert ["A1", "3.00", f"{slots:.1f}", f"{3.0 / slots:.2f}"] in rows
+
+
+def test_the_budget_is_for_the_gpu_the_variants_ran_on_whichever_failed(tmp_path):
+    from softbench.audit.summary import summarize_audit
+
+    ran = {"run": {"device": {"arch": 90}}, "errors": {}}
+    failed = {"errors": {"run": "the variant did not compile"}}  # no device recorded
+    shape = Shape(seq=8192, causal=True)
+    for records in ({"A0": ran, "noexp": failed}, {"A1": failed, "A0": ran}):
+        summary = summarize_audit(records, _opts(tmp_path, tmp_path), shape)
+        assert summary["budget"]["arch_family"] == "sm_90", list(records)
+    assert summarize_audit({"A0": failed}, _opts(tmp_path, tmp_path), shape)["budget"] is None
 
 
 def test_engine_without_ncu_still_audits_the_sass(tmp_path, fake_tools):

@@ -71,6 +71,9 @@ def test_compare_reads_the_precision_the_csv_printed():
     assert "unit" in counters.compare(exact, unit, ["gpu__time_duration.sum"])["differences"][0]["why"]
     missing = exact[exact.metric != metric]
     assert counters.compare(exact, missing, [metric])["differences"][0]["why"] == "missing"
+    blank = exact.copy()  # the row is there, its value is not (a metric one reader could not evaluate)
+    blank.loc[blank.metric == metric, "value"] = None
+    assert counters.compare(exact, blank, [metric])["differences"][0]["why"] == "value present in one reader only"
     assert not counters.compare(exact, exact, ["no_such_metric"])["equal"]  # nothing compared is not "equal"
 
 
@@ -94,10 +97,39 @@ def test_nsight_python_frame_takes_launch_and_unit_from_the_primary():
     assert counters.compare(primary[primary.launch == 1], got, list(df.Metric))["equal"]
 
 
+def test_the_csv_launches_come_back_from_their_table_with_the_same_quantities():
+    """The table as launches again (what the engine reduces when a binary reader read the report): the same
+    numbers and units. ncu's CSV holds Block Size and Grid Size as columns, not as launch__*_dim_* metrics, so a
+    launch rebuilt from its table has none to print rather than a made-up one."""
+    kernels = ncu.parse_csv((DATA / "ncu-A0.csv").read_text())
+    back = counters.kernels_from_frame(counters.frame_from_kernels(kernels))
+    assert [k.kernel_name for k in back] == [k.kernel_name for k in kernels]
+    for k, b in zip(kernels, back):
+        direct, rebuilt = ncu.quantities(k)[0], ncu.quantities(b)[0]
+        assert "block_size" not in rebuilt and "grid_size" not in rebuilt
+        assert rebuilt == {q: v for q, v in direct.items() if q not in ("block_size", "grid_size")}
+
+
+def test_two_binary_readers_agree_up_to_a_doubles_last_bit():
+    """No printed text on either side: equal means equal up to the rounding of the last bit of a double (0.1 + 0.2
+    is 0.30000000000000004), not any closer, and not as loosely as a printed number's last digit."""
+    exact = _csv_frame(DATA / "ncu-A0.csv")
+    exact["text"] = None
+    metric = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
+    a, b = exact.copy(), exact.copy()
+    a.loc[a.metric == metric, "value"] = 0.1 + 0.2
+    b.loc[b.metric == metric, "value"] = 0.3
+    assert counters.compare(a, b, [metric])["equal"]
+    b.loc[b.metric == metric, "value"] = 0.3 + 1e-6
+    assert not counters.compare(a, b, [metric])["equal"]
+
+
 # --- NVIDIA's reader on a real report ------------------------------------------------------------------
 
 @needs_package
 def test_ncu_report_reads_the_h200_report_equal_to_the_csv_parser(tmp_path):
+    import pandas as pd
+
     reader = readers.package_reader()
     assert reader is not None and reader.name == "ncu-report"
     report = tmp_path / "A0.ncu-rep"
@@ -107,6 +139,9 @@ def test_ncu_report_reads_the_h200_report_equal_to_the_csv_parser(tmp_path):
     csv = _csv_frame(H200 / "A0.csv")
     every = sorted(set(reading.frame.metric))
     assert len(every) == 322
+    # a metric whose value is text keeps it as text, with no number
+    name = reading.frame[reading.frame.metric == "device__attribute_display_name"].iloc[0]
+    assert name.text == "NVIDIA H200" and pd.isna(name.value)
     check = counters.compare(reading.frame, csv, every)
     assert check["equal"] and check["compared"] == 322, check["differences"]
     q, _ = ncu.quantities(ncu.pick_kernel(reading.kernels, KERNEL_RX))
@@ -150,11 +185,42 @@ def test_host_module_found_from_ncu_and_read_in_its_own_process(tmp_path):
     assert counters.compare(package.frame, reading.frame, every)["equal"]  # exactly, no printed precision
 
 
+def test_of_several_installs_the_one_of_ncus_version_is_read_else_the_newest(tmp_path):
+    cuda = tmp_path / "cuda"
+    for version in ("2024.3.0", "2025.3.1"):
+        extras = cuda / f"nsight-compute-{version}" / "extras" / "python"
+        extras.mkdir(parents=True)
+        (extras / "ncu_report.py").write_text("")  # found by its name; nothing here imports it
+    (cuda / "bin").mkdir()
+    ncu_path = cuda / "bin" / "ncu"
+    ncu_path.write_text("#!/bin/sh\n")
+    older = readers.host_reader(str(ncu_path), "Version 2024.3.0.0 (build 1) (public-release)")
+    assert (older.version, Path(older.location).parents[1].name) == ("2024.3.0", "nsight-compute-2024.3.0")
+    unknown = readers.host_reader(str(ncu_path), None)  # ncu did not say its version
+    assert Path(unknown.location).parents[1].name == "nsight-compute-2025.3.1"
+
+
+@needs_package
+def test_a_host_folder_without_ncu_report_is_not_read_by_the_package_instead(tmp_path):
+    """The reader process imports ncu_report from the folder it was given; a folder without it would let the
+    package's copy answer under the host's name, so it is refused (exit 5, one line) and nothing is written."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "A0.host.csv"
+    r = subprocess.run([sys.executable, "-m", "softbench.audit.read_report", str(tmp_path), str(H200 / "A0.ncu-rep"),
+                        str(out)], capture_output=True, text=True, timeout=120, env=readers._child_env())
+    assert r.returncode == 5 and r.stderr.strip().endswith(f"not from {tmp_path}"), r.stderr
+    assert not out.exists()
+
+
 def test_no_host_module_where_the_install_has_none(tmp_path):
     (tmp_path / "bin").mkdir()
     fake = tmp_path / "bin" / "ncu"
     fake.write_text("#!/bin/sh\n")
     assert readers.host_reader(str(fake), "Version 2025.3.1.0") is None
+    # ncu itself is still the CSV reader, recorded with the version ncu gave
+    assert readers.available(str(fake), "Version 2025.3.1.0")[-1] == readers.Reader("csv", "2025.3.1", str(fake))
     assert readers.host_reader(None) is None
 
 
@@ -248,6 +314,7 @@ def test_engine_records_which_reader_read_the_counters(tmp_path, fake_tools, mon
                  "sm__inst_executed_pipe_tensor_op_gmma.sum"}
         recorded = [m for m in ncu.ALL_METRICS if "_issue_stalled_" not in m and m not in later]
         assert checks["csv"]["equal"] and checks["csv"]["compared"] == len(recorded)
+        assert set(checks) == {"csv"}  # the other readers are checked against the primary, not the primary itself
         assert reader["table"] == "ncu/A0.ncu-report.csv" and (s.path / reader["table"]).is_file()
     else:
         assert checks == {}
@@ -308,4 +375,15 @@ def test_a_cutlass_launch_read_by_its_function_and_by_its_signature_is_one_launc
     assert not counters.same_kernel("fwd", "void fwd_kernel<X>(int)")
     renamed = csv.copy()
     renamed["kernel"] = "void other_kernel<X>(int)"
-    assert not counters.compare(host, renamed, asked)["equal"]
+    differs = counters.compare(host, renamed, asked)
+    assert not differs["equal"] and differs["compared"] == 37
+    assert len(differs["differences"]) == 20  # the first 20 of the 37 differences are kept
+    summary = {"counter_reader": {"A0": {"name": "host", "version": "2025.3.1"}},
+               "counter_check": {"A0": {"csv": differs}}}
+    assert counter_notes(summary) == ["counters [A0]: read by host 2025.3.1; csv DIFFERS on 37 metrics"]
+    # the other spellings of a function's name in its signature: with its namespace, without a return type, a
+    # plain function
+    assert counters.same_kernel("device_kernel", "void cutlass::device_kernel<X>(X::Params)")
+    assert counters.same_kernel("device_kernel", "device_kernel<X>(X::Params)")
+    assert counters.same_kernel("_attn_fwd_ws", "void _attn_fwd_ws(float *, int)")
+    assert counters.same_kernel("_attn_fwd_ws", "_attn_fwd_ws(float *, int)")

@@ -77,6 +77,9 @@ def test_missing_stack_names_every_missing_package(monkeypatch):
         monkeypatch.setitem(sys.modules, mod, None)
     msg = cross.missing_stack()
     assert "nvidia-cutlass-dsl==4.8.1, quack-kernels==0.6.5" in msg and msg.endswith("are not installed here")
+    # the Hopper compile needs Gluon as well as Triton: a Triton without it is refused too
+    monkeypatch.setitem(sys.modules, "triton.experimental.gluon", None)
+    assert cross.missing_stack("triton").endswith("and it is not installed here")
 
 
 def test_options_and_environment_of_a_cross_compile(tmp_path):
@@ -92,6 +95,19 @@ def test_options_and_environment_of_a_cross_compile(tmp_path):
     assert "FLASH_ATTENTION_ARCH" not in driver_env(tmp_path, base={})[0]
     dev = target.device()
     assert dev.kind == "cuda" and dev.arch == 100 and dev.present is False
+
+
+def test_the_compile_child_refuses_an_environment_set_for_another_gpu(monkeypatch):
+    """FA4 and CuTe DSL read the target at import: a child started with the H200's values in its environment, not
+    merely without the B200's, would compile for the wrong GPU. Refused before anything is loaded (the variant's
+    name is never looked at)."""
+    target = cross.TARGETS["sm_100a"]
+    for key, value in cross.TARGETS["sm_90a"].env().items():
+        monkeypatch.setenv(key, value)
+    req = {"target": target.to_dict(), "backend": "fa4", "variant": "no-such-variant", "shape": Shape().to_dict()}
+    with pytest.raises(UsageError, match="needs FLASH_ATTENTION_ARCH=sm_100a, CUTE_DSL_ARCH=sm_100a, "
+                                         "FLASH_ATTENTION_NUM_SMS=148 in its environment"):
+        cross.compile_only(req)
 
 
 def test_engine_records_the_target_in_every_file(tmp_path, fake_tools):  # noqa: F811

@@ -39,6 +39,39 @@ def test_parked_warps_are_counted_apart():
     working = stall_samples.by_reason(gluon)
     # the exported reasons cover nearly all samples (ncu leaves a few percent unattributed)
     assert working.index[0] == "stall_wait" and 95 < working.sum() <= 100.0001, working
+    # the three NOPs whose samples are all barrier stalls (264, 8,890 and 4,420); a NOP with 3 of its 5 samples at
+    # a barrier is a working warp's
+    summary = stall_samples.summarize(gluon)
+    assert summary["parked_samples"] == 264 + 8890 + 4420
+    ops = stall_samples.by_opcode(gluon)
+    # the parked warps are left out of the opcodes too: the working warps' NOPs are not among the 12 with most samples
+    assert ops.index[0] == "MUFU" and "NOP" not in ops.index
+    # reasons no working warp stalled for (membar, tex, ...) are left out of the shares
+    assert "membar" not in summary["reasons_pct"] and min(summary["reasons_pct"].values()) > 0
+    # and the printed line leaves out those under half a percent (branch_resolving 0.39, imc 0.05, drain 0.03)
+    line = next(ln for ln in stall_samples.render("gluon", gluon).splitlines() if ln.startswith("Stall reasons"))
+    assert line.endswith(", math 0.8")
+
+
+def test_a_nop_is_parked_from_nine_tenths_of_its_samples_at_a_barrier(tmp_path):
+    page = tmp_path / "page.csv"
+    page.write_text('"Kernel Name","k",\n"Address","Source","Warp Stall Sampling (All Samples)","Instructions '
+                    'Executed","stall_barrier"\n"0x0","  NOP","10","4","9"\n"0x10","  NOP","10","4","8"\n'
+                    '"0x20","  NOP","0","4","0"\n')
+    assert list(stall_samples.parked(stall_samples.read(str(page)))) == [True, False, False]
+
+
+def test_runs_of_mufu_ex2_as_long_as_the_least_asked_for_are_listed():
+    gluon = stall_samples.read(str(RECORDED / "gluon-a0-fp8-sass.csv.gz"))
+    runs = stall_samples.mufu_runs(gluon, least=63)
+    assert [n for _, n, _, _ in runs] == [65, 66, 63, 63]
+    # the key loop's run: row 1971, 63 MUFU.EX2 each run 249,984 times; its samples are those of all 63
+    row, n, executions, samples = runs[-1]
+    assert (row, executions) == (1971, 249_984)
+    per_row = gluon[stall_samples.SAMPLES]
+    assert samples == int(per_row.iloc[row:row + n].sum()) > per_row.iloc[row]
+    # each opcode's three main reasons, largest first
+    assert stall_samples.by_opcode(gluon).loc["MUFU", "main reasons"] == "wait 4220, not_selected 582, mio 531"
 
 
 def test_cli_prints_markdown_and_refuses_no_arguments():
@@ -59,6 +92,7 @@ def test_every_recorded_page_reads(name):
     df = stall_samples.read(str(RECORDED / f"{name}-sass.csv.gz"))
     assert len(df) > 1000 and df[stall_samples.SAMPLES].sum() > 10_000
     assert {"MUFU", "FMNMX", "BRA"} <= set(df["base"])
+    assert not df["opcode"].str.startswith("@").any()  # predicates dropped, @!P0 and @UP1 alike
 
 
 def test_a_page_without_the_columns_the_summary_reads_is_refused_in_one_sentence(tmp_path):

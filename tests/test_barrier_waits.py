@@ -43,6 +43,12 @@ def test_fa3s_waits_read_as_cutlass_writes_them():
                                   / "ref-fa3-sass.csv.gz"))
     sites = barrier_waits.wait_sites(page)
     assert _big(sites, K) == [1516] and _big(sites, V) == [1459]
+    # the K wait: rows 1577-1580 are its try-wait (325 samples), the branch past it (1,516), the second try-wait (206)
+    # and the branch to the retry loop (none here); one wait holds them all
+    (k,) = sites[sites.at_branch == 1516].itertuples()
+    assert (k.row, k.samples) == (1577, 1516 + 325 + 206)
+    page.loc[1580, source_stalls.SAMPLES] = 7  # were a warp sampled at the second branch, it would be this wait's
+    assert barrier_waits.wait_sites(page).set_index("row").loc[1577, "at_branch"] == 1516 + 7
 
 
 def test_a_wait_counts_its_branch_and_try_wait_and_retry_loops_are_not_waits():
@@ -54,6 +60,8 @@ def test_a_wait_counts_its_branch_and_try_wait_and_retry_loops_are_not_waits():
     assert sites[sites.at_branch == 1075].iloc[0].samples == 1075 + 115
     try_waits = int(df["Source"].astype(str).str.contains(barrier_waits.TRY_WAIT, regex=False).sum())
     assert 0 < len(sites) < try_waits
+    # the last retry loop's branch (row 5689) goes back to its own try-wait (row 5688), not past it
+    assert df["Source"][5689].split()[-1] == df["Address"][5688] and 5688 not in set(sites.row)
 
 
 def test_the_key_loops_mma_waits_order_the_forms_by_their_slack():
@@ -80,12 +88,24 @@ def test_the_summary_and_the_audit_table_carry_the_waits_by_kind():
     assert cells == {"A0": "3,016 / 2,858 / 10,614", "old": "not recorded"}
 
 
+def test_the_audit_table_says_where_the_working_warps_wait():
+    """The rest of the row for the -ka audit's page: 37,298 of its 149,643 samples are parked warps' (25%); its three
+    largest reasons, largest first; of its runs of back-to-back MUFU.EX2 the one executed most, the key loop's (12
+    long, 512,064 times), before the longer runs outside the loop (49 long, 8,128 times)."""
+    summary = {"shape_tag": "bf16-16K", "variants": ["A0"],
+               "source_stalls": {"A0": source_stalls.summarize(_page(K_AHEAD))}}
+    (_, _, rows), = source_stall_tables(summary)
+    assert rows[0][:6] == ["A0", "149643", "25", "wait 38%, selected 15%, dispatch 14%", "12 (512064)",
+                           "MUFU 23375, FMNMX 17594, BRA 16940"]
+
+
 @pytest.mark.parametrize("sources, kind", [
     (["USGXT.U32 UR34, UR34, 0xe", "WARPGROUP.ARRIVE", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR32], RZ, !UPT"], K),
     (["F2FP.BF16.F32.PACK_AB R152, R219, R228", "HGMMA.64x128x16.F32.BF16 R88, R152, gdesc[UR12].tnspB, R88"], V),
     (["WARPGROUP.ARRIVE", "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR32], RZ, !UPT"], K),  # FP8
     (["QGMMA.64x128x32.F32.E4M3.E4M3 R88, R156, gdesc[UR28], R88, gsb0"], V),
     (["SYNCS.ARRIVE.TRANS64 RZ, [UR17+0x30170], R2", "UTMALDG.3D [UR8], [UR26]"], PRODUCER),
+    (["@UP0  UTMALDG.3D [UR8], [UR14]"], PRODUCER),  # a predicated copy: the predicate is not the opcode
     (["IADD3 R1, R1, 0x1, RZ", "EXIT"], "other"),
 ])
 def test_what_a_wait_was_for_is_the_next_mma_or_copy(sources, kind):

@@ -86,6 +86,13 @@ def test_the_simulation_computes_each_variants_own_operator():
     assert weight_fn("A1")(x).tolist() == [1.5, 2.0 ** -3, 2.0 ** -126]
     assert weight_fn("h15-sat")(x).tolist() == [1.0, 2.0 ** -3, 2.0 ** -126]
     assert torch.equal(weight_fn("noexp")(x), x)
+    # the hybrids take A1's weight (1.5 for x[0]) on their own keys of a 16-key row and the exact exp2 on the rest:
+    # the odd keys for h15-1of2, keys 9, 11, 13 and 15 for h15-1of4 (operators.hybrid_picks)
+    row = x[0].repeat(16)
+    for name, picked in (("h15-1of2", list(range(1, 16, 2))), ("h15-1of4", [9, 11, 13, 15])):
+        w = weight_fn(name).weights(row, torch.tensor(0.0), 1.0, 0.0)
+        assert [k for k in range(16) if w[k] == 1.5] == picked, name
+        assert all(w[k] == torch.exp2(row[k]) for k in range(16) if k not in picked), name
 
 
 @pytest.mark.parametrize("name", [n for n in VARIANTS if n not in built_by("sim")])

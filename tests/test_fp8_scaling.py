@@ -32,3 +32,17 @@ def test_operands_scale_each_tensor_on_its_own():
     q8, k8, v8, descale = operands(q, k, v)
     assert descale == pytest.approx((2 / 448, 0.5 / 448, 10 / 448))
     assert all(float(t.float().max()) == 448 for t in (q8, k8, v8))
+
+
+def test_each_element_is_the_e4m3_nearest_to_its_scaled_value():
+    """x / s is computed in FP32 and rounded to E4M3 once: every element lies within half an E4M3 step of x / s.
+    Dividing in BF16 first would round twice, and some elements would land a step off."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 64, 4, 32, generator=g) * 0.03).to(torch.bfloat16)
+    x8, s = to_e4m3(x)
+    scaled = x.double() / s
+    # E4M3 keeps 3 mantissa bits: a step of 2^(e-3) in the binade [2^e, 2^(e+1)); below 2^-6 (subnormals) 2^-9
+    exponent = torch.floor(torch.log2(scaled.abs().clamp(min=2.0 ** -6)))
+    half_step = 2.0 ** (exponent - 4)
+    # the slack covers FP32's own rounding of the division, nothing more
+    assert torch.all((x8.double() - scaled).abs() <= half_step * (1 + 2.0 ** -20))

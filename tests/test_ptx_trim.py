@@ -50,6 +50,10 @@ def test_only_the_barriers_before_mbarrier_waits_and_releases_go(plain_fp8):
     trimmed, n = ptx_trim.trim(plain_fp8)
     removed = _removed_lines(plain_fp8, trimmed)
     assert len(removed) == n > 0
+    # Triton 3.6.0's PTX of this kernel has 7 of them: 3 before a wait (try_wait.parity) and 4 before a release, a
+    # plain arrive one thread issues under a predicate (@%p8 mbarrier.arrive...); a barrier whose next instruction
+    # is anything else stays
+    assert n == 7
     assert all(ptx_trim._PARTITION_SYNC.match(line) for line in removed), removed
     # the key loop's three per tile (K ready, K released, V released) are among them: what is left of the
     # partition barriers guards ordinary shared-memory accesses (the output tile, mbarrier.init)
@@ -69,6 +73,20 @@ def test_a_kernel_without_such_barriers_is_refused(plain_fp8):
     with pytest.raises(UnsupportedError, match="found no warpgroup barrier"):
         ptx_trim.trim(plain_fp8.replace("mbarrier.try_wait.parity", "mbarrier.test_wait.parity")
                       .replace("mbarrier.arrive.shared::cta.b64", "mbarrier.arrive.release.shared::cta.b64"))
+
+
+def test_a_barrier_that_orders_a_shared_memory_access_stays_and_one_left_behind_is_refused(plain_fp8):
+    lines = plain_fp8.split("\n")
+    first = next(i for i in range(len(lines)) if ptx_trim._guarded_op(lines, i))
+    _, n = ptx_trim.trim(plain_fp8)
+    # an ordinary shared-memory load between the barrier and the wait: the barrier orders it, so it stays
+    loaded = lines[:first + 1] + ["\tld.shared.u32 \t%r9999, [%r91];"] + lines[first + 1:]
+    assert ptx_trim.trim("\n".join(loaded))[1] == n - 1
+    # two barriers in a row before the wait: removing the second would leave the first before it, so the PTX is
+    # not the one the rewrite was written for
+    doubled = lines[:first + 1] + lines[first:]
+    with pytest.raises(UnsupportedError, match="left a warpgroup barrier"):
+        ptx_trim.trim("\n".join(doubled))
 
 
 def test_unmarked_kernels_pass_untouched(plain_fp8):

@@ -39,3 +39,22 @@ def test_no_suggestion_when_nothing_is_close():
     with pytest.raises(UsageError) as e:
         make().get("zzzzzz")
     assert e.value.hint is None
+
+
+def test_a_suggestion_needs_six_tenths_of_the_name_in_common():
+    # difflib's ratio: 'gamut' and 'gamma' share 'gam', 2*3/10 = 0.6, enough; 'bat' and 'beta' share 'b' and 't',
+    # 2*2/7 = 0.57, not enough
+    for name, hint in (("gamut", "did you mean gamma?"), ("bat", None)):
+        with pytest.raises(UsageError) as e:
+            make().get(name)
+        assert e.value.hint == hint, name
+
+
+def test_names_are_compared_whatever_their_case_and_listed_sorted():
+    r = Registry("variant")
+    for name in ("noexp", "A1", "A0"):
+        r.register(name, name)
+    for typed, hint in (("a1", "did you mean A1?"), ("NOXP", "did you mean noexp?")):
+        with pytest.raises(UsageError, match=r"\(known: A0, A1, noexp\)") as e:
+            r.get(typed)
+        assert e.value.hint == hint, typed
