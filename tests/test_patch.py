@@ -5,6 +5,7 @@ import hashlib
 import shutil
 import math
 import struct
+import sys
 
 import pytest
 import torch
@@ -198,10 +199,26 @@ def test_each_fraction_variant_takes_h15_on_one_element_in_its_own_every(every):
     assert f"sb_c % {every} == {every} - 1" in sm90 and f"1 of {every} elements" in sm90
 
 
-def test_sm90_only_variants_are_registered_for_hopper_only():
-    for name in ("h15-noclamp", "h15-wg", "h15-1of2", "h15-1of4"):
-        assert 9 in P.FA4_PATCHES.get(name).arch_families
-        assert 10 not in P.FA4_PATCHES.get(name).arch_families
+def test_online_softmax_variants_are_registered_for_the_families_that_run_it():
+    # Softmax.online_softmax runs in the sm_90 forward and in the sm_80 one, which sm_120's subclasses; the sm_100
+    # forward has its own softmax, so there the edits would leave the stock kernel
+    for name in ("h15-noclamp", "h15-1of2", "h15-1of4"):
+        assert P.FA4_PATCHES.get(name).arch_families == (8, 9, 12)
+    # h15-wg splits by Hopper's MMA warpgroups, which the 4-warp sm_80 forward does not have
+    assert P.H15_WG.arch_families == (9,)
+
+
+def test_an_online_softmax_variant_on_the_b200_is_refused_naming_the_forwards_it_changes(monkeypatch):
+    from softbench.core.errors import UnsupportedError
+    from softbench.kernels.fa4 import FA4Backend
+    from test_capability import B200
+
+    monkeypatch.delitem(sys.modules, "flash_attn", raising=False)  # as in a fresh worker process
+    with pytest.raises(UnsupportedError, match=r"^variant h15-1of4 changes only FA4's sm_80, sm_90 and sm_120 "
+                                               r"forward; on sm_100 it would silently be the stock kernel$"):
+        FA4Backend(target=B200).load("h15-1of4")
+    with pytest.raises(UnsupportedError, match=r"^variant h15-wg changes only FA4's sm_90 forward; on sm_100"):
+        FA4Backend(target=B200).load("h15-wg")
     wg = next(e for e in P.H15_WG.edits if e.name == "sm90-online-softmax-exp2").replacement
     assert "canonical_warp_group_idx(sync=True) == 1" in wg
     assert "h15_from_doubled(" in wg and "cute.math.exp2(" in wg

@@ -176,14 +176,14 @@ def _refuse_options_beside_resume(ctx: click.Context, resume: str) -> None:
     """A resumed session runs with the options it was started with: any other option given beside --resume would
     be ignored without a word, so it is refused (only those the user set; defaults are not theirs to drop)."""
     from softbench.core.errors import UsageError
+    from softbench.core.wording import listed
 
     set_by_user = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
     given = [p.opts[0] for p in ctx.command.params
              if p.name not in WITH_RESUME and ctx.get_parameter_source(p.name) in set_by_user]
     if given:
-        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
-        raise UsageError(f"--resume continues {resume} with the options it was started with, so {names} cannot be "
-                         "combined with it",
+        raise UsageError(f"--resume continues {resume} with the options it was started with, so {listed(given)} "
+                         "cannot be combined with it",
                          hint="drop them to resume, or start a new session without --resume")
 
 

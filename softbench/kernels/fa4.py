@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from softbench.core.errors import PatchError, UnsupportedError
+from softbench.core.wording import listed
 from softbench.kernels.capability import Device, detect_device, fa4_unsupported_reason
 from softbench.kernels.fa4_patches import FA4_PATCHES
 from softbench.kernels.patch import build_patched_tree
@@ -48,7 +49,8 @@ class FA4Backend:
         patch = FA4_PATCHES.get(variant)
         family = (self.device.arch or 0) // 10
         if patch.arch_families is not None and family not in patch.arch_families:
-            raise UnsupportedError(f"variant {variant} changes only the sm_{patch.arch_families[-1]}0 kernel; on "
+            kernels = listed([f"sm_{family}0" for family in patch.arch_families])
+            raise UnsupportedError(f"variant {variant} changes only FA4's {kernels} forward; on "
                                    f"{self.device.arch_label} it would silently be the stock kernel")
         tree = build_patched_tree(patch, cache_root=Path(self.patch_cache) if self.patch_cache else None)
         sys.path.insert(0, str(tree.root))

@@ -207,10 +207,15 @@ def _online_softmax_patch(name: str, version: str, description: str, replacement
     )
 
 
+# The families whose forward runs Softmax.online_softmax: sm_90's kernel and the sm_80 kernel, which sm_120's
+# subclasses. An edit of that method alone changes all three; one that also needs Hopper's warpgroups only sm_90.
+ONLINE_SOFTMAX_FAMILIES = (8, 9, 12)
+
+
 def fraction_patch(every: int) -> Patch:
     return _online_softmax_patch(
-        f"h15-1of{every}", "2", f"sm_90 only: Rowmax-H15 on 1 of {every} elements, hardware exp2 on the rest",
-        _sm90_fraction_h15(every), H15_MODULE, (8, 9))
+        f"h15-1of{every}", "2", f"sm_80/90/120 online softmax: Rowmax-H15 on 1 of {every} elements, hardware exp2 "
+        "on the rest", _sm90_fraction_h15(every), H15_MODULE, ONLINE_SOFTMAX_FAMILIES)
 
 
 _SM90_H15_NOCLAMP = (
@@ -241,8 +246,8 @@ _SM90_H15_WG = (
 
 
 H15_NOCLAMP = _online_softmax_patch(
-    "h15-noclamp", "1", "sm_90 only: Rowmax-H15 without the clamp (add and shift), exact where every 2x >= -252",
-    _SM90_H15_NOCLAMP, H15_NOCLAMP_MODULE, (9,))
+    "h15-noclamp", "1", "sm_80/90/120 online softmax: Rowmax-H15 without the clamp (add and shift), exact where "
+    "every 2x >= -252", _SM90_H15_NOCLAMP, H15_NOCLAMP_MODULE, ONLINE_SOFTMAX_FAMILIES)
 H15_WG = _online_softmax_patch(
     "h15-wg", "1", "sm_90 only: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second", _SM90_H15_WG,
     H15_NOCLAMP_MODULE, (9,))
