@@ -494,6 +494,62 @@ def test_a_run_stopped_before_its_first_pair_prints_no_pooled_figure():
     assert paired_headline(summary)[0].endswith("; pooled medians +2.50%")
 
 
+def test_the_paired_headline_names_the_clock_the_null_across_processes_and_the_ratio_to_the_fastest_exact_kernel():
+    from softbench.latency.render import paired_headline
+
+    paired = {"estimate_pct": 5.0, "ci95_pct": [4.0, 6.0], "n_pairs": 40}
+    summary = {"protocol_kind": "interleaved", "quantity": "at equal clock", "baseline": "A0", "variants": ["A1"],
+               "null": "A0'", "references": [],
+               "comparisons": {"A1": {"paired": paired, "pooled_speedup_pct": 5.1},
+                               "A0'": {"paired": {**paired, "estimate_pct": 0.1}, "pooled_speedup_pct": 0.0}},
+               "clock_during_pairs": {"sm_clock_mhz_median": 1755.0, "power_w_median": None},
+               "best_exact": {"label": "A0", "median_ms": 1.0, "tflops": 500.0}, "vs_best_exact": {"A0": 1.0, "A1": 1.05},
+               "process_pairs": {"processes_per_kernel": 2, "comparisons": {
+                   label: {"pairs_of_processes": [{}, {}], "across": {"estimate_pct": est, "ci95_pct": [est - 1, est + 1]},
+                           "sd_between_pp": 0.2} for label, est in (("A1", 5.0), ("A0'", 0.1))}}}
+    lines = paired_headline(summary)
+    # a clock without its power is not the operating point: neither is quoted
+    assert lines[0].startswith("A1 vs A0, speed-up at equal clock (interleaved protocol): ")
+    (across,) = [x for x in lines if x.startswith("across 2 pairs of processes")]
+    assert across.endswith("A1 +5.00% [+4.00, +6.00], sd between pairs 0.20 pp; "
+                           "A0' +0.10% [-0.90, +1.10], sd between pairs 0.20 pp")
+    (best,) = [x for x in lines if x.startswith("fastest exact kernel timed")]
+    # the baseline's own ratio first (how far it is from the fastest exact kernel), then the variants'
+    assert best.endswith("; A0 / A0 1.000; A1 / A0 1.050 (no reference kernel timed: add --reference)")
+    summary["clock_during_pairs"]["power_w_median"] = 700.0
+    summary["references"] = ["ref-fa3"]
+    # zero is a figure like any other: equal pooled medians, and pairs of processes that agree exactly
+    summary["comparisons"]["A1"]["pooled_speedup_pct"] = 0.0
+    summary["process_pairs"]["comparisons"]["A1"]["sd_between_pp"] = 0.0
+    lines = paired_headline(summary)
+    assert lines[0].startswith("A1 vs A0, speed-up at equal clock (interleaved protocol, SM clock 1755 MHz median, "
+                               "700 W): ")
+    assert lines[0].endswith("; pooled medians +0.00%")
+    assert "A1 +5.00% [+4.00, +6.00], sd between pairs 0.00 pp;" in next(x for x in lines if x.startswith("across"))
+    assert not any("add --reference" in x for x in lines)
+
+
+def test_the_paired_headline_reports_each_round_from_one_and_a_warm_up_without_readings():
+    from softbench.latency.render import PAIRED_COLUMNS, paired_columns, paired_headline, paired_rows
+
+    kernel = {"role": "baseline", "median_ms": 1.0, "tflops": 500.0, "units": 20, "sm_clock_mhz_median": None,
+              "power_w_median": None, "power_capped_windows": 0, "windows": 20, "energy_per_forward_mj": 0.7}
+    summary = {"protocol_kind": "interleaved", "quantity": "at equal clock", "baseline": "A0", "variants": [],
+               "comparisons": {}, "kernels": {"A0": kernel},
+               # fixed calls (no window sized in time) and a board without readings (the simulation)
+               "run": {"rounds": [{"round": 0, "pairs": 20, "measure_s": 3.0, "stop_reason": "time budget of 3 s spent"}],
+                       "window": {"calls": 10, "rule": "fixed by the protocol"},
+                       "warmup": {"elapsed_s": 2.0, "reason": "no readings: fixed warm-up", "power_w": None}}}
+    lines = paired_headline(summary)
+    assert "round 1: 20 pairs in 3.0 s, stopped: time budget of 3 s spent" in lines
+    assert "warm-up: 2.0 s, no readings: fixed warm-up" in lines
+    assert not any(x.startswith("windows:") for x in lines)
+    # the energy per forward is a column of sustained runs alone
+    assert len(paired_rows(summary)[0]) == len(paired_columns(summary)) == len(PAIRED_COLUMNS)
+    sustained = {**summary, "protocol_kind": "sustained"}
+    assert paired_rows(sustained)[0][-1] == "0.70" and paired_columns(sustained)[-1] == "energy/forward mJ"
+
+
 def test_a_matrix_cell_prints_an_interval_only_where_both_bounds_are_numbers():
     """A bound of NaN (too few pairs) on one side once printed as "[+1.00, +nan]"."""
     from softbench.latency.render import matrix_rows

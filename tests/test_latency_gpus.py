@@ -97,6 +97,29 @@ def test_every_shape_is_checked_once_before_the_launch_and_ranks_follow_the_orde
                      ("launch", 2, "latency", ["--gpus", "1,0"], {gpus.GPUS_ENV: "1,0"})]
 
 
+def test_a_rank_other_than_the_first_runs_its_share_and_prints_nothing(monkeypatch, capsys):
+    from softbench.latency.across import run_across
+
+    ran = []
+    monkeypatch.setattr(matrix, "run_matrix", lambda *args: ran.append(args))
+    opts = types.SimpleNamespace(shapes=["shape-a"], command_line="softbench latency --gpus 0,1")
+    ranks = Ranks(1, 2, 1)
+    run_across(opts, (0, 1), ranks, "pin", False, "source", lambda shape: None)
+    # no progress display and no tables: rank 0 alone reports the run
+    assert ran == [(opts, ranks, "pin", False, "source", "softbench latency --gpus 0,1")]
+    assert capsys.readouterr().out == ""
+
+
+def test_one_rank_is_launched_per_gpu_listed(monkeypatch):
+    from softbench.latency.across import run_across
+
+    launched = []
+    monkeypatch.setattr(sys, "argv", ["softbench", "latency", "--gpus", "3,1,2"])
+    monkeypatch.setattr(launch, "launch", lambda n, *args, **kwargs: launched.append(n))
+    run_across(types.SimpleNamespace(shapes=[]), (3, 1, 2), None, None, False, "source", lambda shape: None)
+    assert launched == [3]
+
+
 def test_the_control_takes_the_first_cell_alone():
     from softbench.latency.across import control_cell
 
@@ -169,6 +192,19 @@ def test_the_launcher_runs_latency_without_gpus_and_with_nvls_off():
     assert launch.command_args(["latency", "--seq", "128"], "latency") == ["--seq", "128"]
 
 
+def test_a_failed_launch_raises_with_torchruns_status_and_a_clean_one_returns(monkeypatch):
+    statuses = iter([3, 0])
+    monkeypatch.setattr(launch.subprocess, "run", lambda argv, env: types.SimpleNamespace(returncode=next(statuses)))
+    with pytest.raises(launch.RanksFailed) as failed:
+        launch.launch(2, "latency", ["--seq", "128"], hint="see the index")
+    assert failed.value.exit_code == 3 and failed.value.hint == "see the index"
+    assert launch.launch(2, "latency", ["--seq", "128"]) is None
+
+
+def test_arguments_without_the_commands_name_are_passed_whole():
+    assert launch.command_args(["--seq", "128"], "latency") == ["--seq", "128"]
+
+
 def _entry(cell, rank, phase=None, complete=True):
     return {"cell": cell, "phase": phase, "rank": rank, "session": f"s{cell}{phase}{rank}", "complete": complete,
             "state": "complete" if complete else "partial", "gpu": rank, "shape_tag": f"t{cell}",
@@ -217,6 +253,94 @@ def test_the_control_index_compares_each_gpu_together_and_alone(tmp_path):
     assert index["control"]["together_overlap_s"] == pytest.approx(5.0)
 
 
+def test_the_control_table_signs_the_slow_down_and_the_index_lists_only_the_ranks_that_stopped(tmp_path):
+    from softbench.latency.render import control_rows
+
+    # rank 1's baseline: 2.0 ms together, 1.0 ms alone (+100%); rank 0 the same either way
+    reports = [_report(r, [_entry(0, r, "together"), {**_entry(0, r, "alone"), "baseline_ms": 1.0}]) for r in (0, 1)]
+    session = write_index(_opts(tmp_path, 1), 2, True, reports, "quick.yaml", "x")
+    assert [row[6] for row in control_rows(session.read_json("index.json"))] == ["+0.00", "+100.00"]
+    assert "Ranks that stopped" not in (session.path / "index.md").read_text()
+    reports[1]["error"] = "worker A0 exited (code 17)"
+    stopped = write_index(_opts(tmp_path, 1), 2, True, reports, "quick.yaml", "x")
+    md = (stopped.path / "index.md").read_text()
+    assert md.endswith("Ranks that stopped:\n- rank 1: worker A0 exited (code 17)\n")
+    # every session is there and complete, but a rank stopped: the index is not complete
+    assert stopped.read_json("index.json")["missing"] == [] and not stopped.read_json("index.json")["complete"]
+
+
+def test_a_control_index_lists_together_before_alone_and_reads_each_gpu_from_whichever_session_it_has(tmp_path):
+    # rank 1's alone run made no session; rank 0's sessions arrive alone first
+    reports = [_report(0, [{**_entry(0, 0, "alone"), "sm_clock_mhz_median": 1900.0},
+                           {**_entry(0, 0, "together"), "sm_clock_mhz_median": 1700.0}]),
+               _report(1, [{**_entry(0, 1, "together"), "gpu": 5}])]
+    opts = _opts(tmp_path, 2)  # the control runs the first cell only
+    session = write_index(opts, 2, True, reports, "quick.yaml", "x")
+    index = session.read_json("index.json")
+    assert [(e["phase"], e["rank"]) for e in index["sessions"]] == [("together", 0), ("together", 1), ("alone", 0)]
+    assert index["cells"] == [{"cell": 0, "shape_tag": opts.shapes[0].tag(), "rank": None}]
+    g0, g1 = index["control"]["gpus"]
+    assert (g0["together_sm_clock_mhz"], g0["alone_sm_clock_mhz"]) == (1700.0, 1900.0)
+    assert g1["gpu"] == 5 and g1["alone_baseline_ms"] is None
+    assert session.path.name.endswith(f"-matrix-control-{opts.shapes[0].tag()}-2gpus")
+
+
+def test_an_index_with_a_partial_session_is_partial_and_is_named_after_its_plan(tmp_path):
+    reports = [_report(0, [_entry(0, 0)]), _report(1, [_entry(1, 1, complete=False)])]
+    session = write_index(_opts(tmp_path, 2), 2, False, reports, "plans/hopper-bf16.yaml", "x")
+    index = session.read_json("index.json")
+    assert index["missing"] == [] and not index["complete"] and session.status()["state"] == "partial"
+    assert session.path.name.endswith("-matrix-hopper-bf16-2gpus")
+
+
+def test_an_index_entry_reads_its_session_back_from_its_files(tmp_path):
+    from softbench.core.session import Session
+    from softbench.latency.matrix_index import session_entry
+
+    # a paper-protocol session: its windows carry no phase, its interval is the window bootstrap's, and its
+    # windows.jsonl need not be in time order (the warm-up window is no measurement)
+    s = Session.create(tmp_path, "latency", "cell")
+    s.write_json("summary.json", {"shape_tag": "t0", "baseline": "A0", "variant": "A1",
+                                  "median_ms": {"A0": 1.1, "A1": 1.0}, "speedup_pct": 10.0,
+                                  "bootstrap_ci95_pct": [9.0, 11.0],
+                                  "placement": {"rank": 1, "gpu": 1, "cuda_visible_devices": "1", "gpu_uuid": "GPU-b"}})
+    for utc, mhz, phase in (("2026-12-01T12:00:03+00:00", 1700, None), ("2026-12-01T12:00:01+00:00", 1500, None),
+                            ("2026-12-01T12:00:09+00:00", 1900, "warmup"), ("2026-12-01T12:00:02+00:00", 1600, None)):
+        s.append("windows.jsonl", {"label": "A0", "utc": utc, "gpu_sm_clock_mhz": mhz, "phase": phase})
+    s.set_status(complete=True, state="complete")
+    e = session_entry(0, None, s)
+    assert (e["rank"], e["gpu"], e["cuda_visible_devices"], e["gpu_uuid"]) == (1, 1, "1", "GPU-b")
+    assert (e["speedup_pct"], e["speedup_ci95_pct"], e["baseline_ms"]) == (10.0, [9.0, 11.0], 1.1)
+    assert e["sm_clock_mhz_median"] == 1600.0  # of 1500, 1600 and 1700: the warm-up's 1900 is left out
+    assert (e["measured_from_utc"], e["measured_to_utc"]) == ("2026-12-01T12:00:01+00:00",
+                                                              "2026-12-01T12:00:03+00:00")
+    assert e["complete"] and e["state"] == "complete"
+    s.set_status(complete=False, state="partial")  # a session cut short is listed as such
+    assert not session_entry(0, None, s)["complete"]
+
+
+def test_a_control_sessions_aa_estimate_is_its_null_even_at_exactly_zero():
+    from softbench.latency.matrix_index import aa_estimate
+
+    assert aa_estimate({"null_pct": 0.0, "null_ci95_pct": [-0.1, 0.1], "speedup_pct": None}) == (0.0, [-0.1, 0.1])
+    # the paper's rounds have no null: their A/A is the speed-up of the baseline's second process
+    assert aa_estimate({"null_pct": None, "speedup_pct": 0.2, "speedup_ci95_pct": [0.0, 0.4]}) == (0.2, [0.0, 0.4])
+
+
+def test_the_controls_overlap_is_of_the_together_sessions_alone_and_missing_runs_are_named_in_run_order(tmp_path):
+    # together: rank 0 12:00:00-05, rank 1 12:00:00-06 (5 s in common); alone, later: 12:01:00-05 and 12:02:00-06
+    reports = [_report(r, [_entry(0, r, "together"),
+                           {**_entry(0, r, "alone"), "measured_from_utc": f"2026-12-01T12:0{1 + r}:00+00:00",
+                            "measured_to_utc": f"2026-12-01T12:0{1 + r}:0{5 + r}+00:00"}]) for r in (0, 1)]
+    index = write_index(_opts(tmp_path, 1), 2, True, reports, "quick.yaml", "x").read_json("index.json")
+    assert index["control"]["together_overlap_s"] == pytest.approx(5.0)
+    assert index["control"]["together_spans_s"] == [5.0, 6.0]
+    # nobody reported: every run is missing, the together runs first as they run first
+    empty = write_index(_opts(tmp_path, 1), 2, True, [], "quick.yaml", "x").read_json("index.json")
+    assert [(m["phase"], m["rank"]) for m in empty["missing"]] == [("together", 0), ("together", 1), ("alone", 0),
+                                                                    ("alone", 1)]
+
+
 def _fake_group(rank, world, log):
     return types.SimpleNamespace(ranks=Ranks(rank, world, rank), barrier=lambda: log.append("barrier"))
 
@@ -248,6 +372,125 @@ def test_a_rank_whose_cell_fails_still_passes_every_barrier_it_owes(monkeypatch,
     assert matrix.run_steps(_opts(tmp_path, 1), matrix.matrix_steps(1, Ranks(1, 2, 1)), _fake_group(1, 2, log),
                             gpus.Pin(1, "1", None), Progress(), done=[]) is None
     assert log == []
+
+
+def test_each_session_records_its_cell_and_control_phase_and_a_failed_cells_partial_session_is_kept(
+        monkeypatch, tmp_path):
+    from contextlib import contextmanager
+
+    from softbench.core.errors import MeasurementError
+    from softbench.core.session import Session
+    from softbench.latency.engine import Progress
+
+    @contextmanager
+    def no_workers(opts, progress):
+        yield {}, {}
+
+    placements = []
+    partial = Session.create(tmp_path, "latency", "cut")
+
+    def shape_run(opts, shape, workers, env, progress, clock):
+        placements.append({**opts.placement, "shape": shape})
+        if opts.placement.get("phase") == "alone":  # the second run fails after it wrote its session
+            err = MeasurementError("worker A0 exited (code 17)")
+            err.partial_session = str(partial.path)
+            raise err
+        return Session.create(tmp_path, "latency", "ran")
+
+    monkeypatch.setattr(matrix, "loaded_workers", no_workers)
+    monkeypatch.setattr(matrix, "run_shape", shape_run)
+    log, done = [], []
+    error = matrix.run_steps(_opts(tmp_path, 1), matrix.control_steps(Ranks(0, 1, 0)), _fake_group(0, 1, log),
+                             gpus.Pin(0, "0", None), Progress(), done)
+    assert isinstance(error, MeasurementError)
+    assert [(p["cell"], p["phase"], p["rank"]) for p in placements] == [(0, "together", 0), (0, "alone", 0)]
+    # the failed run's partial session is indexed with its step, beside the one that completed
+    assert [(step.phase, sess.path) for step, sess in done][1] == ("alone", partial.path) and len(done) == 2
+    placements.clear()
+    matrix.run_steps(_opts(tmp_path, 2), matrix.matrix_steps(2, Ranks(0, 1, 0)), _fake_group(0, 1, log),
+                     gpus.Pin(0, "0", None), Progress(), [])
+    opts = _opts(tmp_path, 2)
+    assert [(p["cell"], p["shape"]) for p in placements] == [(0, opts.shapes[0]), (1, opts.shapes[1])]
+    assert not any("phase" in p for p in placements)
+
+
+def test_the_progress_bar_counts_the_windows_of_the_runs_not_the_barriers(monkeypatch, tmp_path):
+    from contextlib import contextmanager
+    from dataclasses import replace
+
+    from softbench.core.protocol import LatencyProtocol
+    from softbench.latency.engine import Progress
+
+    @contextmanager
+    def no_workers(opts, progress):
+        yield {}, {}
+
+    totals = []
+
+    class Counted(Progress):
+        def start(self, total_windows):
+            totals.append(total_windows)
+
+    monkeypatch.setattr(matrix, "loaded_workers", no_workers)
+    monkeypatch.setattr(matrix, "run_shape", lambda *args, **kwargs: None)
+    opts = replace(_opts(tmp_path, 1), protocol=LatencyProtocol(rounds=3, windows=7))
+    matrix.run_steps(opts, matrix.control_steps(Ranks(0, 1, 0)), _fake_group(0, 1, []), gpus.Pin(0, "0", None),
+                     Counted(), [])
+    # the control's two runs (together, then alone) of 3 rounds of 2 kernels' 7 windows: 84, whatever the barriers
+    assert totals == [2 * 3 * 2 * 7]
+
+
+def test_once_a_barrier_fails_no_further_barrier_is_tried():
+    from softbench.core.errors import SoftbenchError
+
+    tried = []
+
+    def broken():  # a peer is gone: gloo raises after its timeout, at every barrier after it too
+        tried.append("barrier")
+        raise SoftbenchError("gloo barrier timed out")
+
+    group = types.SimpleNamespace(ranks=Ranks(0, 3, 0), barrier=broken)
+    error = matrix.pass_barriers(matrix.control_steps(Ranks(0, 3, 0)), group)
+    assert str(error) == "gloo barrier timed out" and tried == ["barrier"]
+
+
+def test_a_ranks_own_failure_is_what_it_raises_even_when_the_gather_then_fails(monkeypatch, tmp_path):
+    from softbench.core.errors import MeasurementError, SoftbenchError
+
+    class GoneGroup:  # every peer is gone by the time this rank reports
+        def __init__(self, ranks, backend):
+            self.ranks = ranks
+
+        def gather(self, report):
+            raise SoftbenchError("gloo gather timed out")
+
+        def close(self):
+            pass
+
+    own = MeasurementError("worker A0 exited (code 17)")
+    monkeypatch.setattr(matrix.distributed, "Group", GoneGroup)
+    monkeypatch.setattr(matrix, "run_steps", lambda *args, **kwargs: own)
+    with pytest.raises(MeasurementError) as raised:
+        matrix.run_matrix(_opts(tmp_path, 1), Ranks(0, 2, 0), gpus.Pin(0, "0", None), False, "plan.yaml", "x")
+    assert raised.value is own
+    # rank 0 still indexed what it had: its own report, with the reason it stopped
+    (index_dir,) = list(tmp_path.glob("*-matrix-*"))
+    index = json.loads((index_dir / "index.json").read_text())
+    assert {"rank": 0, "gpu": 0, "cuda_visible_devices": "0", "launch_cuda_visible_devices": None,
+            "error": str(own)} in index["ranks"]
+
+
+def test_a_ranks_placement_names_its_one_gpu_uuid():
+    def workers(*uuids):
+        return {f"k{i}": types.SimpleNamespace(info={"gpu": {"uuid": u}} if u else {}) for i, u in enumerate(uuids)}
+
+    def uuid(ws):
+        return matrix.rank_placement(Ranks(0, 1, 0), gpus.Pin(0, "0", None), ws)["gpu_uuid"]
+
+    # every worker on the rank reads the same board: one UUID; a worker without NVML adds nothing
+    assert uuid(workers("GPU-a", "GPU-a", None)) == "GPU-a"
+    assert uuid(workers(None, None)) is None
+    assert uuid(workers("GPU-b", "GPU-a")) == ["GPU-a", "GPU-b"]  # not one board: all of them, for the reader
 
 
 # --- end to end: torchrun, gloo, two ranks, the simulation ---------------------------------------------------

@@ -15,7 +15,7 @@ from softbench.latency.interleaved import measure_interleaved
 from softbench.latency.summary import process_pairs, summarize_paired
 from softbench.runtime.replicas import KernelProcesses
 
-from test_latency_protocols import FAST, FakeBoard, FakeClock, FakeWorker, Quiet
+from test_latency_protocols import FAST, FakeBoard, FakeClock, FakeWorker, PreparedFakeWorker, Quiet
 from test_vocabulary import assert_covered
 
 
@@ -37,6 +37,37 @@ def test_windows_rotate_over_the_processes_and_everything_else_reaches_all_of_th
         k.request("prepare")
     assert k.processes[0].requests[-1] == "prepare"
     assert [p["pid"] for p in k.info["processes"]] == [p.pid for p in k.processes]
+
+
+class LoggedProcess(PreparedFakeWorker):
+    """One process of a kernel with a log file and a close that is recorded."""
+
+    def __init__(self, board, pid, log):
+        super().__init__(board, "A0", "A0", 1.0, "baseline")
+        self.pid, self.log, self.closed = pid, log, False
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_last_windows_process_is_the_kernels_pid_and_prepare_close_and_logs_reach_every_process(tmp_path):
+    board = FakeBoard(FakeClock())
+    (tmp_path / "r0.log").write_text("zero")
+    (tmp_path / "r1.log").write_text("one")
+    procs = [LoggedProcess(board, 7 + i, tmp_path / f"r{i}.log") for i in range(3)]  # replica 2 wrote no log
+    k = KernelProcesses(procs)
+    k.request("window", calls=2)
+    k.request("window", calls=2)
+    assert k.pid == 8  # replica 1 answered the last window: its records name its pid
+    smoke = k.request("prepare")["result"]
+    assert smoke["rel_error_vs_fp32"] == 0.0 and len(smoke["replicas"]) == 3  # the first's, and each one's
+    k.close()
+    assert all(p.closed for p in procs)
+    k.copy_log(tmp_path / "all.log")
+    assert (tmp_path / "all.log").read_text() == ("=== replica 0 (pid 7) ===\nzero\n=== replica 1 (pid 8) ===\none\n"
+                                                  "=== replica 2 (pid 9) ===\n")
+    with pytest.raises(ValueError, match="at least one process"):
+        KernelProcesses([])
 
 
 def test_offsets_between_processes_show_across_pairs_and_not_in_the_window_bootstrap():

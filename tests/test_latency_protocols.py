@@ -135,6 +135,30 @@ def test_every_kernel_follows_every_kernel_once_per_cycle_forwards_and_backwards
         prev = windows[-1]
 
 
+@pytest.mark.parametrize("labels", [[], ["A", "B", "A"]])
+def test_a_circuit_needs_distinct_labels_and_at_least_one(labels):
+    # repeated labels would share one node of the graph, so some kernel would not follow every kernel once
+    with pytest.raises(ValueError, match="distinct and non-empty"):
+        carryover_circuit(labels)
+
+
+def test_odd_cycles_run_the_circuit_backwards():
+    # a forwards cycle then a backwards one mirrors every window's position in time, which cancels a linear drift
+    circuit = carryover_circuit(["A", "B", "C"])
+    forwards = circuit_cycle(circuit, 0)
+    assert circuit_cycle(circuit, 1) == forwards[::-1]
+    assert circuit_cycle(circuit, 2) == forwards and circuit_cycle(circuit, 3) == forwards[::-1]
+
+
+def test_pairs_come_back_in_round_then_cycle_order_whatever_order_the_records_are_in():
+    # the moving-block bootstrap resamples runs of consecutive pairs, so they must be in time order
+    def rec(rnd, cycle, label, ms):
+        return {"round": rnd, "cycle": cycle, "label": label, "ms_per_call": ms}
+    recs = [rec(1, 0, "A", 5.0), rec(1, 0, "B", 50.0), rec(0, 1, "B", 20.0), rec(0, 1, "A", 3.0),
+            rec(0, 0, "A", 1.0), rec(0, 0, "B", 10.0)]
+    assert pairs_by_cycle(recs, "A", "B") == ([1.0, 3.0, 5.0], [10.0, 20.0, 50.0])
+
+
 def test_pairs_are_taken_within_a_cycle_and_round():
     recs = [{"round": 0, "cycle": 0, "label": "A", "ms_per_call": 2.0},
             {"round": 0, "cycle": 0, "label": "B", "ms_per_call": 1.0},
@@ -416,6 +440,66 @@ def test_the_pair_limit_ends_a_round_at_the_limit():
     assert run["rounds"][0]["pairs"] == 30
 
 
+def test_a_half_width_exactly_at_the_target_reaches_it():
+    kernels = [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.9, "variant")]
+    # the first check (cycle 20) of a round that cannot reach a tiny target: its half-width there
+    first, _, _ = run_interleaved(InterleavedProtocol(**{**FAST, "target_pp": 1e-6, "max_pairs": 20}), kernels,
+                                  noise=0.01)
+    width = first["rounds"][0]["half_width_pp_at_stop"]["A1"]
+    # the same run (fixed order and noise seeds) with exactly that target stops at that check: "<=" the target
+    run, _, _ = run_interleaved(InterleavedProtocol(**{**FAST, "target_pp": width}), kernels, noise=0.01)
+    assert run["rounds"][0]["stop_reason"].startswith("target reached")
+    assert run["rounds"][0]["pairs"] == 20
+
+
+class StepWorker(FakeWorker):
+    """A board without readings whose every window takes exactly `step_s` of the fake clock (a binary fraction, so
+    that sums of steps are exact)."""
+
+    def __init__(self, clock: FakeClock, label: str, step_s: float):
+        super().__init__(None, label, label, 1.0, "kernel")
+        self.clock, self.step_s, self.fields = clock, step_s, []
+
+    def request(self, op, on_stream=None, **fields):
+        self.fields.append((op, fields))
+        self.clock.t += self.step_s
+        return {"result": {"calls": fields["calls"], "ms_per_call": 1.0}}
+
+
+def test_a_round_stops_once_its_measuring_time_reaches_the_budget_exactly():
+    clock = FakeClock()
+    ws = {lbl: StepWorker(clock, lbl, 0.25) for lbl in ("A0", "A1")}
+    # two windows of 0.25 s per cycle: 2.0 s spent after exactly 4 cycles, far below the 20 pairs of a first check
+    proto = InterleavedProtocol(**{**FAST, "budget_s": 2.0})
+    run = measure_interleaved(proto, ws, "A0", ["A1"], lambda rec: None, Quiet(), clock=clock)
+    assert run["rounds"][0]["stop_reason"] == "time budget of 2 s spent"
+    assert run["rounds"][0]["cycles"] == 4 and run["rounds"][0]["measure_s"] == 2.0
+
+
+def test_every_window_request_carries_the_protocols_untimed_calls():
+    clock = FakeClock()
+    ws = {lbl: StepWorker(clock, lbl, 0.25) for lbl in ("A0", "A1")}
+    proto = InterleavedProtocol(**{**FAST, "calls": None, "window_ms": 8.0, "untimed": 3, "budget_s": 1.0})
+    measure_interleaved(proto, ws, "A0", ["A1"], lambda rec: None, Quiet(), clock=clock)
+    sent = [fields for w in ws.values() for op, fields in w.fields]
+    # the sizing window (5 calls) and every warm-up and measured window (8 ms / 1 ms per call = 8 calls) alike
+    assert {f["untimed"] for f in sent} == {3}
+    assert sorted({f["calls"] for f in sent}) == [5, 8]
+
+
+def test_the_warm_up_records_the_power_and_clock_the_board_settled_at_and_its_cycles():
+    run, records, _ = run_interleaved(InterleavedProtocol(**FAST), [("A0", "A0", 1.0, "baseline"),
+                                                                    ("A1", "A1", 0.9, "variant")])
+    # FakeBoard ramps to its cap within 1.5 s and holds it: 125 + 575 W and 1980 - 200 MHz
+    assert run["warmup"]["reason"] == "settled"
+    assert run["warmup"]["power_w"] == pytest.approx(700.0)
+    assert run["warmup"]["sm_clock_mhz"] == pytest.approx(1780.0)
+    assert run["warmup"]["cycles"] == len({r["cycle"] for r in records if r["phase"] == "warmup"})
+    # each measured window records where in its cycle it ran
+    assert {(r["cycle"], r["position"]) for r in records if r["phase"] == "measure" and r["round"] == 0} == {
+        (c, pos) for c in range(run["rounds"][0]["cycles"]) for pos in (0, 1)}
+
+
 def test_calls_and_window_ms_together_are_refused():
     from softbench.core.options import apply_protocol_flags
 
@@ -465,6 +549,22 @@ def test_sustained_blocks_run_abba_settle_first_and_pair_by_cycle():
     assert s["quantity"] == "sustained"
 
 
+def test_sustained_blocks_ask_for_the_protocols_calls_and_time_and_their_windows_carry_cycle_and_position():
+    clock = FakeClock()
+    ws = workers_for(FakeBoard(clock, ramp_s=0.2), [("A0", "A0", 1.0, "baseline"), ("A1", "A1", 0.9, "variant")])
+    proto = SustainedProtocol(calls=7, cycles=2, measure_s=0.3, settle_min_s=0.1, settle_max_s=5.0)
+    windows, blocks = [], []
+    measure_sustained(proto, ws, windows.append, blocks.append, Quiet())
+    assert {w["calls"] for w in windows} == {7}
+    # a block measures until 0.3 s have passed: at most one more window of 7 calls of 1 ms (plus 1 ms round trip)
+    assert all(0.3 <= b["measure_s"] < 0.3 + 0.008 for b in blocks)
+    # ABBA: the second cycle runs A1 first
+    assert [(b["label"], b["cycle"], b["position"]) for b in blocks] == [
+        ("A0", 0, 0), ("A1", 0, 1), ("A1", 1, 0), ("A0", 1, 1)]
+    assert {(w["label"], w["cycle"], w["position"]) for w in windows} == {
+        (b["label"], b["cycle"], b["position"]) for b in blocks}
+
+
 class PreparedFakeWorker(FakeWorker):
     """A FakeWorker that a whole session can run on: it answers prepare with a smoke record and can be closed."""
 
@@ -502,6 +602,48 @@ def test_a_sustained_sessions_board_readings_are_its_measured_windows_alone(tmp_
         k = summary["kernels"][label]
         assert k["throttled_windows"] == sum(w["gpu_throttled"] for w in measured)
         assert k["sm_clock_mhz_median"] == pytest.approx(float(np.median([w["gpu_sm_clock_mhz"] for w in measured])))
+
+
+class RoundsFakeWorker(PreparedFakeWorker):
+    """A PreparedFakeWorker that also runs the paper's rounds: `windows` windows streamed per round request."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.round_fields, self.prepare_fields = [], []
+
+    def request(self, op, on_stream=None, **fields):
+        if op == "prepare":
+            self.prepare_fields.append(fields)
+        if op == "round":
+            self.round_fields.append(fields)
+            for _ in range(fields["windows"]):
+                on_stream({"window": self.board.window(self.base_ms, fields["calls"])})
+            return {"result": {}}
+        return super().request(op, on_stream, **fields)
+
+
+def test_a_paper_session_asks_each_round_for_the_protocols_warm_up_and_records_who_ran_first(tmp_path):
+    from softbench.core.protocol import LatencyProtocol
+    from softbench.core.shapes import Shape
+    from softbench.latency.engine import LatencyOptions, run_shape
+
+    clock = FakeClock()
+    board = FakeBoard(clock)
+    ws = {label: RoundsFakeWorker(board, label, label, ms, role)
+          for label, ms, role in [("A0", 1.0, "baseline"), ("A1", 0.9, "variant")]}
+    proto = LatencyProtocol(rounds=2, windows=3, calls=4, warmup=5, seed=7)
+    shape = Shape(seq=128, heads=1, head_dim=64)
+    opts = LatencyOptions(shapes=(shape,), variant="A1", backend="sim", protocol=proto, out_dir=tmp_path, null=False)
+    session = run_shape(opts, shape, ws, {}, Quiet(), clock=clock)
+    for w in ws.values():
+        assert [f["seed"] for f in w.prepare_fields] == [7]  # the protocol's input seed
+        assert w.round_fields == [{"round": r, "warmup": 5, "windows": 3, "calls": 4} for r in (0, 1)]
+    windows = [json.loads(line) for line in (session.path / "windows.jsonl").read_text().splitlines()]
+    # the order alternates (A0 A1, then A1 A0) and each window says which of its round's two it was in
+    assert [(w["round"], w["label"], w["position"]) for w in windows[::3]] == [
+        (0, "A0", 0), (0, "A1", 1), (1, "A1", 0), (1, "A0", 1)]
+    summary = json.loads((session.path / "summary.json").read_text())
+    assert summary["speedup_pct"] == pytest.approx(100 * (1 / 0.9 - 1))  # a noiseless board: 1.0 against 0.9 ms
 
 
 def test_an_interleaved_session_stops_only_when_the_null_is_narrow_too(tmp_path):
@@ -615,6 +757,49 @@ def test_a_failed_run_keeps_a_partial_session_with_the_reason(tmp_path):
     assert info.value.partial_session == str(path)
     status = Session.open(path).status()
     assert status["state"] == "partial" and (path / "windows.jsonl").exists() and (path / "env.json").exists()
+
+
+def test_a_terminated_run_keeps_every_workers_log_and_says_it_was_sigterm(tmp_path):
+    from softbench.runtime.session_runner import Terminated, session_run
+
+    class LoggedWorker:
+        label = "A0"
+
+        def copy_log(self, dest):
+            dest.write_text("worker A0's last lines\n")
+
+    finished = []
+    with pytest.raises(Terminated):
+        with session_run(tmp_path, "latency", "t", env={}, protocol={"kind": "interleaved"},
+                         finish=lambda session, complete, reason: finished.append(reason),
+                         workers=lambda: [LoggedWorker()]):
+            raise Terminated("terminated (SIGTERM)")
+    assert finished == ["terminated (SIGTERM)"]  # not taken for the user's Ctrl-C
+    (path,) = list(tmp_path.iterdir())
+    assert (path / "worker-A0.log").read_text() == "worker A0's last lines\n"
+    assert "started_utc:" in (path / "protocol.yaml").read_text()  # when the measurement began
+
+
+def test_a_summary_that_fails_leaves_a_partial_status_that_says_so(tmp_path):
+    from softbench.core.session import Session
+    from softbench.runtime.session_runner import session_run
+
+    def broken(session, complete, reason):
+        raise RuntimeError("no windows")  # any error of the summary's, not one kind
+
+    # measured in full, then the summary failed: the session is partial, not left "running"
+    with pytest.raises(RuntimeError):
+        with session_run(tmp_path / "full", "latency", "t", env={}, protocol={}, finish=broken):
+            pass
+    (path,) = list((tmp_path / "full").iterdir())
+    status = Session.open(path).status()
+    assert (status["state"], status["reason"]) == ("partial", "summary failed: RuntimeError: no windows")
+    # interrupted, and then the summary failed too: both reasons
+    with pytest.raises(KeyboardInterrupt):
+        with session_run(tmp_path / "cut", "latency", "t", env={}, protocol={}, finish=broken):
+            raise KeyboardInterrupt
+    (path,) = list((tmp_path / "cut").iterdir())
+    assert Session.open(path).status()["reason"] == "interrupted by the user; summary failed: no windows"
 
 
 def _spans(rule, before, now, step=0.25):

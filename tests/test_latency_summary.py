@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from softbench.latency.summary import board_readings, process_pairs, summarize_latency, summarize_paired
+from softbench.latency.summary import (board_readings, carryover_pct, median_or_none, process_pairs, summarize_latency,
+                                       summarize_paired)
 from softbench.latency.sustained import block_summary
 
 
@@ -26,6 +27,45 @@ def test_outliers_are_counted_over_both_kernels_windows():
     steady = [1.0, 1.01, 0.99, 1.0, 1.02]
     s = summarize_latency(_windows("A0", steady) + _windows("A1", steady + [5.0]), "A0", "A1", flops=1e12)
     assert s["outlier_windows"] == 1
+
+
+def test_a_round_without_both_kernels_is_not_a_complete_round():
+    # round 1 holds the baseline's windows alone (the run stopped before the variant's): no speed-up for it
+    windows = _windows("A0", [1.1] * 3) + _windows("A1", [1.0] * 3) + [
+        {"label": "A0", "round": 1, "ms_per_call": 1.2}]
+    s = summarize_latency(windows, "A0", "A1", flops=1e12)
+    assert s["rounds_complete"] == 1
+    assert s["per_round_speedup_pct"] == [pytest.approx(10.0)]  # round 0: 1.1 / 1.0 ms
+
+
+def test_without_a_round_holding_both_kernels_there_is_no_per_round_spread():
+    # A0 measured in round 0 only and A1 in round 1 only: a pooled speed-up, but no round to compare within
+    windows = _windows("A0", [1.1] * 3) + [{"label": "A1", "round": 1, "ms_per_call": 1.0}] * 3
+    s = summarize_latency(windows, "A0", "A1", flops=1e12)
+    assert s["speedup_pct"] == pytest.approx(10.0)
+    assert (s["rounds_complete"], s["per_round_speedup_pct"], s["per_round_sd_pp"]) == (0, [], None)
+
+
+def test_every_outlier_window_is_counted():
+    # five steady windows near 1.0 ms and one of 5.0 ms in each kernel: two windows far out, counted as two
+    steady = [1.0, 1.01, 0.99, 1.0, 1.02]
+    s = summarize_latency(_windows("A0", steady + [5.0]) + _windows("A1", steady + [5.0]), "A0", "A1", flops=1e12)
+    assert s["outlier_windows"] == 2
+
+
+def test_the_paper_summary_counts_throttled_windows_and_gives_the_clock_range_low_to_high():
+    windows = [{"label": "A0", "round": 0, "ms_per_call": 1.0, "gpu_sm_clock_mhz": mhz, "gpu_throttled": t}
+               for mhz, t in ((1900, False), (1500, True), (1700, None))]
+    windows += [{"label": "A1", "round": 0, "ms_per_call": 1.0}]  # no readings at all
+    s = summarize_latency(windows, "A0", "A1", flops=1e12)
+    assert s["throttled_windows"] == {"A0": 1, "A1": 0}
+    assert s["sm_clock_mhz_range"] == {"A0": [1500.0, 1900.0]}
+    assert s["sm_clock_mhz_median"] == {"A0": 1700.0}
+
+
+def test_a_zero_reading_is_a_reading_and_none_is_not():
+    assert median_or_none([0.0, 0.0, None, 5.0]) == 0.0
+    assert median_or_none([None, None]) is None
 
 
 def test_board_readings_take_medians_and_count_only_the_power_cap():
@@ -59,6 +99,56 @@ def test_paired_summary_by_hand():
     # the fastest exact kernel is A0 here: the baseline is exact too
     assert s["best_exact"]["label"] == "A0"
     assert s["vs_best_exact"]["ref-fa3"] == pytest.approx(1.15 / 1.3)
+
+
+def test_a_kernel_without_pairs_has_no_estimate_and_the_baseline_is_not_compared_with_itself():
+    # the reference never ran a window (e.g. it failed to load): it is listed, with nothing to report
+    units = _units({0: {"A0": 1.1, "A1": 1.0}})
+    s = summarize_paired(units, KERNELS, "A0", 1e12, "interleaved", "ms_per_call")
+    assert set(s["comparisons"]) == {"A1", "ref-fa3"}
+    assert s["comparisons"]["ref-fa3"] == {"role": "reference", "paired": None, "pooled_speedup_pct": None}
+    assert (s["kernels"]["ref-fa3"]["median_ms"], s["kernels"]["ref-fa3"]["units"]) == (None, 0)
+    # the fastest exact kernel is the one measured: A0 at 1.1 ms, 1e12 FLOP / 1.1 ms = 909 TFLOP/s
+    assert s["best_exact"] == {"label": "A0", "median_ms": 1.1, "tflops": pytest.approx(1e12 / 1.1e-3 / 1e12)}
+
+
+def test_the_headline_is_the_first_variants_paired_estimate_and_interval():
+    # two variants (sweep's --variants): per-pair speed-ups cycle through 8..12% for A1 and 18..22% for A2
+    units = [{"label": lbl, "round": 0, "cycle": c, "ms_per_call": ms}
+             for c in range(20)
+             for lbl, ms in (("A0", 1.0), ("A1", 1 / (1 + (8 + c % 5) / 100)), ("A2", 1 / (1 + (18 + c % 5) / 100)))]
+    kernels = {"A0": KERNELS["A0"], "A1": KERNELS["A1"], "A2": {"role": "variant", "variant": "A2"}}
+    s = summarize_paired(units, kernels, "A0", 1e12, "interleaved", "ms_per_call")
+    first = s["comparisons"]["A1"]["paired"]
+    assert s["variants"] == ["A1", "A2"] and s["variant"] == "A1"
+    assert s["speedup_pct"] == pytest.approx(10.0)  # the median of 8, 9, 10, 11 and 12%, four times each
+    assert s["speedup_ci95_pct"] == first["ci95_pct"]
+    lo, hi = s["speedup_ci95_pct"]
+    assert lo < hi
+
+
+def test_a_sustained_summary_counts_blocks_as_units_and_quotes_no_clock_shared_by_both_kernels():
+    # sustained blocks each settle at their own kernel's clock: one median over both kernels' windows (what the
+    # interleaved headline quotes as its equal clock) would describe neither, nor is there a carry-over
+    blocks = [{"label": lbl, "round": 0, "cycle": c, "median_ms": ms} for c in range(2)
+              for lbl, ms in (("A0", 1.1), ("A1", 1.0))]
+    windows = [{"label": b["label"], "ms_per_call": b["median_ms"], "gpu_sm_clock_mhz": 1500.0,
+                "gpu_power_w": 700.0, "gpu_throttled": i == 0} for b in blocks for i in range(3)]
+    s = summarize_paired(blocks, {"A0": KERNELS["A0"], "A1": KERNELS["A1"]}, "A0", 1e12, "sustained", "median_ms",
+                         windows=windows)
+    assert (s["kernels"]["A0"]["units"], s["kernels"]["A0"]["windows"]) == (2, 6)  # 2 blocks of 3 windows
+    assert s["kernels"]["A0"]["throttled_windows"] == 2  # the first window of each block
+    assert "clock_during_pairs" not in s and "carryover" not in s
+    assert s["speedup_pct"] == pytest.approx(10.0)
+
+
+def test_the_carry_over_is_the_median_over_the_windows_after_each_kernel():
+    # after B, A's windows read 0%, 0% and +30% against A's median of 1.0 ms: the median 0%, not the mean +10%
+    windows = [{"label": "A", "predecessor": p, "ms_per_call": ms}
+               for p, ms in (("B", 1.0), ("B", 1.0), ("B", 1.3), ("A", 1.0), (None, 2.0))]
+    c = carryover_pct(windows, {"A": 1.0})
+    assert c["after_pct"] == {"A": 0.0, "B": 0.0}
+    assert c["windows"] == {"A": 1, "B": 3}  # the run's first window follows nothing
 
 
 def test_the_null_is_the_one_between_processes_and_the_in_process_twin_is_named_apart():
@@ -96,6 +186,15 @@ def test_a_sustained_block_reads_its_measured_windows_only():
     assert unknown["forwards"] == 0 and unknown["energy_per_forward_mj"] is None
 
 
+def test_a_sustained_blocks_means_skip_windows_without_that_reading():
+    # one measured window lacks its power reading and another its clock: each mean is over the others
+    measured = [{"phase": "measure", "ms_per_call": 1.0, "gpu_power_w": 100.0, "gpu_sm_clock_mhz": 1500},
+                {"phase": "measure", "ms_per_call": 1.0, "gpu_power_w": None, "gpu_sm_clock_mhz": 1700},
+                {"phase": "measure", "ms_per_call": 1.0, "gpu_power_w": 300.0}]
+    b = block_summary("A0", 0, 0, measured, {})
+    assert (b["power_w_mean"], b["sm_clock_mhz_mean"]) == (200.0, 1600.0)
+
+
 def test_the_headline_speed_up_and_null_are_the_paired_estimates_not_the_pooled_medians():
     # pairs (1, 1), (2, 1), (4, 4): per-pair 0%, 100%, 0%, median 0%; the pooled medians 2 and 1 ms read +100%
     units = [{"label": lbl, "round": 0, "cycle": c, "ms_per_call": ms}
@@ -112,3 +211,24 @@ def test_two_process_pairs_have_a_spread():
                for c in range(4) for lbl, rep, ms in (("A0", 0, 1.0), ("v", c % 2, 1.0 / (1 + (c % 2) / 100)))]
     (c,) = process_pairs(windows, "A0", ["v"], 2)["comparisons"].values()
     assert c["sd_between_pp"] == pytest.approx(0.7071, abs=1e-4)  # 0% and 1%: sd sqrt(0.5) with n - 1
+
+
+def test_each_pair_of_processes_reads_the_median_of_its_pairs_and_pairs_are_listed_in_replica_order():
+    # replica 1 of v runs first; its pairs read 0%, 0% and +30%: their median 0%, not the mean +10%
+    def pair(c, rep, ms):
+        return [{"label": "A0", "round": 0, "cycle": c, "replica": 0, "ms_per_call": 1.0},
+                {"label": "v", "round": 0, "cycle": c, "replica": rep, "ms_per_call": ms}]
+    windows = [w for c, (rep, ms) in enumerate(((1, 1.0), (0, 1.0), (1, 1.0), (0, 1.0), (1, 1 / 1.3)))
+               for w in pair(c, rep, ms)]
+    (c,) = process_pairs(windows, "A0", ["v"], 2)["comparisons"].values()
+    assert [(p["baseline_replica"], p["replica"], p["n_pairs"]) for p in c["pairs_of_processes"]] == [
+        (0, 0, 2), (0, 1, 3)]
+    assert [p["median_pct"] for p in c["pairs_of_processes"]] == [0.0, pytest.approx(0.0)]
+
+
+def test_pairs_of_processes_in_a_circuit_are_taken_by_predecessor():
+    # the circuit order pairs windows of one cycle that follow the same kernel: two pairs in this one cycle
+    windows = [{"label": lbl, "round": 0, "cycle": 0, "replica": 0, "predecessor": p, "ms_per_call": ms}
+               for lbl, p, ms in (("A0", "A0", 1.0), ("v", "A0", 0.9), ("A0", "v", 1.0), ("v", "v", 0.9))]
+    (c,) = process_pairs(windows, "A0", ["v"], 2, slot="predecessor")["comparisons"].values()
+    assert c["pairs_of_processes"][0]["n_pairs"] == 2

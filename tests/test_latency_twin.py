@@ -39,6 +39,24 @@ def test_the_second_slot_holds_the_same_inputs_in_memory_of_their_own():
         w.prepare({"shape": shape, "slot": 2})
 
 
+def test_the_in_process_null_sends_prepare_and_window_to_slot_1_of_its_host_and_refuses_the_rest():
+    import types
+
+    from softbench.runtime.twin import InputTwin
+
+    sent = []
+    host = types.SimpleNamespace(label="A0", backend="sim", variant="A0", pid=41, info={"device": "cpu"},
+                                 request=lambda op, on_stream=None, **fields: sent.append((op, fields)) or {})
+    twin = InputTwin("A0~", host)
+    twin.request("window", calls=3)
+    assert sent == [("window", {"slot": 1, "calls": 3})]
+    # a sustained block or a paper round would time the host's own slot: never forwarded
+    with pytest.raises(ValueError, match="answers prepare and window only, not block"):
+        twin.request("block", calls=3)
+    assert len(sent) == 1
+    assert twin.info == {"device": "cpu", "input_slot": 1, "process_of": "A0"} and twin.pid == 41
+
+
 def test_latency_with_both_nulls_on_the_simulation(tmp_path, cli):
     proto = tmp_path / "quick.yaml"
     proto.write_text(QUICK)

@@ -45,6 +45,12 @@ def test_serve_streams_messages_before_the_reply_and_ends_with_its_input():
     assert r.returncode == 0  # end of input without exit: a clean end too
 
 
+def test_serve_skips_blank_lines_between_requests():
+    text = "\n" + json.dumps({"op": "echo", "value": 7}) + "\n   \n" + json.dumps({"op": "exit"}) + "\n"
+    r = subprocess.run([sys.executable, FAKE], input=text, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [{"ok": True, "result": 7}, {"ok": True}]
+
+
 @pytest.fixture
 def worker():
     w = WorkerProcess("A0", "sim", "A0", options={"tile": 64}, wrap=[sys.executable, FAKE])
@@ -83,6 +89,24 @@ def test_a_crash_is_a_measurement_error_with_the_log_tail(worker, tmp_path):
         worker.request("echo", value=1)  # the next request meets the dead process too
     worker.copy_log(tmp_path / "worker.log")
     assert "last words" in (tmp_path / "worker.log").read_text()
+
+
+def test_load_all_keeps_each_workers_load_record(worker):
+    from softbench.runtime.client import load_all
+
+    load_all([worker])
+    assert worker.info == {"variant": "A0", "backend": "sim"}  # the reply's result, as load() keeps it
+
+
+def test_the_log_tail_is_the_last_n_lines(worker):
+    worker.log.write_text("".join(f"line {i}\n" for i in range(10)))
+    assert worker.log_tail(3) == "line 7\nline 8\nline 9"
+
+
+def test_a_worker_whose_pipe_closes_before_it_exits_is_waited_for_to_report_its_code(worker):
+    worker.load()
+    with pytest.raises(MeasurementError, match="exited \\(code 5\\)"):  # not "code None"
+        worker.request("hang_up")
 
 
 def test_close_ends_the_process(worker):

@@ -3,6 +3,7 @@ Started by WorkerProcess through its `wrap` prefix; the arguments that follow (t
 
 import os
 import sys
+import time
 
 from softbench.core.errors import UnsupportedError, UsageError
 from softbench.runtime.pipe import serve
@@ -22,6 +23,10 @@ def handle(op, req, send):
         raise UnsupportedError("not on this machine", hint="use another one")
     if op == "raise":
         raise ValueError("a bug")
+    if op == "hang_up":  # the reply pipe closes before the process ends, as when a worker is being torn down
+        os.closerange(3, 256)
+        time.sleep(0.5)
+        os._exit(5)
     if op == "crash":
         print("last words before the crash", file=sys.stderr, flush=True)
         os._exit(3)
