@@ -17,7 +17,7 @@ join picks one Evaluation for its figure (choose_evaluation)."""
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from softbench.fidelity.report import fp8_rounding
 from softbench.predictions.sessions import SessionRecord
@@ -33,7 +33,8 @@ class Evaluation:
     reference: str  # the session's baseline: 'exact', 'kernel:stock'
     model: str  # the model's file (a GGUF) or its label: an alias and a path to one file name the same model
     text: str  # the corpus text's sha256 where recorded (a corpus named two ways is one text), else its name
-    corpus: str  # the corpus as a reader knows it
+    # the corpus as a reader knows it: words only, so that one text under two names is one evaluation
+    corpus: str = field(compare=False)
     block_len: int | None
     fp8: str  # at FP8, what went through E4M3 (fidelity.report.fp8_rounding); '' elsewhere
     stock: str | None  # against a stock kernel: its backend; None against exact attention
