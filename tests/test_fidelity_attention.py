@@ -239,6 +239,42 @@ def test_conditions_route_row_anchored_operators_to_the_whole_row_path():
         build_conditions("sim", ["rowmax-h15", "sim:rowmax-h15"])
 
 
+def test_conditions_refuse_an_unknown_path_or_backend_and_an_empty_operator_list():
+    with pytest.raises(UsageError, match="--path must be one of kernel, sim, row, not 'gpu'"):
+        build_conditions("gpu", ["rowmax-h15"])
+    with pytest.raises(UsageError, match="no --operator given"):
+        build_conditions("sim", [])
+    with pytest.raises(UsageError, match="--backend must be one of fa4, triton, not 'cuda'"):
+        build_conditions("kernel", ["rowmax-h15"], backend="cuda")
+    # an operator the kernel implements, but written for the simulation: not run as the kernel
+    with pytest.raises(UsageError, match="FA4 variants only"):
+        build_conditions("kernel", ["sim:rowmax-h15"])
+
+
+def test_kernel_path_conditions_say_which_kernel_ran_and_are_not_whole_row():
+    stock, variant = build_conditions("kernel", ["rowmax-h15"], backend="triton")
+    assert stock.note == "softbench's Triton forward, exact exp2 (A0)"
+    assert variant.note == "softbench's Triton forward, Rowmax-H15 weights (A1)"
+    assert variant.describe()["whole_row"] is False
+    assert build_conditions("row", ["rowmax-h15"])[1].describe()["whole_row"] is True
+
+
+def test_each_in_process_condition_gets_its_paths_attention_with_the_runs_simulation_settings():
+    from softbench.core.errors import MeasurementError
+    from softbench.fidelity import attention
+    from softbench.fidelity.local_eval import SimSettings, make_impl
+
+    exact, sim, control = build_conditions("sim", ["rowmax-h15"])
+    settings = SimSettings(tile=64, rescale_threshold=8.0, max_offset=8.0, fp8_storage=False, fp8_operands=True)
+    assert isinstance(make_impl(exact, settings), attention.ExactAttention)
+    impl = make_impl(sim, settings)
+    assert isinstance(impl, attention.SimAttention) and impl.label == "sim:rowmax-h15"
+    assert (impl.tile, impl.rescale_threshold, impl.max_offset, impl.fp8_operands) == (64, 8.0, 8.0, True)
+    assert isinstance(make_impl(build_conditions("row", ["rowmax-h15"])[1], settings), attention.RowAttention)
+    with pytest.raises(MeasurementError, match="cannot run in this process"):
+        make_impl(build_conditions("kernel", ["rowmax-h15"])[1], settings)  # the kernel path's workers run it
+
+
 def test_kernel_path_conditions():
     conds = build_conditions("kernel", ["rowmax-h15"])
     assert [(c.name, c.variant) for c in conds] == [("kernel:stock", "A0"), ("kernel:rowmax-h15", "A1")]

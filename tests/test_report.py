@@ -131,6 +131,27 @@ def test_energy_rows_rank_their_numbers_and_fidelity_rows_say_resolved_only_off_
     assert fid["touches"][6] == f"{100 * (math.exp(0.1) - 1):+.3f}" == "+10.517"
 
 
+def test_energy_loops_are_read_from_the_first_key_that_holds_any_and_named_by_what_they_carry():
+    from softbench.report.records import loop_entries, loop_name
+
+    loops = [{"loop": 0, "variant": "A0"}, {"loop": 1, "label": "A1"}]
+    # an empty mapping under an earlier key is passed over, not taken for "no loops"
+    assert loop_entries({"loops": {}, "per_loop": loops}) == [("0 A0", loops[0]), ("1", loops[1])]
+    assert loop_entries({"loops": [], "variants": {"A0": loops[0]}}) == [("A0", loops[0])]
+    assert loop_name({"label": "A1"}, 3) == "A1" and loop_name({}, 3) == "3"
+    assert loop_name({"name": "warm", "loop": 0}, 3) == "warm"  # a loop's own name before its index
+    # a mapping by name keeps the order the session ran its loops in
+    assert [n for n, _ in loop_entries({"loops": {"A1": {}, "A0": {}}})] == ["A1", "A0"]
+
+
+def test_a_mask_recorded_as_anything_but_true_or_false_is_shown_as_unknown():
+    from softbench.core.shapes import mask_words
+    from softbench.report.records import mask_label
+
+    assert mask_label(True) == mask_words(True) and mask_label(False) == mask_words(False)
+    assert mask_label("false") == "?" and mask_label(None) == "?"  # a truthy string is no causal mask
+
+
 def test_sessions_without_drawable_records_are_listed_not_fatal(tmp_path):
     src = tmp_path / "sessions"
     make_session(src, "e-empty", "energy", None, complete=False)
@@ -138,6 +159,39 @@ def test_sessions_without_drawable_records_are_listed_not_fatal(tmp_path):
     rep = build_report([src], tmp_path / "out")
     assert rep.figures == []
     assert {u[0] for u in rep.unknown} == {"e-empty (partial)", "f-empty"}
+
+
+def test_speed_against_fidelity_says_which_kind_of_session_it_lacks(tmp_path):
+    fidelity_only = make_session(tmp_path / "f", "f1", "fidelity", {"conditions": {}}).parent
+    latency_only = REAL_SESSIONS / "20261130T194613Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-noexp"
+    for src, missing in ((fidelity_only, "latency session with a speed-up"), (latency_only, "fidelity session")):
+        rep = build_report([src], tmp_path / f"out-{missing[0]}", session_figures=False)
+        why = f"speed against fidelity: not drawn: no {missing} among the paths to join with"
+        assert ("speed against fidelity", [why]) in rep.sections and why in rep.notes
+
+
+def test_a_fidelity_session_whose_dnll_the_table_cannot_read_is_left_out_and_the_rest_reported(tmp_path):
+    src = tmp_path / "sessions"
+    # a finite dNLL of 1000 nats: its perplexity change exp(1000) overflows a float
+    make_session(src, "f-huge", "fidelity", {"conditions": [
+        {"name": "rowmax-h15", "dnll": 1000.0, "ci_low": 999.0, "ci_high": 1001.0}]})
+    make_session(src, "f-good", "fidelity", {"conditions": [
+        {"name": "rowmax-h15", "dnll": 0.002, "ci_low": 0.001, "ci_high": 0.003}]})
+    rep = build_report([src], tmp_path / "out", session_figures=False)
+    (why,) = [why for name, why in rep.unknown if name == "f-huge"]
+    assert why.startswith("a value of summary.json or protocol.yaml is of a kind the report cannot read "
+                          "(OverflowError")
+    (table,) = [t for t in rep.tables if t.title == "fidelity sessions"]
+    assert [r[0] for r in table.rows] == ["f-good"]
+
+
+def test_a_session_with_a_damaged_file_is_drawn_and_its_damage_listed(tmp_path):
+    src = tmp_path / "sessions"
+    folder = make_session(src, "f-damaged", "fidelity", {"conditions": {}}, protocol={"path": "sim"})
+    (folder / "protocol.yaml").write_text("- a list, not a mapping\n")
+    rep = build_report([src], tmp_path / "out")
+    assert ("f-damaged", "protocol.yaml holds no mapping") in rep.unknown
+    assert "- `f-damaged`: protocol.yaml holds no mapping" in rep.markdown_path.read_text()
 
 
 def _tree_digest(root: Path) -> str:
@@ -198,14 +252,14 @@ def test_a_records_file_replaced_by_a_folder_is_named_and_the_rest_is_drawn(tmp_
     assert (out / f"latency-windows-{good.name}.png").exists()
 
 
-def _timeline_pairs(tmp_path, windows: list[tuple[int, str, float, float]]) -> list[tuple[float, float]]:
-    """The protocol timeline's (time, speed-up) pairs of A1 for an interleaved session of these measured windows,
-    each (cycle, label, ms per call, t_s)."""
+def _timeline_pairs(tmp_path, windows: list[tuple]) -> list[tuple[float, float]]:
+    """The protocol timeline's (time, speed-up) pairs of A1 for an interleaved session of these windows, each
+    (cycle, label, ms per call, t_s), measured unless a fifth item names another phase."""
     from softbench.predictions.sessions import load_session
     from softbench.report.figures import protocol_timeline
 
-    rows = [{"round": 0, "cycle": c, "label": label, "phase": "measure", "ms_per_call": ms, "t_s": t}
-            for c, label, ms, t in windows]
+    rows = [{"round": 0, "cycle": c, "label": label, "phase": phase[0] if phase else "measure", "ms_per_call": ms,
+             "t_s": t} for c, label, ms, t, *phase in windows]
     d = make_session(tmp_path, "s", "latency", {"protocol_kind": "interleaved", "baseline": "A0",
                                                   "comparisons": {"A1": {"role": "variant"}}},
                      records={"windows.jsonl": rows})
@@ -217,6 +271,13 @@ def test_the_timeline_takes_the_median_of_a_cycles_windows_as_the_summaries_do(t
     timeline once took the upper one, so its pairs differed from the session's own."""
     (t, pct), = _timeline_pairs(tmp_path, [(0, "A0", 1.0, 0.0), (0, "A0", 1.2, 0.1), (0, "A1", 1.0, 0.2)])
     assert pct == pytest.approx(10.0) and t == pytest.approx(0.1)
+
+
+def test_the_timeline_pairs_measured_windows_only_and_counts_time_from_the_first_window_of_any_phase(tmp_path):
+    (t, pct), = _timeline_pairs(tmp_path, [(0, "A0", 5.0, 100.0, "warmup"), (0, "A1", 5.0, 100.5, "warmup"),
+                                           (0, "A0", 1.1, 110.0), (0, "A1", 1.0, 111.0)])
+    # 1.1 ms against 1.0 ms: A1 10% faster; at the pair's mean time 110.5 s, 10.5 s after the first warm-up window
+    assert pct == pytest.approx(10.0) and t == pytest.approx(10.5)
 
 
 def test_trace_report(tmp_path):
@@ -288,6 +349,9 @@ def test_speedup_bars_name_each_session_and_carry_its_interval():
     # one round records an sd of 0.0, which is no spread: no whisker rather than a whisker of zero
     assert _bar_error({"speedup_pct": 5.0, "per_round_sd_pp": 0.0, "per_round_speedup_pct": [5.0]}) is None
     assert _bar_error({"speedup_pct": 5.0}) is None
+    # an estimate outside its own interval (a median against a bootstrap interval) gets no negative whisker, which
+    # matplotlib refuses: the whisker on its side is zero
+    assert _bar_error({"speedup_pct": 5.0, "speedup_ci95_pct": [5.5, 7.0]}) == ([0.0], [2.0])
     # an interval of NaN bounds (too few pairs) draws no whisker, as the speed/fidelity figure draws none
     assert _bar_error({"speedup_pct": 5.0, "speedup_ci95_pct": [float("nan"), float("nan")]}) is None
 
@@ -465,6 +529,22 @@ def test_without_session_figures_only_the_figures_across_sessions_are_drawn_and_
     assert note.startswith("3 figures drawn one per session were left out")
     assert note in lean.markdown_path.read_text()
     assert not [n for n in full.notes if "--no-session-figures" in n]
+
+
+def test_the_figure_bar_stops_the_spinner_and_shows_no_bar_when_no_figure_is_drawn():
+    from types import SimpleNamespace
+
+    from softbench.report.progress import FigureBar
+
+    stops = []
+    with FigureBar(SimpleNamespace(stop=lambda: stops.append(1))) as bar:
+        bar.planned(0)
+        assert stops == [1] and bar.bar.task is None  # no empty bar left on the terminal
+    with FigureBar(SimpleNamespace(stop=lambda: None)) as bar:
+        bar.planned(2)
+        bar.drawn()
+        (task,) = bar.bar.bar.tasks
+        assert (task.total, task.completed) == (2, 1)
 
 
 def test_report_cli_leaves_out_session_figures_when_asked(tmp_path, capsys):

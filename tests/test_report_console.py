@@ -40,6 +40,17 @@ def test_a_partial_session_keeps_its_mark_and_a_name_without_a_stamp_stays_whole
     assert [r[0] for r in console_view(table, 80).rows] == ["20261205T143052Z (partial)", "my-own-run"]
 
 
+def test_a_table_without_a_narrow_view_stays_whole_and_one_whose_view_has_no_session_keeps_its_names():
+    from dataclasses import replace
+
+    table = latency_table(load_sessions([SUSTAINED, INTERLEAVED]))
+    whole = console_view(replace(table, narrow=()), 80)  # too wide, but nothing narrower to show
+    assert (whole.columns, whole.rows, whole.left_out, whole.stamps_only) == (table.columns, table.rows, [], False)
+    no_session = console_view(replace(table, narrow=table.narrow[1:]), 80)
+    assert "session" not in no_session.columns and not no_session.stamps_only
+    assert "folder names" not in left_out_note(table, no_session, "out/report.md")
+
+
 def test_report_prints_the_narrow_view_at_80_columns_and_the_whole_table_when_wide(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(console.out, "_width", 80)
     assert main(["report", str(SUSTAINED), str(INTERLEAVED), "--out", str(tmp_path / "narrow")]) == 0

@@ -64,6 +64,21 @@ def test_workers_draw_only_when_asked_and_when_there_are_enough_figures(tmp_path
     assert os.getpid() not in workers and 1 <= len(workers) <= 2
 
 
+def test_a_per_session_figure_that_cannot_draw_a_value_names_itself_and_its_session(tmp_path):
+    from softbench.predictions.sessions import load_session
+    from softbench.report.drawing import draw_one
+
+    rec = load_session(latency_session(tmp_path / "src", "bf16", 4096, True, 5.0))
+
+    def cannot(_rec, _path):
+        raise ValueError("x and y must have the same length")
+
+    outcome = draw_one(PlannedFigure(cannot, (rec,), tmp_path / "latency-windows-s.png", rec, "windows.jsonl"))
+    assert not outcome.drawn and outcome.who == rec.name
+    assert outcome.why == ("figure latency-windows-s.png: a session holds a value of a kind this figure cannot "
+                           "draw (ValueError: x and y must have the same length)")
+
+
 @pytest.mark.parametrize("jobs", ["0", "-1", "257", "two"])
 def test_a_job_count_out_of_range_is_refused_before_anything_is_read(tmp_path, capsys, jobs):
     src = copy_sessions([_GOOD], tmp_path / "sessions")

@@ -24,6 +24,7 @@ from softbench.report.speed_fidelity import choose_shape, join_speed_fidelity
 from softbench.report.tables import speed_fidelity_table
 from conftest import ROOT
 from test_report import REAL_SESSIONS, assert_png
+from tests.repo_tools import write_session
 
 SHAPE = "fp8-8K-causal-b1h16d128"
 INTERLEAVED = "20261201T093441Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"
@@ -218,7 +219,9 @@ def test_a_written_estimate_is_given_back_to_its_pairs_count_and_its_interval(tm
     refused = "its recorded units do not give back its own estimate of A0' against A0"
     for name, change in (("pairs", {"n_pairs": written["n_pairs"] + 1}),
                          ("estimate", {"estimate_pct": written["estimate_pct"] * (1 + 1e-6)}),
-                         ("interval", {"ci95_pct": [written["ci95_pct"][0] + 0.01, written["ci95_pct"][1]]})):
+                         ("interval", {"ci95_pct": [written["ci95_pct"][0] + 0.01, written["ci95_pct"][1]]}),
+                         # an interval left undefined matches only an undefined one, not the units' finite one
+                         ("no interval", {"ci95_pct": [None, None]})):
         assert against_reference(_folded_with_null(tmp_path, name, **change), "ref-fa3") == ({}, refused), name
     # an interval written by an earlier method is not held to today's, which the estimates then name
     older = _folded_with_null(tmp_path, "older", ci95_pct=[written["ci95_pct"][0] + 0.01, written["ci95_pct"][1]],
@@ -236,6 +239,27 @@ def test_a_written_estimate_whose_kernel_left_no_units_is_not_given_back(tmp_pat
         {}, "its recorded units do not give back its own estimate of A0' against A0")
 
 
+@pytest.mark.parametrize("field, value", [("round", "1"), ("cycle", True)])
+def test_a_window_whose_round_or_cycle_is_no_count_cannot_be_paired(tmp_path, field, value):
+    copy = tmp_path / FOLDED
+    shutil.copytree(PROJECT / FOLDED, copy)
+    rows = [json.loads(line) for line in (copy / "windows.jsonl").read_text().splitlines()]
+    first = next(r for r in rows if r.get("phase") in ("measure", None))
+    first[field] = value  # a JSON true is a Python int: refused all the same
+    (copy / "windows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert against_reference(load_session(copy), "ref-fa3") == (
+        {}, f"its units in windows.jsonl cannot be paired: a unit of {first['label']} has {field} {value!r}, "
+            "not a count")
+
+
+def test_a_session_without_its_units_file_is_not_reestimated(tmp_path):
+    copy = tmp_path / FOLDED
+    shutil.copytree(PROJECT / FOLDED, copy)
+    (copy / "windows.jsonl").unlink()
+    assert against_reference(load_session(copy), "ref-fa3") == (
+        {}, "it holds no recorded units (windows.jsonl or blocks.jsonl) to pair")
+
+
 def test_a_circuit_window_whose_predecessor_is_no_kernel_cannot_be_paired(tmp_path):
     circuit = "20261201T093240Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"
     copy = tmp_path / circuit
@@ -248,6 +272,21 @@ def test_a_circuit_window_whose_predecessor_is_no_kernel_cannot_be_paired(tmp_pa
     assert against == {}
     assert why == ("its units in windows.jsonl cannot be paired: "
                    f"a unit of {first['label']} has predecessor 5, not a kernel's name")
+
+
+def test_a_session_that_names_its_order_circuit_only_in_its_protocol_pairs_by_predecessor():
+    from dataclasses import replace
+
+    name = "20261201T093240Z-latency-fp8-8K-causal-b1h16d128-triton-A0-vs-h15-sat-interleaved"
+    circuit = load_session(PROJECT / name)
+    assert paired_units(circuit)[2] == "predecessor"  # its run records the circuit
+    s = circuit.summary
+    # a summary whose run records no circuit, only the protocol's order
+    said = replace(circuit, summary={**s, "run": {**s["run"], "order": {}},
+                                     "protocol": {**s["protocol"], "order": "circuit"}})
+    assert paired_units(said)[2] == "predecessor"
+    cycles = replace(circuit, summary={**s, "run": {**s["run"], "order": {}}})
+    assert paired_units(cycles)[2] is None  # neither: the windows pair per cycle
 
 
 def test_a_missing_join_is_reported(tmp_path, capsys):
@@ -291,6 +330,122 @@ def test_dnlls_of_two_evaluations_are_not_drawn_side_by_side(tmp_path):
     assert sf.evaluation.fp8 == "E4M3: neither the operands nor P" and sf.evaluation.block_len == 1024
     # the two sessions differ in what they round and in their blocks: two evaluations, not one
     assert len({p.evaluation for p in fidelity_points(load_sessions([copy, without]))}) == 2
+
+
+def _fidelity(root, stamp: str, path: str, operators: dict, complete: bool = True, backend: str | None = None,
+              corpus: str = "austen", text: str = "0" * 64):
+    """A fidelity session folder (its folder's stamp is its start) whose conditions evaluate `operators`
+    ({operator: params}) on `path`, each with a dNLL of 0.01 and an interval around it."""
+    conditions = [{"name": f"{path}:{op}", "path": path, "operator": {"operator": op, "params": params},
+                   "dnll": 0.01, "ci_low": 0.005, "ci_high": 0.015} for op, params in operators.items()]
+    summary = {"command": "fidelity", "complete": complete, "path": path, "backend": backend, "dtype": "bf16",
+               "baseline": {"name": "kernel:stock" if path == "kernel" else "exact"},
+               "model": {"label": "smollm2-135m"}, "corpus": {"name": corpus, "text_sha256": text},
+               "block_len": 512, "conditions": conditions}
+    return load_session(write_session(root, f"{stamp}-fidelity-smollm2-135m-{path}",
+                                      {"command": "fidelity", "complete": complete}, summary))
+
+
+def test_a_condition_of_an_operator_with_parameters_stands_for_no_variant(tmp_path):
+    rec = _fidelity(tmp_path, "20261201T000000Z", "sim", {"rowmax-pot": {"kmax": 20}, "rowmax-h15": {}})
+    assert [p.operator for p in fidelity_points([rec])] == ["rowmax-h15"]
+
+
+def test_one_text_under_two_corpus_names_is_one_evaluation(tmp_path):
+    a = _fidelity(tmp_path, "20261201T000000Z", "sim", {"exp2": {}}, corpus="austen")
+    b = _fidelity(tmp_path, "20261202T000000Z", "sim", {"exp2": {}}, corpus="austen.txt")
+    assert len({p.evaluation for p in fidelity_points([a, b])}) == 1  # the same text's sha256
+    c = _fidelity(tmp_path, "20261203T000000Z", "sim", {"exp2": {}}, corpus="austen", text="1" * 64)
+    assert len({p.evaluation for p in fidelity_points([a, c])}) == 2  # one name, two texts
+    from softbench.report.fidelity_match import evaluation
+
+    # a corpus recorded with an empty name is known by its source
+    assert evaluation({"corpus": {"name": "", "source": "austen.txt"}}, "sim", None).corpus == "austen.txt"
+
+
+def test_the_condition_drawn_is_by_path_then_complete_then_newest(tmp_path):
+    from softbench.report.fidelity_match import best_fidelity
+
+    def drawn(*recs):
+        return best_fidelity(fidelity_points(list(recs)), "rowmax-h15", "triton").session
+
+    op = {"rowmax-h15": {}}
+    same_backend = _fidelity(tmp_path, "20261201T000000Z", "kernel", op, backend="triton")
+    sim_old = _fidelity(tmp_path, "20261202T000000Z", "sim", op)
+    other_backend_new = _fidelity(tmp_path, "20261203T000000Z", "kernel", op, backend="gluon")
+    row_newest = _fidelity(tmp_path, "20261204T000000Z", "row", op)
+    # the path ranks first, over completeness and age: the same kernel, the simulation, another kernel, a row path
+    assert drawn(row_newest, other_backend_new, sim_old, same_backend) == same_backend.name
+    assert drawn(row_newest, other_backend_new, sim_old) == sim_old.name
+    assert drawn(row_newest, other_backend_new) == other_backend_new.name
+    # on one path, a complete session before a newer partial one, then the newer of two complete ones
+    sim_partial = _fidelity(tmp_path, "20261205T000000Z", "sim", op, complete=False)
+    assert drawn(sim_partial, sim_old) == sim_old.name
+    sim_new = _fidelity(tmp_path, "20261206T000000Z", "sim", op)
+    assert drawn(sim_old, sim_new, sim_partial) == sim_new.name
+
+
+def test_on_equal_coverage_the_evaluation_against_exact_attention_wins_over_a_complete_one(tmp_path):
+    from softbench.report.fidelity_match import choose_evaluation
+
+    op = {"rowmax-h15": {}}
+    exact_partial = _fidelity(tmp_path, "20261201T000000Z", "sim", op, complete=False)
+    stock_complete = _fidelity(tmp_path, "20261202T000000Z", "kernel", op, backend="triton")
+    chosen = choose_evaluation(fidelity_points([stock_complete, exact_partial]), {"rowmax-h15"})
+    assert chosen.reference == "exact"
+
+
+def test_an_evaluation_with_any_complete_session_counts_as_complete(tmp_path):
+    from softbench.report.fidelity_match import choose_evaluation
+
+    op = {"rowmax-h15": {}}
+    whole = _fidelity(tmp_path, "20261201T000000Z", "sim", op)
+    partial = _fidelity(tmp_path, "20261202T000000Z", "sim", op, complete=False)  # the same evaluation, unfinished
+    other = _fidelity(tmp_path, "20261203T000000Z", "sim", op, complete=False)  # newer, another block length
+    other.summary["block_len"] = 1024
+    chosen = choose_evaluation(fidelity_points([whole, partial, other]), {"rowmax-h15"})
+    assert chosen.block_len == 512  # complete (through `whole`) before newest
+
+
+def test_of_two_complete_evaluations_the_one_with_the_newest_session_is_chosen(tmp_path):
+    from softbench.report.fidelity_match import choose_evaluation
+
+    op = {"rowmax-h15": {}}
+    newest = _fidelity(tmp_path, "20261203T000000Z", "sim", op)
+    oldest = _fidelity(tmp_path, "20261201T000000Z", "sim", op)  # the same evaluation as `newest`
+    between = _fidelity(tmp_path, "20261202T000000Z", "sim", op)
+    between.summary["block_len"] = 1024
+    # the points in any order: an evaluation is as new as its newest session, not its last one read
+    assert choose_evaluation(fidelity_points([newest, oldest, between]), {"rowmax-h15"}).block_len == 512
+
+
+def test_kernel_path_sessions_against_two_stock_variants_are_two_evaluations(tmp_path):
+    op = {"rowmax-h15": {}}
+    old = _fidelity(tmp_path, "20261201T000000Z", "kernel", op, backend="triton")  # records no stock variant: A0
+    new = _fidelity(tmp_path, "20261202T000000Z", "kernel", op, backend="triton")
+    new.summary["baseline"]["variant"] = "A0-fp8"
+    stocks = [p.evaluation.stock_variant for p in fidelity_points([old, new])]
+    assert stocks == ["A0", "A0-fp8"]
+
+
+def test_a_condition_without_an_interval_is_not_drawn(tmp_path):
+    # a session below MIN_BLOCKS writes its dNLL with no interval (ci_low, ci_high None): it gives no point
+    rec = _fidelity(tmp_path, "20261201T000000Z", "sim", {"rowmax-h15": {}})
+    rec.summary["conditions"][0].update(ci_low=None, ci_high=None)
+    assert fidelity_points([rec]) == []
+
+
+def test_older_summaries_name_their_conditions_and_baseline_as_they_wrote_them():
+    from softbench.report.records import fidelity_conditions, fidelity_reference
+
+    interval = {"dnll": 0.01, "ci_low": 0.0, "ci_high": 0.02}
+    # conditions kept as a mapping by name, a baseline named by a string
+    assert fidelity_conditions({"conditions": {"sim:exp2": interval, "broken": "x"}}) == [("sim:exp2", interval)]
+    assert fidelity_reference({"baseline": "exact", "path": "kernel"}) == "exact"
+    # in a list, a condition's name comes first, then its older keys, then its place
+    named = {"name": "sim:exp2", "label": "exp2 (sim)", **interval}
+    assert fidelity_conditions({"conditions": [named, {"label": "row", **interval}, interval]}) == [
+        ("sim:exp2", named), ("row", {"label": "row", **interval}), ("2", interval)]
 
 
 def test_a_dnll_at_another_dtype_is_never_drawn_beside_a_speedup():
@@ -390,6 +545,57 @@ def test_a_session_whose_baseline_is_not_exact_gives_no_points():
     assert points == [] and len(notes) == 1 and "left out: WARNING, not exact attention: A0's error" in notes[0]
     points, notes = session_speedups(per_tile)
     assert {(p.label, p.against) for p in points} >= {("h15-folded", "A0"), ("A0", "ref-fa3")} and notes == []
+
+
+def test_the_points_of_a_sustained_session_carry_its_quantity_and_each_kernels_role():
+    from softbench.report.speedups import session_quantity, session_speedups
+
+    rec = load_session(REAL_SESSIONS / SUSTAINED)
+    assert session_quantity(rec) == "sustained"
+    points, notes = session_speedups(rec)
+    assert notes == [] and {p.quantity for p in points} == {"sustained"}
+    # against FA3 the baseline is drawn as itself, not as a variant
+    assert {(p.against, p.label): p.role for p in points} == {
+        ("A0", "A0'"): "null", ("A0", "h15-sat"): "variant", ("ref-fa3", "A0"): "baseline",
+        ("ref-fa3", "h15-sat"): "variant"}
+
+
+def test_a_paper_round_null_is_one_point_named_by_its_variant_and_counted_in_its_own_windows(tmp_path):
+    from softbench.report.speedups import PAPER, session_quantity, session_speedups
+
+    status = {"command": "latency", "complete": True}
+    # summary.json names the null's label (A0'), protocol.yaml the variant it ran (A0); 19 windows of A0', 21 of A0
+    summary = {"command": "latency", "baseline": "A0", "variant": "A0'", "speedup_pct": 0.4,
+               "bootstrap_ci95_pct": [-0.3, 1.1], "n_windows": {"A0": 21, "A0'": 19}}
+    rec = load_session(write_session(tmp_path, "20261130T000000Z-latency-null", status, summary, {"variant": "A0"}))
+    assert session_quantity(rec) == PAPER
+    (point,), notes = session_speedups(rec)
+    assert notes == []
+    assert (point.label, point.variant, point.role, point.against) == ("A0'", "A0", "null", "A0")
+    assert (point.estimate_pct, point.ci_low, point.ci_high, point.n) == (0.4, -0.3, 1.1, 19)
+    assert point.method == "pooled medians; window bootstrap"  # the summary names no bootstrap method
+    no_interval = write_session(tmp_path, "20261130T000002Z-latency-null", status,
+                                {k: v for k, v in summary.items() if k != "bootstrap_ci95_pct"}, {"variant": "A0"})
+    ((point,), _) = session_speedups(load_session(no_interval))
+    assert (point.ci_low, point.ci_high) == (None, None)  # no interval, not one of zero width
+    # a paper-round session that wrote no speed-up gives no point
+    unfinished = write_session(tmp_path, "20261130T000001Z-latency-null", status,
+                               {k: v for k, v in summary.items() if k != "speedup_pct"}, {"variant": "A0"})
+    assert session_speedups(load_session(unfinished)) == ([], [])
+
+
+def test_the_figures_source_lines_name_the_null_and_the_reference_and_a0s_greys_span_black_to_mid_grey():
+    from softbench.report.speed_figure import _err, series_colours, source_line
+
+    sf = _join()
+    lines = [source_line(i + 1, p) for i, p in enumerate(sf.points)]
+    assert lines[0].startswith(f"[1] A0' (A/A null), at equal clock, vs A0: latency {INTERLEAVED[:16]} ")
+    assert lines[4].startswith(f"[5] A0, at equal clock, vs FA3: latency {INTERLEAVED[:16]} ")  # ref-fa3 as FA3
+    # two A0 series (H200, H100): the first black, the last the mid grey 0.6, whatever their number
+    colours = series_colours(sf.points)
+    assert [c for (variant, _, _), c in colours.items() if variant == "A0"] == ["0.000", "0.600"]
+    # a whisker is never negative: an estimate outside its interval gets zero on that side
+    assert _err(5.0, 5.5, 7.0) == [[0.0], [2.0]] and _err(5.0, float("nan"), float("nan")) is None
 
 
 def test_a_speedup_between_two_configurations_names_both():
