@@ -447,9 +447,9 @@ class CommandGroup(click.Group):
     def parse_args(self, ctx, args):
         if not args and not ctx.resilient_parsing:
             from softbench.core.errors import UsageError
+            from softbench.core.wording import listed
 
-            names = self.list_commands(ctx)
             raise UsageError(f"{ctx.command_path} needs a {'sub' if ctx.parent else ''}command: "
-                             f"{', '.join(names[:-1])} or {names[-1]}",
+                             f"{listed(self.list_commands(ctx), 'or')}",
                              hint=f"{ctx.command_path} --help says what each does")
         return super().parse_args(ctx, args)

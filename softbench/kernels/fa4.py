@@ -49,7 +49,7 @@ class FA4Backend:
         patch = FA4_PATCHES.get(variant)
         family = (self.device.arch or 0) // 10
         if patch.arch_families is not None and family not in patch.arch_families:
-            kernels = listed([f"sm_{family}0" for family in patch.arch_families])
+            kernels = listed([f"sm_{changed}0" for changed in patch.arch_families])
             raise UnsupportedError(f"variant {variant} changes only FA4's {kernels} forward; on "
                                    f"{self.device.arch_label} it would silently be the stock kernel")
         tree = build_patched_tree(patch, cache_root=Path(self.patch_cache) if self.patch_cache else None)
