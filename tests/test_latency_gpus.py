@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import types
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -345,23 +346,27 @@ def _fake_group(rank, world, log):
     return types.SimpleNamespace(ranks=Ranks(rank, world, rank), barrier=lambda: log.append("barrier"))
 
 
-def test_a_rank_whose_cell_fails_still_passes_every_barrier_it_owes(monkeypatch, tmp_path):
-    from contextlib import contextmanager
+def _without_workers(monkeypatch, log=None):
+    """run_steps loads no kernel workers: each load is noted in `log` where one is given."""
+    @contextmanager
+    def no_workers(opts, progress):
+        if log is not None:
+            log.append("load")
+        yield {}, {}
 
+    monkeypatch.setattr(matrix, "loaded_workers", no_workers)
+
+
+def test_a_rank_whose_cell_fails_still_passes_every_barrier_it_owes(monkeypatch, tmp_path):
     from softbench.core.errors import MeasurementError
     from softbench.latency.engine import Progress
 
     log = []
 
-    @contextmanager
-    def no_workers(opts, progress):
-        log.append("load")
-        yield {}, {}
-
     def crash(*args, **kwargs):
         raise MeasurementError("worker A0 exited (code 17)")
 
-    monkeypatch.setattr(matrix, "loaded_workers", no_workers)
+    _without_workers(monkeypatch, log)
     monkeypatch.setattr(matrix, "run_shape", crash)
     steps = matrix.control_steps(Ranks(0, 3, 0))
     error = matrix.run_steps(_opts(tmp_path, 1), steps, _fake_group(0, 3, log), gpus.Pin(0, "0", None),
@@ -376,15 +381,9 @@ def test_a_rank_whose_cell_fails_still_passes_every_barrier_it_owes(monkeypatch,
 
 def test_each_session_records_its_cell_and_control_phase_and_a_failed_cells_partial_session_is_kept(
         monkeypatch, tmp_path):
-    from contextlib import contextmanager
-
     from softbench.core.errors import MeasurementError
     from softbench.core.session import Session
     from softbench.latency.engine import Progress
-
-    @contextmanager
-    def no_workers(opts, progress):
-        yield {}, {}
 
     placements = []
     partial = Session.create(tmp_path, "latency", "cut")
@@ -397,7 +396,7 @@ def test_each_session_records_its_cell_and_control_phase_and_a_failed_cells_part
             raise err
         return Session.create(tmp_path, "latency", "ran")
 
-    monkeypatch.setattr(matrix, "loaded_workers", no_workers)
+    _without_workers(monkeypatch)
     monkeypatch.setattr(matrix, "run_shape", shape_run)
     log, done = [], []
     error = matrix.run_steps(_opts(tmp_path, 1), matrix.control_steps(Ranks(0, 1, 0)), _fake_group(0, 1, log),
@@ -415,15 +414,10 @@ def test_each_session_records_its_cell_and_control_phase_and_a_failed_cells_part
 
 
 def test_the_progress_bar_counts_the_windows_of_the_runs_not_the_barriers(monkeypatch, tmp_path):
-    from contextlib import contextmanager
     from dataclasses import replace
 
     from softbench.core.protocol import LatencyProtocol
     from softbench.latency.engine import Progress
-
-    @contextmanager
-    def no_workers(opts, progress):
-        yield {}, {}
 
     totals = []
 
@@ -431,7 +425,7 @@ def test_the_progress_bar_counts_the_windows_of_the_runs_not_the_barriers(monkey
         def start(self, total_windows):
             totals.append(total_windows)
 
-    monkeypatch.setattr(matrix, "loaded_workers", no_workers)
+    _without_workers(monkeypatch)
     monkeypatch.setattr(matrix, "run_shape", lambda *args, **kwargs: None)
     opts = replace(_opts(tmp_path, 1), protocol=LatencyProtocol(rounds=3, windows=7))
     matrix.run_steps(opts, matrix.control_steps(Ranks(0, 1, 0)), _fake_group(0, 1, []), gpus.Pin(0, "0", None),
