@@ -91,6 +91,16 @@ def test_a_crash_is_a_measurement_error_with_the_log_tail(worker, tmp_path):
     assert "last words" in (tmp_path / "worker.log").read_text()
 
 
+def test_any_failed_write_to_a_dead_worker_is_a_measurement_error(worker):
+    worker.load()
+    with pytest.raises(MeasurementError):
+        worker.request("crash")
+    # /dev/full refuses every write with ENOSPC: an OSError that is not a broken pipe must be reported the same way
+    worker.proc.stdin = open("/dev/full", "w")
+    with pytest.raises(MeasurementError, match="exited \\(code 3\\)"):
+        worker.request("echo", value=1)
+
+
 def test_load_all_keeps_each_workers_load_record(worker):
     from softbench.runtime.client import load_all
 

@@ -56,7 +56,7 @@ class WorkerProcess:
         try:
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+        except OSError:  # a broken pipe, or any other write that a dead worker's pipe refuses
             self._crashed()
 
     def _crashed(self):
