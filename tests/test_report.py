@@ -356,6 +356,23 @@ def test_speedup_bars_name_each_session_and_carry_its_interval():
     assert _bar_error({"speedup_pct": 5.0, "speedup_ci95_pct": [float("nan"), float("nan")]}) is None
 
 
+def test_a_speed_up_is_named_by_the_variant_its_summary_heads_with_before_the_first_one_given(tmp_path):
+    """A sweep's summary heads with the first variant it summarized, which need not be the first name given to
+    --variants (protocol.yaml's): the summary's name wins; the protocol's stands in where the summary names none."""
+    from softbench.predictions.sessions import load_session
+    from softbench.report.records import first_variant
+
+    status = {"command": "latency", "complete": True}
+    swept = write_session(tmp_path, "20261207T000000Z-latency", status, {"variant": "h15-sat", "speedup_pct": 1.0},
+                          {"variant": "h15-folded"})
+    assert first_variant(load_session(swept)) == "h15-sat"
+    unnamed = write_session(tmp_path, "20261207T000001Z-latency", status, {"speedup_pct": 1.0},
+                            {"variant": "h15-folded"})
+    assert first_variant(load_session(unnamed)) == "h15-folded"
+    nothing = write_session(tmp_path, "20261207T000002Z-latency", status, {"speedup_pct": 1.0}, {})
+    assert first_variant(load_session(nothing)) == "?"
+
+
 # committed sessions, one of each kind of summary the report reads fields from
 _TRACE = "20261130T121826Z-trace-bf16-causal-4K-8K-16K-fa4-A0-A1"
 _PAPER = "20261130T143110Z-latency-bf16-8K-causal-b1h16d128-fa4-A0-vs-A1"

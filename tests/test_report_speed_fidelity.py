@@ -598,6 +598,23 @@ def test_the_figures_source_lines_name_the_null_and_the_reference_and_a0s_greys_
     assert _err(5.0, 5.5, 7.0) == [[0.0], [2.0]] and _err(5.0, float("nan"), float("nan")) is None
 
 
+def test_a_source_line_names_the_kernel_variant_that_ran_the_dnll_where_it_is_not_the_timed_one():
+    """The join matches by operator: a dNLL from the kernel path may come from another variant of the same operator
+    (FA4's A1 beside the Gluon kernel's h15-sat). The source line says which one ran; a dNLL of the timed variant
+    itself, or of a path with no variant (the simulation), adds nothing."""
+    from dataclasses import replace
+
+    from softbench.report.speed_fidelity import JoinedPoint
+    from softbench.report.speed_figure import source_line
+
+    point = _join().points[3]  # h15-folded against A0, its dNLL from the simulation
+    kernel = replace(point.fidelity, path="kernel", variant="A1")
+    assert ", ran A1 from " in source_line(1, JoinedPoint(point.speed, point.operator, kernel, 1))
+    same = replace(kernel, variant=point.speed.variant)
+    assert ", ran " not in source_line(1, JoinedPoint(point.speed, point.operator, same, 1))
+    assert ", ran " not in source_line(1, point)
+
+
 def test_a_speedup_between_two_configurations_names_both():
     """latency --variant-config ran h15-folded in two consumers and A0 in the FP8 default (the H200, 09:15): its
     points against A0 carry both configurations, the table and the figure's source line say so; against FA3 and
