@@ -1,10 +1,13 @@
 """Correctness gates: tolerances, pure gate functions on hand-made probabilities, the engine on the simulation
 (the Rowmax-H15 kernel passes, deliberately wrong operators fail), sessions, exit codes."""
 
+import hashlib
 import json
 import math
+import pathlib
 import re
 import shutil
+import statistics
 
 import pytest
 import yaml
@@ -16,7 +19,7 @@ from softbench.gates import engine as gates_engine
 from softbench.gates.checks import multi_tile_gates, readback_gate, single_tile_gate
 from softbench.gates.engine import GatesFailed, run_gates
 from softbench.gates.options import GatesOptions
-from softbench.gates.readback import Readback
+from softbench.gates.readback import Readback, load_readback, readback_path, same_inputs
 from softbench.gates.references import ExactScores, exact_exponents, reference_probabilities
 from softbench.gates.tolerances import ACCUM_U_FP8, ENVELOPE, FP8_MMA_K, Storage, rounding_octaves, unit_roundoff
 
@@ -57,20 +60,21 @@ def test_rounding_octaves_bounds_both_sides():
 
 # --- hand-made probabilities ---------------------------------------------------------------------------------
 
-def _readback(p, x, valid, eta, q, k, seq):
-    return Readback(p=p, x=x, valid=valid, eta=eta, storage=Storage(BF16, BF16, seq), q=q, k=k)
+def _readback(p, x, valid, eta, q, k, seq, dtype=BF16):
+    return Readback(p=p, x=x, valid=valid, eta=eta, storage=Storage(dtype, dtype, seq), q=q, k=k)
 
 
-def _hand_made(weight_fn, seq=256, heads=2, causal=True, seed=0):
-    """Whole-row (one tile) kernel semantics written out: weights from the exact exponents, P rounded to BF16
-    before P.V, row sum of the unrounded weights, output rounded to BF16."""
+def _hand_made(weight_fn, seq=256, heads=2, causal=True, seed=0, dtype=BF16, spread=1.0):
+    """Whole-row (one tile) kernel semantics written out: weights from the exact exponents, P rounded to `dtype`
+    (BF16) before P.V, row sum of the unrounded weights, output rounded to `dtype`. `spread` scales q, and so the
+    range of the exponents."""
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(1, seq, heads, 64, generator=g).to(BF16)
-    k = torch.randn(1, seq, heads, 64, generator=g).to(BF16)
+    q = (torch.randn(1, seq, heads, 64, generator=g) * spread).to(dtype)
+    k = torch.randn(1, seq, heads, 64, generator=g).to(dtype)
     x, valid, eta, _ = exact_exponents(q, k, causal, 1 / 8)
     w = weight_fn(x.float()).double().masked_fill(~valid, 0.0)
-    p = (w.to(BF16).double() / w.sum(-1, keepdim=True)).to(BF16).double()
-    return _readback(p, x, valid, eta, q, k, seq)
+    p = (w.to(dtype).double() / w.sum(-1, keepdim=True)).to(dtype).double()
+    return _readback(p, x, valid, eta, q, k, seq, dtype)
 
 
 def _exact(x):
@@ -116,6 +120,28 @@ def test_row_sum_off_by_one_percent_fails_row_sums():
     assert g["row_sums"].passed is False and g["recovered_error"].passed  # a uniform scale leaves ratios alone
 
 
+def test_row_sums_just_outside_their_tolerance_fail():
+    # P1 scaled so that its largest (smallest) row sum lies 1.5 tolerances above (below) 1: outside the bound
+    # [1 - tol, 1 + tol], though within twice it
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    tol = _by_name(multi_tile_gates(stock, patched))["row_sums"].details["tolerance"]
+    sums = patched.p.sum(-1)
+    for target, extreme in ((1 + 1.5 * tol, sums.max()), (1 - 1.5 * tol, sums.min())):
+        p = patched.p * (target / float(extreme))
+        scaled = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
+        assert _by_name(multi_tile_gates(stock, scaled))["row_sums"].passed is False, target
+
+
+def test_recovered_error_counts_elements_outside_the_envelope_on_each_side():
+    # Rowmax-H15's errors lie in [a, b]: only output roundings put a few elements outside before the tolerance.
+    # The whole-octave lattice's errors reach -1/2 and +1/2, far out on both sides
+    stock = _hand_made(_exact)
+    right = _by_name(multi_tile_gates(stock, _hand_made(_h15)))["recovered_error"].details
+    wrong = _by_name(multi_tile_gates(stock, _hand_made(_octave)))["recovered_error"].details
+    for side in ("below", "above"):
+        assert right[f"fraction_{side}_before_tolerance"] < 0.01 < 0.1 < wrong[f"fraction_{side}_before_tolerance"]
+
+
 def test_masked_leak_fails_masked_gate():
     stock, patched = _hand_made(_exact), _hand_made(_h15)
     p = patched.p.clone()
@@ -147,6 +173,76 @@ def test_deferred_rescale_marks_the_row_maximum_gates_not_applicable():
     g = _by_name(multi_tile_gates(stock, patched, rescale_threshold=8.0))
     assert g["recovered_error"].passed is None and g["row_max_attained"].passed is None
     assert g["normalized_ratio"].passed  # holds for any tau
+
+
+def test_a_ratio_gate_over_no_resolved_element_fails():
+    # a stock readback of zeros resolves no element: with nothing to bound, the ratio gates must fail (an empty
+    # range reads as NaN), not pass as though every ratio were 0
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    zeros = _readback(torch.zeros_like(stock.p), stock.x, stock.valid, stock.eta, stock.q, stock.k, 256)
+    g = _by_name(multi_tile_gates(zeros, patched))
+    assert g["normalized_ratio"].details["elements"] == 0
+    assert g["normalized_ratio"].passed is False and g["recovered_error"].passed is False
+
+
+def test_single_tile_l1_leaves_masked_entries_to_the_masked_gate():
+    # the single-tile L1 runs over unmasked entries only: weight leaked onto a masked key changes no row's L1
+    # (the multi-tile masked gate is the one that bounds it)
+    patched = _hand_made(_h15)
+    p = patched.p.clone()
+    p[0, 0, 0, 5] = 0.5  # key 5 is masked for query 0; 0.5 is far above any row's L1 and its bound
+    leaky = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
+    assert single_tile_gate(leaky).observed == single_tile_gate(patched).observed
+    assert single_tile_gate(leaky).passed
+
+
+def test_ratio_gates_leave_out_the_output_dtypes_subnormals():
+    """FP16 output: probabilities below 2^-14 are subnormal and keep only a few bits, so their ratios are noise.
+    Scores spread wide put many stock probabilities there; the correct Rowmax-H15 kernel still passes, those
+    elements are counted as unresolved."""
+    stock, patched = (_hand_made(fn, seq=1024, heads=1, dtype=torch.float16, spread=3.0) for fn in (_exact, _h15))
+    g = _by_name(multi_tile_gates(stock, patched))
+    subnormal = stock.valid & (stock.p > 0) & (stock.p < torch.finfo(torch.float16).tiny)
+    assert int(subnormal.sum()) > 100, "the inputs must reach FP16's subnormal range"
+    assert g["normalized_ratio"].details["unresolved_elements"] >= int(subnormal.sum())
+    assert all(x.passed for x in g.values()), [x.to_dict() for x in g.values() if not x.passed]
+
+
+def test_ratio_gates_count_both_sides_of_the_envelope_before_tolerance():
+    # one element per row four times too large (2 octaves) lies above the normalized ratio's envelope [a - b, b - a]
+    # and nothing lies below it: the fraction outside must count it
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    p = patched.p.clone()
+    p[..., 0] *= 4  # key 0 is visible to every query
+    high = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
+    g = _by_name(multi_tile_gates(stock, high))["normalized_ratio"]
+    assert g.observed[1] > 1.9 and g.details["fraction_outside_before_tolerance"] > 0
+    assert g.passed is False
+
+
+def test_gates_record_the_rows_and_elements_they_cover():
+    # causal, 2 heads of 256 queries: query i sees keys 0..i, so 256 * 257 / 2 unmasked entries per head
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    g = _by_name([readback_gate(stock), single_tile_gate(patched), *multi_tile_gates(stock, patched)])
+    unmasked, rows = 2 * 256 * 257 // 2, 2 * 256
+    for name in ("readback", "single_tile"):
+        assert g[name].details["elements"] == unmasked and g[name].details["rows"] == rows, name
+    assert g["row_sums"].details["rows"] == rows and g["row_max_attained"].details["rows"] == rows
+    assert g["masked"].details["elements"] == 2 * 256 * 256 - unmasked
+
+
+def test_multi_tile_details_summarize_the_rows():
+    """The per-row statistics the record keeps: the normalization shift read at each row maximum (it varies from
+    row to row), and how many keys share the patched row maximum (Rowmax-H15 gives weight 1, exactly, to every
+    key within a half-step of the maximum: those are the ties)."""
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    g = _by_name(multi_tile_gates(stock, patched))
+    rec = g["recovered_error"].details
+    assert rec["shift_min"] < rec["shift_mean"] < rec["shift_max"]
+    att = g["row_max_attained"].details
+    ties = (patched.valid & (patched.p == patched.p.amax(-1, keepdim=True))).sum(-1).flatten().tolist()
+    assert max(ties) > statistics.median(ties)  # the two statistics differ on these inputs
+    assert att["lattice_ties_median"] == statistics.median(ties) and att["lattice_ties_max"] == max(ties)
 
 
 def test_reference_on_a_hand_computed_row():
@@ -365,6 +461,73 @@ def test_fp8_accumulation_model_still_fails_a_shifted_lattice():
     assert not single_tile_gate(readback(lambda t: operators.rowmax_h15(t + 0.3))).passed
 
 
+# --- the readback files ----------------------------------------------------------------------------------------
+
+def _written_readback(tmp_path, variant="A1", seed=3, seq=160, dtype="bf16"):
+    """One readback written by the worker's `probabilities` op (in this process): its reply, file and shape."""
+    from softbench.core.shapes import Shape
+
+    shape = Shape(dtype=dtype, seq=seq, causal=True, batch=1, heads=1, head_dim=64)
+    worker = InProcessRunner(variant, "sim", variant)
+    worker.load()
+    path = readback_path(tmp_path, variant, seq)
+    reply = worker.request("probabilities", shape=shape.to_dict(), seed=seed, path=str(path))["result"]
+    return reply, path, shape
+
+
+def test_a_readback_holds_the_requested_inputs_and_its_reply_counts_forwards_and_non_finite_values(tmp_path):
+    """The file holds the q and k of the requested seed (the parent rebuilds the scores from them); the reply
+    counts one forward per head_dim keys (the last reads the 32 left) and every non-finite probability (noexp
+    turns masked scores into NaN, many per row)."""
+    from softbench.kernels.inputs import make_inputs
+
+    reply, path, shape = _written_readback(tmp_path, "noexp")
+    data = torch.load(path, weights_only=False)
+    inputs = make_inputs(shape, 3, "cpu")
+    assert torch.equal(data["q"], inputs.q) and torch.equal(data["k"], inputs.k)
+    assert reply["forwards"] == math.ceil(160 / 64) == 3
+    assert reply["non_finite"] == int((~torch.isfinite(data["p"])).sum()) > 1
+
+
+def test_load_readback_takes_the_output_dtype_from_the_file_and_refuses_a_cut_probability_matrix(tmp_path):
+    _, path, _ = _written_readback(tmp_path)
+    rb = load_readback(path, True)
+    assert rb.storage.out_dtype == BF16
+    assert rb.p.dtype == torch.float64  # the gates' L1 sums and ratios run in FP64, as Readback promises
+    _edit_readback(path, lambda d: d.update(out_dtype="float16"))  # an FP16 kernel's output rounds more
+    assert load_readback(path, True).storage.u_out == unit_roundoff(torch.float16)
+    _edit_readback(path, lambda d: d.update(p=d["p"][..., :-1]))  # one key short of the scores
+    with pytest.raises(MeasurementError, match=r"readback has shape \(1, 1, 160, 159\), the scores"):
+        load_readback(path, True)
+
+
+def test_an_fp8_readback_loads_with_fp8_storage_and_the_wgmma_accumulation_bound(tmp_path):
+    # FP8 inputs: P in E4M3 at FA4's offset 2^8, and eta from the tensor cores' FP8 accumulation (ACCUM_U_FP8 per
+    # wgmma of FP8_MMA_K products), which the simulation's own FP32 scores would never need
+    _, path, _ = _written_readback(tmp_path, dtype="fp8")
+    rb = load_readback(path, True)
+    st = rb.storage
+    assert (st.p_dtype, st.max_offset, st.accum_u, st.accum_chunk) == (FP8, 8.0, ACCUM_U_FP8, FP8_MMA_K)
+    data = torch.load(path, weights_only=False)
+    wide = exact_exponents(data["q"], data["k"], True, data["softmax_scale"], tuple(data["descale"]),
+                           accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    assert torch.equal(rb.eta, wide.eta)
+
+
+def test_two_readbacks_are_of_one_run_only_where_both_q_and_k_agree():
+    # the two kernels' processes must have drawn the same q and the same k: either one differing is another input
+    stock, other = _hand_made(_exact), _hand_made(_exact, seed=1)
+    assert same_inputs(stock, stock)
+    for q, k in ((stock.q, other.k), (other.q, stock.k)):
+        assert not same_inputs(stock, _readback(stock.p, stock.x, stock.valid, stock.eta, q, k, 256))
+
+
+def test_readback_file_names_carry_no_quote():
+    # the A/A null's second label A0' must not put a quote into a file name (a shell would trip on it)
+    name = readback_path(pathlib.Path("s"), "A0'", 512).name
+    assert "'" not in name and name != readback_path(pathlib.Path("s"), "A0", 512).name
+
+
 # --- re-evaluation from kept readbacks -----------------------------------------------------------------------
 
 def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path, shifted_run):
@@ -375,7 +538,15 @@ def test_reevaluation_reproduces_the_gates_and_names_its_source(tmp_path, shifte
     assert summary["gates"] == first["gates"] and summary["failed"] == first["failed"] != []
     proto = yaml.safe_load((again.path / "protocol.yaml").read_text())
     assert proto["reevaluated_from"] == source.path.name and proto["variant"] == SHIFTED
-    assert len(proto["readback_sha256"]) == 4 and all(len(h) == 64 for h in proto["readback_sha256"].values())
+    assert len(proto["readback_sha256"]) == 4
+    for name, digest in proto["readback_sha256"].items():  # each the hash of that readback in the source
+        assert digest == hashlib.sha256((source.path / name).read_bytes()).hexdigest(), name
+    # its own command line, and the one that ran on the GPU
+    source_proto = yaml.safe_load((source.path / "protocol.yaml").read_text())
+    assert proto["command_line"] == "softbench gates --reevaluate x"
+    assert proto["source_command_line"] == source_proto["command_line"]
+    assert summary["reevaluated_from"] == source.path.name
+    assert summary["tag"] == first["tag"] + "-reevaluated"  # the same shapes and kernels as the source
     assert again.read_json("env.json")["source_env"]["workers"]
     assert again.path.name.endswith("-reevaluated") and again.status()["complete"] is True
 
@@ -480,6 +651,90 @@ def test_reevaluation_refuses_an_edited_source_in_one_sentence(tmp_path, a1_run,
     assert not (tmp_path / "cpu").exists()
 
 
+def _source_copy(tmp_path, run):
+    """A copy of a recorded gates session to edit (the module's runs are shared)."""
+    source = tmp_path / "gpu" / run[0].path.name
+    shutil.copytree(run[0].path, source)
+    return source
+
+
+# fields of protocol.yaml a gates run writes in one form only: each other form is refused in one sentence
+EDITED_PROTOCOLS = {
+    "without its baseline": (lambda p: p.pop("baseline"), "'baseline' is None, not a name"),
+    "an empty backend": (lambda p: p.update(backend=""), "'backend' is '', not a name"),
+    "three labels": (lambda p: p.update(labels=["A0", "A1", "A2"]), "not the two kernels' names"),
+    "an empty label": (lambda p: p.update(labels=["A0", ""]), "not the two kernels' names"),
+    "a shape that is no mapping": (lambda p: p["shapes"].update(single_tile=128),
+                                   "not one single_tile and one multi_tile shape"),
+    "a shape with a field no shape has": (lambda p: p["shapes"]["multi_tile"].update(tiles=4),
+                                          "does not describe a gates run (TypeError"),
+    "another command's session": (lambda p: p.update(command="latency"), "is not a gates session"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITED_PROTOCOLS))
+def test_reevaluation_refuses_a_protocol_a_gates_run_does_not_write(tmp_path, a1_run, edit):
+    from softbench.core.errors import UsageError
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    change, says = EDITED_PROTOCOLS[edit]
+    source = _source_copy(tmp_path, a1_run)
+    _edit_yaml(source / "protocol.yaml", change)
+    with pytest.raises(UsageError, match=re.escape(says)):
+        reevaluate_gates(source, tmp_path / "cpu")
+    assert not (tmp_path / "cpu").exists()
+
+
+def test_reevaluation_refuses_a_source_without_status_or_whose_protocol_is_no_mapping(tmp_path, a1_run):
+    from softbench.core.errors import UsageError
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    source = _source_copy(tmp_path, a1_run)
+    (source / "status.json").unlink()  # no status: nothing says the run finished
+    with pytest.raises(UsageError, match="not a complete gates session"):
+        reevaluate_gates(source, tmp_path / "cpu")
+    (source / "protocol.yaml").write_text("[1, 2]\n")  # valid YAML, but a list
+    with pytest.raises(UsageError, match="is not a gates session"):
+        reevaluate_gates(source, tmp_path / "cpu")
+
+
+def test_reevaluation_takes_the_rescale_threshold_of_the_variants_gpu(tmp_path, a1_run):
+    """An FA4 session's threshold follows the architecture its variant's worker recorded: 8 on sm_100 at BF16,
+    which makes the row-maximum gates not applicable; the baseline's architecture plays no part."""
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    source = _source_copy(tmp_path, a1_run)
+    _edit_yaml(source / "protocol.yaml", lambda p: p.update(backend="fa4", backend_options={}))
+    for var_arch, base_arch, tau in ((100, 90, 8.0), (90, 100, 0.0)):
+        workers = {"A0": {"device": {"arch": base_arch}}, "A1": {"device": {"arch": var_arch}}}
+        (source / "env.json").write_text(json.dumps({"workers": workers}))
+        _, summary = reevaluate_gates(source, tmp_path / f"cpu-{var_arch}")
+        assert summary["rescale_threshold"] == tau
+        assert set(summary["not_applicable"]) == ({"recovered_error", "row_max_attained"} if tau else set())
+
+
+def test_reevaluation_of_a_non_causal_run_with_a_deferred_rescale_reproduces_it(tmp_path):
+    # the re-evaluation must read the readbacks unmasked and keep the simulation's threshold, as the run did
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    source, first = run_gates(GatesOptions(out_dir=tmp_path / "gpu", causal=False,
+                                           backend_options={"rescale_threshold": 8.0}, **SMALL),
+                              runner=InProcessRunner)
+    _, summary = reevaluate_gates(source.path, tmp_path / "cpu")
+    assert summary["gates"] == first["gates"] and "masked" not in summary["gates"]
+    assert summary["not_applicable"] == first["not_applicable"] != []
+
+
+def test_reevaluation_of_a_session_from_before_maps_were_recorded_names_rowmax_h15(tmp_path, a1_run):
+    from softbench.gates.reevaluate import reevaluate_gates
+
+    source = _source_copy(tmp_path, a1_run)
+    _edit_yaml(source / "protocol.yaml", lambda p: p.pop("reference"))
+    again, summary = reevaluate_gates(source, tmp_path / "cpu")
+    assert yaml.safe_load((again.path / "protocol.yaml").read_text())["reference"] == "rowmax-h15"
+    assert summary["reference"]["name"] == "rowmax-h15" and summary["gates"] == a1_run[1]["gates"]
+
+
 @pytest.mark.parametrize("env", [{"workers": [1]}, {"workers": {"A1": "x"}}, {"workers": {"A1": {"device": "x"}}},
                                  {"workers": {"A1": {"device": {"arch": [9, 0]}}}}, [1, 2]])
 def test_reevaluation_reads_past_an_env_without_the_workers_arch(tmp_path, a1_run, env):
@@ -522,6 +777,57 @@ def test_each_gates_tolerance_is_its_derivation():
     masked_keys = int((~stock.valid).sum(-1).max())
     assert g["row_sums"].details["tolerance"] == pytest.approx(u + slack + masked_keys * floor)
     assert g["masked"].bound == (0.0, pytest.approx(floor * 2.0 ** (-a) * (1 + u), rel=1e-9, abs=0.0))
+
+
+def test_gates_tolerances_add_p_rounding_where_weights_are_exponentials():
+    """The exp2 map (A0 against A0): the patched weights are exponentials, not exact in P's dtype, so P's rounding
+    joins the patched side of every tolerance the derivation above gives for Rowmax-H15; the hybrids' too."""
+    from softbench.gates.maps import GATE_MAPS
+    from softbench.gates.tolerances import fp32_slack
+
+    stock, patched = _hand_made(_exact), _hand_made(_exact)
+    exp2 = GATE_MAPS["exp2"]
+    g = _by_name([single_tile_gate(patched, exp2), *multi_tile_gates(stock, patched, gmap=exp2)])
+    assert all(x.passed for x in g.values()), [x.to_dict() for x in g.values() if not x.passed]
+    u = unit_roundoff(BF16)
+    slack = fp32_slack(256)
+    r, rs = rounding_octaves(u), rounding_octaves(slack)
+    eta = float(patched.eta.masked_fill(~patched.valid, 0.0).max())
+    assert g["single_tile"].bound == (0.0, pytest.approx((1 + u) ** 2 * 2.0 ** (2 * eta) * (1 + slack) - 1))
+    assert g["normalized_ratio"].details["tolerance"] == pytest.approx(4 * r + rs)  # Rowmax-H15's 3 r + rs, + r
+    masked_keys = int((~stock.valid).sum(-1).max())
+    assert g["row_sums"].details["tolerance"] == pytest.approx(2 * u + slack + masked_keys * 2.0 ** -126)
+    for hybrid in ("rowmax-h15-1of2", "rowmax-h15-1of4"):  # their exponential keys carry P's rounding as well
+        h = _by_name(multi_tile_gates(stock, patched, gmap=GATE_MAPS[hybrid]))
+        assert h["normalized_ratio"].details["tolerance"] == g["normalized_ratio"].details["tolerance"], hybrid
+
+
+def _fp8_readbacks(*weight_fns, seed=1, seq=128):
+    """Hand-made FP8 readbacks (one tile) as FA4 stores them: scores spread by 2 so many weights reach E4M3's
+    subnormals, P = weight * 2^8 rounded to E4M3, the output to BF16."""
+    g = torch.Generator().manual_seed(seed)
+    q = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
+    k = (torch.randn(1, seq, 1, 64, generator=g) * 2).to(FP8)
+    x, valid, eta, _ = exact_exponents(q, k, False, 1 / 8, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    st = Storage(FP8, BF16, seq, max_offset=8.0, accum_u=ACCUM_U_FP8, accum_chunk=FP8_MMA_K)
+    out = []
+    for fn in weight_fns:
+        w = fn(x.float()).double().masked_fill(~valid, 0.0)
+        p = (st.stored(w) / w.sum(-1, keepdim=True)).to(BF16).double()
+        out.append(Readback(p=p, x=x, valid=valid, eta=eta, storage=st, q=q, k=k))
+    return out
+
+
+def test_fp8_ratio_gates_leave_out_p_subnormals_and_keep_its_normal_range():
+    """E4M3 P holds weight * 2^8: weights under 2^-14 fall into its subnormals, whose stored values are noise, and
+    are left out; weights above stay gated, though under 2^-6 (E4M3's smallest normal without the offset)."""
+    stock, patched, doubled = _fp8_readbacks(
+        _exact, _h15, lambda t: torch.where(_h15(t) < 2.0 ** -6, 2 * _h15(t), _h15(t)))
+    g = _by_name(multi_tile_gates(stock, patched))
+    assert ((stock.p > 0) & (stock.p / stock.p.amax(-1, keepdim=True) < 2.0 ** -14)).sum() > 100
+    assert all(x.passed for x in g.values()), [x.to_dict() for x in g.values() if not x.passed]
+    # a kernel whose weights under 2^-6 are one octave too large fails: those elements are still resolved
+    assert _by_name(multi_tile_gates(stock, doubled))["normalized_ratio"].passed is False
 
 
 @pytest.mark.parametrize("seq_k, dv", [(10, 4), (8, 4), (3, 8)])

@@ -16,8 +16,9 @@ from softbench.gates.checks import multi_tile_gates, single_tile_gate
 from softbench.gates.engine import run_gates
 from softbench.gates.maps import GATE_MAPS, H15, gate_map_for, gate_map_named
 from softbench.gates.options import GatesOptions
-from softbench.gates.readback import load_readback, readback_path
+from softbench.gates.readback import Readback, load_readback, readback_path
 from softbench.gates.references import ExactScores, reference_probabilities, row_phases, step_below_open
+from softbench.gates.tolerances import Storage, rounding_octaves
 from softbench.kernels.catalog import VARIANTS
 from softbench.kernels.sim import TileMap, element_map
 
@@ -69,8 +70,9 @@ def test_each_variant_is_gated_against_its_own_operator():
 def test_a_recorded_map_name_reads_back_and_an_unknown_one_is_refused():
     assert gate_map_named(None) is H15  # sessions from before maps were recorded
     assert gate_map_named("rowmax-h15-folded") is FOLDED
-    with pytest.raises(UsageError, match="no gate reference 'rowmax-h17'"):
+    with pytest.raises(UsageError, match="no gate reference 'rowmax-h17'") as refused:
         gate_map_named("rowmax-h17")
+    assert all(name in refused.value.hint for name in GATE_MAPS)  # the hint lists every map it knows
 
 
 # --- the references on hand-computed rows --------------------------------------------------------------------------
@@ -122,6 +124,47 @@ def test_hybrid_reference_takes_the_exponential_off_the_chosen_keys():
         assert float(w[key]) == pytest.approx(0.75 if key in lattice else 2.0 ** -0.3), key
 
 
+def test_folded_row_maximum_may_sit_one_step_below_only_where_that_step_is_open():
+    """One row: the exact maximum (key 0) and key 1 within eta of it, the kernel's weights putting key 1 at the
+    maximum and key 0 one lattice step below, at 3/4. With the phase just above -1/2 (a row step_below_open names)
+    the row-maximum gate allows that step, and only there (phase 0: the same weights fail)."""
+    x = torch.tensor([[[[0.0, -1e-4, -1.1, -2.3]]]], dtype=torch.float64)
+    valid = torch.ones_like(x, dtype=torch.bool)
+    eta = torch.full_like(x, 1e-4)
+    stock_p = torch.exp2(x) / torch.exp2(x).sum(-1, keepdim=True)
+    w = torch.tensor([[[[0.75, 1.0, 0.375, 0.1875]]]], dtype=torch.float64)  # key 1 the kernel's maximum
+    storage = Storage(torch.bfloat16, torch.bfloat16, 4)
+
+    def gate(phi):
+        scaled_max = torch.tensor([[[[(4.0 + phi) / 2]]]], dtype=torch.float64)  # 2cm = 4 + phi
+        stock, patched = (Readback(p=p, x=x, valid=valid, eta=eta, storage=storage, q=x, k=x,
+                                   scaled_max=scaled_max) for p in (stock_p, w / w.sum()))
+        return {g.name: g for g in multi_tile_gates(stock, patched, gmap=FOLDED)}["row_max_attained"]
+
+    assert gate(-0.5 + 2e-4).passed and gate(-0.5 + 2e-4).details["rows_one_step_allowed"] == 1
+    assert gate(0.0).passed is False
+
+
+def test_folded_gates_read_the_exact_maximum_not_the_stock_argmax():
+    """Key 0 lies 0.0005 octave below the exact maximum (key 1): BF16 stores both stock weights as 1, so the stock
+    argmax is key 0. With the phase at -0.4995 (the step below not open: eta is 1e-5) key 0 is one lattice step
+    below, at 3/4, and key 1 has weight 1: the kernel is right, and the gates must read key 1 to see it."""
+    x = torch.tensor([[[[-0.0005, 0.0, -1.1, -2.3]]]], dtype=torch.float64)
+    valid = torch.ones_like(x, dtype=torch.bool)
+    eta = torch.full_like(x, 1e-5)
+    scaled_max = torch.tensor([[[[(4.0 - 0.4995) / 2]]]], dtype=torch.float64)  # 2cm = 4 + phi
+    assert not step_below_open(scaled_max, eta, valid).any()
+    stock_w = torch.exp2(x).to(torch.bfloat16).double()
+    w = torch.tensor([[[[0.75, 1.0, 0.375, 0.1875]]]], dtype=torch.float64)  # n = -1, 0, -3, -5
+    storage = Storage(torch.bfloat16, torch.bfloat16, 4)
+    stock, patched = (Readback(p=p, x=x, valid=valid, eta=eta, storage=storage, q=x, k=x, scaled_max=scaled_max)
+                      for p in (stock_w / stock_w.sum(), w / w.sum()))
+    assert int(stock.p.argmax()) == 0 != int(stock.argmax)
+    gates = {g.name: g for g in multi_tile_gates(stock, patched, gmap=FOLDED)}
+    assert gates["row_max_attained"].passed
+    assert gates["recovered_error"].passed  # its shift, too, is read at the exact maximum
+
+
 # --- the engine on the simulation -----------------------------------------------------------------------------------
 
 def test_simulated_h15_folded_passes_its_own_gates_and_records_the_map(folded_run):
@@ -132,6 +175,7 @@ def test_simulated_h15_folded_passes_its_own_gates_and_records_the_map(folded_ru
     rec = summary["gates"]["recovered_error"]
     assert rec["phase_half_min"] < -0.2 and rec["phase_half_max"] > 0.2  # the phases span their range
     assert "reference rowmax-h15-folded" in (session.path / "summary.md").read_text()
+    assert FOLDED.description in (session.path / "summary.md").read_text()  # the record says what the map is
 
 
 def test_the_same_folded_readbacks_fail_against_rowmax_h15(folded_run):
@@ -141,6 +185,26 @@ def test_the_same_folded_readbacks_fail_against_rowmax_h15(folded_run):
     assert single_tile_gate(single, FOLDED).passed and not single_tile_gate(single, H15).passed
     by_name = {g.name: g for g in multi_tile_gates(stock, multi, gmap=H15)}
     assert by_name["recovered_error"].passed is False  # the phase takes the errors out of A1's envelope
+
+
+def test_folded_gates_add_the_phase_allowance_and_record_the_open_anchors(folded_run):
+    """On the same readbacks, h15-folded's recovered error allows eta_max more than Rowmax-H15's (the exact
+    maximum's phase is the kernel's within eta_max), its row-maximum gate less, and its single-tile gate records
+    how many rows had an open anchor, as its reference counted them."""
+    session, _ = folded_run
+    single = load_readback(readback_path(session.path, "h15-folded", 128), True)
+    multi = load_readback(readback_path(session.path, "h15-folded", 512), True)
+    stock = load_readback(readback_path(session.path, "A0", 512), True)
+    eta_max = float(stock.eta.masked_fill(~stock.valid, 0.0).max())
+    folded, a1 = ({g.name: g for g in multi_tile_gates(stock, multi, gmap=m)} for m in (FOLDED, H15))
+    assert folded["recovered_error"].details["tolerance"] == pytest.approx(
+        a1["recovered_error"].details["tolerance"] + eta_max)
+    # its row-maximum gate reads the exact maximum, not the stock argmax: two P1 readings and the FP32 slack only
+    r, rs = rounding_octaves(multi.storage.u_out), rounding_octaves(multi.storage.slack)
+    assert folded["row_max_attained"].details["tolerance"] == pytest.approx(2 * r + rs)
+    gate = single_tile_gate(single, FOLDED)
+    assert gate.details["open_anchor_rows"] == reference_probabilities(single.exact, FOLDED).open_anchor_rows
+    assert "open_anchor_rows" not in single_tile_gate(single, H15).details  # Rowmax-H15 has no anchor to open
 
 
 def test_a1_fails_the_folded_reference(tmp_path_factory, monkeypatch):
