@@ -59,9 +59,18 @@ def test_more_columns_means_more_fragments():
     assert s.frg_cnt == 8 and s.beta == Fraction(7, 8)
 
 
+def test_one_fragment_is_a_setting_and_never_emulates():
+    # 32 columns (the smallest multiple of a fragment) hold one fragment, which is also the last: FA4 leaves the
+    # last fragment on hardware exp2, so nothing is emulated whatever freq asks
+    s = EmulationSetting(2, 0, columns=emu.FRAGMENT)
+    assert s.frg_cnt == 1 and s.beta == 0
+
+
 @pytest.mark.parametrize("bad", [dict(freq=-1, start_frg=0), dict(freq=8, start_frg=-1), dict(freq=8, start_frg=1, res=-2),
                                  dict(freq=8, start_frg=1, columns=100), dict(freq=2.5, start_frg=1),
                                  dict(freq=True, start_frg=1),
+                                 # a setting built in code, not read from a file, is held to the same label rule
+                                 dict(freq=8, start_frg=1, label=5),
                                  # no columns at all: no pair to take a share of (beta would divide by zero)
                                  dict(freq=8, start_frg=1, columns=0)])
 def test_bad_settings_are_refused(bad):
@@ -76,6 +85,27 @@ def test_variant_names_round_trip():
     assert EmulationSetting(8, 1).variant == "emu-f8-s1"
     assert EmulationSetting(8, 1, res=2).variant == "emu-f8-s1-r2"
     assert parse_variant("A1") is None and parse_variant("emu-f8") is None
+
+
+def test_a_setting_describes_itself_by_its_label_or_by_what_differs_from_stock():
+    """describe() names a row of the sweep's table and the patch: a label is printed as given; otherwise freq 0
+    says that nothing is emulated (start and res mean nothing there), res is named only off its default, and the
+    setting stock FA4 picks is marked."""
+    assert EmulationSetting(8, 1, label="my row").describe() == "my row"
+    assert "hardware exp2 only" in EmulationSetting(0, 1).describe()
+    assert "start" not in EmulationSetting(0, 1).describe()
+    assert "res 2" in EmulationSetting(8, 1, res=2).describe()
+    assert "res" not in EmulationSetting(8, 1).describe()
+    assert "(stock)" in EmulationSetting(8, 1, stock=True).describe()
+    assert "(stock)" not in EmulationSetting(8, 1).describe()
+
+
+def test_a_settings_record_holds_its_exact_beta_and_reads_back_as_the_setting():
+    # the record (sessions keep it as JSON) carries beta exactly, as a fraction, beside the rounded percentage
+    s = EmulationSetting(16, 1, res=2)
+    d = json.loads(json.dumps(s.to_dict()))
+    assert Fraction(d["beta_fraction"]) == s.beta and d["beta_pct"] == float(s.beta * 100)
+    assert parse_variant(d["variant"]) == s and d["description"] == s.describe()
 
 
 def _fake_sm100_source() -> str:
@@ -113,6 +143,21 @@ def test_every_paper_setting_applies_to_the_installed_fa4():
     assert emu.check_patch_applies(EmulationSetting(8, 1, res=2)) is None
 
 
+def test_an_emulation_setting_off_the_sm_100_family_is_refused_not_run_as_the_stock_kernel(monkeypatch):
+    """The patch edits only flash_fwd_sm100.py: on sm_90 `latency --variant emu-f8-s1` ran the stock kernel under
+    the emulation's name (only `sweep` asked capability.fa4_emulation_reason)."""
+    import sys
+
+    from softbench.core.errors import UnsupportedError
+    from softbench.kernels.fa4 import FA4Backend
+    from test_capability import H200
+
+    monkeypatch.delitem(sys.modules, "flash_attn", raising=False)  # as in a fresh worker process
+    with pytest.raises(UnsupportedError, match=r"^variant emu-f8-s1 changes only FA4's sm_100 and sm_110 forward; "
+                                               r"on sm_90 it would silently be the stock kernel$"):
+        FA4Backend(target=H200).load("emu-f8-s1")
+
+
 def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
     from softbench.kernels.fa4_patches import FA4_PATCHES
 
@@ -132,6 +177,10 @@ def test_registering_by_name_is_idempotent_and_unknown_names_are_refused():
     ("settings: [{freq: 8, start_frg: 1}]\nbogus: 1\n", "unknown keys"),
     ("settings: [{freq: 8, start_frg: 1}, {freq: 8, start_frg: 1}]\n", r"s\.yaml names emu-f8-s1 more than once"),
     ("settings: [{freq: 8, start: 1}]\n", "settings\\[0\\]"),
+    # a row that is no mapping (a number: `"label" in 5` raised TypeError before the row was read)
+    ("settings: [{freq: 8, start_frg: 1}, 5]\n", r"settings\[1\] must be a mapping"),
+    # a label of spaces prints as a blank row name, as an empty one would
+    ("settings: [{freq: 8, start_frg: 1, label: '  '}]\n", r"settings\[0\]: label must be non-empty text"),
     ("shape: {dtype: fp4}\nsettings: [{freq: 8, start_frg: 1}]\n", "dtype"),
 ])
 def test_bad_sweep_files_are_refused(tmp_path, text, match):
@@ -359,6 +408,42 @@ def test_a_settings_own_res_overrides_the_files(tmp_path):
     assert [s.variant for s in load_sweep(f).settings] == ["emu-f8-s1-r2", "emu-f8-s0"]
 
 
+def test_a_sweep_file_that_gives_only_settings_takes_the_defaults(tmp_path):
+    """Left out, res and columns are apply_exp2_convert's res and the S-tile of head dim 128: the settings are
+    those a constructor without them builds (beta depends on both); and the settings are timed against the
+    catalog's baseline, the stock kernel, with nothing else compared."""
+    from softbench.kernels.catalog import get_variant
+
+    f = tmp_path / "s.yaml"
+    f.write_text("settings: [{freq: 8, start_frg: 1}, {freq: 2, start_frg: 0}]\n")
+    sweep = load_sweep(f)
+    assert sweep.settings == (EmulationSetting(8, 1), EmulationSetting(2, 0))
+    assert get_variant(sweep.baseline).role == "baseline" and sweep.also_compare == ()
+
+
+def test_names_in_a_sweep_file_are_read_without_their_spaces(tmp_path):
+    # a quoted name with a space around it is the kernel it names, checked and recorded as that name
+    f = tmp_path / "s.yaml"
+    f.write_text("settings: [{freq: 8, start_frg: 1}]\nbaseline: ' A0 '\nalso_compare: [' A1', 'noexp ']\n")
+    sweep = load_sweep(f)
+    assert sweep.baseline == "A0" and sweep.also_compare == ("A1", "noexp")
+    assert sweep.variants() == ["emu-f8-s1", "A1", "noexp"]
+
+
+def test_a_sweep_file_naming_another_backends_kernel_offers_no_backend_option(tmp_path):
+    """check's hint `--backend triton` is for a command line; a sweep file runs on fa4 whatever the user adds."""
+    f = tmp_path / "s.yaml"
+    f.write_text("settings: [{freq: 8, start_frg: 1}]\nbaseline: h15-proved\n")
+    with pytest.raises(UsageError, match="built by the triton backend") as e:
+        load_sweep(f)
+    assert "--backend" not in (e.value.hint or "")
+
+
+def test_a_sweep_keeps_its_files_notes():
+    # `sweep emulation` records them in the session beside the results: what the sweep was for
+    assert load_sweep(PAPER_FILE).notes == yaml.safe_load(PAPER_FILE.read_text())["notes"]
+
+
 def test_a_patch_for_another_fa4_version_is_said_not_to_apply(monkeypatch, tmp_path):
     """The patch's anchors are written against one FA4 release: another installed version is named, not patched."""
     from softbench.kernels import patch
@@ -367,6 +452,21 @@ def test_a_patch_for_another_fa4_version_is_said_not_to_apply(monkeypatch, tmp_p
     setting = EmulationSetting(8, 1)
     assert emu.check_patch_applies(setting) == (f"installed flash-attn-4 is 0.0.1; the patch is written for "
                                                 f"{emu.emulation_patch(setting).fa4_version}")
+
+
+def test_sources_without_the_anchor_are_said_not_to_apply(monkeypatch, tmp_path):
+    """The right version whose sources were edited: the reason names the edit that found no anchor (the sweep
+    command lists it per setting) rather than raising out of the check."""
+    from softbench.kernels import patch
+
+    setting = EmulationSetting(8, 1)
+    source = tmp_path / "cute" / "flash_fwd_sm100.py"
+    source.parent.mkdir()
+    monkeypatch.setattr(patch, "installed_fa4", lambda: (tmp_path, emu.emulation_patch(setting).fa4_version))
+    source.write_text(_fake_sm100_source())
+    assert emu.check_patch_applies(setting) is None
+    source.write_text(_fake_sm100_source().replace("self.ex2_emu_freq = 0\n", "self.ex2_emu_freq = 1\n"))
+    assert "sm100-ex2-emu-settings" in emu.check_patch_applies(setting)
 
 
 def test_a_sweep_file_with_good_names_and_fields_reads():

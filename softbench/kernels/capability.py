@@ -14,6 +14,10 @@ from softbench.core.shapes import Shape
 TRITON_HEAD_DIMS = (64, 128, 256)
 GLUON_HEAD_DIMS = (64, 128)
 
+# the GPU families (compute capability // 10) whose FA4 forward is flash_fwd_sm100.py: the B200 (sm_100, sm_103) and
+# sm_110. FP8 through FA4 and its exp2 emulation exist only there
+SM100_FAMILIES = (10, 11)
+
 
 def dims_text(dims) -> str:
     """(64, 128, 256) as "64, 128 and 256", for refusals that name the head dims a kernel takes."""
@@ -64,14 +68,14 @@ def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True)
     d = shape.head_dim
     if family == 9 and not (8 <= d <= 256 and d % 8 == 0):
         return f"FA4 on sm_90 takes head dims 8..256 in multiples of 8, not {d}"
-    if family in (10, 11) and not ((8 <= d <= 128 and d % 8 == 0) or d == 256):
+    if family in SM100_FAMILIES and not ((8 <= d <= 128 and d % 8 == 0) or d == 256):
         return f"FA4 on sm_100 takes head dims 8..128 (multiples of 8) or 256, not {d}"
     return None
 
 
 def fa4_emulation_reason(device: Device) -> str | None:
     """FA4's exp2 polynomial emulation (ex2_emu_*) exists only in the sm_100 forward."""
-    if device.arch is None or device.arch // 10 not in (10, 11):
+    if device.arch is None or device.arch // 10 not in SM100_FAMILIES:
         return (f"FA4 has no exp2 emulation on {device.arch_label}: its ex2_emu_freq/start_frg/res settings "
                 "exist only in the sm_100 forward")
     return None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from softbench.core.errors import UsageError
 from softbench.core.options import refuse_repeats
+from softbench.kernels.capability import SM100_FAMILIES
 from softbench.kernels.catalog import EMULATION_NAME, check
 from softbench.kernels.patch import Edit, Patch
 from softbench.core.protocol import LatencyProtocol, latency_protocol_from_mapping, load_yaml_mapping
@@ -139,8 +140,10 @@ def emulation_patch(setting: EmulationSetting) -> Patch:
     if setting.res != DEFAULT_RES:
         edits.append(Edit("sm100-ex2-emu-res", "cute/flash_fwd_sm100.py", _CALL_ARG,
                           _CALL_ARG + f"            ex2_emu_res={setting.res},\n"))
+    # the edits are in the sm_100 forward only: elsewhere the variant would silently be the stock kernel under an
+    # emulation name, so FA4Backend.load refuses it there
     return Patch(setting.variant, "1", f"stock FA4 with exp2 emulation forced to {setting.describe()} "
-                 f"(beta {setting.beta_pct:g}%)", edits=tuple(edits))
+                 f"(beta {setting.beta_pct:g}%)", edits=tuple(edits), arch_families=SM100_FAMILIES)
 
 
 def ensure_registered(name: str) -> dict:
