@@ -487,6 +487,84 @@ def test_protocol_file_sets_options_and_the_command_line_wins(monkeypatch, tmp_p
     assert opts is None and "unknown key 'sekonds'" in str(result.exception)
 
 
+def test_the_command_lines_defaults_are_the_protocols_and_the_packaged_files(monkeypatch):
+    """The loop options default to EnergyProtocol's own values (the interval given in ms on the command line), so
+    that a bare `softbench energy` runs what `--protocol energy` (the paper's B.3 file) runs: the same loops and the
+    same shape."""
+    from softbench.core.protocol import EnergyProtocol
+
+    from softbench.energy.engine import EnergyOptions
+
+    bare, _ = _capture_energy_options(monkeypatch, [])
+    paper, _ = _capture_energy_options(monkeypatch, ["--protocol", "energy"])
+    assert bare.protocol == EnergyProtocol() == paper.protocol
+    assert bare.shape == paper.shape
+    assert bare.out_dir == EnergyOptions(shape=bare.shape).out_dir  # the folder every command writes to
+
+
+@pytest.mark.parametrize("args", [["--interval-ms", "0.5"], ["--ramp-fraction", "0.0"], ["--ramp-fraction", "1.5"],
+                                  ["--chunk", "0"], ["--trim-start", "-1"], ["--trim-end", "-1"], ["--seconds", "0.0"],
+                                  ["--idle-s", "-1.0"], ["--seed", "-1"], ["--warmup", "100001"]])
+def test_a_loop_option_past_its_range_is_refused_as_the_option(args):
+    # while the command line is read, in the option's words and unit, with the range --help shows
+    import click
+
+    from softbench.energy import command as energy
+
+    with pytest.raises(click.BadParameter) as e:
+        energy.command.make_context("energy", list(args))
+    assert f"'{args[0]}': {args[1]} is not in the range" in e.value.format_message()
+
+
+def test_the_loop_options_take_the_ends_of_their_ranges():
+    """No trim, no idle sampling, no margin around the loop and no warm-up are runs one may ask for; a ramp share of
+    1 and the 1 ms interval are the closed ends."""
+    from softbench.energy import command as energy
+
+    args = ["--trim-start", "0", "--trim-end", "0", "--idle-s", "0", "--pre-s", "0", "--post-s", "0", "--warmup", "0",
+            "--ramp-fraction", "1", "--interval-ms", "1", "--chunk", "1"]
+    p = energy.command.make_context("energy", args).params
+    assert (p["trim_start"], p["trim_end"], p["idle_s"], p["pre_s"], p["post_s"], p["warmup"]) == (0, 0, 0, 0, 0, 0)
+    assert (p["ramp_fraction"], p["interval_s"], p["chunk"]) == (1.0, 1e-3, 1)
+
+
+def test_the_order_and_the_triton_configuration_are_read_as_energys_own_options(monkeypatch):
+    """A bad --order is refused naming --order (not sweep's --variants), a configuration for another backend than
+    triton is refused, and triton's configuration reaches the run as the backend's options."""
+    from softbench.core.options import parse_triton_config
+
+    opts, result = _capture_energy_options(monkeypatch, ["--order", "A0,,A1"])
+    assert opts is None and str(result.exception).startswith("--order 'A0,,A1' has an empty item")
+    opts, result = _capture_energy_options(monkeypatch, ["--backend", "fa4", "--triton-config", "m64n32w4s2"])
+    assert opts is None and result.exit_code == 2
+    assert "--triton-config applies to --backend triton only" in result.output
+    opts, _ = _capture_energy_options(monkeypatch, ["--backend", "triton", "--dtype", "bf16", "--triton-config",
+                                                    "m64n32w4s2"])
+    assert opts.backend_options == parse_triton_config("m64n32w4s2")
+
+
+def test_the_run_records_where_its_dtype_came_from(monkeypatch, tmp_path):
+    # the same bf16 from a protocol file and from --dtype: the session says which, beside the GPU's default
+    f = tmp_path / "e.yaml"
+    f.write_text("dtype: bf16\n")
+    from_file, _ = _capture_energy_options(monkeypatch, ["--protocol", str(f)])
+    given, _ = _capture_energy_options(monkeypatch, ["--dtype", "bf16"])
+    assert from_file.shape.dtype == given.shape.dtype == "bf16"
+    assert "protocol file" in from_file.dtype_note and "command line" in given.dtype_note
+
+
+def test_a_shape_past_the_machines_memory_is_refused_before_measuring(monkeypatch):
+    # inputs of petabytes: no machine holds them, so the refusal comes before any worker allocates them
+    opts, result = _capture_energy_options(monkeypatch, ["--seq", "1048576", "--batch", "1000"])
+    assert opts is None and isinstance(result.exception, UsageError) and "of memory" in str(result.exception)
+
+
+def test_the_run_records_the_command_line_as_typed(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["/usr/bin/softbench", "energy", "--seconds", "20", "--order", "A0, A1"])
+    opts, _ = _capture_energy_options(monkeypatch, ["--seconds", "20", "--order", "A0, A1"])
+    assert opts.command_line == "softbench energy --seconds 20 --order 'A0, A1'"
+
+
 def test_fp8_on_sm90_is_refused_before_measuring(monkeypatch):
     opts, result = _capture_energy_options(monkeypatch, ["--dtype", "fp8"], arch=90)
     assert opts is None and isinstance(result.exception, UnsupportedError) and "sm_90" in str(result.exception)

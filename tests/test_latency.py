@@ -357,6 +357,19 @@ def test_the_kernels_of_a_run_and_their_roles():
             LatencyOptions(shapes=shape, variant="A1", processes=n).kernel_specs()
 
 
+def test_the_baseline_may_be_the_first_variant_only():
+    """The baseline as the first variant is its A/A run (labelled A0'); named after another variant it would take
+    the baseline's label a second time. The sweep command refuses it among its variants first; the engine itself
+    holds the rule for any other caller."""
+    from softbench.latency.engine import LatencyOptions
+
+    shape = (Shape(seq=128, heads=1, head_dim=64),)
+    assert LatencyOptions(shapes=shape, variant="A0", more_variants=("A1",)).roles() == {
+        "A0": "baseline", "A0'": "null", "A1": "variant"}
+    with pytest.raises(UsageError, match="names the baseline A0 after another variant"):
+        LatencyOptions(shapes=shape, variant="A1", more_variants=("A0",)).kernel_specs()
+
+
 def test_what_the_paper_rounds_and_the_in_process_null_cannot_carry_is_refused():
     """The paper's rounds pair exactly two kernels: no second baseline process, no reference kernel; the null
     inside the baseline's process lives in its one process: no --processes beside it."""
@@ -561,6 +574,78 @@ def test_a_matrix_cell_prints_an_interval_only_where_both_bounds_are_numbers():
     assert cells(2.5, [1.0, 4.0]) == "+2.50 [+1.00, +4.00]"
     assert cells(2.5, [1.0, float("nan")]) == "+2.50"
     assert cells(2.5, None) == "+2.50" and cells(None, [1.0, 4.0]) == "-"
+
+
+@pytest.mark.parametrize("value", ["Auto,fa3", "sdpa, NONE"])
+def test_auto_or_none_beside_kernel_names_is_refused_however_it_is_written(value):
+    # the names are read without case or spaces, so "Auto" is auto: beside a kernel it stands for the whole list
+    import click
+
+    from softbench.core.options import reference_option
+
+    cmd = reference_option(click.Command("latency", callback=lambda references: None))
+    with pytest.raises(UsageError, match="stands alone and cannot be combined"):
+        cmd.make_context("latency", ["--reference", value])
+
+
+def test_the_run_design_options_default_to_the_engines_own():
+    """A command line that gives none of them runs what LatencyOptions runs unasked: one process per kernel, started
+    in the listed order, no null inside the baseline's process."""
+    import click
+
+    from softbench.core.options import run_design_options
+    from softbench.latency.engine import LatencyOptions
+
+    params = click.command("latency")(run_design_options(lambda **_: None)).make_context("latency", []).params
+    engine = LatencyOptions(shapes=(Shape(),))
+    assert ((params["processes"], params["start_order"], params["null_in_process"])
+            == (engine.processes, engine.start_order, engine.null_in_process))
+
+
+def _shape_context(args, **kwargs):
+    """The click context of a command that has only core.options.shape_options, read from `args`."""
+    import click
+
+    from softbench.core.options import shape_options
+
+    return click.command("latency")(shape_options(**kwargs)(lambda **_: None)).make_context("latency", list(args))
+
+
+def test_the_shape_options_default_to_a_shapes_own_fields():
+    """A command line that gives no shape option runs the shape a file cell that gives no field runs (Shape()); a
+    command's own default length replaces only the length."""
+    from softbench.core.options import shapes_from
+    from softbench.core.shapes import shape_from_mapping
+
+    assert shapes_from(**_shape_context([]).params) == (Shape(),) == (shape_from_mapping({}, "cell"),)
+    assert shapes_from(**_shape_context([], default_seq="16K").params) == (Shape(seq=16384),)
+
+
+def test_each_seq_given_is_one_shape_in_the_order_given():
+    from softbench.core.options import shapes_from
+
+    params = _shape_context(["--seq", "2K", "--seq", "1024", "--heads", "4"]).params
+    assert shapes_from(**params) == (Shape(seq=2048, heads=4), Shape(seq=1024, heads=4))
+
+
+def test_a_length_given_twice_is_refused_with_what_to_do():
+    from softbench.core.options import shapes_from
+
+    params = _shape_context(["--seq", "8K", "--seq", "8192"]).params
+    with pytest.raises(UsageError, match=r"^--seq 8K and --seq 8192 are the same length \(8192\)") as e:
+        shapes_from(**params)
+    assert "once" in e.value.hint
+
+
+@pytest.mark.parametrize("args", [["--batch", "0"], ["--heads", "0"], ["--kv-heads", "0"], ["--head-dim", "4"]])
+def test_the_shape_options_refuse_a_value_below_their_range_as_the_option(args):
+    # refused while the command line is read, naming the option and its range (the range --help shows), not later
+    # by Shape in a field's words ("multiple of kv-heads (0)")
+    import click
+
+    with pytest.raises(click.BadParameter) as e:
+        _shape_context(args)
+    assert f"'{args[0]}': {args[1]} is not in the range" in e.value.format_message()
 
 
 def test_shapes_at_their_limits():

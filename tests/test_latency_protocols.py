@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from softbench.core import stats
-from softbench.core.protocol import (MAX_WINDOW_CALLS, InterleavedProtocol, SustainedProtocol,
+from softbench.core.protocol import (MAX_WINDOW_CALLS, InterleavedProtocol, LatencyProtocol, SustainedProtocol,
                                      any_protocol_from_mapping, latency_plan_from_mapping, latency_protocol_from_mapping,
                                      load_yaml_mapping)
 from softbench.core.errors import UsageError
@@ -506,6 +506,45 @@ def test_calls_and_window_ms_together_are_refused():
     with pytest.raises(UsageError, match="both set the length of a window"):
         apply_protocol_flags(InterleavedProtocol(), {"calls": 20, "window_ms": 8.0})
     assert apply_protocol_flags(InterleavedProtocol(), {"window_ms": 5.0}).window_ms == 5.0
+
+
+@pytest.mark.parametrize("proto", [InterleavedProtocol(), SustainedProtocol(), LatencyProtocol()],
+                         ids=lambda p: p.kind)
+def test_each_knob_sets_its_field_where_the_protocol_has_it_and_is_refused_elsewhere(proto):
+    """The command line's knobs against the protocols' own fields: a knob read from the command line and given to
+    a protocol that has the field sets it (0 included: --warmup 0 is no warm-up, not the default's 50), and one
+    given to any other protocol is refused rather than dropped. Interleaved's own `order` (random or circuit) is no
+    --order (alternate or fixed)."""
+    from dataclasses import fields
+
+    import click
+
+    from softbench.core.options import PROTOCOL_FLAGS, apply_protocol_flags, protocol_options
+
+    given = {"rounds": ("2", 2), "windows": ("2", 2), "calls": ("3", 3), "warmup": ("0", 0),
+             "order": ("fixed", "fixed"), "seed": ("1", 1), "window_ms": ("4", 4.0), "target_pp": ("0.5", 0.5),
+             "budget_s": ("2", 2.0), "cycles": ("2", 2), "measure_s": ("1", 1.0)}
+    assert set(given) == set(PROTOCOL_FLAGS)
+    command = click.command("latency")(protocol_options(lambda **_: None))
+    has = {f.name for f in fields(proto)} - ({"order"} if proto.kind == "interleaved" else set())
+    for knob, (text, value) in given.items():
+        option = "--" + knob.replace("_", "-")
+        params = command.make_context("latency", [option, text]).params
+        flags = {k: params[k] for k in PROTOCOL_FLAGS}
+        if knob in has:
+            assert getattr(apply_protocol_flags(proto, flags), knob) == value, knob
+        else:
+            with pytest.raises(UsageError, match=f"^{option} does not apply to the {proto.kind} protocol$"):
+                apply_protocol_flags(proto, flags)
+
+
+def test_knobs_of_other_protocols_are_refused_together_naming_the_protocols_they_belong_to():
+    # the seed belongs to the sustained protocol too, so it is neither refused nor counted among the owners
+    from softbench.core.options import apply_protocol_flags
+
+    with pytest.raises(UsageError, match="^--rounds, --windows do not apply to the sustained protocol$") as e:
+        apply_protocol_flags(SustainedProtocol(), {"rounds": 2, "windows": 2, "seed": 1, "cycles": None})
+    assert e.value.hint.startswith("they belong to: interleaved, paper (")
 
 
 def test_random_order_is_drawn_per_run_recorded_and_each_cycle_holds_every_kernel_once():

@@ -108,3 +108,25 @@ def test_the_baseline_after_the_first_variant_is_refused_by_the_engine(protocol)
                           protocol=protocol)
     with pytest.raises(UsageError, match="only the first variant can be the baseline again"):
         opts.kernel_specs()
+
+
+def test_a_configuration_for_another_backend_is_refused_as_the_option_that_gave_it():
+    # --variant-config given with --backend sim: the refusal points at --variant-config, not at --triton-config
+    import click
+
+    from softbench.core.options import check_triton_config
+
+    with pytest.raises(click.BadParameter) as e:
+        check_triton_config({"kernel": "triton"}, "sim", "--variant-config")
+    assert e.value.format_message().startswith("Invalid value for --variant-config:")
+    assert "--triton-config" not in e.value.format_message()
+    check_triton_config({"kernel": "triton"}, "triton", "--variant-config")  # its own backend: taken
+    check_triton_config({}, "sim", "--variant-config")  # not given: nothing to refuse
+
+
+@pytest.mark.parametrize("label", [BASE, "gluon-n128s2-c240l24-hg8"])
+def test_a_label_with_spaces_around_it_is_the_label(label):
+    # as a quoted shell variable or a YAML value may give it: the Gluon label must not be read as a Triton one
+    from softbench.core.options import parse_triton_config
+
+    assert parse_triton_config(f" {label} ") == parse_triton_config(label)

@@ -96,3 +96,69 @@ def test_a_shape_must_be_a_mapping_of_its_fields():
 def test_a_protocol_file_cell_names_itself_in_the_shape_refusal():
     with pytest.raises(UsageError, match="protocol cell 2: head-dim must be a multiple of 8"):
         latency_plan_from_mapping({"protocol": {}, "cells": [{"seq": 128}, {"seq": 128, "head_dim": 12}]})
+
+
+def test_zero_is_taken_where_it_means_none():
+    """--idle-s 0 (no idle sampling), --pre-s/--post-s 0 and --warmup 0 are documented values, not typos."""
+    from softbench.core.options import SECONDS_OR_ZERO, WARMUP_CALLS
+
+    assert SECONDS_OR_ZERO.convert("0", None, None) == 0.0
+    assert WARMUP_CALLS.convert("0", None, None) == 0
+    with pytest.raises(click.BadParameter):
+        SECONDS.convert("0", None, None)  # a loop or a budget of no time is refused: the open end is SECONDS' own
+
+
+@pytest.mark.parametrize("args, says, hint", [
+    (["--protocol", ""], "--protocol", "give --protocol a value, e.g. --protocol sustained"),
+    (["A0", ""], "an argument of run", "e.g. run sustained"),
+])
+def test_an_empty_value_is_refused_with_an_example_of_a_value(args, says, hint):
+    """core.options.nonempty names the option (or the command, for an argument) and offers its example."""
+    from softbench.core.options import nonempty
+
+    cmd = click.Command("run", callback=lambda **_: None, params=[
+        click.Option(["--protocol"], callback=nonempty("sustained")),
+        click.Argument(["names"], nargs=-1, callback=nonempty("sustained"))])
+    with pytest.raises(UsageError, match=says) as e:
+        cmd.make_context("run", args)
+    assert e.value.hint == hint
+
+
+def test_a_list_of_variants_is_read_without_its_spaces_and_none_at_all_is_refused_as_such():
+    """'A1, noexp' is two names (a space after the comma is no part of a name); a list of none, from the command line
+    or a protocol file's empty list, is refused as naming no variant rather than as an empty item."""
+    from softbench.core.options import split_names
+
+    assert split_names("A1, noexp ,A0") == ("A1", "noexp", "A0")
+    assert split_names((" A1", "A0 ")) == ("A1", "A0")
+    for nothing in ("", " ", ()):
+        with pytest.raises(UsageError, match="^--variants names no variant$"):
+            split_names(nothing)
+
+
+def test_a_kernel_named_twice_is_refused_with_a_hint_for_where_it_was_named():
+    # an option gets an example of its own to type; a file (no option to retype) gets the rule
+    from softbench.core.options import refuse_repeats
+
+    with pytest.raises(UsageError, match="^--variants names A1 more than once$") as e:
+        refuse_repeats(("A1", "noexp", "A1"), "--variants")
+    assert e.value.hint == "e.g. --variants A0,A1"
+    with pytest.raises(UsageError, match="^the sweep file s.yaml names A1 more than once$") as e:
+        refuse_repeats(("A1", "A1"), "the sweep file s.yaml")
+    assert "--" not in e.value.hint and "e.g." not in e.value.hint
+
+
+def test_a_group_given_no_command_while_completing_is_not_refused():
+    """Shell completion reads a partial command line resiliently: `softbench sweep <TAB>` has no subcommand yet,
+    and the refusal that a run gets ('needs a command') would leave the completion with nothing."""
+    from softbench.sweep.command import command as sweep
+
+    with pytest.raises(UsageError, match="^sweep needs a command: emulation or variants$"):
+        sweep.make_context("sweep", [])
+    assert sweep.make_context("sweep", [], resilient_parsing=True).command is sweep
+
+
+def test_finite_refuses_text_that_is_no_number_as_click_does():
+    # float('abc') raises ValueError, which would reach the user as a traceback instead of a usage error
+    with pytest.raises(click.BadParameter, match="'abc' is not a valid float"):
+        SECONDS.convert("abc", None, None)

@@ -54,3 +54,18 @@ def test_the_rescale_threshold_rule_takes_finite_numbers_from_zero(tau, valid):
     from softbench.core.options import valid_tau
 
     assert valid_tau(tau) is valid
+
+
+@pytest.mark.parametrize("text, says", [("abc", "'abc' is not a number"), ("-1", "'-1' is not a finite number of octaves"),
+                                        ("nan", "'nan' is not a finite number of octaves")])
+def test_the_rescale_threshold_option_refuses_in_its_own_words(text, says):
+    """Text that is no number is refused as the option's value like the numbers valid_tau refuses (float('abc')
+    raises ValueError, which click would not have turned into a usage error)."""
+    import click
+
+    from softbench.core.options import rescale_threshold_option
+
+    cmd = rescale_threshold_option()(click.Command("latency", callback=lambda rescale_threshold: None))
+    with pytest.raises(click.BadParameter, match=says):
+        cmd.make_context("latency", ["--rescale-threshold", text])
+    assert cmd.make_context("latency", ["--rescale-threshold", "8"]).params["rescale_threshold"] == 8.0
