@@ -3,6 +3,7 @@ sampler, the refusals, and the engine end to end with a replayed power source an
 
 import itertools
 import json
+import re
 import time
 
 import pytest
@@ -611,3 +612,80 @@ def test_a_failing_power_source_leaves_a_partial_session_with_the_loops_it_measu
     assert summary["complete"] is False and "NVML stopped answering" in summary["incomplete_reason"]
     assert json.loads((session / "status.json").read_text())["state"] == "partial"
     assert "PARTIAL SESSION" in (session / "summary.md").read_text()
+
+
+# --- cases a hand mutation of core/protocol.py survived ------------------------------------------------------------
+
+@pytest.mark.parametrize("values, says", [
+    # an order given in code as one string would be read letter by letter as kernels named "A", "0", ","
+    ({"order": "A0,A1"}, "order must be kernel names, comma-separated or as a list, got 'A0,A1'"),
+    ({"order": ("A0", 1)}, "order must be kernel names"),
+    ({"trim_start": -1}, "trim_start must be a non-negative integer, got -1"),
+    ({"trim_end": -1}, "trim_end must be a non-negative integer, got -1"),
+    ({"warmup": -1}, "warmup must be a non-negative integer, got -1"),
+    ({"seconds": 0}, "seconds must be a finite positive number, got 0"),
+    ({"idle_s": -1.0}, "idle_s must be a finite non-negative number, got -1.0"),
+    ({"pre_s": -1.0}, "pre_s must be a finite non-negative number, got -1.0"),
+    ({"post_s": -1.0}, "post_s must be a finite non-negative number, got -1.0"),
+    ({"seed": -1}, "seed must be a non-negative integer, got -1"),
+    ({"interval_s": float("inf")}, "the sampling interval must be a finite number of at least 1 ms, got inf"),
+    ({"interval_s": 0.002}, None),  # 2 ms: above the bound
+    ({"ramp_fraction": 0.0}, "ramp_fraction must be in (0, 1], got 0.0"),
+    ({"ramp_fraction": "0.9"}, "ramp_fraction must be in (0, 1], got '0.9'"),
+    ({"ramp_fraction": 0.5}, None),
+    ({"heads": 0}, "heads must be a positive integer, got 0"),
+    ({"dtype": "fp4"}, "dtype must be one of"),
+    ({"causal": "yes"}, "causal must be true or false, got 'yes'"),
+    ({"seq": ("8Q",)}, "8Q"),
+])
+def test_an_energy_protocol_refuses_each_setting_out_of_its_range_and_takes_one_inside(values, says):
+    from softbench.core.protocol import EnergyProtocol
+
+    if says is None:
+        assert EnergyProtocol(**values).settings().items() >= values.items()
+        return
+    with pytest.raises(UsageError, match=re.escape(says)):
+        EnergyProtocol(**values)
+
+
+def test_the_trim_may_keep_a_single_sample_of_the_pre_loop_loop_and_post_loop_samples():
+    """pre_s + seconds + post_s = 4 s at 0.1 s is 40 samples: a trim of 39 leaves one, of 40 none."""
+    from softbench.core.protocol import EnergyProtocol
+
+    loops = dict(seconds=1.0, interval_s=0.1, pre_s=2.0, post_s=1.0, trim_start=20)
+    EnergyProtocol(**loops, trim_end=19).check_trim()
+    with pytest.raises(UsageError, match="leaves nothing of the about 40 samples"):
+        EnergyProtocol(**loops, trim_end=20).check_trim()
+
+
+def test_the_loops_settings_leave_the_shape_out_and_the_settings_leave_out_what_the_protocol_does_not_set():
+    from softbench.core.protocol import EnergyProtocol
+    from softbench.core.shapes import SHAPE_KEYS
+
+    p = EnergyProtocol(dtype="bf16", heads=8)
+    assert not set(p.loop_settings()) & set(SHAPE_KEYS) and p.loop_settings()["seconds"] == p.seconds
+    assert p.settings()["dtype"] == "bf16" and "head_dim" not in p.settings()
+
+
+def test_an_energy_file_gives_the_interval_in_milliseconds_and_seq_as_one_length_or_a_list():
+    from softbench.core.protocol import energy_protocol_from_mapping
+
+    p = energy_protocol_from_mapping({"interval_ms": 50, "seq": 8192, "order": ["A0", 1]}, "e.yaml")
+    assert (p.interval_s, p.seq, p.order) == (0.05, ("8192",), ("A0", "1"))
+    assert energy_protocol_from_mapping({"seq": ["4K", 8192]}, "e.yaml").seq == ("4K", "8192")
+    with pytest.raises(UsageError, match="e.yaml: unknown key 'interval_s'"):  # seconds are no file setting
+        energy_protocol_from_mapping({"interval_s": 0.05}, "e.yaml")
+    with pytest.raises(UsageError, match=r"^e.yaml: interval_ms must be a finite number of at least 1, got inf$"):
+        energy_protocol_from_mapping({"interval_ms": float("inf")}, "e.yaml")
+    # a refusal of the protocol names the file rather than "protocol"
+    with pytest.raises(UsageError, match=r"^e.yaml: seconds must be a finite positive number, got 0$"):
+        energy_protocol_from_mapping({"seconds": 0}, "e.yaml")
+
+
+def test_a_loaded_energy_protocol_names_its_file_in_a_refusal(tmp_path):
+    from softbench.core.protocol import load_energy_protocol
+
+    f = tmp_path / "e.yaml"
+    f.write_text("seconds: 0\n")
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(f))}: seconds must be"):
+        load_energy_protocol(f)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -924,3 +925,121 @@ def test_each_span_is_half_open_and_needs_two_readings():
     s.add(1.5, 690.0, 1480.0)
     v = s.verdict()
     assert not v.done and v.power_change_rel is None
+
+
+# --- cases a hand mutation of core/protocol.py survived ------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", [InterleavedProtocol, SustainedProtocol, LatencyProtocol])
+def test_the_packaged_file_named_after_a_protocol_is_its_defaults_written_out(cls):
+    """interleaved.yaml, sustained.yaml and paper.yaml describe the defaults in words and list them: a default
+    changed in one place only would have --protocol <kind> and no --protocol run different protocols."""
+    assert latency_plan_from_mapping(load_yaml_mapping(cls.kind), cls.kind).protocol == cls()
+
+
+def test_the_paper_protocols_defaults_are_the_papers_b3_rounds():
+    """Appendix B.3: 3 rounds in alternating order, 50 warm-up calls, 7 windows of 100 calls."""
+    from softbench.core.protocol import LatencyProtocol
+
+    p = LatencyProtocol()
+    assert (p.rounds, p.order, p.warmup, p.windows, p.calls) == (3, "alternate", 50, 7, 100)
+
+
+@pytest.mark.parametrize("proto", [InterleavedProtocol(order="circuit", order_seed=3, calls=10),
+                                   SustainedProtocol(cycles=6, settle_max_s=9.0),
+                                   latency_protocol_from_mapping({"order": "fixed", "rounds": 2})],
+                         ids=lambda p: p.kind)
+def test_a_recorded_protocol_reads_back_as_the_protocol_that_ran(proto):
+    """protocol.yaml records to_dict(): it names the kind (a sustained protocol read without it would be taken for
+    an interleaved one), and reading it back gives the same protocol."""
+    recorded = proto.to_dict()
+    assert recorded["kind"] == type(proto).kind
+    assert any_protocol_from_mapping(recorded) == proto
+
+
+def test_options_not_given_leave_the_protocols_values():
+    """The command line passes every option, None where it was not given: None must not replace a value."""
+    proto = InterleavedProtocol(budget_s=10.0, rounds=2)
+    assert proto.with_overrides(budget_s=None, rounds=3, seed=None) == InterleavedProtocol(budget_s=10.0, rounds=3)
+
+
+def test_a_fixed_order_runs_the_same_kernel_first_every_round_and_alternate_swaps_every_other():
+    from softbench.core.protocol import LatencyProtocol
+
+    assert LatencyProtocol(rounds=3, order="fixed").round_order("A0", "A1") == [("A0", "A1")] * 3
+    assert LatencyProtocol(rounds=3).round_order("A0", "A1") == [("A0", "A1"), ("A1", "A0"), ("A0", "A1")]
+
+
+def test_every_packaged_protocol_listed_is_one_that_loads_and_the_list_is_in_name_order():
+    """The list goes into refusals (no packaged protocol named ...): it must name only files --protocol takes, in
+    an order that does not depend on the file system."""
+    from softbench.core.protocol import packaged_protocol, packaged_protocols, read_protocol_text
+
+    names = packaged_protocols()
+    assert names == sorted(names) and {"interleaved", "sustained", "paper", "energy"} <= set(names)
+    for name in names:
+        assert packaged_protocol(name) == read_protocol_text(name)[0]
+    with pytest.raises(UsageError, match=r"no packaged protocol named 'nonesuch' \(packaged: .*\binterleaved\b"):
+        packaged_protocol("nonesuch")
+
+
+def test_a_packaged_protocol_names_its_file_as_its_source():
+    """The source goes into every refusal about the file's content: it names the file in the package."""
+    from pathlib import Path
+
+    import softbench
+    from softbench.core.protocol import read_protocol_text
+
+    text, source = read_protocol_text("sustained")
+    assert source.endswith("sustained.yaml")
+    assert (Path(softbench.__file__).parent.parent / source).read_text(encoding="utf-8") == text
+
+
+def test_a_protocol_file_that_holds_no_mapping_is_refused_in_one_sentence(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("- rounds: 3\n")
+    with pytest.raises(UsageError, match=rf"^protocol file {re.escape(str(f))} must hold a mapping at the top level$"):
+        load_yaml_mapping(f)
+
+
+def test_a_protocol_section_is_read_from_under_its_key_and_must_be_a_mapping_with_a_named_kind():
+    assert any_protocol_from_mapping({"protocol": {"kind": "sustained", "cycles": 6}}) == SustainedProtocol(cycles=6)
+    with pytest.raises(UsageError, match="^f.yaml: 'protocol' must be a mapping$"):
+        any_protocol_from_mapping({"protocol": "fast"}, "f.yaml")
+    with pytest.raises(UsageError, match=r"^f.yaml: the protocol kind must be a name \(interleaved, sustained, paper\), "
+                                         r"not \['interleaved'\]$"):
+        any_protocol_from_mapping({"kind": ["interleaved"]}, "f.yaml")
+
+
+def test_the_rounds_commands_refuse_the_other_protocols_and_read_a_bare_warm_up_as_the_papers():
+    """The emulation sweep runs only the paper's rounds: an interleaved file is refused, not run as rounds. A
+    kind-less file naming `warmup` (a key only the paper's protocol has) is the paper's, whatever the default."""
+    with pytest.raises(UsageError, match="^f.yaml: this command runs the paper's rounds protocol, not interleaved$"):
+        latency_protocol_from_mapping({"kind": "interleaved"}, "f.yaml")
+    assert any_protocol_from_mapping({"warmup": 10}).kind == "paper"
+    assert any_protocol_from_mapping({"windows": 3}).kind == "paper"
+
+
+def test_a_plans_cells_override_its_shape_and_cells_alone_make_a_plan_with_the_default_protocol():
+    plan = latency_plan_from_mapping({"protocol": {}, "shape": {"seq": 128, "heads": 2},
+                                      "cells": [{"heads": 4}, {}]})
+    assert [(s.seq, s.heads) for s in plan.shapes()] == [(128, 4), (128, 2)]
+    plan = latency_plan_from_mapping({"cells": [{"seq": 256}]})
+    assert plan.protocol == InterleavedProtocol() and [s.seq for s in plan.shapes()] == [256]
+    with pytest.raises(UsageError, match=r"^f.yaml: unknown keys \['colour'\]"):
+        latency_plan_from_mapping({"protocol": {}, "colour": "blue"}, "f.yaml")
+
+
+def test_a_plan_keeps_its_pair_and_backend_and_refuses_what_is_no_name_or_no_shape():
+    plan = latency_plan_from_mapping({"protocol": {}, "cells": [{"seq": 128}], "baseline": "A0", "variant": "A1",
+                                      "backend": "sim"})
+    assert (plan.baseline, plan.variant, plan.backend) == ("A0", "A1", "sim")
+    for key in ("baseline", "variant", "backend"):
+        with pytest.raises(UsageError, match=rf"^f.yaml: '{key}' must be one name, not \['x'\]$"):
+            latency_plan_from_mapping({"protocol": {}, "cells": [{"seq": 128}], key: ["x"]}, "f.yaml")
+    # a shape or a cell that is no mapping is refused where the file has it, before any Shape is built
+    with pytest.raises(UsageError, match="^f.yaml: 'cells' must be a list of mappings"):
+        latency_plan_from_mapping({"protocol": {}, "cells": "seq: 128"}, "f.yaml")
+    with pytest.raises(UsageError, match="^f.yaml: shape must be a mapping of the shape's fields"):
+        latency_plan_from_mapping({"protocol": {}, "shape": "8K", "cells": [{"seq": 128}]}, "f.yaml")
+    with pytest.raises(UsageError, match="^f.yaml: cell 2 must be a mapping of the shape's fields"):
+        latency_plan_from_mapping({"protocol": {}, "cells": [{"seq": 128}, "seq: 256"]}, "f.yaml")

@@ -4,6 +4,8 @@ lines that meet them are cases of tests/test_bad_input.py."""
 
 from __future__ import annotations
 
+import re
+
 import click
 import pytest
 
@@ -162,3 +164,92 @@ def test_finite_refuses_text_that_is_no_number_as_click_does():
     # float('abc') raises ValueError, which would reach the user as a traceback instead of a usage error
     with pytest.raises(click.BadParameter, match="'abc' is not a valid float"):
         SECONDS.convert("abc", None, None)
+
+# --- cases a hand mutation of core/protocol.py survived ------------------------------------------------------------
+
+PROTOCOLS = (InterleavedProtocol, SustainedProtocol, LatencyProtocol, EnergyProtocol)
+
+
+def _durations():
+    """(protocol, field) for every duration in seconds a protocol has, found from its fields rather than from
+    LIMITS, so that a duration missing from LIMITS shows. The sampling interval has a bound of its own (at least
+    1 ms) and is left out."""
+    from dataclasses import fields
+
+    return [(cls, f.name) for cls in PROTOCOLS for f in fields(cls) if f.name.endswith("_s") and f.name != "interval_s"]
+
+
+@pytest.mark.parametrize("cls, name", _durations(), ids=lambda v: getattr(v, "__name__", v))
+def test_every_duration_of_every_protocol_is_bounded_by_a_day(cls, name):
+    """A warm-up, settle, idle, pre or post time past a day is a typo that held the GPU until killed, as a budget
+    did. The other end of a window is raised with it where needed, so that only the bound can refuse."""
+    partner = {"warmup_min_s": "warmup_max_s", "settle_min_s": "settle_max_s"}
+    over = {name: 86_401, **({partner[name]: 86_401} if name in partner else {})}
+    with pytest.raises(UsageError, match=rf"{name} must be at most 86,400 s \(a day\), got 86401"):
+        cls(**over)
+    at = {name: 86_400, **({partner[name]: 86_400} if name in partner else {})}
+    assert getattr(cls(**at), name) == 86_400
+
+
+@pytest.mark.parametrize("make, says", [
+    # a count is an integer: neither a flag (True is an int to Python) nor a fraction
+    (lambda: LatencyProtocol(rounds=True), "rounds must be a positive integer, got True"),
+    (lambda: LatencyProtocol(windows=2.5), "windows must be a positive integer, got 2.5"),
+    (lambda: LatencyProtocol(calls=0), "calls must be a positive integer, got 0"),
+    (lambda: InterleavedProtocol(calls=0), "calls must be a positive integer, got 0"),
+    (lambda: InterleavedProtocol(min_pairs=0), "min_pairs must be a positive integer, got 0"),
+    (lambda: InterleavedProtocol(max_pairs="5000"), "max_pairs must be a positive integer, got '5000'"),
+    (lambda: InterleavedProtocol(check_every=0), "check_every must be a positive integer, got 0"),
+    (lambda: SustainedProtocol(calls="100"), "calls must be a positive integer, got '100'"),
+    (lambda: SustainedProtocol(calls=MAX_WINDOW_CALLS + 1), "calls must be at most 100,000 calls per window"),
+    (lambda: LatencyProtocol(warmup=-1), "warmup must be a non-negative integer, got -1"),
+    (lambda: InterleavedProtocol(untimed=-1), "untimed must be a non-negative integer, got -1"),
+    (lambda: LatencyProtocol(warmup=False), "warmup must be a non-negative integer, got False"),
+    (lambda: LatencyProtocol(seed=-1), "seed must be a non-negative integer, got -1"),
+    (lambda: SustainedProtocol(seed="7"), "seed must be a non-negative integer, got '7'"),
+    (lambda: InterleavedProtocol(order_seed=-1), "order_seed must be a non-negative integer, got -1"),
+    # a number of seconds or percentage points is finite: inf passes `> 0` and then never ends
+    (lambda: InterleavedProtocol(target_pp=float("inf")), "target_pp must be a finite positive number, got inf"),
+    (lambda: InterleavedProtocol(window_ms=0), "window_ms must be a finite positive number, got 0"),
+    (lambda: InterleavedProtocol(target_pp="0.25"), "target_pp must be a finite positive number, got '0.25'"),
+    (lambda: InterleavedProtocol(warmup_min_s=None), "warmup_min_s must be a finite non-negative number, got None"),
+    (lambda: SustainedProtocol(settle_max_s="soon"), "settle_max_s must be a finite non-negative number"),
+    (lambda: EnergyProtocol(idle_s=float("nan")), "idle_s must be a finite non-negative number, got nan"),
+    (lambda: EnergyProtocol(pre_s=-1.0), "pre_s must be a finite non-negative number, got -1.0"),
+])
+def test_a_protocol_refuses_a_value_of_the_wrong_kind_in_one_sentence(make, says):
+    """Each of these once passed, or left as a TypeError from a comparison instead of the sentence."""
+    with pytest.raises(UsageError, match=re.escape(says)):
+        make()
+
+
+@pytest.mark.parametrize("cls", [InterleavedProtocol, SustainedProtocol, LatencyProtocol, EnergyProtocol])
+def test_every_protocol_takes_a_seed_up_to_a_signed_64_bit_integer_and_no_more(cls):
+    """torch's seed is a signed 64-bit integer: 2**63 - 1 is the largest seed every consumer takes."""
+    assert cls(seed=2**63 - 1).seed == 2**63 - 1
+    with pytest.raises(UsageError, match=r"seed must be at most 9223372036854775807, got 9223372036854775808"):
+        cls(seed=2**63)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: InterleavedProtocol(warmup_min_s=10.0, warmup_max_s=5.0),
+    lambda: SustainedProtocol(settle_min_s=10.0, settle_max_s=5.0),
+    lambda: EnergyProtocol(settle_min_s=10.0, settle_max_s=5.0),
+])
+def test_a_window_whose_least_time_exceeds_its_most_is_refused(make):
+    with pytest.raises(UsageError, match=r"need 0 <= \w+_min_s <= \w+_max_s, got 10.0, 5.0"):
+        make()
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: InterleavedProtocol(min_pairs=50, max_pairs=10), "min_pairs (50) exceeds max_pairs (10)"),
+    # the paper protocol's orders are not the interleaved protocol's
+    (lambda: InterleavedProtocol(order="alternate"), "the interleaved order must be 'random' or 'circuit'"),
+    # the budget is checked between windows: a window longer than it would run on past it
+    (lambda: InterleavedProtocol(window_ms=1001.0, budget_s=1.0), "a window of 1001 ms is longer than the measuring "
+                                                                   "budget of 1 s"),
+    (lambda: LatencyProtocol(order="random"), "order must be 'alternate' or 'fixed'"),
+])
+def test_a_protocol_refuses_settings_that_contradict_each_other(make, says):
+    with pytest.raises(UsageError, match=re.escape(says)):
+        make()

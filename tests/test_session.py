@@ -194,3 +194,175 @@ def test_the_a_a_null_labels_its_second_process_apart_and_files_carry_no_quote()
     assert pair_labels("A0", "A1") == ("A0", "A1")
     assert pair_labels("A0", "A0") == ("A0", "A0'")
     assert file_label(pair_labels("A0", "A0")[1]) == "A0b"
+
+
+# --- cases a hand mutation of core/session.py survived -------------------------------------------------------------
+
+def test_records_take_numpy_scalars_and_paths_as_plain_values_and_refuse_anything_else(tmp_path):
+    """Measurements arrive as numpy scalars and file names as paths; both go to disk as plain JSON values. Any other
+    object is refused rather than written as something no reader expects (null, or a repr)."""
+    import numpy as np
+
+    s = Session.create(tmp_path, "latency")
+    s.append("w.jsonl", {"ms": np.float64(1.25), "n": np.int64(3), "file": tmp_path / "x.bin"})
+    assert s.read_records("w.jsonl") == [{"ms": 1.25, "n": 3, "file": str(tmp_path / "x.bin")}]
+    atomic_write_json(tmp_path / "s.json", {"ms": np.float32(0.5)})
+    assert json.loads((tmp_path / "s.json").read_text()) == {"ms": 0.5}
+    with pytest.raises(TypeError, match="cannot write object as JSON"):
+        atomic_write_json(tmp_path / "t.json", {"x": object()})
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_records_are_written_with_sorted_keys(tmp_path):
+    """As the JSON files are: the same record gives the same line whatever order its dict was built in."""
+    s = Session.create(tmp_path, "latency")
+    s.append("w.jsonl", {"b": 1, "a": 2})
+    assert (s.path / "w.jsonl").read_text() == '{"a": 2, "b": 1}\n'
+
+
+def test_every_session_write_is_fsynced_whole_then_renamed_into_place(tmp_path, monkeypatch):
+    """What makes a write survive a crash: the whole text reaches the disk (fsync, after the flush) in a temporary
+    file of the same folder (a rename across file systems is no rename), and only then replaces the file. Appends
+    are pushed to disk too. The real os calls run; they are only watched."""
+    import os
+
+    import softbench.core.session as session_mod
+
+    s = Session.create(tmp_path, "latency")
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.fstat(fd).st_size))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", Path(src).parent, Path(dst), Path(src).stat().st_size))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(session_mod.os, "fsync", fsync)
+    monkeypatch.setattr(session_mod.os, "replace", replace)
+    for write, name, data in ((s.write_json, "a.json", {"a": 1}), (s.write_yaml, "b.yaml", {"b": 2}),
+                              (s.write_text, "c.txt", "text\n")):
+        events.clear()
+        path = write(name, data)
+        assert path == s.path / name  # the writers return the file they wrote
+        size = path.stat().st_size
+        assert size > 0 and events == [("fsync", size), ("replace", s.path, path, size)]
+    events.clear()
+    s.set_status(complete=True, state="complete")
+    size = (s.path / "status.json").stat().st_size
+    assert events == [("fsync", size), ("replace", s.path, s.path / "status.json", size)]
+    events.clear()
+    s.append("w.jsonl", {"a": 1})
+    assert events == [("fsync", (s.path / "w.jsonl").stat().st_size)]
+
+
+def test_an_interrupt_during_an_atomic_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt, no Exception) is how a measuring run is most often stopped: it must clean up as an
+    error does."""
+    import softbench.core.session as session_mod
+
+    atomic_write_json(tmp_path / "s.json", {"a": 1})
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session_mod.os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_json(tmp_path / "s.json", {"a": 2})
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
+
+
+def test_atomic_writes_and_sessions_make_the_folders_they_need(tmp_path):
+    atomic_write_json(tmp_path / "a" / "b" / "s.json", {"a": 1})
+    assert json.loads((tmp_path / "a" / "b" / "s.json").read_text()) == {"a": 1}
+    s = Session.create(tmp_path / "new" / "sessions", "latency")
+    assert s.path.parent == tmp_path / "new" / "sessions" and s.status()["state"] == "running"
+
+
+def test_a_yaml_file_is_block_yaml_in_the_order_given(tmp_path):
+    """protocol.yaml is read by people: block style, its keys in the order the writer gave (kind first), not
+    sorted and not JSON (which a YAML reader would read back just the same)."""
+    import yaml
+
+    data = {"kind": "interleaved", "window_ms": 8.0, "budget_s": 30.0}
+    text = Session.create(tmp_path, "latency").write_yaml("protocol.yaml", data).read_text()
+    assert yaml.safe_load(text) == data
+    assert [line.split(":")[0] for line in text.splitlines()] == list(data)
+
+
+def test_a_blank_line_among_records_is_skipped(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"a": 1}\n\n   \n{"a": 2}\n')
+    assert read_jsonl(p) == [{"a": 1}, {"a": 2}]
+
+
+def test_an_append_after_a_one_byte_fragment_drops_it(tmp_path):
+    """The shortest torn line: one byte after the last newline. The byte before it is a newline, the last is not."""
+    s = Session.create(tmp_path, "latency")
+    s.append("w.jsonl", {"a": 1})
+    with open(s.path / "w.jsonl", "a") as f:
+        f.write("{")
+    s.append("w.jsonl", {"a": 2})
+    assert (s.path / "w.jsonl").read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_an_append_after_a_fragment_whose_newline_starts_the_last_tail_read_keeps_the_record_before(tmp_path):
+    """The newline before the fragment is the first byte of the tail read (a fragment one byte shorter than a
+    read): the fragment starts after it, and the whole record before it stays."""
+    import softbench.core.session as session_mod
+
+    s = Session.create(tmp_path, "latency")
+    s.append("w.jsonl", {"a": 1})
+    with open(s.path / "w.jsonl", "a") as f:
+        f.write('{"x": "' + "y" * (session_mod._TAIL_CHUNK - 8))  # 1 + this = one tail read
+    s.append("w.jsonl", {"a": 2})
+    assert (s.path / "w.jsonl").read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_an_append_after_a_fragment_cut_inside_a_character_drops_it(tmp_path):
+    """A fragment cut in the middle of a multi-byte character is no UTF-8: it is dropped as any other fragment is,
+    not a UnicodeDecodeError out of the next append."""
+    s = Session.create(tmp_path, "latency")
+    s.append("w.jsonl", {"a": 1})
+    with open(s.path / "w.jsonl", "ab") as f:
+        f.write('{"x": "é'.encode()[:-1])
+    s.append("w.jsonl", {"a": 2})
+    assert (s.path / "w.jsonl").read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_a_tag_s_runs_of_unsafe_characters_become_one_dash(tmp_path):
+    s = Session.create(tmp_path, "latency", "fp8 // 8K")
+    assert s.path.name.endswith("-latency-fp8-8K")
+
+
+def test_a_created_session_is_counted_among_this_process_s_sessions(tmp_path, monkeypatch):
+    """An interrupt names the unfinished sessions from CREATED: a new session must be in it."""
+    import softbench.core.session as session_mod
+
+    monkeypatch.setattr(session_mod, "CREATED", [])
+    s = Session.create(tmp_path, "latency")
+    assert session_mod.CREATED == [s]
+
+
+def test_a_status_says_when_it_was_written(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    from softbench.core.utc import parse_utc
+
+    before = datetime.now(timezone.utc)
+    s = Session.create(tmp_path, "latency")
+    written = parse_utc(s.status()["updated_utc"])
+    assert written is not None and before - timedelta(seconds=1) <= written <= datetime.now(timezone.utc)
+
+
+def test_reading_a_session_s_files_that_are_absent_or_damaged(tmp_path):
+    s = Session.create(tmp_path, "fidelity")
+    assert s.read_records("rows.jsonl") == [] and not s.has("rows.jsonl")
+    s.append("rows.jsonl", {"a": 1})
+    assert s.has("rows.jsonl") and s.read_records("rows.jsonl") == [{"a": 1}]
+    (s.path / "options.json").write_text('{"seq": ')
+    with pytest.raises(UsageError, match=re.escape(str(s.path / "options.json"))):
+        s.read_mapping("options.json")
