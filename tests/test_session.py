@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from softbench.core.errors import UsageError
-from softbench.core.session import (Session, atomic_write_json, atomic_write_text, file_label, find_sessions,
+from softbench.core.session import (Session, atomic_write_json, atomic_write_text, file_label,
                                     pair_labels, read_jsonl)
 
 
@@ -137,23 +137,10 @@ def test_json_files_are_written_with_sorted_keys(tmp_path):
     assert (tmp_path / "s.json").read_text() == '{\n  "a": {\n    "c": 3,\n    "d": 4\n  },\n  "b": 2\n}\n'
 
 
-def test_find_sessions(tmp_path):
+def test_open_refuses_a_folder_that_is_not_a_session(tmp_path):
     Session.create(tmp_path, "latency", "a")
-    Session.create(tmp_path, "energy", "b")
-    assert sorted(s.command for s in find_sessions([tmp_path])) == ["energy", "latency"]
-    with pytest.raises(UsageError):
-        find_sessions([tmp_path / "missing"])
-
-
-def test_find_sessions_takes_a_session_folder_itself_and_lists_a_folder_in_name_order(tmp_path, monkeypatch):
-    import softbench.core.session as session_mod
-
-    monkeypatch.setattr(session_mod, "utc_stamp", lambda now=None: "20260101T000000Z")
-    made = [Session.create(tmp_path, "latency", tag) for tag in ("f", "b", "e", "a", "d", "c")]
-    assert [s.path for s in find_sessions([made[2].path])] == [made[2].path]
-    assert [s.path.name[-1] for s in find_sessions([tmp_path])] == ["a", "b", "c", "d", "e", "f"]
     with pytest.raises(UsageError, match="is not a softbench session"):
-        Session.open(tmp_path)
+        Session.open(tmp_path)  # a folder of sessions is not itself one
 
 
 def test_create_takes_the_folder_atomically(tmp_path, monkeypatch):

@@ -62,6 +62,15 @@ def test_only_json_true_makes_a_session_complete(tmp_path, status, summary, comp
     assert load_session(write_session(tmp_path, "s", status, summary)).complete is complete
 
 
+def test_session_dirs_reads_a_folder_of_sessions_one_level_deep(tmp_path):
+    # a folder of sessions holds sessions, not folders of them: a session two levels down is not evidence of this
+    # folder (a sweep's point folders and an archive of older runs would otherwise be read as runs of their own)
+    write_session(tmp_path / "all", "a", AUDIT)
+    write_session(tmp_path / "all" / "older", "b", AUDIT)
+    assert [p.name for p in session_dirs([tmp_path / "all"])] == ["a"]
+    assert session_dirs([tmp_path / "all" / "a"]) == [tmp_path / "all" / "a"]  # a session named itself
+
+
 def test_session_dirs_lists_each_session_once_in_name_order_and_refuses_a_file(tmp_path):
     for name in ("b", "a", "c"):
         write_session(tmp_path / "all", name, AUDIT)

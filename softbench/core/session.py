@@ -13,7 +13,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -236,19 +236,6 @@ class Session:
 
     def has(self, name: str) -> bool:
         return (self.path / name).exists()
-
-
-def find_sessions(paths: Iterable[Path | str]) -> list[Session]:
-    """Every session folder at or below the given paths (a session folder itself, or a folder of sessions)."""
-    found: list[Session] = []
-    for p in map(Path, paths):
-        if (p / STATUS_FILE).exists():
-            found.append(Session.open(p))
-        elif p.is_dir():
-            found.extend(Session.open(s.parent) for s in sorted(p.glob(f"*/{STATUS_FILE}")))
-        else:
-            raise UsageError(f"{p} is neither a session nor a folder of sessions")
-    return found
 
 
 def _read_mapping(path: Path) -> dict:
