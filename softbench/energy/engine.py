@@ -83,7 +83,7 @@ def refuse_cpu_backend(device_kind: str, backend: str) -> None:
 def default_dtype(backend: str, device) -> tuple[str, str]:
     """FP8 where the backend has it (FA4: sm_100 family; softbench's Triton forward: sm_89 and newer), else BF16;
     with the sentence that says why."""
-    if backend == "fa4" and device.arch is not None and device.arch // 10 in SM100_FAMILIES:
+    if backend == "fa4" and device.family in SM100_FAMILIES:
         return "fp8", f"default on {device.arch_label}: FP8 through FA4"
     if backend == "triton" and device.arch is not None and device.arch >= 89:
         return "fp8", f"default on {device.arch_label}: FP8 through softbench's Triton forward"

@@ -9,7 +9,7 @@ from softbench.core.errors import UsageError
 from softbench.core.runoptions import RunOptions
 from softbench.core.session import pair_labels
 from softbench.core.shapes import Shape
-from softbench.kernels.capability import SM100_FAMILIES
+from softbench.kernels.capability import SM100_FAMILIES, arch_family
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def rescale_threshold(backend: str, arch: int | None, dtype: str, backend_option
     sm_100 at 16-bit, 0 at FP8. The simulation takes tau as an option."""
     if backend == "sim":
         return float(backend_options.get("rescale_threshold", 0.0))
-    if arch is not None and arch // 10 in SM100_FAMILIES and dtype != "fp8":
+    if arch_family(arch) in SM100_FAMILIES and dtype != "fp8":
         return 8.0
     return 0.0
 

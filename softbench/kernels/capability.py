@@ -19,6 +19,11 @@ GLUON_HEAD_DIMS = (64, 128)
 SM100_FAMILIES = (10, 11)
 
 
+def arch_family(arch: int | None) -> int:
+    """The GPU family of a compute capability (90 -> 9, 103 -> 10); 0 where there is none (the CPU)."""
+    return (arch or 0) // 10
+
+
 def dims_text(dims) -> str:
     """(64, 128, 256) as "64, 128 and 256", for refusals that name the head dims a kernel takes."""
     *rest, last = (str(d) for d in dims)
@@ -32,6 +37,10 @@ class Device:
     arch: int | None  # e.g. 90, 100; None on the CPU
     # False: a GPU that kernels are compiled for and never run on, here (softbench audit --arch sm_100a)
     present: bool = True
+
+    @property
+    def family(self) -> int:
+        return arch_family(self.arch)
 
     @property
     def arch_label(self) -> str:
@@ -49,7 +58,7 @@ def detect_device(prefer_cuda: bool = True) -> Device:
 
 def fa4_fp8_on_hopper(shape: Shape, device: Device) -> bool:
     """FP8 through FA4 on an sm_90 GPU: FA4's FP8 forward exists only in its sm_100 path."""
-    return shape.dtype == "fp8" and device.kind == "cuda" and (device.arch or 0) // 10 == 9
+    return shape.dtype == "fp8" and device.kind == "cuda" and device.family == 9
 
 
 def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True) -> str | None:
@@ -58,7 +67,7 @@ def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True)
     if device.kind != "cuda":
         return "FA4 needs a CUDA GPU and none is visible here" + (
             "; use --backend sim (pure torch, runs on the CPU)" if offer_sim else "")
-    family = (device.arch or 0) // 10
+    family = device.family
     if family not in (9, 10, 11):
         return f"FA4's forward is measured here on sm_90 and sm_100 only; this GPU is {device.arch_label}"
     if fa4_fp8_on_hopper(shape, device):
@@ -75,7 +84,7 @@ def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True)
 
 def fa4_emulation_reason(device: Device) -> str | None:
     """FA4's exp2 polynomial emulation (ex2_emu_*) exists only in the sm_100 forward."""
-    if device.arch is None or device.arch // 10 not in SM100_FAMILIES:
+    if device.family not in SM100_FAMILIES:
         return (f"FA4 has no exp2 emulation on {device.arch_label}: its ex2_emu_freq/start_frg/res settings "
                 "exist only in the sm_100 forward")
     return None

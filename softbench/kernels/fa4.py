@@ -47,7 +47,7 @@ class FA4Backend:
 
         ensure_registered(variant)  # check("fa4", variant) first: an unknown name gets the closest ones
         patch = FA4_PATCHES.get(variant)
-        family = (self.device.arch or 0) // 10
+        family = self.device.family
         if patch.arch_families is not None and family not in patch.arch_families:
             kernels = listed([f"sm_{changed}0" for changed in patch.arch_families])
             raise UnsupportedError(f"variant {variant} changes only FA4's {kernels} forward; on "

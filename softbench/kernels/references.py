@@ -34,7 +34,7 @@ def fa3_module_name() -> str | None:
 
 
 def fa3_unsupported_reason(shape: Shape, device: Device) -> str | None:
-    if device.kind != "cuda" or (device.arch or 0) // 10 != 9:
+    if device.kind != "cuda" or device.family != 9:
         return f"FlashAttention-3's forward is for Hopper (sm_90); this device is {device.arch_label}"
     if fa3_module_name() is None:
         return ("FlashAttention-3 is not installed (neither fa3_fwd_interface from PyPI fa3-fwd nor "

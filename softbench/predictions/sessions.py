@@ -111,8 +111,8 @@ def load_session(path: Path | str) -> SessionRecord:
 
 def session_dirs(paths) -> list[Path]:
     """Session folders at the given paths: a session itself, or the sessions directly inside a folder of them (one
-    level). status.json is not parsed here, so that a damaged one is reported later. A session reached twice (named beside its folder, with a trailing slash, through a link) is listed once: it is
-    one piece of evidence."""
+    level). status.json is not parsed here, so that a damaged one is reported later. A session reached twice (named
+    beside its folder, with a trailing slash, through a link) is listed once: it is one piece of evidence."""
     found: dict[Path, Path] = {}
     for p in map(Path, paths):
         if (p / STATUS_FILE).exists():
