@@ -689,3 +689,41 @@ def test_a_loaded_energy_protocol_names_its_file_in_a_refusal(tmp_path):
     f.write_text("seconds: 0\n")
     with pytest.raises(UsageError, match=rf"^{re.escape(str(f))}: seconds must be"):
         load_energy_protocol(f)
+
+
+def test_the_command_prints_the_recorded_runs_tables_ratios_and_drift(monkeypatch, tmp_path):
+    """What `softbench energy` prints after its run, from the session the run wrote: here the H200's recorded FP8
+    causal 8K session (A0, h15-folded, h15-folded, A0) stands in for the run, copied so that nothing of it changes."""
+    import shutil
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    import softbench.kernels.capability as cap
+    import softbench.energy.engine as en
+    from softbench.core.session import Session
+    from softbench.energy import command as energy
+
+    recorded = (Path(__file__).resolve().parents[1] / "sessions"
+                / "20261207T085756Z-energy-fp8-8K-causal-b1h16d128-triton-A0-h15-folded-h15-folded-A0")
+    copy = tmp_path / recorded.name
+    shutil.copytree(recorded, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    monkeypatch.setattr(en, "run_energy", lambda opts, power, progress=None: Session.open(copy))
+    monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
+    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cuda", "gpu", 90))
+    result = CliRunner().invoke(energy.command, ["--backend", "triton", "--dtype", "fp8", "--seq", "8K",
+                                                 "--order", "A0,h15-folded,h15-folded,A0", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())  # the tables' cells wrapped at the runner's width read as one line
+    change = summary["vs_baseline"]["h15-folded"]["change_pct"]
+    assert (f"h15-folded vs A0: energy per forward sampled {change['sampled']:+.2f}%, "
+            f"sampled_in_loop {change['sampled_in_loop']:+.2f}%") in text
+    assert (f"counter {change['counter']:+.2f}%; time per forward {change['time_per_forward']:+.2f}%; "
+            f"mean power {change['mean_power']:+.2f}%") in text
+    for name, variant in summary["variants"].items():
+        drift = variant["drift_first_to_last_pct"]
+        listed = ", ".join(f"{method} {pct:+.2f}%" for method, pct in drift.items())  # the file's order
+        assert f"drift of {name} from its first to its last loop: {listed}" in text
+    assert "per loop" in text and "per kernel (mean over its loops), mJ per forward" in text
+    assert f"session: {copy}" in text
