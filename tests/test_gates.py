@@ -245,6 +245,27 @@ def test_multi_tile_details_summarize_the_rows():
     assert att["lattice_ties_median"] == statistics.median(ties) and att["lattice_ties_max"] == max(ties)
 
 
+def test_a_key_read_back_one_output_rounding_below_the_row_maximum_is_counted_as_a_tie():
+    """Over several key tiles a key can share the maximum's lattice point yet not read back equal to it: as the
+    running maximum of a tile before the maximum's, its weight there is H(0) = 1, and the rescale to the final
+    maximum multiplies it by 2^y, y its exponent below that maximum, where the whole row's lattice gives 1. A y
+    under an output rounding reads back as the output dtype's next value below the maximum: still a tie."""
+    stock, patched = _hand_made(_exact), _hand_made(_h15)
+    p = patched.p.clone()
+    p_max = p.amax(-1, keepdim=True)
+    exact_ties = patched.valid & (p == p_max)
+    # in each row that has one, the smallest visible weight becomes such a key: one BF16 step below the maximum
+    below_max = torch.nextafter(p_max.to(BF16), torch.zeros_like(p_max, dtype=BF16)).double()
+    smallest = torch.where(patched.valid, p, math.inf).argmin(-1, keepdim=True)
+    has_room = ~exact_ties.gather(-1, smallest)  # a row of a single visible key has no other to move
+    p.scatter_(-1, smallest, torch.where(has_room, below_max, p.gather(-1, smallest)))
+    assert bool((below_max < p_max).all()) and int(has_room.sum()) > patched.p.shape[1]
+    near = _readback(p, patched.x, patched.valid, patched.eta, patched.q, patched.k, 256)
+    att = _by_name(multi_tile_gates(stock, near))["row_max_attained"].details
+    ties = (exact_ties.sum(-1, keepdim=True) + has_room).flatten().tolist()
+    assert att["lattice_ties_median"] == statistics.median(ties) and att["lattice_ties_max"] == max(ties)
+
+
 def test_reference_on_a_hand_computed_row():
     # 2x = 0, -0.6, -2.4 -> n = 0, -1, -2 -> weights 1, 0.75, 0.5
     x = torch.tensor([[0.0, -0.3, -1.2]], dtype=torch.float64)

@@ -17,7 +17,8 @@ from softbench.gates.engine import run_gates
 from softbench.gates.maps import GATE_MAPS, H15, gate_map_for, gate_map_named
 from softbench.gates.options import GatesOptions
 from softbench.gates.readback import Readback, load_readback, readback_path
-from softbench.gates.references import ExactScores, reference_probabilities, row_phases, step_below_open
+from softbench.gates.references import (ExactScores, exact_exponents, reference_probabilities, row_phases,
+                                         step_below_open)
 from softbench.gates.tolerances import Storage, rounding_octaves
 from softbench.kernels.catalog import VARIANTS
 from softbench.kernels.sim import TileMap, element_map
@@ -163,6 +164,38 @@ def test_folded_gates_read_the_exact_maximum_not_the_stock_argmax():
     gates = {g.name: g for g in multi_tile_gates(stock, patched, gmap=FOLDED)}
     assert gates["row_max_attained"].passed
     assert gates["recovered_error"].passed  # its shift, too, is read at the exact maximum
+
+
+def test_folded_single_tile_reads_the_kernels_weights_against_its_own_maximum():
+    """One row of BF16 scores summed in FP32 as a one-tile kernel does, product by product: key 0 holds the exact
+    maximum, 1 + (15/32) 2^-23, whose small product FP32 drops (score 1); key 1 lies 1/32 of an FP32 step below it,
+    yet its first small product rounds it up to 1 + 2^-23, so the kernel's maximum is key 1. With 2c just under 3.5,
+    key 1 anchors the lattice at r = 4 with its phase just above -1/2, and key 0 falls one step below, to 3/4: the
+    weights a correct h15-folded kernel makes (those of operators.rowmax_h15_folded, the simulation's). Read against
+    its own maximum the single-tile gate passes them; read against the exact maximum's entry every weight is 4/3
+    too large, and the reference picks the other anchor and wrong lattice points."""
+    ulp = 2.0 ** -23  # FP32's step at 1
+    q = torch.ones(1, 1, 1, 64)
+    k = torch.zeros(1, 4, 1, 64)
+    k[0, 0, 0, 0], k[0, 0, 0, 5] = 1.0, 15 / 32 * ulp
+    k[0, 1, 0, 0], k[0, 1, 0, 1], k[0, 1, 0, 2] = 1.0, 0.75 * ulp, -5 / 16 * ulp
+    k[0, 2, 0, 0], k[0, 3, 0, 0] = 0.5, 0.25
+    q, k = q.to(torch.bfloat16), k.to(torch.bfloat16)
+    assert k.float()[0, 1, 0, 1] == 0.75 * ulp  # every product is exact in BF16 x BF16
+    scale_log2 = 1.75 - ulp  # an FP32 value: 2c = 3.5 - 2^-22
+    products = (q.float() * k.float())[0, :, 0]
+    scores = torch.zeros(4)
+    for i in range(64):  # in order, each sum rounded to FP32
+        scores = scores + products[:, i]
+    w = operators.rowmax_h15_folded(scores, scores.max(), scale_log2).double()
+    assert w.tolist() == [0.75, 1.0, 0.5, 0.375]
+    p = (w / w.sum()).to(torch.bfloat16).double().view(1, 1, 1, 4)
+    x, valid, eta, scaled_max = exact_exponents(q, k, False, scale_log2 / math.log2(math.e))
+    patched = Readback(p=p, x=x, valid=valid, eta=eta, storage=Storage(torch.bfloat16, torch.bfloat16, 4), q=q, k=k,
+                       scaled_max=scaled_max)
+    assert int(patched.argmax) == 0 and bool(step_below_open(scaled_max, eta, valid).all())
+    gate = single_tile_gate(patched, FOLDED)
+    assert gate.passed, gate.to_dict()
 
 
 # --- the engine on the simulation -----------------------------------------------------------------------------------

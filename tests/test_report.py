@@ -131,6 +131,35 @@ def test_energy_rows_rank_their_numbers_and_fidelity_rows_say_resolved_only_off_
     assert fid["touches"][6] == f"{100 * (math.exp(0.1) - 1):+.3f}" == "+10.517"
 
 
+def test_the_fidelity_figure_fills_a_marker_where_the_table_calls_its_interval_resolved(monkeypatch, tmp_path):
+    """The figure's axis reads 'filled: interval excludes zero': an interval wholly below zero (the variant does
+    better than its baseline) is resolved as much as one wholly above, and its marker is filled as the table's
+    resolved column says; one that touches or straddles zero is drawn hollow."""
+    from matplotlib.colors import same_color
+
+    from softbench.predictions.sessions import load_session
+    from softbench.report import figures
+    from softbench.report.tables import fidelity_table
+
+    conditions = [{"name": "below", "dnll": -0.002, "ci_low": -0.003, "ci_high": -0.001},
+                  {"name": "above", "dnll": 0.002, "ci_low": 0.001, "ci_high": 0.003},
+                  {"name": "touches", "dnll": 0.1, "ci_low": 0.0, "ci_high": 0.2},
+                  {"name": "straddles", "dnll": 0.0, "ci_low": -0.001, "ci_high": 0.001}]
+    rec = load_session(make_session(tmp_path, "f1", "fidelity", {"conditions": conditions}))
+    saved = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: saved.append(fig) or path)
+    assert figures.plot_fidelity(rec, tmp_path / "f.png") is not None
+    (fig,) = saved
+    (ax,) = fig.axes
+    # each condition's point marker sits at its row, the condition's place in the session's list
+    points = {int(line.get_ydata()[0]): line for line in ax.get_lines() if line.get_marker() == "o"}
+    resolved = {r[1]: r[7] == "yes" for r in fidelity_table([rec]).rows}
+    assert resolved == {"below": True, "above": True, "touches": False, "straddles": False}
+    for row, c in enumerate(conditions):
+        filled = not same_color(points[row].get_markerfacecolor(), "white")
+        assert filled == resolved[c["name"]], c["name"]
+
+
 def test_energy_loops_are_read_from_the_first_key_that_holds_any_and_named_by_what_they_carry():
     from softbench.report.records import loop_entries, loop_name
 

@@ -120,9 +120,15 @@ def single_tile_gate(patched: Readback, gmap: GateMap = H15) -> Gate:
     maximum is the row maximum). Lattice weights are exact in the P dtype (the reference rounds E4M3's subnormal
     tail as the kernel does), so each element carries only the output rounding: L1 per row <= u_out + FP32 slack
     (masked entries excluded). Where some weights are exponentials (the hybrids, exp2) they carry the stock
-    kernel's allowance instead (_exp_l1_bound)."""
+    kernel's allowance instead (_exp_l1_bound).
+
+    The kernel's weights are read against its own row maximum: the kernel gives that key weight exactly 1
+    (h15-folded: step 0 of its anchor), the scale the reference's lattice points are on. Not against the exact
+    maximum's entry: h15-folded can put that key one lattice step lower, at 3/4, where the kernel's maximum is
+    another key within eta of it (the rows step_below_open names); read against it, every weight is 4/3 too large,
+    and the reference picks the other anchor and the wrong lattice points of the ambiguous keys."""
     st = patched.storage
-    at_max = patched.p.gather(-1, patched.argmax)
+    at_max = patched.p.amax(-1, keepdim=True)
     ref = reference_probabilities(patched.exact, gmap, patched.p / at_max, st)
     l1 = _row_l1(patched.p, ref.probabilities, patched.valid)
     bound = _exp_l1_bound(st, _eta_max(patched)) if gmap.rounds_p else st.u_out + st.slack
