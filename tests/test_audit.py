@@ -554,12 +554,72 @@ def test_engine_without_counter_permission(tmp_path, fake_tools, monkeypatch):
     assert summary["sass"]["A0"]["MUFU_EX2"] == 5 and summary["registers"]["A0"] == 168
 
 
-def test_engine_drops_a_metric_ncu_refuses(tmp_path, fake_tools, monkeypatch):
-    monkeypatch.setenv("FAKE_NCU_MODE", "badmetric")
+@pytest.mark.parametrize("mode, refused", [
+    ("badmetric", ["sm__issue_active.avg.pct_of_peak_sustained_active"]),
+    # ncu names the first unknown metric it meets and stops: the second is refused only on the next run
+    ("badmetrics", ["sm__issue_active.avg.pct_of_peak_sustained_active", "lts__t_sector_hit_rate.pct"]),
+])
+def test_engine_drops_each_metric_ncu_refuses(tmp_path, fake_tools, monkeypatch, mode, refused):
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
     (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",)))
     summary = s.read_json("summary.json")
     assert "A0" not in summary["errors"] and summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.3
-    assert "sm__issue_active" in summary["ncu_notes"]["A0"][0]
+    notes = summary["ncu_notes"]["A0"]
+    for i, metric in enumerate(refused):  # in the order ncu refused them, each in a note of its own
+        assert notes[i].startswith(f"ncu refused {metric}:")
+    (rec,) = read_jsonl(s.path / "variants.jsonl")
+    assert not set(refused) & set(rec["ncu_metrics_asked"])
+
+
+def test_engine_asks_for_the_core_metrics_when_ncu_fails_on_a_metric_it_does_not_name(tmp_path, fake_tools,
+                                                                                        monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "unnamedmetric")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",)))
+    summary = s.read_json("summary.json")
+    assert "A0" not in summary["errors"] and summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.3
+    assert "asked again for the core metrics only" in summary["ncu_notes"]["A0"][0]
+    (rec,) = read_jsonl(s.path / "variants.jsonl")
+    assert rec["ncu_metrics_asked"] == list(ncu.CORE_METRICS)
+
+
+def test_engine_reads_the_report_ncu_wrote_before_exiting_with_an_error(tmp_path, fake_tools, monkeypatch):
+    """The program failed after its launch was profiled: ncu wrote the report and passed the exit code on. The
+    counters are read, and the notes say how ncu ended."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "apperror")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",)))
+    summary = s.read_json("summary.json")
+    assert "A0" not in summary["errors"] and summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.3
+    assert "ncu exited with code 1; its report is read anyway" in summary["ncu_notes"]["A0"]
+
+
+def _audit_with_a_crashing_disassembler(tmp_path, bin_dir, monkeypatch) -> dict:
+    """The summary of A0's audit under a cuobjdump that dies (exit code 2) after printing half the SASS."""
+    monkeypatch.setenv("FAKE_CUOBJDUMP_MODE", "crash")
+    (s,) = run_audit(_opts(tmp_path, bin_dir, variants=("A0",), use_ncu=False))
+    return s.read_json("summary.json")
+
+
+def test_a_disassembler_that_crashes_midway_leaves_the_kernel_uncounted(tmp_path, fake_tools, monkeypatch):
+    """The half-printed kernel is not counted as if it were the whole one."""
+    summary = _audit_with_a_crashing_disassembler(tmp_path, fake_tools, monkeypatch)
+    assert summary["errors"]["A0"]["sass"].startswith("disassembling cutlass___call___flash_fwd_A0.sm_90a.cubin failed")
+    assert "A0" not in summary["sass"]
+
+
+def test_a_disassemblers_crash_is_reported_with_its_exit_code_and_what_it_said(tmp_path, fake_tools, monkeypatch):
+    """The error once quoted the first 400 characters of the half-printed dump (its header), neither the exit code
+    nor cuobjdump's own message, which comes after the dump."""
+    error = _audit_with_a_crashing_disassembler(tmp_path, fake_tools, monkeypatch)["errors"]["A0"]["sass"]
+    assert "(exit code 2)" in error and error.endswith("Internal error (fake crash)")
+
+
+def test_a_kernel_missing_from_the_resource_usage_is_said_and_ncu_gives_its_registers(tmp_path, fake_tools,
+                                                                                         monkeypatch):
+    monkeypatch.setenv("FAKE_CUOBJDUMP_MODE", "noresources")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, variants=("A0",)))
+    summary = s.read_json("summary.json")
+    assert summary["errors"]["A0"] == {"resources": f"no resource-usage line for {ATT}"}
+    assert summary["registers_source"]["A0"] == "ncu" and summary["sass"]["A0"]["MUFU_EX2"] == 5
 
 
 def test_engine_keeps_going_when_a_variant_fails(tmp_path, fake_tools, monkeypatch):

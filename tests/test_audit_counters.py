@@ -344,6 +344,16 @@ def test_engine_falls_back_when_no_reader_of_the_binary_report_can_read_it(tmp_p
         assert "could not read A0.ncu-rep" in summary["counter_reader_failures"]["A0"]["ncu-report"]
 
 
+def test_engine_imports_the_csv_again_from_an_ncu_without_print_units(tmp_path, fake_tools, monkeypatch):
+    """An ncu older than --print-units refuses the option: the CSV is imported again without it (in ncu's own
+    units, which the parser converts)."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "nounits")
+    (s,) = run_audit(_opts(tmp_path, fake_tools, counter_reader="csv"))
+    summary = s.read_json("summary.json")
+    assert summary["errors"] == {} and summary["counter_reader"]["A0"]["name"] == "csv"
+    assert summary["ncu"]["A0"]["mufu_pipe_pct"] == 40.3
+
+
 def test_engine_refuses_nsight_python_before_any_session(tmp_path, fake_tools, monkeypatch):
     monkeypatch.setattr(collectors, "installed_nsight_python", lambda: "1.1.0")
     with pytest.raises(UnsupportedError, match="nsight-python 1.1.0 needs Nsight Compute 2026.2.1.*is 2025.3.1"):

@@ -13,11 +13,12 @@ from tests.repo_tools import load_tool
 ROOT = Path(__file__).resolve().parents[1]
 PAIRED = ROOT / "sessions/20261204T172236Z-audit-bf16-16K-causal-b1h16d128-triton"
 K_AHEAD = ROOT / "sessions/20261204T172302Z-audit-bf16-16K-causal-b1h16d128-triton"
+FA3 = ROOT / "sessions/20261204T100505Z-audit-bf16-16K-causal-b1h16d128-triton"
 K, V, PRODUCER = barrier_waits.KINDS[:3]
 
 
-def _page(folder: Path):
-    return source_stalls.read(str(folder / "ncu" / "A0-sass.csv.gz"))
+def _page(folder: Path, label: str = "A0"):
+    return source_stalls.read(str(folder / "ncu" / f"{label}-sass.csv.gz"))
 
 
 def _big(sites, kind):
@@ -39,8 +40,7 @@ def test_fa3s_waits_read_as_cutlass_writes_them():
     """FA3's consumers (CUTLASS's pipeline: a try-wait, a branch past the wait where it succeeded, a second try-wait
     and the branch to the retry loop) waited 1,516 samples for K and 1,459 for V at BF16 causal 16K, the figures
     docs/hopper-notes.md quotes from `20261204T100505Z`; each such pair of try-waits is one wait."""
-    page = source_stalls.read(str(ROOT / "sessions/20261204T100505Z-audit-bf16-16K-causal-b1h16d128-triton/ncu"
-                                  / "ref-fa3-sass.csv.gz"))
+    page = _page(FA3, "ref-fa3")
     sites = barrier_waits.wait_sites(page)
     assert _big(sites, K) == [1516] and _big(sites, V) == [1459]
     # the K wait: rows 1577-1580 are its try-wait (325 samples), the branch past it (1,516), the second try-wait (206)
@@ -49,6 +49,27 @@ def test_fa3s_waits_read_as_cutlass_writes_them():
     assert (k.row, k.samples) == (1577, 1516 + 325 + 206)
     page.loc[1580, source_stalls.SAMPLES] = 7  # were a warp sampled at the second branch, it would be this wait's
     assert barrier_waits.wait_sites(page).set_index("row").loc[1577, "at_branch"] == 1516 + 7
+
+
+def _with_instruction_inserted(page, row: int, source: str):
+    """The page with an unsampled instruction `source` placed before `row`, the instructions from there on one
+    instruction (16 bytes) later."""
+    import pandas as pd
+
+    inserted = page.loc[[row]].assign(Source=source, **{source_stalls.SAMPLES: 0, source_stalls.EXECUTED: 0})
+    after = page.loc[row:].assign(Address=[hex(int(a, 16) + 0x10) for a in page.Address[row:]])
+    return pd.concat([page.loc[:row - 1], inserted, after], ignore_index=True)
+
+
+def test_a_cutlass_wait_stays_one_wait_with_an_instruction_between_its_try_waits():
+    """ptxas may schedule an instruction between the branch past a CUTLASS wait and the second try-wait: FA3's K
+    wait (rows 1577-1580) with one placed there (an address computation of the MMA that follows) is still one wait
+    holding its try-waits' and its branch's samples."""
+    page = _page(FA3, "ref-fa3")
+    moved = barrier_waits.wait_sites(_with_instruction_inserted(page, 1579, "ULEA UR50, UR4, UR8, 0xb"))
+    assert len(moved) == len(barrier_waits.wait_sites(page))
+    (k,) = moved[moved.row == 1577].itertuples()
+    assert (k.at_branch, k.samples) == (1516, 1516 + 325 + 206)
 
 
 def test_a_wait_counts_its_branch_and_try_wait_and_retry_loops_are_not_waits():
@@ -86,6 +107,19 @@ def test_the_summary_and_the_audit_table_carry_the_waits_by_kind():
     (_, head, rows), = source_stall_tables(summary)
     cells = {r[0]: r[head.index("mbarrier waits, samples: K or Q / V / producer")] for r in rows}
     assert cells == {"A0": "3,016 / 2,858 / 10,614", "old": "not recorded"}
+
+
+def test_a_wait_with_half_a_percent_of_the_samples_is_among_the_largest():
+    """The summary lists each wait with at least 0.5% of the page's samples at its branch: on FA3's page padded to
+    200 times its K wait's 1,516 samples that wait is listed, and with one of them moved off its branch it is not."""
+    samples = source_stalls.SAMPLES
+    page = _page(FA3, "ref-fa3")
+    unwaited = 1584  # a UMOV after the K wait, in no wait's rows
+    page.loc[unwaited, samples] += 200 * 1516 - page[samples].sum()
+    assert [w["samples"] for w in barrier_waits.summarize(page)["largest"]] == [1516]
+    page.loc[1578, samples] -= 1
+    page.loc[unwaited, samples] += 1
+    assert barrier_waits.summarize(page)["largest"] == []
 
 
 def test_the_audit_table_says_where_the_working_warps_wait():

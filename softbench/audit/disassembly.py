@@ -44,8 +44,8 @@ def sass_step(session: Session, opts: AuditOptions, variant: str, dump: Path, to
             code, text = run_tool([tools.cuobjdump, "--dump-sass", str(cubin)], None, 300)
         else:
             code, text = run_tool([tools.nvdisasm, str(cubin)], None, 300)
-        if code != 0:
-            raise MeasurementError(f"disassembling {cubin.name} failed: {text.strip()[:400]}")
+        if code != 0:  # what the tool said of its failure follows what it printed of the dump: the end is kept
+            raise MeasurementError(f"disassembling {cubin.name} failed (exit code {code}): {text.strip()[-400:]}")
         dumps[cubin] = text
         functions += [(f, cubin) for f in sass_mod.parse_sass(text)]
         if tools.cuobjdump:

@@ -4,7 +4,10 @@ Profiling (`... --export R --log-file L ... <python> -m <driver> REQ RES`): runs
 lines to L and a report R that names the variant. `--import R --csv ...`: prints ncu-<variant>.csv from this
 folder. FAKE_NCU_MODE=real writes the H200 report h200/A0.ncu-rep instead and imports it as h200/A0.csv
 (the CSV ncu 2025.3.1 printed from that report). FAKE_NCU_MODE=perm answers like a machine without counter permission; FAKE_NCU_MODE=badmetric refuses
-sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric. `--import R --page source ...` prints a SASS
+sm__issue_active.avg.pct_of_peak_sustained_active as an unknown metric; FAKE_NCU_MODE=badmetrics refuses it and then
+lts__t_sector_hit_rate.pct, one a run (ncu stops at the first unknown metric); FAKE_NCU_MODE=unnamedmetric fails on
+the former without naming it; FAKE_NCU_MODE=apperror writes the report, then exits 1 as the profiled program did;
+FAKE_NCU_MODE=nounits imports like an ncu older than --print-units. `--import R --page source ...` prints a SASS
 page with per-instruction stall samples recorded on the H200 (sessions/stalls-h200-20261202-0716: Gluon A0's, or
 FA3's for a reference kernel); FAKE_NCU_MODE=nosource fails it."""
 import gzip
@@ -35,6 +38,9 @@ if "--import" in args and "source" in args:  # --page source: a SASS page record
 if "--import" in args and os.environ.get("FAKE_NCU_MODE") == "real":
     sys.stdout.write((HERE / "h200" / "A0.csv").read_text())
     sys.exit(0)
+if "--import" in args and "--print-units" in args and os.environ.get("FAKE_NCU_MODE") == "nounits":
+    print("==ERROR== unrecognised option '--print-units'. Use --help for further details.", file=sys.stderr)
+    sys.exit(1)
 if "--import" in args:
     report = Path(args[args.index("--import") + 1])
     made = json.loads(report.read_text())
@@ -51,8 +57,14 @@ if not report.name.endswith(".ncu-rep"):  # as ncu does
 mode = os.environ.get("FAKE_NCU_MODE", "")
 with open(log, "w") as f:
     f.write("==PROF== Connected to process 4242\n")
-    if mode == "badmetric" and "sm__issue_active.avg.pct_of_peak_sustained_active" in metrics:
-        f.write("==ERROR== Failed to find metric sm__issue_active.avg.pct_of_peak_sustained_active\n")
+    refused = {"badmetric": ["sm__issue_active.avg.pct_of_peak_sustained_active"],
+               "badmetrics": ["sm__issue_active.avg.pct_of_peak_sustained_active", "lts__t_sector_hit_rate.pct"]}
+    unknown = [m for m in refused.get(mode, []) if m in metrics]
+    if unknown:
+        f.write(f"==ERROR== Failed to find metric {unknown[0]}\n")
+        sys.exit(1)
+    if mode == "unnamedmetric" and "sm__issue_active.avg.pct_of_peak_sustained_active" in metrics:
+        f.write("==ERROR== Failed to prepare the requested metrics for collection\n")
         sys.exit(1)
 code = subprocess.run(target).returncode
 with open(log, "a") as f:
@@ -70,4 +82,8 @@ else:
     report.write_text(json.dumps({"variant": req["variant"], "backend": req["backend"], "metrics": metrics,
                                   "kernel_name": opt("--kernel-name"), "name_base": opt("--kernel-name-base"),
                                   "sections": sections}))
+if mode == "apperror":  # the program failed after its launch was profiled: ncu passes its exit code on
+    with open(log, "a") as f:
+        f.write("==ERROR== The application returned an error code (1).\n")
+    sys.exit(1)
 sys.exit(code)
