@@ -170,8 +170,10 @@ def multi_tile_gates(stock: Readback, patched: Readback, rescale_threshold: floa
     tol_norm = 2 * r_out + r_p + r_slack + (r_p if gmap.rounds_p else 0.0)
     p0, p1, valid = stock.p, patched.p, patched.valid
     # Elements resolved in both storage formats: the stock value clear of the output dtype's subnormals and its
-    # unnormalized weight clear of the P dtype's, each by the envelope width and one octave; smaller ones lose
-    # their relative precision. Chosen from the stock readback only, so a patched value of 0 cannot hide.
+    # unnormalized weight clear of the P dtype's. The envelope width keeps a correct kernel's patched value out of
+    # them too (smaller values lose their relative precision); the one octave more is a margin for the stock
+    # weight's own roundings and h15-folded's phase (1/2 + 2 r_out + r_p, about 0.6 octave at E4M3 and BF16, just
+    # over the width). Chosen from the stock readback only, so a patched value of 0 cannot hide.
     spare = 2.0 ** (ENVELOPE_WIDTH + 1)
     p0_max = p0.amax(dim=-1, keepdim=True)
     resolved = valid & (p0 >= torch.finfo(st.out_dtype).tiny * spare) & \
