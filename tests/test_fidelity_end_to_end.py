@@ -59,6 +59,8 @@ def test_sim_path_session(tiny, tmp_path):
     assert "control" not in pot and "control" not in exp2
     run = s.read_json("run.json")
     assert run["gate"]["passed"] and abs(run["gate"]["difference"]) < 1e-3
+    # the difference is softbench's NLL less the model's own loss, so its sign says which is the higher
+    assert run["gate"]["difference"] == run["gate"]["softbench_baseline_nll"] - run["gate"]["native_loss"] != 0
     assert run["gate"]["native_attention"] == "eager"
     assert run["block_len"] == 64 and run["n_blocks"] == 20 and len(run["token_signature"]) == 64
     assert summary["blocks_planned"] == 20  # the blocks this run set out to evaluate, not all the corpus holds
