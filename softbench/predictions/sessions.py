@@ -58,14 +58,16 @@ def _read_mapping(path: Path, problems: list[str]) -> dict:
         return {}
 
 
-def _scalar(v: Any) -> bool:
-    return v is None or isinstance(v, (str, int, float, bool))
+def _fact(v: Any) -> bool:
+    """A value a scope can match. A recorded null is no fact: it must not hide what another file records (the
+    summary's variant under a protocol's null, status.json's command under a summary's null)."""
+    return isinstance(v, (str, int, float, bool))
 
 
 def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None = None) -> dict:
     facts: dict = {}
     for source in (summary, protocol):  # protocol.yaml names variants; summary.json may hold labels (A0')
-        facts.update({k: v for k, v in source.items() if _scalar(v)})
+        facts.update({k: v for k, v in source.items() if _fact(v)})
         shape = source.get("shape")
         if isinstance(shape, dict):
             facts.update({k: shape[k] for k in SHAPE_KEYS if k in shape})
@@ -77,7 +79,7 @@ def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None 
             facts["git_commit"] = own["commit"]
     gpu = (env or {}).get("gpu")
     if isinstance(gpu, dict):  # a session without a GPU records none: a scope naming one excludes it
-        facts.update({f"gpu_{k}": gpu[k] for k in ("name", "capability") if _scalar(gpu.get(k)) and gpu.get(k)})
+        facts.update({f"gpu_{k}": gpu[k] for k in ("name", "capability") if _fact(gpu.get(k)) and gpu.get(k)})
     return facts
 
 
