@@ -42,8 +42,9 @@ def test_facts_take_the_protocol_over_the_summary_and_the_commit_and_gpu_from_en
     # the command the summary records stands; status.json's fills in only where none is recorded
     assert session_facts({"command": "latency"}, {"command": "sweep"}, {})["command"] == "sweep"
     # a null recorded is no fact: it hides neither status.json's command nor the summary's variant
-    nulls = session_facts({"command": "latency"}, {"command": None, "variant": "A1"}, {"variant": None})
-    assert (nulls["command"], nulls["variant"]) == ("latency", "A1")
+    nulls = session_facts({"command": "latency"}, {"command": None, "variant": "A1", "shape": {"seq": 8192}},
+                          {"variant": None, "shape": {"seq": None}})
+    assert (nulls["command"], nulls["variant"], nulls["seq"]) == ("latency", "A1", 8192)
 
 
 def test_the_start_is_the_earliest_recorded_time_the_folder_stamp_included():

@@ -70,7 +70,7 @@ def session_facts(status: dict, summary: dict, protocol: dict, env: dict | None 
         facts.update({k: v for k, v in source.items() if _fact(v)})
         shape = source.get("shape")
         if isinstance(shape, dict):
-            facts.update({k: shape[k] for k in SHAPE_KEYS if k in shape})
+            facts.update({k: shape[k] for k in SHAPE_KEYS if _fact(shape.get(k))})
     facts.setdefault("command", status.get("command"))
     own = (env or {}).get("softbench")
     if isinstance(own, dict):
