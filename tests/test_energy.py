@@ -223,13 +223,20 @@ class FakePower:
         return {"name": "replay"}
 
 
-def test_energy_command_refuses_a_cpu_backend_even_with_nvml(monkeypatch, capsys):
+def _stand_in_board(monkeypatch, device):
+    """The energy command's machine checks answered by a replayed NVML board and `device` (softbench's Device)."""
     import softbench.kernels.capability as cap
     import softbench.energy.engine as en
-    from softbench.cli import main
 
     monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
-    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cpu", "cpu", None))
+    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: device)
+
+
+def test_energy_command_refuses_a_cpu_backend_even_with_nvml(monkeypatch, capsys):
+    import softbench.kernels.capability as cap
+    from softbench.cli import main
+
+    _stand_in_board(monkeypatch, cap.Device("cpu", "cpu", None))
     assert main(["energy", "--backend", "sim", "--seq", "256"]) == 3
     assert "runs on the CPU" in capsys.readouterr().err
 
@@ -459,8 +466,7 @@ def _capture_energy_options(monkeypatch, args, arch=100):
         raise KeyboardInterrupt  # stop before anything is measured
 
     monkeypatch.setattr(en, "run_energy", fake_run)
-    monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
-    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cuda", "gpu", arch))
+    _stand_in_board(monkeypatch, cap.Device("cuda", "gpu", arch))
     result = CliRunner().invoke(energy.command, args)
     return seen.get("opts"), result
 
@@ -710,8 +716,7 @@ def test_the_command_prints_the_recorded_runs_tables_ratios_and_drift(monkeypatc
     shutil.copytree(recorded, copy)
     summary = json.loads((copy / "summary.json").read_text())
     monkeypatch.setattr(en, "run_energy", lambda opts, power, progress=None: Session.open(copy))
-    monkeypatch.setattr(en, "open_power_source", lambda index=0: FakePower())
-    monkeypatch.setattr(cap, "detect_device", lambda prefer_cuda=True: cap.Device("cuda", "gpu", 90))
+    _stand_in_board(monkeypatch, cap.Device("cuda", "gpu", 90))
     result = CliRunner().invoke(energy.command, ["--backend", "triton", "--dtype", "fp8", "--seq", "8K",
                                                  "--order", "A0,h15-folded,h15-folded,A0", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
