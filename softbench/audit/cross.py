@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from softbench.core.errors import UnsupportedError, UsageError
-from softbench.kernels.capability import Device
+from softbench.kernels.capability import HOPPER_FAMILY, Device
 
 NATIVE = "native"
 # what the compile imports (module -> the package that provides it), the versions `make setup` installs
@@ -83,7 +83,7 @@ def check_target(backend: str, arch: str) -> None:
 def check_native(backend: str, device) -> None:
     """--backend triton without --arch runs softbench's Hopper kernels on this machine's GPU (under Nsight Compute
     where it is wanted): refused, with the compile for the H200 as the way out, where there is no sm_90 GPU."""
-    if backend == "triton" and (device.kind != "cuda" or device.family != 9):
+    if backend == "triton" and (device.kind != "cuda" or device.family != HOPPER_FAMILY):
         has = "no CUDA GPU" if device.kind != "cuda" else f"an {device.arch_label} GPU"
         raise UnsupportedError("softbench audit --backend triton runs softbench's Hopper kernels on this machine's "
                                f"sm_90 GPU, and this machine has {has}",

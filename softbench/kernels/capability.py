@@ -17,6 +17,8 @@ GLUON_HEAD_DIMS = (64, 128)
 # the GPU families (compute capability // 10) whose FA4 forward is flash_fwd_sm100.py: the B200 (sm_100, sm_103) and
 # sm_110. FP8 through FA4 and its exp2 emulation exist only there
 SM100_FAMILIES = (10, 11)
+# Hopper's family (sm_90): FA3's forward and softbench's Gluon kernels are for it alone
+HOPPER_FAMILY = 9
 
 
 def arch_family(arch: int | None) -> int:
@@ -58,7 +60,7 @@ def detect_device(prefer_cuda: bool = True) -> Device:
 
 def fa4_fp8_on_hopper(shape: Shape, device: Device) -> bool:
     """FP8 through FA4 on an sm_90 GPU: FA4's FP8 forward exists only in its sm_100 path."""
-    return shape.dtype == "fp8" and device.kind == "cuda" and device.family == 9
+    return shape.dtype == "fp8" and device.kind == "cuda" and device.family == HOPPER_FAMILY
 
 
 def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True) -> str | None:
@@ -68,14 +70,14 @@ def fa4_unsupported_reason(shape: Shape, device: Device, offer_sim: bool = True)
         return "FA4 needs a CUDA GPU and none is visible here" + (
             "; use --backend sim (pure torch, runs on the CPU)" if offer_sim else "")
     family = device.family
-    if family not in (9, 10, 11):
+    if family not in (HOPPER_FAMILY, *SM100_FAMILIES):
         return f"FA4's forward is measured here on sm_90 and sm_100 only; this GPU is {device.arch_label}"
     if fa4_fp8_on_hopper(shape, device):
         return ("FP8 through FA4 exists only in its sm_100 path; this GPU is sm_90 (Hopper). "
                 "Use --backend triton (softbench's own FP8 forward for Hopper) or --dtype bf16/fp16"
                 + (", or --backend sim for the FP8 semantics" if offer_sim else ""))
     d = shape.head_dim
-    if family == 9 and not (8 <= d <= 256 and d % 8 == 0):
+    if family == HOPPER_FAMILY and not (8 <= d <= 256 and d % 8 == 0):
         return f"FA4 on sm_90 takes head dims 8..256 in multiples of 8, not {d}"
     if family in SM100_FAMILIES and not ((8 <= d <= 128 and d % 8 == 0) or d == 256):
         return f"FA4 on sm_100 takes head dims 8..128 (multiples of 8) or 256, not {d}"

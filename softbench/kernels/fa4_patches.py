@@ -9,6 +9,7 @@ patched."""
 
 from __future__ import annotations
 
+from softbench.kernels.capability import HOPPER_FAMILY
 from softbench.kernels.patch import Edit, NewFile, Patch
 from softbench.core.registry import Registry
 
@@ -250,7 +251,7 @@ H15_NOCLAMP = _online_softmax_patch(
     "every 2x >= -252", _SM90_H15_NOCLAMP, H15_NOCLAMP_MODULE, ONLINE_SOFTMAX_FAMILIES)
 H15_WG = _online_softmax_patch(
     "h15-wg", "1", "sm_90 only: Rowmax-H15 in the first MMA warpgroup, hardware exp2 in the second", _SM90_H15_WG,
-    H15_NOCLAMP_MODULE, (9,))
+    H15_NOCLAMP_MODULE, (HOPPER_FAMILY,))
 
 # which patch builds each variant the catalog lists for the FA4 backend (tests/test_catalog.py holds them equal);
 # emulation settings are added by name at run time (softbench.sweep.emulation.ensure_registered)

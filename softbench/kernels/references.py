@@ -18,7 +18,8 @@ import importlib.util
 
 from softbench.core.errors import UnsupportedError
 from softbench.core.shapes import Shape
-from softbench.kernels.capability import Device, detect_device, fa4_fp8_on_hopper, fa4_unsupported_reason
+from softbench.kernels.capability import (HOPPER_FAMILY, Device, detect_device, fa4_fp8_on_hopper,
+                                          fa4_unsupported_reason)
 
 REFERENCE_NAMES = ("fa3", "fa4", "sdpa")
 # FA3's own module names: the PyPI build first, then flash-attention's hopper/ build
@@ -34,7 +35,7 @@ def fa3_module_name() -> str | None:
 
 
 def fa3_unsupported_reason(shape: Shape, device: Device) -> str | None:
-    if device.kind != "cuda" or device.family != 9:
+    if device.kind != "cuda" or device.family != HOPPER_FAMILY:
         return f"FlashAttention-3's forward is for Hopper (sm_90); this device is {device.arch_label}"
     if fa3_module_name() is None:
         return ("FlashAttention-3 is not installed (neither fa3_fwd_interface from PyPI fa3-fwd nor "

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from softbench.core.errors import UnsupportedError
 from softbench.core.shapes import Shape
-from softbench.kernels.capability import arch_family
+from softbench.kernels.capability import HOPPER_FAMILY, arch_family
 
 _PTR = {"bf16": "*bf16", "fp16": "*fp16", "fp8": "*fp8e4nv"}
 
@@ -144,7 +144,8 @@ def audit_compile(shape: Shape, variant: str, options: dict, arch: int, dump_dir
     from softbench.kernels.inputs import TORCH_DTYPES
     from softbench.kernels.triton_backend import kernel_of, resolve_config
 
-    config = resolve_config(TORCH_DTYPES[shape.dtype], shape.head_dim, options, hopper=arch_family(arch) == 9)
+    config = resolve_config(TORCH_DTYPES[shape.dtype], shape.head_dim, options,
+                            hopper=arch_family(arch) == HOPPER_FAMILY)
     compiled = compile_kernel(shape, variant, config, arch)
     cubin = compiled.asm["cubin"]
     (dump_dir / f"{compiled.name}.sm_{arch}a.cubin").write_bytes(cubin)
